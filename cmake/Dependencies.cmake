@@ -1,0 +1,19 @@
+# Third-party dependencies, all from Debian packages (scripts/install-deps.sh).
+# Each is wrapped in an imported target so modules can link them PRIVATE.
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+find_package(SQLite3 REQUIRED)
+find_package(CURL REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
+pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+
+# Debian's cpp-httplib 0.11 ships a compiled library plus a CMake package.
+find_package(httplib REQUIRED)
+
+if(KORCH_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()

@@ -1,0 +1,85 @@
+#pragma once
+// The campaign configuration as typed structs. Loaded by config/loader.hpp
+// (TOML file < environment < command-line flags, one key table). Every key is
+// documented in docs/config.md. No secret is ever stored here: models name the
+// environment variable that holds their API key, never the key.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace korch::config {
+
+// One model endpoint (OpenAI-compatible /v1/chat/completions).
+struct ModelConfig {
+  std::string id;            // korch's name for it, used in ids and reports
+  std::string base_url;      // e.g. "http://127.0.0.1:8000/v1"
+  std::string model;         // the provider's model name sent in the request
+  std::string api_key_env;   // name of the env var holding the key ("" = none)
+  double temperature = 0.0;
+  double top_p = 1.0;
+  int max_tokens = 8192;
+  int concurrency = 64;      // max requests in flight to this model
+  bool stream = false;       // use SSE streaming
+  int max_attempts = 6;      // HTTP attempts per call, including the first
+  double retry_cap_s = 60;   // longest single backoff / Retry-After honoured
+  double connect_timeout_s = 10;
+  double first_byte_timeout_s = 300;
+  double total_timeout_s = 900;
+  double stall_timeout_s = 120;  // streaming: no bytes for this long aborts
+  // Prices in USD per million tokens.
+  double price_prompt_per_mtok = 0;
+  double price_completion_per_mtok = 0;
+  double price_cached_per_mtok = 0;
+  int context_window = 0;    // tokens; 0 = unknown
+};
+
+struct TaskSelection {
+  std::string kernelbench_dir;   // a KernelBench/ folder with level1..level4, or any folder of task files
+  std::vector<int> levels = {1};
+  std::string ids;               // "1-10,15,20-22"; empty = all
+};
+
+enum class LifecycleKind { compaction, crash, model_swap };
+
+// A lifecycle event scheduled at a turn of every episode (or of the samples
+// listed), for studying and testing robustness (DESIGN §2).
+struct LifecycleEvent {
+  LifecycleKind kind = LifecycleKind::compaction;
+  int turn = 0;                  // applies before this turn (1-based) is generated
+  std::string model;             // model_swap: model id that generates that turn
+  std::vector<int> samples;      // empty = every sample
+};
+
+struct EvaluatorConfig {
+  std::string mode = "mock";       // "mock" | "cpu" | "gpu"
+  std::string tolerance = "strict";  // "strict" | "tf32"
+  std::string reward = "speedup";  // "speedup" | "roofline" | "beat_baseline"
+  std::string torch_ops = "allow"; // "allow" | "forbid"
+  int workers = 2;                 // concurrent evaluations (compile pool size)
+  double timeout_s = 300;          // wall clock per evaluation
+  std::int64_t memory_budget_mb = 4096;
+  std::string cache_dir;           // compile cache; "" = <db dir>/korch-cache
+  double mock_latency_s = 0;       // mock mode: simulated evaluation time
+};
+
+struct CampaignConfig {
+  std::string name;                // the campaign id is derived from it
+  std::string db_path = "korch.db";
+  std::string context;             // optional first user message
+  TaskSelection tasks;
+  std::vector<ModelConfig> models; // the first is the default generator
+  int samples_per_task = 1;
+  int max_turns = 5;
+  double episode_wall_clock_s = 2400;
+  std::int64_t episode_token_budget = 0;  // 0 = unlimited
+  double spend_cap_usd = 0;               // 0 = unlimited
+  int max_inflight_episodes = 1000;
+  std::string resume = "exact";           // "exact" | "compact"
+  std::string synchronous = "FULL";       // SQLite PRAGMA synchronous
+  std::vector<LifecycleEvent> events;
+  EvaluatorConfig evaluator;
+  std::string log_level = "info";
+};
+
+}  // namespace korch::config

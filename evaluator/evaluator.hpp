@@ -1,0 +1,113 @@
+#pragma once
+// The evaluator as the engine sees it (DESIGN §5). Implementations: mock
+// (deterministic fake verdicts, labelled mock everywhere), cpu and gpu (the
+// protected pipeline with sandboxed workers). Idempotency by request id is
+// enforced one level up, by the store: the engine looks the request id up
+// before calling evaluate(), and records exactly one result per id.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/campaign.hpp"
+#include "config/tasks.hpp"
+#include "util/error.hpp"
+
+namespace korch::evaluator {
+
+enum class Verdict {
+  ok,
+  rule_violation,
+  compile_error,
+  runtime_error,
+  incorrect,
+  timeout,
+  worker_crash,
+  impossible_timing,
+  no_kernel,
+  task_too_large,
+};
+
+const char* to_string(Verdict v);
+std::optional<Verdict> verdict_from_string(std::string_view s);
+
+enum class Mode { check, submit };
+
+struct Request {
+  std::string request_id;        // "check|..." or "kernel|..." (util/ids.hpp)
+  Mode mode = Mode::check;
+  config::Task task;
+  std::string code;              // the candidate module (defines ModelNew)
+  std::uint64_t secret_seed = 0; // per-campaign, never shown to the model
+};
+
+// Everything a verdict rests on. Rendered into feedback by prompts/ and stored
+// verbatim (report_json) by the engine.
+struct Report {
+  std::string request_id;
+  Verdict status = Verdict::worker_crash;
+  bool correct = false;
+  std::optional<double> speedup;          // median_ref / median_cand
+  std::optional<double> speedup_ci_low;   // bootstrap 95% interval
+  std::optional<double> speedup_ci_high;
+  double reward = 0;
+  std::optional<double> ref_time_ms;
+  std::optional<double> cand_time_ms;
+  std::optional<double> max_abs_diff;
+  std::optional<double> max_rel_diff;
+  std::optional<double> mismatch_frac;
+  std::string rule_id;        // rule_violation: which rule
+  std::string error;          // first line(s) of the failure
+  std::string compile_log;    // compiler output tail
+  std::string runtime_detail; // runtime traceback tail
+  std::vector<std::string> protections;  // sandbox features that were active
+  std::string evaluator_version;
+  std::string mode;           // "mock" | "cpu" | "gpu"
+  bool mock = false;          // true: verdict and timings are fake
+  double wall_s = 0;
+
+  // JSON encoding used for storage and `korch eval --json`.
+  std::string to_json() const;
+  static Result<Report> from_json(std::string_view json);
+};
+
+// Called exactly once per evaluate(), on an evaluator thread. Keep it short:
+// post to your own queue.
+using Callback = std::function<void(Report)>;
+
+class Evaluator {
+ public:
+  virtual ~Evaluator() = default;
+  // Starts one evaluation. Never blocks on the evaluation itself; never runs
+  // candidate code in this process. Thread-safe.
+  virtual void evaluate(Request request, Callback done) = 0;
+  // Version string recorded on every report (changes when verdicts may).
+  virtual std::string version() const = 0;
+  // "mock" | "cpu" | "gpu"
+  virtual std::string mode() const = 0;
+  // Facts for the system prompt: target device and software versions.
+  virtual std::string device_description() const = 0;
+  // Stops accepting work and waits for in-flight evaluations (killing workers).
+  virtual void shutdown() = 0;
+};
+
+// One documented static rule (the same table the rule checker enforces), used
+// to render the system prompt's rules list.
+struct RuleDoc {
+  std::string id;
+  std::string message;
+};
+std::vector<RuleDoc> rule_docs();
+
+// Creates the evaluator named by cfg.mode. `cache_dir` holds the compile cache.
+Result<std::unique_ptr<Evaluator>> make_evaluator(const config::EvaluatorConfig& cfg,
+                                                  const std::string& cache_dir);
+
+// Reward functions (DESIGN §5 stage 4).
+double reward_speedup(bool correct, std::optional<double> speedup);
+double reward_roofline(bool correct, double t_min_s, double t_cand_s);
+double reward_beat_baseline(bool correct, std::optional<double> ci_low);
+
+}  // namespace korch::evaluator

@@ -1,0 +1,290 @@
+#pragma once
+// korch's durable state: one SQLite database (WAL) per campaign directory.
+//
+// Threading: one writer thread owns the write connection. Callers hand it a
+// WriteBatch; the writer groups many batches into one `BEGIN IMMEDIATE`
+// transaction (group commit) and invokes each batch's callback only after the
+// COMMIT returned, so "committed" always means durable (synchronous=FULL by
+// default). Reads use a separate connection per calling thread and are
+// synchronous. Every public method is thread-safe.
+//
+// Write-ahead contract (DESIGN §3): the engine commits a step's outcome before
+// it starts any later step that depends on it.
+//
+// Conflict rules enforced here, not by callers:
+//  - turns: primary key (episode, turn); a second insert is ignored and
+//    reported in CommitInfo::conflicts (the stored row wins).
+//  - evaluations: primary key request_id; a row in state "done" is never
+//    changed again.
+//  - llm_calls: primary key request_id; a row in state "done" is never
+//    changed again.
+//  - messages: primary key (episode, epoch, seq); duplicates are ignored.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace korch::store {
+
+// Newest schema version this binary understands. A database with a larger
+// recorded version is refused by open().
+inline constexpr int k_schema_version = 1;
+
+struct Options {
+  std::string path;
+  std::string synchronous = "FULL";   // OFF | NORMAL | FULL | EXTRA
+  int busy_timeout_ms = 5000;
+  int max_batches_per_txn = 512;      // group-commit upper bound
+  bool read_only = false;             // open for status/export only
+};
+
+struct CampaignRow {
+  std::string id;
+  std::string name;
+  std::string config_json;     // secrets never included
+  std::uint64_t secret_seed = 0;
+  double created_at = 0;
+};
+
+struct TaskRow {
+  std::string campaign_id;
+  std::string task_id;
+  int level = 0;
+  int number = 0;
+  std::string name;
+  std::string path;
+  std::string source;          // reference module, stored for reproducibility
+};
+
+struct EpisodeRow {
+  std::string id;
+  std::string campaign_id;
+  std::string task_id;
+  std::string model_id;
+  int sample_index = 0;
+  std::string system_prompt;   // rendered once, reused verbatim on resume
+  std::string status = "pending";  // pending | running | final
+  double active_s = 0;         // wall-clock seconds spent while driven
+  std::int64_t tokens_used = 0;
+  double cost_usd = 0;
+  double created_at = 0;
+  double updated_at = 0;
+};
+
+// Partial update of an episode; unset fields are left alone.
+struct EpisodeUpdate {
+  std::string id;
+  std::optional<std::string> status;
+  std::optional<double> active_s;
+  std::optional<std::int64_t> tokens_used;
+  std::optional<double> cost_usd;
+};
+
+// One message of an episode's conversation. A compaction starts a new epoch;
+// the live conversation is the messages of the highest epoch, ordered by seq.
+struct MessageRow {
+  std::string episode_id;
+  int epoch = 0;
+  int seq = 0;
+  std::string role;            // system | user | assistant
+  std::string kind;            // system, context, task, reply, feedback, no_code, truncated, compaction, ...
+  int turn = 0;
+  std::string content;
+};
+
+struct TurnRow {
+  std::string episode_id;
+  int turn = 0;                // 1-based
+  std::string model_id;
+  std::string llm_request_id;
+  std::string action;          // check | submit | none
+  std::string parse_status;    // code | no_code | truncated
+  std::string code;
+  std::string code_sha;
+  std::string eval_request_id; // "" when no evaluation ran
+  std::string eval_status;     // verdict string of the check/submit, "" if none
+  std::string finish_reason;
+  std::int64_t prompt_tokens = 0;
+  std::int64_t completion_tokens = 0;
+  double llm_latency_s = 0;
+  double at = 0;
+};
+
+struct LlmCallRow {
+  std::string request_id;
+  std::string episode_id;
+  int turn = 0;
+  std::string model_id;
+  std::string state = "started";  // started | done | failed
+  double started_at = 0;
+  double finished_at = 0;
+  std::string content;
+  std::string reasoning;
+  std::string finish_reason;
+  std::int64_t prompt_tokens = 0;
+  std::int64_t completion_tokens = 0;
+  std::int64_t cached_tokens = 0;
+  std::int64_t reasoning_tokens = 0;
+  double cost_usd = 0;
+  double latency_s = 0;
+  int http_attempts = 0;
+  std::string attempts_json;      // [{"status":429,"error":"","latency_s":0.1}, ...]
+  std::string provider_request_id;
+  std::string failure;            // "" | context_overflow | permanent | exhausted
+  std::string error;
+  bool dup_possible = false;      // re-sent after a restart found it started-not-finished
+  int sends = 1;                  // how many times this id was sent (restarts)
+};
+
+struct EvaluationRow {
+  std::string request_id;
+  std::string episode_id;
+  std::string kind;               // check | submit
+  std::string code_sha;
+  std::string state = "queued";   // queued | running | done
+  std::string owner;              // "<host>:<pid>" of the process running it
+  int attempts = 0;
+  std::string verdict;
+  std::string report_json;
+  std::string evaluator_version;
+  double created_at = 0;
+  double finished_at = 0;
+};
+
+struct EventRow {
+  std::string episode_id;
+  int turn = 0;
+  std::string kind;               // compaction | crash | model_swap | resumed | budget | ...
+  std::string detail;
+  double at = 0;
+};
+
+struct FinalRow {
+  std::string episode_id;
+  std::string reason;             // submitted | no_submission | context_overflow | wall_clock | token_budget | spend_cap | llm_failure
+  std::string verdict;            // evaluator verdict of the submission, "" if none
+  std::string request_id;         // submission request id, "" if none
+  std::optional<double> speedup;
+  double reward = 0;
+  bool correct = false;
+  double at = 0;
+};
+
+// One unit of atomic work: all of a batch's operations commit together, in
+// the order added. Several batches may share one transaction.
+class WriteBatch {
+ public:
+  void put(CampaignRow row);            // insert if absent
+  void put(TaskRow row);                // insert if absent
+  void put(EpisodeRow row);             // insert if absent
+  void update(EpisodeUpdate update);
+  void put(MessageRow row);             // insert if absent
+  void put(TurnRow row);                // insert; existing key = conflict
+  void put(LlmCallRow row);             // upsert unless the stored row is done
+  void put(EvaluationRow row);          // upsert unless the stored row is done
+  void put(EventRow row);               // append
+  void put(FinalRow row);               // insert if absent (first final wins)
+  bool empty() const { return m_ops.empty(); }
+  std::size_t size() const { return m_ops.size(); }
+
+  using Op = std::variant<CampaignRow, TaskRow, EpisodeRow, EpisodeUpdate, MessageRow, TurnRow,
+                          LlmCallRow, EvaluationRow, EventRow, FinalRow>;
+  const std::vector<Op>& ops() const { return m_ops; }
+
+ private:
+  std::vector<Op> m_ops;
+};
+
+struct CommitInfo {
+  // Human-readable descriptions of rows that were not written because the
+  // stored row wins ("turn e-..:3 exists").
+  std::vector<std::string> conflicts;
+};
+
+using CommitCallback = std::function<void(Result<CommitInfo>)>;
+
+// Everything needed to rebuild one episode in memory.
+struct EpisodeSnapshot {
+  EpisodeRow episode;
+  std::vector<MessageRow> messages;   // live epoch only, by seq
+  int epoch = 0;                      // live epoch number
+  std::vector<TurnRow> turns;         // by turn
+  std::vector<LlmCallRow> llm_calls;  // by turn
+  std::vector<EvaluationRow> evaluations;
+  std::optional<FinalRow> final;
+};
+
+struct CampaignCounts {
+  std::int64_t episodes = 0;
+  std::int64_t pending = 0;
+  std::int64_t running = 0;
+  std::int64_t final = 0;
+  std::int64_t turns = 0;
+  std::int64_t llm_calls = 0;
+  std::int64_t prompt_tokens = 0;
+  std::int64_t completion_tokens = 0;
+  double cost_usd = 0;
+  std::int64_t submitted = 0;       // finals with reason submitted
+  std::int64_t correct = 0;
+};
+
+struct Lease {
+  std::string campaign_id;
+  std::string owner;
+  double heartbeat_at = 0;
+  double expires_at = 0;
+};
+
+class Store {
+ public:
+  // Opens (creating if needed) the database, applies migrations, starts the
+  // writer thread. Fails with one line naming the path when the file is not a
+  // database, is read-only (unless options.read_only), or has a newer schema.
+  static Result<std::unique_ptr<Store>> open(const Options& options);
+  virtual ~Store() = default;
+
+  // --- writes (writer thread) ------------------------------------------------
+  // Queues a batch; `done` runs on the writer thread after COMMIT (or with the
+  // error if the transaction failed: then nothing of the batch was written).
+  virtual void commit(WriteBatch batch, CommitCallback done) = 0;
+  // Blocking form of commit().
+  virtual Result<CommitInfo> commit_sync(WriteBatch batch) = 0;
+  // Drains the queue and stops the writer thread. Idempotent.
+  virtual void close() = 0;
+
+  // --- leases (one owner per campaign) ---------------------------------------
+  // Takes the campaign's lease for `owner` if it is free, expired or already
+  // ours. Returns the current holder when someone else holds a live lease.
+  virtual Result<std::optional<Lease>> acquire_lease(const std::string& campaign_id,
+                                                     const std::string& owner, double ttl_s) = 0;
+  virtual Result<void> heartbeat_lease(const std::string& campaign_id, const std::string& owner,
+                                       double ttl_s) = 0;
+  virtual Result<void> release_lease(const std::string& campaign_id, const std::string& owner) = 0;
+
+  // --- reads (caller's thread, own connection) -------------------------------
+  virtual Result<std::optional<CampaignRow>> get_campaign(const std::string& id) = 0;
+  virtual Result<std::vector<CampaignRow>> list_campaigns() = 0;
+  virtual Result<std::vector<TaskRow>> list_tasks(const std::string& campaign_id) = 0;
+  virtual Result<std::vector<EpisodeRow>> list_episodes(const std::string& campaign_id) = 0;
+  // Snapshots of every episode of the campaign whose status is not final, in
+  // a handful of queries (resume of 10,000 episodes must take < 5 s).
+  virtual Result<std::vector<EpisodeSnapshot>> load_unfinished(const std::string& campaign_id) = 0;
+  virtual Result<std::optional<EpisodeSnapshot>> load_episode(const std::string& episode_id) = 0;
+  virtual Result<std::optional<EvaluationRow>> get_evaluation(const std::string& request_id) = 0;
+  virtual Result<std::optional<LlmCallRow>> get_llm_call(const std::string& request_id) = 0;
+  virtual Result<std::vector<TurnRow>> list_turns(const std::string& campaign_id) = 0;
+  virtual Result<std::vector<LlmCallRow>> list_llm_calls(const std::string& campaign_id) = 0;
+  virtual Result<std::vector<EvaluationRow>> list_evaluations(const std::string& campaign_id) = 0;
+  virtual Result<std::vector<FinalRow>> list_finals(const std::string& campaign_id) = 0;
+  virtual Result<std::vector<EventRow>> list_events(const std::string& campaign_id) = 0;
+  virtual Result<CampaignCounts> counts(const std::string& campaign_id) = 0;
+  // Schema version recorded in the file.
+  virtual Result<int> schema_version() = 0;
+};
+
+}  // namespace korch::store
