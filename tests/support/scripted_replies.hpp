@@ -1,0 +1,47 @@
+#pragma once
+// Deterministic model replies for the fake OpenAI-compatible servers. A reply
+// depends only on the model name and the conversation received, so a resumed
+// episode (which re-sends a byte-identical conversation) gets the same reply
+// an uninterrupted run got. Owned by the agent work; used by the fake server.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "llm_clients/client.hpp"
+#include "util/error.hpp"
+
+namespace korch::testing {
+
+struct ScriptedReply {
+  std::string content;
+  std::string finish_reason = "stop";
+  std::string reasoning;
+  std::int64_t prompt_tokens = 0;
+  std::int64_t completion_tokens = 0;
+};
+
+// The "kernel" script: replies shaped like a kernel-writing agent's (a python
+// block defining ModelNew and an ACTION line), with a deterministic mix of
+// CHECK, SUBMIT, no-code and truncated (finish_reason=length) replies.
+ScriptedReply kernel_script_reply(const std::string& model, const std::vector<llm::Message>& messages);
+
+// Recorded replies, looked up by task and turn: a JSON file
+// {"replies":[{"task":"19_ReLU","turn":1,"content":"..."}], "default":"..."}.
+// `task` is matched as a substring of the first user message that contains a
+// task prompt; `turn` is the number of assistant messages + 1.
+class ReplayScript {
+ public:
+  static Result<ReplayScript> load(const std::string& path);
+  ScriptedReply reply(const std::string& model, const std::vector<llm::Message>& messages) const;
+
+ private:
+  struct Entry {
+    std::string task;
+    int turn = 0;
+    std::string content;
+  };
+  std::vector<Entry> m_entries;
+  std::string m_default;
+};
+
+}  // namespace korch::testing
