@@ -11,8 +11,12 @@ find_package(spdlog REQUIRED)
 pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 
-# Debian's cpp-httplib 0.11 ships a compiled library plus a CMake package.
-find_package(httplib REQUIRED)
+# Debian's cpp-httplib 0.11 is a compiled library found through pkg-config;
+# httplib::httplib names it like upstream's CMake package does.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+if(NOT TARGET httplib::httplib)
+  add_library(httplib::httplib ALIAS PkgConfig::HTTPLIB)
+endif()
 
 if(KORCH_BUILD_TESTS)
   find_package(GTest REQUIRED)

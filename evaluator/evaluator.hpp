@@ -41,6 +41,8 @@ struct Request {
   config::Task task;
   std::string code;              // the candidate module (defines ModelNew)
   std::uint64_t secret_seed = 0; // per-campaign, never shown to the model
+  bool rules = true;             // false: skip static rules (sandbox testing; report says so)
+  std::string device = "cpu";    // "cpu" | "cuda"
 };
 
 // Everything a verdict rests on. Rendered into feedback by prompts/ and stored
@@ -67,6 +69,9 @@ struct Report {
   std::string mode;           // "mock" | "cpu" | "gpu"
   bool mock = false;          // true: verdict and timings are fake
   double wall_s = 0;
+  bool rules_skipped = false; // the static rules were not run (--rules off)
+  std::optional<double> t_min_ms;  // roofline lower bound, when known
+  std::string evidence_json;  // stage-specific evidence (JSON object text)
 
   // JSON encoding used for storage and `korch eval --json`.
   std::string to_json() const;

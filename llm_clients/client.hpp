@@ -71,6 +71,7 @@ struct ClientStats {
   std::int64_t http_attempts = 0;
   std::int64_t retries = 0;
   std::int64_t limit_changes = 0;   // adaptive-concurrency adjustments
+  std::int64_t resolver_starts = 0; // libcurl name lookups started (each may be a thread)
 };
 
 class ChatClient {
@@ -79,11 +80,17 @@ class ChatClient {
   // Registers a model; reads its API key from the environment variable it
   // names. Fails if that variable is named but unset.
   virtual Result<void> add_model(const config::ModelConfig& model) = 0;
-  // Queues a request; `done` is called exactly once. Thread-safe.
+  // Queues a request; `done` is called exactly once. Thread-safe. Normally
+  // `done` runs on the event-loop thread; for an unknown model (Outcome::
+  // permanent) or after shutdown() (Outcome::cancelled) it runs at once on
+  // the caller's thread. Timeouts (ModelConfig): connect, first byte and
+  // stall apply to each HTTP attempt; total_timeout_s bounds one attempt.
   virtual void submit(ChatRequest request, ChatCallback done) = 0;
   virtual ClientStats stats() const = 0;
   // Cancels everything in flight (callbacks get Outcome::cancelled) and joins
-  // the event loop. Idempotent.
+  // the event loop. Idempotent. Called from a callback it only requests the
+  // stop (the loop cannot join itself); never destroy the client from a
+  // callback.
   virtual void shutdown() = 0;
 };
 

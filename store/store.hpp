@@ -15,10 +15,24 @@
 //  - turns: primary key (episode, turn); a second insert is ignored and
 //    reported in CommitInfo::conflicts (the stored row wins).
 //  - evaluations: primary key request_id; a row in state "done" is never
-//    changed again.
+//    changed again (a later put is reported in CommitInfo::conflicts).
 //  - llm_calls: primary key request_id; a row in state "done" is never
-//    changed again.
+//    changed again (a later put is reported in CommitInfo::conflicts).
 //  - messages: primary key (episode, epoch, seq); duplicates are ignored.
+//  - finals: primary key episode; the first final wins (a later one is
+//    reported in CommitInfo::conflicts). Inserting a final also sets the
+//    episode's status to "final"; a final episode's status never changes
+//    again (an EpisodeUpdate that tries is reported as a conflict).
+//  - campaigns, tasks, episodes: inserted if absent, never overwritten.
+//
+// Referential rules (foreign keys, checked per operation): tasks and episodes
+// need their campaign; messages, turns and finals need their episode; an
+// EpisodeUpdate of an unknown episode fails its batch. llm_calls,
+// evaluations and events may name an episode that does not exist (the
+// evaluator also serves requests outside any campaign). A batch that breaks a
+// rule fails alone: the other batches of its group still commit. Episode
+// status, llm_call state and evaluation state must be one of the values
+// listed next to those fields.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,6 +63,8 @@ struct CampaignRow {
   std::string config_json;     // secrets never included
   std::uint64_t secret_seed = 0;
   double created_at = 0;
+
+  friend bool operator==(const CampaignRow&, const CampaignRow&) = default;
 };
 
 struct TaskRow {
@@ -59,6 +75,8 @@ struct TaskRow {
   std::string name;
   std::string path;
   std::string source;          // reference module, stored for reproducibility
+
+  friend bool operator==(const TaskRow&, const TaskRow&) = default;
 };
 
 struct EpisodeRow {
@@ -74,6 +92,8 @@ struct EpisodeRow {
   double cost_usd = 0;
   double created_at = 0;
   double updated_at = 0;
+
+  friend bool operator==(const EpisodeRow&, const EpisodeRow&) = default;
 };
 
 // Partial update of an episode; unset fields are left alone.
@@ -83,6 +103,8 @@ struct EpisodeUpdate {
   std::optional<double> active_s;
   std::optional<std::int64_t> tokens_used;
   std::optional<double> cost_usd;
+
+  friend bool operator==(const EpisodeUpdate&, const EpisodeUpdate&) = default;
 };
 
 // One message of an episode's conversation. A compaction starts a new epoch;
@@ -95,6 +117,8 @@ struct MessageRow {
   std::string kind;            // system, context, task, reply, feedback, no_code, truncated, compaction, ...
   int turn = 0;
   std::string content;
+
+  friend bool operator==(const MessageRow&, const MessageRow&) = default;
 };
 
 struct TurnRow {
@@ -113,6 +137,8 @@ struct TurnRow {
   std::int64_t completion_tokens = 0;
   double llm_latency_s = 0;
   double at = 0;
+
+  friend bool operator==(const TurnRow&, const TurnRow&) = default;
 };
 
 struct LlmCallRow {
@@ -139,6 +165,8 @@ struct LlmCallRow {
   std::string error;
   bool dup_possible = false;      // re-sent after a restart found it started-not-finished
   int sends = 1;                  // how many times this id was sent (restarts)
+
+  friend bool operator==(const LlmCallRow&, const LlmCallRow&) = default;
 };
 
 struct EvaluationRow {
@@ -154,6 +182,8 @@ struct EvaluationRow {
   std::string evaluator_version;
   double created_at = 0;
   double finished_at = 0;
+
+  friend bool operator==(const EvaluationRow&, const EvaluationRow&) = default;
 };
 
 struct EventRow {
@@ -162,6 +192,8 @@ struct EventRow {
   std::string kind;               // compaction | crash | model_swap | resumed | budget | ...
   std::string detail;
   double at = 0;
+
+  friend bool operator==(const EventRow&, const EventRow&) = default;
 };
 
 struct FinalRow {
@@ -173,6 +205,8 @@ struct FinalRow {
   double reward = 0;
   bool correct = false;
   double at = 0;
+
+  friend bool operator==(const FinalRow&, const FinalRow&) = default;
 };
 
 // One unit of atomic work: all of a batch's operations commit together, in
@@ -189,6 +223,11 @@ class WriteBatch {
   void put(EvaluationRow row);          // upsert unless the stored row is done
   void put(EventRow row);               // append
   void put(FinalRow row);               // insert if absent (first final wins)
+  // Moves every operation of `other` to the end of this batch.
+  void append(WriteBatch&& other) {
+    for (auto& op : other.m_ops) m_ops.push_back(std::move(op));
+    other.m_ops.clear();
+  }
   bool empty() const { return m_ops.empty(); }
   std::size_t size() const { return m_ops.size(); }
 
@@ -217,8 +256,11 @@ struct EpisodeSnapshot {
   std::vector<LlmCallRow> llm_calls;  // by turn
   std::vector<EvaluationRow> evaluations;
   std::optional<FinalRow> final;
+  std::vector<EventRow> events;       // the episode's lifecycle events, oldest first
 };
 
+// Aggregates for `korch status`. Tokens and cost are summed over the
+// campaign's llm_calls rows (every paid call, including failed ones).
 struct CampaignCounts {
   std::int64_t episodes = 0;
   std::int64_t pending = 0;
@@ -231,6 +273,8 @@ struct CampaignCounts {
   double cost_usd = 0;
   std::int64_t submitted = 0;       // finals with reason submitted
   std::int64_t correct = 0;
+
+  friend bool operator==(const CampaignCounts&, const CampaignCounts&) = default;
 };
 
 struct Lease {
@@ -238,6 +282,8 @@ struct Lease {
   std::string owner;
   double heartbeat_at = 0;
   double expires_at = 0;
+
+  friend bool operator==(const Lease&, const Lease&) = default;
 };
 
 class Store {

@@ -1,0 +1,446 @@
+#include "agent/campaign.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <unordered_map>
+
+#include "agent/episode.hpp"
+#include "prompts/prompts.hpp"
+#include "util/fs.hpp"
+#include "util/ids.hpp"
+#include "util/log.hpp"
+
+namespace korch::agent {
+namespace {
+
+constexpr std::size_t k_episode_insert_batch = 1000;
+
+std::string campaign_config_json(const config::CampaignConfig& cfg) {
+  // A record of what was asked for; never holds a secret (keys live only in
+  // the environment, models name the variable).
+  nlohmann::json j;
+  j["name"] = cfg.name;
+  j["tasks"] = {{"kernelbench_dir", cfg.tasks.kernelbench_dir}, {"levels", cfg.tasks.levels}, {"ids", cfg.tasks.ids}};
+  for (auto& m : cfg.models) {
+    j["models"].push_back({{"id", m.id}, {"base_url", m.base_url}, {"model", m.model},
+                           {"temperature", m.temperature}, {"max_tokens", m.max_tokens}});
+  }
+  j["samples_per_task"] = cfg.samples_per_task;
+  j["max_turns"] = cfg.max_turns;
+  j["resume"] = cfg.resume;
+  j["evaluator"] = {{"mode", cfg.evaluator.mode}, {"tolerance", cfg.evaluator.tolerance},
+                    {"reward", cfg.evaluator.reward}, {"torch_ops", cfg.evaluator.torch_ops}};
+  return j.dump();
+}
+
+std::uint64_t fresh_secret_seed() {
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+class Runner {
+ public:
+  Runner(const config::CampaignConfig& cfg, const CampaignPlan& plan, store::Store& store, llm::ChatClient& client,
+         evaluator::Evaluator& evaluator, const RunOptions& options)
+      : m_cfg(cfg), m_plan(plan), m_store(store), m_client(client), m_evaluator(evaluator), m_options(options) {
+    for (auto& t : plan.tasks) m_tasks[t->id] = t;
+  }
+
+  Result<RunResult> run() {
+    if (auto r = register_campaign(); !r) return std::unexpected(r.error());
+    auto holder = m_store.acquire_lease(m_plan.campaign_id, m_options.owner, m_options.lease_ttl_s);
+    if (!holder) return std::unexpected(holder.error());
+    if (*holder) {
+      return fail(fmt::format("campaign '{}' is being driven by another korch process ({}); not starting a second",
+                              m_cfg.name, (*holder)->owner));
+    }
+    auto result = drive();
+    (void)m_store.release_lease(m_plan.campaign_id, m_options.owner);
+    return result;
+  }
+
+ private:
+  struct Slot {
+    EpisodeState state;
+    double last_mark = 0;
+  };
+
+  Result<void> register_campaign() {
+    auto existing = m_store.get_campaign(m_plan.campaign_id);
+    if (!existing) return std::unexpected(existing.error());
+    if (*existing) {
+      m_secret_seed = (*existing)->secret_seed;
+    } else {
+      m_secret_seed = fresh_secret_seed();
+    }
+    store::WriteBatch batch;
+    store::CampaignRow c;
+    c.id = m_plan.campaign_id;
+    c.name = m_cfg.name;
+    c.config_json = campaign_config_json(m_cfg);
+    c.secret_seed = m_secret_seed;
+    c.created_at = now_unix();
+    batch.put(std::move(c));
+    for (auto& t : m_plan.tasks) {
+      store::TaskRow row;
+      row.campaign_id = m_plan.campaign_id;
+      row.task_id = t->id;
+      row.level = t->level;
+      row.number = t->number;
+      row.name = t->name;
+      row.path = t->path;
+      row.source = t->source;
+      batch.put(std::move(row));
+    }
+    if (auto r = m_store.commit_sync(std::move(batch)); !r) return std::unexpected(r.error());
+    // Episodes, in insertion batches (insert-if-absent: re-running creates none).
+    batch = store::WriteBatch{};
+    double now = now_unix();
+    for (auto& t : m_plan.tasks) {
+      for (auto& m : m_cfg.models) {
+        for (int sample = 0; sample < m_cfg.samples_per_task; ++sample) {
+          store::EpisodeRow e;
+          e.id = ids::episode_id(m_plan.campaign_id, t->id, m.id, sample);
+          e.campaign_id = m_plan.campaign_id;
+          e.task_id = t->id;
+          e.model_id = m.id;
+          e.sample_index = sample;
+          e.system_prompt = m_plan.system_prompt;
+          e.status = "pending";
+          e.created_at = now;
+          e.updated_at = now;
+          batch.put(std::move(e));
+          if (batch.size() >= k_episode_insert_batch) {
+            if (auto r = m_store.commit_sync(std::move(batch)); !r) return std::unexpected(r.error());
+            batch = store::WriteBatch{};
+          }
+        }
+      }
+    }
+    if (!batch.empty()) {
+      if (auto r = m_store.commit_sync(std::move(batch)); !r) return std::unexpected(r.error());
+    }
+    return {};
+  }
+
+  std::shared_ptr<const EpisodeSpec> spec_for(const store::EpisodeRow& row) {
+    auto spec = std::make_shared<EpisodeSpec>();
+    spec->campaign_id = m_plan.campaign_id;
+    spec->episode_id = row.id;
+    auto it = m_tasks.find(row.task_id);
+    if (it == m_tasks.end()) return nullptr;
+    spec->task = it->second;
+    spec->model_id = row.model_id;
+    spec->sample_index = row.sample_index;
+    spec->max_turns = m_cfg.max_turns;
+    spec->context = m_cfg.context;
+    for (auto& e : m_cfg.events) {
+      if (e.samples.empty() || std::find(e.samples.begin(), e.samples.end(), row.sample_index) != e.samples.end()) {
+        spec->events.push_back(e);
+      }
+    }
+    spec->resume = m_cfg.resume;
+    spec->wall_clock_budget_s = m_cfg.episode_wall_clock_s;
+    spec->token_budget = m_cfg.episode_token_budget;
+    spec->system_prompt = row.system_prompt.empty() ? m_plan.system_prompt : row.system_prompt;
+    return spec;
+  }
+
+  Env env_for(Slot& slot) {
+    Env env;
+    env.now = now_unix();
+    double mono = now_mono();
+    env.active_delta_s = slot.last_mark > 0 ? mono - slot.last_mark : 0;
+    slot.last_mark = mono;
+    env.spend_cap_reached = m_cfg.spend_cap_usd > 0 && m_cost_usd >= m_cfg.spend_cap_usd;
+    env.owner = m_options.owner;
+    env.secret_seed = m_secret_seed;
+    return env;
+  }
+
+  bool stopping() const {
+    return m_abort || (m_options.stop && m_options.stop->load(std::memory_order_relaxed));
+  }
+
+  // --- the orchestrator's queue --------------------------------------------
+  // Completions from other threads arrive through a mailbox that outlives
+  // the runner: once the run is over it is closed, and late completions
+  // (LLM calls or evaluations abandoned by a stop) are dropped.
+  struct Mailbox {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<std::function<void()>> queue;
+    bool closed = false;
+  };
+
+  std::function<void(std::function<void()>)> poster() {
+    return [box = m_box](std::function<void()> fn) {
+      {
+        std::lock_guard lock(box->mutex);
+        if (box->closed) return;
+        box->queue.push_back(std::move(fn));
+      }
+      box->cv.notify_one();
+    };
+  }
+
+  Result<RunResult> drive() {
+    RunResult result;
+    double t0 = now_mono();
+    auto snapshots = m_store.load_unfinished(m_plan.campaign_id);
+    if (!snapshots) return std::unexpected(snapshots.error());
+    result.episodes_resumed = 0;
+    for (auto& snap : *snapshots) {
+      if (!snap.messages.empty()) ++result.episodes_resumed;
+      m_waiting.push_back(std::move(snap));
+    }
+    result.resume_load_s = now_mono() - t0;
+    auto counts = m_store.counts(m_plan.campaign_id);
+    if (!counts) return std::unexpected(counts.error());
+    m_progress.episodes = counts->episodes;
+    m_progress.final = counts->final;
+    m_progress.turns = counts->turns;
+    m_progress.tokens = counts->prompt_tokens + counts->completion_tokens;
+    m_cost_usd = counts->cost_usd;
+    m_progress.failed = counts->final - counts->correct;
+    m_final_at_start = counts->final;
+    if (!snapshots->empty()) {
+      KLOG_INFO("campaign {}: {} unfinished episode(s), {} already in progress (loaded in {:.2f} s)", m_cfg.name,
+                m_waiting.size(), result.episodes_resumed, result.resume_load_s);
+    }
+    m_start_mono = now_mono();
+    fill_slots();
+    double next_progress = now_mono();
+    double next_heartbeat = now_mono() + m_options.lease_ttl_s / 3;
+    std::unique_lock lock(m_box->mutex);
+    while (true) {
+      // Commits are always awaited (they are what "durable" means); LLM calls
+      // and evaluations are abandoned on a stop and redone on resume.
+      if (m_commits_in_flight == 0 &&
+          (stopping() || (m_ops_in_flight == 0 && m_slots.empty() && m_waiting.empty()))) {
+        m_box->closed = true;
+        break;
+      }
+      if (m_box->queue.empty()) {
+        m_box->cv.wait_for(lock, std::chrono::milliseconds(200));
+      }
+      std::deque<std::function<void()>> work;
+      work.swap(m_box->queue);
+      lock.unlock();
+      for (auto& fn : work) fn();
+      double mono = now_mono();
+      if (mono >= next_progress) {
+        emit_progress();
+        next_progress = mono + m_options.progress_interval_s;
+      }
+      if (mono >= next_heartbeat) {
+        if (auto r = m_store.heartbeat_lease(m_plan.campaign_id, m_options.owner, m_options.lease_ttl_s); !r) {
+          KLOG_WARN("lease heartbeat failed: {}", r.error().message);
+        }
+        next_heartbeat = mono + m_options.lease_ttl_s / 3;
+      }
+      if (stopping() && !m_cancelled) {
+        m_cancelled = true;
+        if (!m_abort) KLOG_INFO("stopping: waiting for {} in-flight commit(s)", m_commits_in_flight);
+      }
+      lock.lock();
+    }
+    lock.unlock();
+    emit_progress();
+    result.progress = m_progress;
+    if (m_abort) {
+      result.status = RunStatus::aborted;
+      result.message = m_abort_reason;
+    } else if (m_options.stop && m_options.stop->load()) {
+      result.status = RunStatus::stopped;
+      result.message = "stopped; run again to resume";
+    } else {
+      result.status = RunStatus::completed;
+    }
+    return result;
+  }
+
+  void emit_progress() {
+    m_progress.running = static_cast<std::int64_t>(m_slots.size());
+    m_progress.cost_usd = m_cost_usd;
+    m_progress.elapsed_s = now_mono() - m_start_mono;
+    auto done_now = m_progress.final - m_final_at_start;
+    auto remaining = m_progress.episodes - m_progress.final;
+    m_progress.eta_s = done_now > 0 ? m_progress.elapsed_s / static_cast<double>(done_now) * remaining : -1;
+    if (m_options.on_progress) m_options.on_progress(m_progress);
+  }
+
+  void fill_slots() {
+    while (!stopping() && !m_waiting.empty() &&
+           static_cast<int>(m_slots.size()) < std::max(1, m_cfg.max_inflight_episodes)) {
+      auto snap = std::move(m_waiting.front());
+      m_waiting.pop_front();
+      auto spec = spec_for(snap.episode);
+      if (!spec) {
+        KLOG_ERROR("[ep {}] task {} is not in the task source any more; skipping", snap.episode.id,
+                   snap.episode.task_id);
+        continue;
+      }
+      auto& slot = m_slots[snap.episode.id];
+      auto env = env_for(slot);
+      auto step = resume(slot.state, spec, snap, env);
+      execute(snap.episode.id, std::move(step));
+    }
+  }
+
+  // Commits a step's batch, then (and only then) starts its next action.
+  void execute(const std::string& id, Step step) {
+    if (step.batch.empty()) {
+      perform(id, std::move(step.next));
+      return;
+    }
+    ++m_commits_in_flight;
+    auto next = std::make_shared<Next>(std::move(step.next));
+    m_store.commit(std::move(step.batch), [this, post = poster(), id, next](Result<store::CommitInfo> r) {
+      post([this, id, next, r = std::move(r)]() mutable {
+        --m_commits_in_flight;
+        if (!r) {
+          abort_run("store: " + r.error().message);
+          return;
+        }
+        for (auto& c : r->conflicts) KLOG_WARN("[ep {}] stored row wins: {}", id, c);
+        perform(id, std::move(*next));
+      });
+    });
+  }
+
+  void perform(const std::string& id, Next next) {
+    auto it = m_slots.find(id);
+    if (it == m_slots.end()) return;
+    if (auto* call = std::get_if<CallLlm>(&next)) {
+      if (stopping()) return;
+      ++m_ops_in_flight;
+      m_client.submit(std::move(call->request), [this, post = poster(), id](llm::ChatResult r) {
+        post([this, id, r = std::move(r)]() mutable {
+          --m_ops_in_flight;
+          on_llm(id, std::move(r));
+        });
+      });
+    } else if (auto* run = std::get_if<RunEval>(&next)) {
+      if (stopping()) return;
+      ++m_ops_in_flight;
+      m_evaluator.evaluate(std::move(run->request), [this, post = poster(), id](evaluator::Report r) {
+        post([this, id, r = std::move(r)]() mutable {
+          --m_ops_in_flight;
+          on_eval(id, std::move(r));
+        });
+      });
+    } else if (std::holds_alternative<SimulateCrash>(next)) {
+      // Drop everything held in memory and rebuild from the store, exactly as
+      // after a real kill.
+      m_slots.erase(it);
+      auto snap = m_store.load_episode(id);
+      if (!snap || !*snap) {
+        abort_run(fmt::format("episode {} could not be reloaded after a simulated crash", id));
+        return;
+      }
+      auto spec = spec_for((*snap)->episode);
+      auto& slot = m_slots[id];
+      auto env = env_for(slot);
+      execute(id, resume(slot.state, spec, **snap, env));
+    } else if (std::holds_alternative<Finished>(next)) {
+      ++m_progress.final;
+      m_slots.erase(it);
+      fill_slots();
+    } else if (auto* abort = std::get_if<AbortCampaign>(&next)) {
+      abort_run(abort->reason);
+    }
+  }
+
+  void on_llm(const std::string& id, llm::ChatResult r) {
+    if (stopping()) return;  // not recorded: resume re-sends it
+    auto it = m_slots.find(id);
+    if (it == m_slots.end()) return;
+    m_cost_usd += r.cost_usd;
+    if (r.outcome == llm::Outcome::ok) {
+      ++m_progress.turns;
+      m_progress.tokens += r.usage.prompt_tokens + r.usage.completion_tokens;
+    }
+    auto env = env_for(it->second);
+    execute(id, on_llm_result(it->second.state, r, env));
+  }
+
+  void on_eval(const std::string& id, evaluator::Report r) {
+    if (stopping()) return;  // not recorded: resume re-runs it
+    auto it = m_slots.find(id);
+    if (it == m_slots.end()) return;
+    bool submit = it->second.state.eval_mode == evaluator::Mode::submit;
+    if (submit && !r.correct) ++m_progress.failed;
+    auto env = env_for(it->second);
+    execute(id, on_eval_result(it->second.state, r, env));
+  }
+
+  void abort_run(std::string reason) {
+    if (!m_abort) {
+      KLOG_ERROR("aborting the run: {}", reason);
+      m_abort = true;
+      m_abort_reason = std::move(reason);
+    }
+  }
+
+  const config::CampaignConfig& m_cfg;
+  const CampaignPlan& m_plan;
+  store::Store& m_store;
+  llm::ChatClient& m_client;
+  evaluator::Evaluator& m_evaluator;
+  const RunOptions& m_options;
+  std::map<std::string, std::shared_ptr<const config::Task>> m_tasks;
+  std::uint64_t m_secret_seed = 0;
+
+  // Orchestrator-thread state (touched only by the orchestrator thread).
+  std::unordered_map<std::string, Slot> m_slots;
+  std::deque<store::EpisodeSnapshot> m_waiting;
+  std::int64_t m_commits_in_flight = 0;
+  std::int64_t m_ops_in_flight = 0;
+  bool m_abort = false;
+  bool m_cancelled = false;
+  std::string m_abort_reason;
+  double m_cost_usd = 0;
+  double m_start_mono = 0;
+  std::int64_t m_final_at_start = 0;
+  Progress m_progress;
+
+  std::shared_ptr<Mailbox> m_box = std::make_shared<Mailbox>();
+};
+
+}  // namespace
+
+Result<CampaignPlan> plan_campaign(const config::CampaignConfig& cfg, const evaluator::Evaluator& evaluator) {
+  if (cfg.models.empty()) return fail("the campaign has no models");
+  CampaignPlan plan;
+  plan.campaign_id = ids::campaign_id(cfg.name);
+  auto tasks = config::load_tasks(cfg.tasks);
+  if (!tasks) return std::unexpected(tasks.error());
+  for (auto& t : *tasks) plan.tasks.push_back(std::make_shared<const config::Task>(std::move(t)));
+  prompts::SystemFacts facts;
+  facts.device = evaluator.device_description();
+  facts.tolerance = cfg.evaluator.tolerance;
+  facts.reward = cfg.evaluator.reward;
+  facts.torch_ops = cfg.evaluator.torch_ops;
+  facts.max_turns = cfg.max_turns;
+  facts.rules = evaluator::rule_docs();
+  plan.system_prompt = prompts::system_prompt(facts);
+  return plan;
+}
+
+Result<RunResult> run_campaign(const config::CampaignConfig& cfg, const CampaignPlan& plan, store::Store& store,
+                               llm::ChatClient& client, evaluator::Evaluator& evaluator,
+                               const RunOptions& options) {
+  Runner runner(cfg, plan, store, client, evaluator, options);
+  return runner.run();
+}
+
+}  // namespace korch::agent

@@ -1,0 +1,601 @@
+#include "agent/episode.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "prompts/prompts.hpp"
+#include "util/ids.hpp"
+
+namespace korch::agent {
+namespace {
+
+constexpr std::string_view k_overflow_suffix = "|compacted";
+
+// Keys of fired_events: the lifecycle kind as an int.
+int kind_key(config::LifecycleKind k) { return static_cast<int>(k); }
+
+const char* kind_name(config::LifecycleKind k) {
+  switch (k) {
+    case config::LifecycleKind::compaction: return "compaction";
+    case config::LifecycleKind::crash: return "crash";
+    case config::LifecycleKind::model_swap: return "model_swap";
+  }
+  return "unknown";
+}
+
+std::optional<config::LifecycleKind> kind_from_name(std::string_view s) {
+  if (s == "compaction") return config::LifecycleKind::compaction;
+  if (s == "crash") return config::LifecycleKind::crash;
+  if (s == "model_swap") return config::LifecycleKind::model_swap;
+  return std::nullopt;
+}
+
+const config::LifecycleEvent* find_event(const EpisodeSpec& spec, config::LifecycleKind kind, int turn) {
+  for (auto& e : spec.events) {
+    if (e.kind == kind && e.turn == turn) return &e;
+  }
+  return nullptr;
+}
+
+void add_message(EpisodeState& s, store::WriteBatch& batch, std::string role, std::string kind,
+                 std::string content, int turn) {
+  store::MessageRow row;
+  row.episode_id = s.spec->episode_id;
+  row.epoch = s.epoch;
+  row.seq = s.next_seq++;
+  row.role = role;
+  row.kind = kind;
+  row.turn = turn;
+  row.content = content;
+  batch.put(std::move(row));
+  s.conversation.push_back(llm::Message{std::move(role), std::move(content)});
+  s.kinds.push_back(std::move(kind));
+  s.message_turns.push_back(turn);
+}
+
+void add_event(EpisodeState& s, store::WriteBatch& batch, const Env& env, std::string kind, int turn,
+               std::string detail) {
+  store::EventRow row;
+  row.episode_id = s.spec->episode_id;
+  row.turn = turn;
+  row.kind = std::move(kind);
+  row.detail = std::move(detail);
+  row.at = env.now;
+  batch.put(std::move(row));
+}
+
+void update_episode(EpisodeState& s, store::WriteBatch& batch, std::optional<std::string> status = {}) {
+  store::EpisodeUpdate u;
+  u.id = s.spec->episode_id;
+  u.status = std::move(status);
+  u.active_s = s.active_s;
+  u.tokens_used = s.tokens_used;
+  u.cost_usd = s.cost_usd;
+  batch.update(std::move(u));
+}
+
+int replies_left_after(const EpisodeState& s, int turn) { return s.spec->max_turns - turn; }
+
+std::vector<prompts::AttemptSummary> summaries(const EpisodeState& s) {
+  std::vector<prompts::AttemptSummary> out;
+  for (auto& a : s.attempts) {
+    prompts::AttemptSummary sum;
+    sum.turn = a.turn;
+    sum.action = a.action;
+    sum.status = a.eval_status.empty() ? a.parse_status : a.eval_status;
+    sum.code = a.code;
+    sum.passed = a.passed;
+    sum.result_text = a.result_text;
+    out.push_back(std::move(sum));
+  }
+  return out;
+}
+
+// Replaces the conversation by a new epoch: the system prompt and the
+// compaction summary (DESIGN §2 lifecycle `compaction`).
+void compact(EpisodeState& s, store::WriteBatch& batch, int turn, bool resumed, std::string_view kind) {
+  ++s.epoch;
+  s.next_seq = 0;
+  s.conversation.clear();
+  s.kinds.clear();
+  s.message_turns.clear();
+  add_message(s, batch, "system", "system", s.system_prompt, 0);
+  add_message(s, batch, "user", std::string(kind),
+              prompts::compaction_summary(*s.spec->task, summaries(s), resumed,
+                                          replies_left_after(s, turn - 1)),
+              turn);
+}
+
+bool compaction_fired(const EpisodeState& s, int turn) {
+  return s.fired_events.contains({kind_key(config::LifecycleKind::compaction), turn});
+}
+
+std::string passing_code(const EpisodeState& s) {
+  for (auto it = s.attempts.rbegin(); it != s.attempts.rend(); ++it) {
+    if (it->passed) return it->code;
+  }
+  return {};
+}
+
+store::LlmCallRow intent_row(const EpisodeState& s, const Env& env, bool dup_possible) {
+  store::LlmCallRow row;
+  row.request_id = s.llm_request_id;
+  row.episode_id = s.spec->episode_id;
+  row.turn = s.turn;
+  row.model_id = s.turn_model;
+  row.state = "started";
+  row.started_at = env.now;
+  row.sends = s.llm_sends;
+  row.dup_possible = dup_possible;
+  return row;
+}
+
+Next call_llm(EpisodeState& s) {
+  s.phase = Phase::awaiting_llm;
+  llm::ChatRequest req;
+  req.model_id = s.turn_model;
+  req.request_id = s.llm_request_id;
+  req.messages = s.conversation;
+  return CallLlm{std::move(req)};
+}
+
+void finalize(EpisodeState& s, store::WriteBatch& batch, const Env& env, const std::string& reason,
+              const evaluator::Report* report) {
+  store::FinalRow row;
+  row.episode_id = s.spec->episode_id;
+  row.reason = reason;
+  if (report) {
+    row.verdict = evaluator::to_string(report->status);
+    row.request_id = report->request_id;
+    row.speedup = report->speedup;
+    row.reward = report->reward;
+    row.correct = report->correct;
+  }
+  row.at = env.now;
+  batch.put(std::move(row));
+  s.phase = Phase::final;
+  update_episode(s, batch, "final");
+}
+
+Next start_eval(EpisodeState& s, store::WriteBatch& batch, const Env& env, evaluator::Mode mode,
+                std::string code, std::string request_id, bool fallback) {
+  s.phase = Phase::awaiting_eval;
+  s.eval_mode = mode;
+  s.eval_code = std::move(code);
+  s.eval_request_id = std::move(request_id);
+  s.eval_is_fallback = fallback;
+  auto seen = s.stored_eval_attempts.find(s.eval_request_id);
+  s.eval_attempts = (seen == s.stored_eval_attempts.end() ? 0 : seen->second) + 1;
+  store::EvaluationRow row;
+  row.request_id = s.eval_request_id;
+  row.episode_id = s.spec->episode_id;
+  row.kind = mode == evaluator::Mode::submit ? "submit" : "check";
+  row.code_sha = ids::code_digest(s.eval_code);
+  row.state = "running";
+  row.owner = env.owner;
+  row.attempts = s.eval_attempts;
+  row.created_at = env.now;
+  batch.put(std::move(row));
+  evaluator::Request req;
+  req.request_id = s.eval_request_id;
+  req.mode = mode;
+  req.task = *s.spec->task;
+  req.code = s.eval_code;
+  req.secret_seed = env.secret_seed;
+  return RunEval{std::move(req)};
+}
+
+Next begin_turn(EpisodeState& s, store::WriteBatch& batch, const Env& env, int turn);
+
+// The loop ended without a submission (max turns, budget, overflow): submit
+// the latest passing code (DESIGN §2 rule 6) or end as `reason`.
+Next end_loop(EpisodeState& s, store::WriteBatch& batch, const Env& env, const std::string& reason) {
+  auto code = passing_code(s);
+  if (code.empty()) {
+    finalize(s, batch, env, reason == "max_turns" ? "no_submission" : reason, nullptr);
+    return Finished{};
+  }
+  s.end_reason = reason == "max_turns" ? "fallback" : reason;
+  auto id = ids::submit_request_id(s.spec->episode_id, code);
+  return start_eval(s, batch, env, evaluator::Mode::submit, std::move(code), std::move(id), true);
+}
+
+// Turn s.turn is complete: decide what happens next.
+Next advance(EpisodeState& s, store::WriteBatch& batch, const Env& env) {
+  if (s.turn >= s.spec->max_turns) return end_loop(s, batch, env, "max_turns");
+  if (s.spec->token_budget > 0 && s.tokens_used >= s.spec->token_budget) {
+    add_event(s, batch, env, "budget", s.turn, fmt::format("token budget {} reached", s.spec->token_budget));
+    return end_loop(s, batch, env, "token_budget");
+  }
+  if (s.spec->wall_clock_budget_s > 0 && s.active_s >= s.spec->wall_clock_budget_s) {
+    add_event(s, batch, env, "budget", s.turn,
+              fmt::format("wall-clock budget {:.0f} s reached", s.spec->wall_clock_budget_s));
+    return end_loop(s, batch, env, "wall_clock");
+  }
+  if (env.spend_cap_reached) {
+    add_event(s, batch, env, "budget", s.turn, "campaign spend cap reached");
+    return end_loop(s, batch, env, "spend_cap");
+  }
+  return begin_turn(s, batch, env, s.turn + 1);
+}
+
+Next begin_turn(EpisodeState& s, store::WriteBatch& batch, const Env& env, int turn) {
+  using config::LifecycleKind;
+  s.turn = turn;
+  if (find_event(*s.spec, LifecycleKind::crash, turn) &&
+      !s.fired_events.contains({kind_key(LifecycleKind::crash), turn})) {
+    s.fired_events.insert({kind_key(LifecycleKind::crash), turn});
+    add_event(s, batch, env, kind_name(LifecycleKind::crash), turn, "simulated crash before the turn");
+    s.turn = turn - 1;
+    return SimulateCrash{};
+  }
+  if (find_event(*s.spec, LifecycleKind::compaction, turn) && !compaction_fired(s, turn)) {
+    s.fired_events.insert({kind_key(LifecycleKind::compaction), turn});
+    add_event(s, batch, env, kind_name(LifecycleKind::compaction), turn, "scheduled compaction");
+    compact(s, batch, turn, false, "compaction");
+  }
+  s.turn_model = s.spec->model_id;
+  if (auto* swap = find_event(*s.spec, LifecycleKind::model_swap, turn)) {
+    s.turn_model = swap->model;
+    if (!s.fired_events.contains({kind_key(LifecycleKind::model_swap), turn})) {
+      s.fired_events.insert({kind_key(LifecycleKind::model_swap), turn});
+      add_event(s, batch, env, kind_name(LifecycleKind::model_swap), turn, "turn generated by " + swap->model);
+    }
+  }
+  s.overflow_retry = false;
+  s.llm_request_id = ids::llm_request_id(s.spec->episode_id, turn, s.turn_model);
+  s.llm_sends = 1;
+  s.llm_started_at = env.now;
+  batch.put(intent_row(s, env, false));
+  update_episode(s, batch);
+  return call_llm(s);
+}
+
+// Acts on a reply whose outcome row is (being) committed: no code → next
+// turn; code → check or submission.
+Next dispatch_reply(EpisodeState& s, store::WriteBatch& batch, const Env& env, const std::string& content,
+                    const std::string& finish_reason, std::int64_t prompt_tokens,
+                    std::int64_t completion_tokens, double latency_s) {
+  auto parsed = parse_reply(content);
+  bool last_turn = s.turn >= s.spec->max_turns;
+  store::TurnRow turn;
+  turn.episode_id = s.spec->episode_id;
+  turn.turn = s.turn;
+  turn.model_id = s.turn_model;
+  turn.llm_request_id = s.llm_request_id;
+  turn.finish_reason = finish_reason;
+  turn.prompt_tokens = prompt_tokens;
+  turn.completion_tokens = completion_tokens;
+  turn.llm_latency_s = latency_s;
+  turn.at = env.now;
+  if (!parsed.has_code) {
+    bool truncated = finish_reason == "length";
+    turn.action = "none";
+    turn.parse_status = truncated ? "truncated" : "no_code";
+    s.attempts.push_back(Attempt{s.turn, s.turn_model, "none", turn.parse_status, "", "", "", "", false});
+    batch.put(std::move(turn));
+    if (!last_turn) {
+      add_message(s, batch, "user", truncated ? "truncated" : "no_code",
+                  prompts::no_code_message(truncated, replies_left_after(s, s.turn)), s.turn);
+    }
+    return advance(s, batch, env);
+  }
+  bool submit = parsed.action == Action::submit || last_turn;
+  auto mode = submit ? evaluator::Mode::submit : evaluator::Mode::check;
+  auto id = submit ? ids::submit_request_id(s.spec->episode_id, parsed.code)
+                   : ids::check_request_id(s.spec->episode_id, s.turn, parsed.code);
+  if (submit) s.end_reason = parsed.action == Action::submit ? "submitted" : "last_turn";
+  // The turn row is written with the evaluation's outcome; keep its facts.
+  s.attempts.push_back(Attempt{s.turn, s.turn_model, submit ? "submit" : "check", "code", parsed.code, id, "", "",
+                               false});
+  s.pending_turn = std::move(turn);
+  return start_eval(s, batch, env, mode, parsed.code, id, false);
+}
+
+evaluator::Report crash_report(const std::string& request_id, int attempts) {
+  evaluator::Report r;
+  r.request_id = request_id;
+  r.status = evaluator::Verdict::worker_crash;
+  r.error = fmt::format("the evaluation was interrupted {} times (its worker or the daemon died); giving up",
+                        attempts);
+  return r;
+}
+
+}  // namespace
+
+Step start(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec, const Env& env) {
+  Step step;
+  s = EpisodeState{};
+  s.spec = std::move(spec);
+  s.system_prompt = s.spec->system_prompt;
+  s.active_s = 0;
+  add_message(s, step.batch, "system", "system", s.system_prompt, 0);
+  if (!s.spec->context.empty()) add_message(s, step.batch, "user", "context", s.spec->context, 0);
+  add_message(s, step.batch, "user", "task", prompts::task_prompt(*s.spec->task, s.spec->max_turns), 1);
+  store::EpisodeUpdate running;
+  running.id = s.spec->episode_id;
+  running.status = "running";
+  step.batch.update(std::move(running));
+  step.next = begin_turn(s, step.batch, env, 1);
+  return step;
+}
+
+Step on_llm_result(EpisodeState& s, const llm::ChatResult& r, const Env& env) {
+  Step step;
+  s.active_s += env.active_delta_s;
+  store::LlmCallRow row;
+  row.request_id = s.llm_request_id;
+  row.episode_id = s.spec->episode_id;
+  row.turn = s.turn;
+  row.model_id = s.turn_model;
+  row.started_at = s.llm_started_at;
+  row.finished_at = env.now;
+  row.content = r.content;
+  row.reasoning = r.reasoning;
+  row.finish_reason = r.finish_reason;
+  row.prompt_tokens = r.usage.prompt_tokens;
+  row.completion_tokens = r.usage.completion_tokens;
+  row.cached_tokens = r.usage.cached_tokens;
+  row.reasoning_tokens = r.usage.reasoning_tokens;
+  row.cost_usd = r.cost_usd;
+  row.latency_s = r.latency_s;
+  row.http_attempts = static_cast<int>(r.attempts.size());
+  std::string attempts_json = "[";
+  for (std::size_t i = 0; i < r.attempts.size(); ++i) {
+    auto& a = r.attempts[i];
+    attempts_json += fmt::format("{}{{\"status\":{},\"latency_s\":{:.4f},\"error\":\"{}\"}}", i ? "," : "",
+                                 a.http_status, a.latency_s, a.error.empty() ? "" : "see error");
+  }
+  row.attempts_json = attempts_json + "]";
+  row.provider_request_id = r.provider_request_id;
+  row.sends = s.llm_sends;
+  row.error = r.error;
+
+  if (r.outcome == llm::Outcome::cancelled) {
+    // The run is stopping: record nothing; resume re-sends this call.
+    step.next = std::monostate{};
+    return step;
+  }
+  if (r.outcome != llm::Outcome::ok) {
+    row.state = "failed";
+    row.failure = llm::to_string(r.outcome);
+    step.batch.put(std::move(row));
+    if (r.outcome == llm::Outcome::context_overflow && !s.overflow_retry) {
+      add_event(s, step.batch, env, "compaction_overflow", s.turn, "prompt rejected for context length");
+      compact(s, step.batch, s.turn, false, "compaction_overflow");
+      s.overflow_retry = true;
+      s.llm_request_id = ids::llm_request_id(s.spec->episode_id, s.turn, s.turn_model) + std::string(k_overflow_suffix);
+      s.llm_sends = 1;
+      s.llm_started_at = env.now;
+      step.batch.put(intent_row(s, env, false));
+      update_episode(s, step.batch);
+      step.next = call_llm(s);
+      return step;
+    }
+    if (r.outcome == llm::Outcome::context_overflow) {
+      step.next = end_loop(s, step.batch, env, "context_overflow");
+      return step;
+    }
+    if (r.outcome == llm::Outcome::exhausted) {
+      update_episode(s, step.batch);
+      s.phase = Phase::idle;
+      step.next = AbortCampaign{fmt::format("model {}: {}", s.turn_model, r.error)};
+      return step;
+    }
+    // Permanent: 401/403/404 mean the endpoint or key is wrong for every
+    // episode; anything else is this conversation's problem.
+    bool endpoint_wrong = false;
+    for (auto& a : r.attempts) {
+      endpoint_wrong |= a.http_status == 401 || a.http_status == 403 || a.http_status == 404;
+    }
+    if (endpoint_wrong) {
+      update_episode(s, step.batch);
+      s.phase = Phase::idle;
+      step.next = AbortCampaign{fmt::format("model {}: {}", s.turn_model, r.error)};
+      return step;
+    }
+    add_event(s, step.batch, env, "llm_failure", s.turn, r.error);
+    step.next = end_loop(s, step.batch, env, "llm_failure");
+    return step;
+  }
+
+  row.state = "done";
+  step.batch.put(std::move(row));
+  s.tokens_used += r.usage.prompt_tokens + r.usage.completion_tokens;
+  s.cost_usd += r.cost_usd;
+  add_message(s, step.batch, "assistant", "reply", r.content, s.turn);
+  update_episode(s, step.batch);
+  step.next = dispatch_reply(s, step.batch, env, r.content, r.finish_reason, r.usage.prompt_tokens,
+                             r.usage.completion_tokens, r.latency_s);
+  return step;
+}
+
+Step on_eval_result(EpisodeState& s, const evaluator::Report& report, const Env& env) {
+  Step step;
+  s.active_s += env.active_delta_s;
+  store::EvaluationRow row;
+  row.request_id = s.eval_request_id;
+  row.episode_id = s.spec->episode_id;
+  row.kind = s.eval_mode == evaluator::Mode::submit ? "submit" : "check";
+  row.code_sha = ids::code_digest(s.eval_code);
+  row.state = "done";
+  row.owner = env.owner;
+  row.attempts = s.eval_attempts;
+  row.verdict = evaluator::to_string(report.status);
+  row.report_json = report.to_json();
+  row.evaluator_version = report.evaluator_version;
+  row.created_at = env.now;
+  row.finished_at = env.now;
+  step.batch.put(std::move(row));
+
+  if (s.eval_mode == evaluator::Mode::check) {
+    auto& a = s.attempts.back();
+    a.eval_status = evaluator::to_string(report.status);
+    a.result_text = prompts::render_report(report);
+    a.passed = report.status == evaluator::Verdict::ok;
+    auto turn = s.pending_turn;
+    turn.action = "check";
+    turn.parse_status = "code";
+    turn.code = a.code;
+    turn.code_sha = ids::code_digest(a.code);
+    turn.eval_request_id = s.eval_request_id;
+    turn.eval_status = a.eval_status;
+    step.batch.put(std::move(turn));
+    if (s.turn < s.spec->max_turns) {
+      add_message(s, step.batch, "user", "feedback",
+                  prompts::check_feedback(report, replies_left_after(s, s.turn)), s.turn);
+    }
+    s.phase = Phase::idle;
+    step.next = advance(s, step.batch, env);
+    return step;
+  }
+
+  if (!s.eval_is_fallback) {
+    auto& a = s.attempts.back();
+    a.eval_status = evaluator::to_string(report.status);
+    auto turn = s.pending_turn;
+    turn.action = "submit";
+    turn.parse_status = "code";
+    turn.code = a.code;
+    turn.code_sha = ids::code_digest(a.code);
+    turn.eval_request_id = s.eval_request_id;
+    turn.eval_status = a.eval_status;
+    step.batch.put(std::move(turn));
+  }
+  finalize(s, step.batch, env, s.end_reason.empty() ? "submitted" : s.end_reason, &report);
+  step.next = Finished{};
+  return step;
+}
+
+Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec, const store::EpisodeSnapshot& snap,
+            const Env& env) {
+  Step step;
+  if (snap.final || snap.episode.status == "final") {
+    s = EpisodeState{};
+    s.spec = std::move(spec);
+    s.phase = Phase::final;
+    step.next = Finished{};
+    return step;
+  }
+  if (snap.messages.empty()) {
+    auto spec_copy = std::make_shared<EpisodeSpec>(*spec);
+    if (!snap.episode.system_prompt.empty()) spec_copy->system_prompt = snap.episode.system_prompt;
+    return start(s, std::move(spec_copy), env);
+  }
+
+  s = EpisodeState{};
+  s.spec = std::move(spec);
+  s.system_prompt = snap.episode.system_prompt.empty() ? s.spec->system_prompt : snap.episode.system_prompt;
+  s.epoch = snap.epoch;
+  for (auto& m : snap.messages) {
+    s.conversation.push_back(llm::Message{m.role, m.content});
+    s.kinds.push_back(m.kind);
+    s.message_turns.push_back(m.turn);
+    s.next_seq = std::max(s.next_seq, m.seq + 1);
+  }
+  s.tokens_used = snap.episode.tokens_used;
+  s.cost_usd = snap.episode.cost_usd;
+  s.active_s = snap.episode.active_s;
+  for (auto& e : snap.events) {
+    if (auto k = kind_from_name(e.kind)) s.fired_events.insert({kind_key(*k), e.turn});
+  }
+  std::map<std::string, const store::EvaluationRow*> evals;
+  for (auto& e : snap.evaluations) {
+    evals[e.request_id] = &e;
+    if (e.state != "done") s.stored_eval_attempts[e.request_id] = e.attempts;
+  }
+  for (auto& t : snap.turns) {
+    Attempt a{t.turn, t.model_id, t.action, t.parse_status, t.code, t.eval_request_id, t.eval_status, "", false};
+    if (t.action == "check") {
+      a.passed = t.eval_status == "ok";
+      if (auto it = evals.find(t.eval_request_id); it != evals.end() && it->second->state == "done") {
+        if (auto rep = evaluator::Report::from_json(it->second->report_json)) a.result_text = prompts::render_report(*rep);
+      }
+    }
+    s.attempts.push_back(std::move(a));
+  }
+
+  // The current turn: the highest turn with an LLM call (its latest send).
+  const store::LlmCallRow* call = nullptr;
+  for (auto& c : snap.llm_calls) {
+    if (!call || c.turn > call->turn ||
+        (c.turn == call->turn && std::string_view(c.request_id).ends_with(k_overflow_suffix))) {
+      call = &c;
+    }
+  }
+  int last_turn_row = snap.turns.empty() ? 0 : snap.turns.back().turn;
+  bool compact_mode = s.spec->resume == "compact";
+
+  auto resend_or_begin = [&](Next next) -> Next {
+    if (compact_mode && std::holds_alternative<CallLlm>(next) && !s.attempts.empty()) {
+      add_event(s, step.batch, env, "resumed", s.turn, "conversation rebuilt from the compaction summary");
+      compact(s, step.batch, s.turn, true, "resumed");
+      return call_llm(s);
+    }
+    return next;
+  };
+
+  if (!call) {
+    s.turn = 0;
+    step.next = resend_or_begin(advance(s, step.batch, env));
+    return step;
+  }
+  s.turn = call->turn;
+  s.turn_model = call->model_id;
+  s.llm_request_id = call->request_id;
+  s.overflow_retry = std::string_view(call->request_id).ends_with(k_overflow_suffix);
+  s.llm_started_at = call->started_at;
+
+  if (last_turn_row >= call->turn) {
+    // That turn is complete; continue after it (a fallback submission whose
+    // report is stored is picked up below).
+    s.turn = last_turn_row;
+    step.next = resend_or_begin(advance(s, step.batch, env));
+  } else if (call->state == "done") {
+    step.next = dispatch_reply(s, step.batch, env, call->content, call->finish_reason, call->prompt_tokens,
+                               call->completion_tokens, call->latency_s);
+  } else {
+    // Started (or failed transiently) without a stored reply: send it again
+    // under the same id. `started` means a reply may have been produced and
+    // paid for before the process died.
+    s.llm_sends = call->sends + 1;
+    s.llm_started_at = env.now;
+    s.phase = Phase::awaiting_llm;
+    bool dup = call->state == "started";
+    if (compact_mode) {
+      step.next = resend_or_begin(call_llm(s));
+      step.batch.put(intent_row(s, env, dup));
+    } else {
+      step.batch.put(intent_row(s, env, dup));
+      step.next = call_llm(s);
+    }
+    return step;
+  }
+
+  // An evaluation the step wants to start may already be stored.
+  if (auto* run = std::get_if<RunEval>(&step.next)) {
+    auto it = evals.find(run->request.request_id);
+    if (it != evals.end()) {
+      const auto& stored = *it->second;
+      if (stored.state == "done") {
+        if (auto rep = evaluator::Report::from_json(stored.report_json)) {
+          auto rest = on_eval_result(s, *rep, env);
+          step.batch.append(std::move(rest.batch));
+          step.next = std::move(rest.next);
+          return step;
+        }
+      } else if (stored.attempts >= k_max_eval_attempts) {
+        auto rep = crash_report(stored.request_id, stored.attempts);
+        auto rest = on_eval_result(s, rep, env);
+        step.batch.append(std::move(rest.batch));
+        step.next = std::move(rest.next);
+        return step;
+      }
+    }
+  }
+  return step;
+}
+
+}  // namespace korch::agent

@@ -1,0 +1,146 @@
+#pragma once
+// The episode state machine of DESIGN §2, as a pure component: each function
+// takes the state and one event and returns a Step — the rows to commit and
+// the one action to start after the commit returned. It performs no I/O, so
+// the write-ahead rule is the runner's single job: commit Step::batch, then
+// start Step::next.
+//
+// Turn protocol (t is 1-based):
+//   advance(t-1) ── batch: feedback/no_code msg, LLM intent row (started)
+//        │         next:  CallLlm(llm|ep|t|model)
+//   on_llm_result ─ batch: LLM outcome row (done), assistant message
+//        │         next:  RunEval(check|ep|t|sha) or RunEval(kernel|ep|sha)
+//   on_eval_result  batch: evaluation row (done), turn row, feedback message,
+//                          and advance(t)'s rows; or the final row
+// resume() rebuilds the state from a store snapshot and returns the step an
+// uninterrupted run would have taken next; a step whose outcome is already
+// stored is never repeated.
+#include <cstdint>
+#include <memory>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "agent/reply_parser.hpp"
+#include "config/campaign.hpp"
+#include "config/tasks.hpp"
+#include "evaluator/evaluator.hpp"
+#include "llm_clients/client.hpp"
+#include "store/store.hpp"
+
+namespace korch::agent {
+
+// Fixed facts of one episode, derived from the campaign config.
+struct EpisodeSpec {
+  std::string campaign_id;
+  std::string episode_id;
+  std::shared_ptr<const config::Task> task;
+  std::string model_id;            // generates every turn unless swapped
+  int sample_index = 0;
+  int max_turns = 5;
+  std::string context;             // optional first user message
+  std::vector<config::LifecycleEvent> events;  // already filtered to this sample
+  std::string resume = "exact";    // exact | compact
+  double wall_clock_budget_s = 0;  // 0 = unlimited
+  std::int64_t token_budget = 0;   // 0 = unlimited
+  std::string system_prompt;       // for a new episode; resume uses the stored one
+};
+
+// Evaluation attempts before a `running` evaluation whose worker died is
+// given up as worker_crash (DESIGN §3).
+inline constexpr int k_max_eval_attempts = 3;
+
+struct Attempt {
+  int turn = 0;
+  std::string model_id;
+  std::string action;         // check | submit | none
+  std::string parse_status;   // code | no_code | truncated
+  std::string code;
+  std::string eval_request_id;
+  std::string eval_status;    // verdict, "" if none
+  std::string result_text;    // rendered check result, "" if none
+  bool passed = false;
+};
+
+enum class Phase { idle, awaiting_llm, awaiting_eval, final };
+
+struct EpisodeState {
+  std::shared_ptr<const EpisodeSpec> spec;
+  std::string system_prompt;
+  std::vector<llm::Message> conversation;  // the live epoch
+  std::vector<std::string> kinds;          // message kinds, parallel to conversation
+  std::vector<int> message_turns;          // message turns, parallel to conversation
+  int epoch = 0;
+  int next_seq = 0;
+  int turn = 0;                            // the turn being generated or evaluated
+  std::vector<Attempt> attempts;
+  std::set<std::pair<int, int>> fired_events;  // (kind, turn)
+  Phase phase = Phase::idle;
+
+  // The LLM call of the current turn.
+  std::string turn_model;
+  std::string llm_request_id;
+  bool overflow_retry = false;
+  int llm_sends = 0;
+  double llm_started_at = 0;
+
+  // The evaluation in flight.
+  std::string eval_request_id;
+  evaluator::Mode eval_mode = evaluator::Mode::check;
+  std::string eval_code;
+  int eval_attempts = 0;
+  bool eval_is_fallback = false;
+  std::string end_reason;                  // why the loop ended (for the final row)
+  store::TurnRow pending_turn;             // the current turn's row, written with its evaluation
+  std::map<std::string, int> stored_eval_attempts;  // resume: attempts already made per request id
+
+  std::int64_t tokens_used = 0;
+  double cost_usd = 0;
+  double active_s = 0;
+};
+
+struct CallLlm {
+  llm::ChatRequest request;
+};
+struct RunEval {
+  evaluator::Request request;
+};
+struct SimulateCrash {};    // drop the in-memory state and rebuild from the store
+struct Finished {};
+struct AbortCampaign {      // a failure that must stop the run (unreachable endpoint, bad key)
+  std::string reason;
+};
+using Next = std::variant<std::monostate, CallLlm, RunEval, SimulateCrash, Finished, AbortCampaign>;
+
+struct Step {
+  store::WriteBatch batch;
+  Next next;
+};
+
+// Context the runner supplies to each transition (time is injected so the
+// machine stays pure and testable).
+struct Env {
+  double now = 0;                 // unix seconds, stamped on rows
+  double active_delta_s = 0;      // driven wall-clock time since the previous step
+  bool spend_cap_reached = false; // the campaign's spend cap is reached
+  std::string owner;              // "<host>:<pid>" for evaluation rows
+  std::uint64_t secret_seed = 0;
+};
+
+// A new episode: stores its opening messages and asks for turn 1.
+Step start(EpisodeState& state, std::shared_ptr<const EpisodeSpec> spec, const Env& env);
+
+// Rebuilds an episode from the store. The returned step is the next step an
+// uninterrupted run would have taken; next is Finished for final episodes.
+Step resume(EpisodeState& state, std::shared_ptr<const EpisodeSpec> spec,
+            const store::EpisodeSnapshot& snapshot, const Env& env);
+
+Step on_llm_result(EpisodeState& state, const llm::ChatResult& result, const Env& env);
+
+Step on_eval_result(EpisodeState& state, const evaluator::Report& report, const Env& env);
+
+}  // namespace korch::agent

@@ -1,0 +1,161 @@
+// Verdict vocabulary, report encoding, reward functions and the evaluator
+// factory. Shared by every mode.
+#include "evaluator/evaluator.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "evaluator/cpu_evaluator.hpp"
+#include "evaluator/mock_evaluator.hpp"
+
+namespace korch::evaluator {
+namespace {
+
+constexpr std::array<std::pair<Verdict, const char*>, 10> k_verdict_names = {{
+    {Verdict::ok, "ok"},
+    {Verdict::rule_violation, "rule_violation"},
+    {Verdict::compile_error, "compile_error"},
+    {Verdict::runtime_error, "runtime_error"},
+    {Verdict::incorrect, "incorrect"},
+    {Verdict::timeout, "timeout"},
+    {Verdict::worker_crash, "worker_crash"},
+    {Verdict::impossible_timing, "impossible_timing"},
+    {Verdict::no_kernel, "no_kernel"},
+    {Verdict::task_too_large, "task_too_large"},
+}};
+
+// Reward shape of DESIGN §5 stage 4.
+constexpr double k_base_reward = 0.3;
+constexpr double k_log_speedup_min = -0.2;
+constexpr double k_log_speedup_max = 3.0;
+constexpr double k_roofline_span = 2.7;
+
+template <typename T>
+void put_opt(nlohmann::json& j, const char* key, const std::optional<T>& v) {
+  j[key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+template <typename T>
+std::optional<T> get_opt(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
+}  // namespace
+
+const char* to_string(Verdict v) {
+  for (auto& [verdict, name] : k_verdict_names) {
+    if (verdict == v) return name;
+  }
+  return "worker_crash";
+}
+
+std::optional<Verdict> verdict_from_string(std::string_view s) {
+  for (auto& [verdict, name] : k_verdict_names) {
+    if (s == name) return verdict;
+  }
+  return std::nullopt;
+}
+
+std::string Report::to_json() const {
+  nlohmann::json j;
+  j["request_id"] = request_id;
+  j["status"] = evaluator::to_string(status);
+  j["correct"] = correct;
+  put_opt(j, "speedup", speedup);
+  put_opt(j, "speedup_ci_low", speedup_ci_low);
+  put_opt(j, "speedup_ci_high", speedup_ci_high);
+  j["reward"] = reward;
+  put_opt(j, "ref_time_ms", ref_time_ms);
+  put_opt(j, "cand_time_ms", cand_time_ms);
+  put_opt(j, "t_min_ms", t_min_ms);
+  put_opt(j, "max_abs_diff", max_abs_diff);
+  put_opt(j, "max_rel_diff", max_rel_diff);
+  put_opt(j, "mismatch_frac", mismatch_frac);
+  j["rule_id"] = rule_id;
+  j["error"] = error;
+  j["compile_log"] = compile_log;
+  j["runtime_detail"] = runtime_detail;
+  j["protections"] = protections;
+  j["evaluator_version"] = evaluator_version;
+  j["mode"] = mode;
+  j["mock"] = mock;
+  j["rules_skipped"] = rules_skipped;
+  j["wall_s"] = wall_s;
+  if (!evidence_json.empty()) {
+    auto ev = nlohmann::json::parse(evidence_json, nullptr, false);
+    j["evidence"] = ev.is_discarded() ? nlohmann::json(evidence_json) : ev;
+  } else {
+    j["evidence"] = nlohmann::json::object();
+  }
+  return j.dump();
+}
+
+Result<Report> Report::from_json(std::string_view text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return fail("evaluation report is not a JSON object");
+  try {
+    Report r;
+    r.request_id = j.value("request_id", "");
+    auto status = verdict_from_string(j.value("status", ""));
+    if (!status) return fail("evaluation report has an unknown status");
+    r.status = *status;
+    r.correct = j.value("correct", false);
+    r.speedup = get_opt<double>(j, "speedup");
+    r.speedup_ci_low = get_opt<double>(j, "speedup_ci_low");
+    r.speedup_ci_high = get_opt<double>(j, "speedup_ci_high");
+    r.reward = j.value("reward", 0.0);
+    r.ref_time_ms = get_opt<double>(j, "ref_time_ms");
+    r.cand_time_ms = get_opt<double>(j, "cand_time_ms");
+    r.t_min_ms = get_opt<double>(j, "t_min_ms");
+    r.max_abs_diff = get_opt<double>(j, "max_abs_diff");
+    r.max_rel_diff = get_opt<double>(j, "max_rel_diff");
+    r.mismatch_frac = get_opt<double>(j, "mismatch_frac");
+    r.rule_id = j.value("rule_id", "");
+    r.error = j.value("error", "");
+    r.compile_log = j.value("compile_log", "");
+    r.runtime_detail = j.value("runtime_detail", "");
+    r.protections = j.value("protections", std::vector<std::string>{});
+    r.evaluator_version = j.value("evaluator_version", "");
+    r.mode = j.value("mode", "");
+    r.mock = j.value("mock", false);
+    r.rules_skipped = j.value("rules_skipped", false);
+    r.wall_s = j.value("wall_s", 0.0);
+    if (j.contains("evidence") && !j["evidence"].empty()) r.evidence_json = j["evidence"].dump();
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    return fail(std::string("evaluation report is malformed: ") + e.what());
+  }
+}
+
+double reward_speedup(bool correct, std::optional<double> speedup) {
+  if (!correct) return 0;
+  if (!speedup || *speedup <= 0) return k_base_reward;
+  return k_base_reward + std::clamp(std::log2(*speedup), k_log_speedup_min, k_log_speedup_max);
+}
+
+double reward_roofline(bool correct, double t_min_s, double t_cand_s) {
+  if (!correct || t_cand_s <= 0 || t_min_s <= 0) return correct ? k_base_reward : 0;
+  return k_base_reward + k_roofline_span * std::min(t_min_s / t_cand_s, 1.0);
+}
+
+double reward_beat_baseline(bool correct, std::optional<double> ci_low) {
+  return correct && ci_low && *ci_low > 1.0 ? 1.0 : 0.0;
+}
+
+Result<std::unique_ptr<Evaluator>> make_evaluator(const config::EvaluatorConfig& cfg,
+                                                  const std::string& cache_dir) {
+  if (cfg.mode == "mock") return make_mock_evaluator(cfg);
+#ifdef KORCH_HAVE_CPU_EVALUATOR
+  if (cfg.mode == "cpu") return make_cpu_evaluator(cfg, cache_dir);
+#endif
+  if (cfg.mode == "gpu") {
+    return fail("evaluator.mode = \"gpu\" is not available in this build yet; use \"cpu\" or \"mock\"");
+  }
+  return fail("unknown evaluator.mode '" + cfg.mode + "' (expected mock, cpu or gpu)");
+}
+
+}  // namespace korch::evaluator

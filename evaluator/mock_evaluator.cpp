@@ -1,0 +1,153 @@
+#include "evaluator/mock_evaluator.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <queue>
+#include <thread>
+
+#include "util/ids.hpp"
+
+namespace korch::evaluator {
+namespace {
+
+constexpr const char* k_mock_version = "mock-1";
+constexpr std::string_view k_marker = "MOCK_VERDICT:";
+constexpr int k_ok_percent = 70;  // share of unmarked codes that pass
+
+// The verdict a code gets: the marker if present, else hash-based.
+Verdict mock_verdict(const std::string& code, std::uint64_t h) {
+  if (auto pos = code.find(k_marker); pos != std::string::npos) {
+    auto start = code.find_first_not_of(' ', pos + k_marker.size());
+    auto end = code.find_first_of(" \n\r\"'", start);
+    if (start != std::string::npos) {
+      if (auto v = verdict_from_string(code.substr(start, end - start))) return *v;
+    }
+  }
+  return h % 100 < k_ok_percent ? Verdict::ok : Verdict::incorrect;
+}
+
+Report mock_report(const config::EvaluatorConfig& cfg, const Request& req) {
+  auto h = ids::stable_hash64(req.code);
+  Report r;
+  r.request_id = req.request_id;
+  r.mode = "mock";
+  r.mock = true;
+  r.evaluator_version = k_mock_version;
+  r.rules_skipped = true;
+  r.protections = {"mock: no code was run"};
+  r.status = mock_verdict(req.code, h);
+  r.correct = r.status == Verdict::ok;
+  if (r.correct) {
+    r.max_abs_diff = 1e-6 * static_cast<double>(h % 50);
+  } else if (r.status == Verdict::incorrect) {
+    r.max_abs_diff = 0.5 + static_cast<double>(h % 100) / 10.0;
+    r.mismatch_frac = static_cast<double>(h % 97) / 100.0;
+    r.error = "mock: output mismatch (fake)";
+  } else {
+    r.error = std::string("mock: scripted verdict ") + to_string(r.status);
+  }
+  if (req.mode == Mode::submit && r.correct) {
+    double speedup = 0.5 + static_cast<double>((h >> 8) % 300) / 100.0;
+    r.ref_time_ms = 1.0;
+    r.cand_time_ms = 1.0 / speedup;
+    r.speedup = speedup;
+    r.speedup_ci_low = speedup * 0.95;
+    r.speedup_ci_high = speedup * 1.05;
+  }
+  if (cfg.reward == "beat_baseline") {
+    r.reward = reward_beat_baseline(r.correct, r.speedup_ci_low);
+  } else {
+    r.reward = reward_speedup(r.correct, r.speedup);
+  }
+  r.wall_s = cfg.mock_latency_s;
+  return r;
+}
+
+// One dispatcher thread delivers reports when their simulated latency has
+// elapsed; with zero latency it delivers immediately, in order.
+class MockEvaluator final : public Evaluator {
+ public:
+  explicit MockEvaluator(config::EvaluatorConfig cfg) : m_cfg(std::move(cfg)) {
+    m_thread = std::thread([this] { run(); });
+  }
+  ~MockEvaluator() override { shutdown(); }
+
+  void evaluate(Request request, Callback done) override {
+    auto due = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(m_cfg.mock_latency_s));
+    {
+      std::lock_guard lock(m_mutex);
+      m_jobs.push(Job{due, m_seq++, std::move(request), std::move(done)});
+    }
+    m_cv.notify_one();
+  }
+
+  std::string version() const override { return k_mock_version; }
+  std::string mode() const override { return "mock"; }
+  std::string device_description() const override {
+    return "MOCK evaluator (no code is run; verdicts and timings are fake)";
+  }
+
+  void shutdown() override {
+    {
+      std::lock_guard lock(m_mutex);
+      if (m_stopping) return;
+      m_stopping = true;
+    }
+    m_cv.notify_all();
+    if (m_thread.joinable()) m_thread.join();
+  }
+
+ private:
+  struct Job {
+    std::chrono::steady_clock::time_point due;
+    std::uint64_t seq;
+    Request request;
+    Callback done;
+    bool operator>(const Job& o) const { return due != o.due ? due > o.due : seq > o.seq; }
+  };
+
+  void run() {
+    std::unique_lock lock(m_mutex);
+    while (true) {
+      if (m_jobs.empty()) {
+        if (m_stopping) return;
+        m_cv.wait(lock);
+        continue;
+      }
+      auto due = m_jobs.top().due;
+      if (!m_stopping && std::chrono::steady_clock::now() < due) {
+        m_cv.wait_until(lock, due);
+        continue;
+      }
+      Job job = std::move(const_cast<Job&>(m_jobs.top()));
+      m_jobs.pop();
+      lock.unlock();
+      auto report = mock_report(m_cfg, job.request);
+      try {
+        job.done(std::move(report));
+      } catch (...) {
+        // A callback must not kill the dispatcher.
+      }
+      lock.lock();
+    }
+  }
+
+  config::EvaluatorConfig m_cfg;
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  std::priority_queue<Job, std::vector<Job>, std::greater<>> m_jobs;
+  std::uint64_t m_seq = 0;
+  bool m_stopping = false;
+  std::thread m_thread;
+};
+
+}  // namespace
+
+std::unique_ptr<Evaluator> make_mock_evaluator(const config::EvaluatorConfig& cfg) {
+  return std::make_unique<MockEvaluator>(cfg);
+}
+
+}  // namespace korch::evaluator

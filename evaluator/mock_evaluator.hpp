@@ -1,0 +1,15 @@
+#pragma once
+// Mock evaluator: deterministic fake verdicts and timings derived from the
+// code's hash, for developing prompts and testing the engine without torch.
+// Every report says mock = true, mode = "mock", and its evaluator_version
+// starts with "mock-". A code containing the marker `MOCK_VERDICT: <verdict>`
+// gets that verdict (tests use it to script outcomes).
+#include <memory>
+
+#include "evaluator/evaluator.hpp"
+
+namespace korch::evaluator {
+
+std::unique_ptr<Evaluator> make_mock_evaluator(const config::EvaluatorConfig& cfg);
+
+}  // namespace korch::evaluator

@@ -1,0 +1,384 @@
+// korch-worker: the sandboxed evaluator worker (DESIGN §5). The only program
+// that links LibTorch and embeds CPython.
+//
+//   korch-worker --zygote     control socket on fd 3 (SOCK_SEQPACKET)
+//
+// The zygote imports Python and torch once (no torch operation: a child of a
+// zygote whose thread pool started hangs at its first parallel op), then, for
+// each `spawn` message, forks a job process:
+//
+//   zygote ──fork──► P (root, new session, new mount/net/IPC/PID namespaces)
+//                    └─fork─► G = PID 1 of the new PID namespace: private
+//                             /proc, /tmp, /var/tmp, /dev/shm; then its role:
+//     rules / compile: drop to an unprivileged uid + seccomp, run the Python
+//                      role (korch_worker.py); result written to result.json
+//     measure:         G forks C (the candidate runner, uid nobody), then G
+//                      drops to uid 65533 (the judge) and runs the reference
+//                      runner; the two talk over a socketpair.
+//
+// Messages (one JSON object per datagram):
+//   zygote → daemon  {"ev":"hello", "versions":{...}}
+//                    {"ev":"started","job":ID,"pid":PID}
+//                    {"ev":"exit","job":ID,"code":C,"signal":S}
+//   daemon → zygote  {"op":"spawn","job":ID,"role":R,"dir":DIR,...} [+ seed fd]
+// The job's secret seed travels only as bytes in a pipe whose read end comes
+// with the spawn message; the zygote never reads it, and the candidate
+// runner closes it before it runs any Python.
+#include <Python.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "evaluator/worker/sandbox.hpp"
+
+#ifndef KORCH_WORKER_PYDIR
+#error "KORCH_WORKER_PYDIR must name the folder holding korch_worker.py"
+#endif
+
+namespace korch::evaluator {
+const char* rules_python_dir();
+}
+
+namespace {
+
+using json = nlohmann::json;
+using korch::worker::Protections;
+using korch::worker::SeccompProfile;
+
+constexpr int k_control_fd = 3;
+constexpr std::uint32_t k_uid_candidate = 65534;  // nobody
+constexpr std::uint32_t k_uid_judge = 65533;      // the reference runner
+constexpr std::uint32_t k_uid_compile = 65532;    // the compiler
+constexpr std::size_t k_max_message = 1 << 20;
+
+[[noreturn]] void die(const char* what) {
+  std::fprintf(stderr, "korch-worker: %s: %s\n", what, std::strerror(errno));
+  std::fflush(stderr);
+  _exit(120);
+}
+
+void send_msg(int fd, const json& j) {
+  std::string s = j.dump();
+  if (send(fd, s.data(), s.size(), MSG_NOSIGNAL) < 0) die("send");
+}
+
+// Receives one datagram and at most one file descriptor.
+bool recv_msg(int fd, std::string& out, int& passed_fd) {
+  static char buf[k_max_message];
+  passed_fd = -1;
+  iovec iov{buf, sizeof buf};
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = ctrl;
+  msg.msg_controllen = sizeof ctrl;
+  ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+  if (n <= 0) return false;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+      std::memcpy(&passed_fd, CMSG_DATA(c), sizeof(int));
+  }
+  out.assign(buf, static_cast<std::size_t>(n));
+  return true;
+}
+
+PyObject* g_harness = nullptr;
+
+// Calls korch_worker.<fn>(arg_json) and returns its string result. Exits
+// the process on a Python error in the trusted harness (the traceback is on
+// stderr, which is the job's worker.log).
+std::string call_harness(const char* fn, const std::string& arg) {
+  PyObject* f = PyObject_GetAttrString(g_harness, fn);
+  if (!f) {
+    PyErr_Print();
+    _exit(121);
+  }
+  PyObject* r = PyObject_CallFunction(f, "s#", arg.data(), static_cast<Py_ssize_t>(arg.size()));
+  Py_DECREF(f);
+  if (!r) {
+    PyErr_Print();
+    std::fflush(stderr);
+    _exit(122);
+  }
+  std::string out;
+  if (PyUnicode_Check(r)) {
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(r, &n);
+    if (s) out.assign(s, static_cast<std::size_t>(n));
+  }
+  Py_DECREF(r);
+  return out;
+}
+
+bool env_is_whitelisted() {
+  static const char* allowed[] = {"PATH=", "LANG=", "LC_ALL=", "HOME=", "OMP_NUM_THREADS=",
+                                  "MKL_NUM_THREADS=", "MAX_JOBS=", "TMPDIR=", "KORCH_"};
+  for (char** e = environ; e && *e; ++e) {
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || std::strncmp(*e, a, std::strlen(a)) == 0;
+    // KORCH_ variables the daemon passes are flags, never keys.
+    if (ok && std::strncmp(*e, "KORCH_", 6) == 0 && std::strstr(*e, "KEY")) ok = false;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+int open_or_die(const std::string& path, int flags, mode_t mode = 0600) {
+  int fd = open(path.c_str(), flags | O_CLOEXEC, mode);
+  if (fd < 0) die(path.c_str());
+  return fd;
+}
+
+// Moves `fd` to `target` without O_CLOEXEC.
+void move_fd(int fd, int target) {
+  if (fd == target) {
+    fcntl(fd, F_SETFD, 0);
+    return;
+  }
+  if (dup2(fd, target) < 0) die("dup2");
+  close(fd);
+}
+
+// PID 1 of the job's namespace. Never returns.
+[[noreturn]] void run_job(const json& job, Protections prot, int seed_fd) {
+  const std::string role = job.at("role");
+  const std::string dir = job.at("dir");
+  const std::uint64_t mb = 1024ull * 1024ull;
+  korch::worker::private_mounts(prot);
+  if (env_is_whitelisted()) prot.push_back("env_whitelist");
+
+  std::string job_text;
+  {
+    FILE* f = std::fopen((dir + "/job.json").c_str(), "rb");
+    if (!f) die("job.json");
+    char buf[65536];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) job_text.append(buf, n);
+    std::fclose(f);
+  }
+  // The result file is opened as root; the role writes to the fd.
+  int result_fd = open_or_die(dir + "/result.json", O_WRONLY | O_CREAT | O_TRUNC);
+
+  json ctx;
+  ctx["result_fd"] = result_fd;
+  ctx["job"] = job_text;
+  const std::uint64_t as_base = job.value("as_base_mb", 4096ull) * mb;
+  const std::uint64_t budget = job.value("memory_budget_mb", 4096ull) * mb;
+
+  if (role == "measure") {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) die("socketpair");
+    int cand_log = open_or_die(dir + "/candidate.log", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    PyOS_BeforeFork();
+    pid_t c = fork();
+    if (c < 0) die("fork candidate");
+    if (c == 0) {
+      PyOS_AfterFork_Child();
+      // The candidate runner: nothing of the judge's is reachable from here.
+      close(sv[0]);
+      close(result_fd);
+      if (seed_fd >= 0) close(seed_fd);
+      move_fd(cand_log, 1);
+      dup2(1, 2);
+      move_fd(sv[1], 4);
+      Protections cp = prot;
+      korch::worker::drop_privileges(cp, k_uid_candidate, as_base + 2 * budget,
+                                     SeccompProfile::strict);
+      json cctx;
+      cctx["sock_fd"] = 4;
+      cctx["protections"] = cp;
+      call_harness("candidate_main", cctx.dump());
+      std::fflush(nullptr);
+      _exit(0);
+    }
+    PyOS_AfterFork_Parent();
+    close(sv[1]);
+    close(cand_log);
+    korch::worker::drop_privileges(prot, k_uid_judge, as_base + 4 * budget,
+                                   SeccompProfile::strict);
+    if (prctl(PR_SET_DUMPABLE, 0) == 0) prot.push_back("judge_nondumpable");
+    ctx["sock_fd"] = sv[0];
+    ctx["seed_fd"] = seed_fd;
+    ctx["cand_pid"] = c;
+    ctx["protections"] = prot;
+    call_harness("reference_main", ctx.dump());
+    std::fflush(nullptr);
+    kill(c, SIGKILL);
+    _exit(0);
+  }
+  if (seed_fd >= 0) {
+    ctx["seed_fd"] = seed_fd;
+  }
+  if (role == "compile") {
+    const std::string build = job.at("build_dir");
+    mkdir(build.c_str(), 0755);
+    if (chown(build.c_str(), k_uid_compile, k_uid_compile) != 0) die("chown build dir");
+    korch::worker::drop_privileges(prot, k_uid_compile, 0, SeccompProfile::compile);
+  } else {
+    korch::worker::drop_privileges(prot, k_uid_candidate, as_base, SeccompProfile::strict);
+  }
+  ctx["protections"] = prot;
+  call_harness(role == "compile" ? "compile_main" : role == "validate" ? "validate_main"
+                                                                       : "rules_main",
+               ctx.dump());
+  std::fflush(nullptr);
+  _exit(0);
+}
+
+// The first child: enters namespaces, forks PID 1, waits for it.
+[[noreturn]] void job_process(const json& job, int seed_fd) {
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, nullptr);
+  signal(SIGCHLD, SIG_DFL);
+  const std::string dir = job.at("dir");
+  int log = open(std::string(dir + "/worker.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (log >= 0) {
+    dup2(log, 1);
+    dup2(log, 2);
+    close(log);
+  }
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) {
+    dup2(devnull, 0);
+    close(devnull);
+  }
+  // Keep only stdio and the seed pipe (as fd 3); the control socket and
+  // everything else the zygote holds stays behind.
+  if (seed_fd >= 0) {
+    move_fd(seed_fd, 3);
+    seed_fd = 3;
+    close_range(4, ~0u, 0);
+  } else {
+    close_range(3, ~0u, 0);
+  }
+  Protections prot;
+  bool pid_ns = korch::worker::enter_namespaces(prot);
+  if (!pid_ns) run_job(job, prot, seed_fd);
+  PyOS_BeforeFork();
+  pid_t g = fork();
+  if (g < 0) die("fork pid1");
+  if (g == 0) {
+    PyOS_AfterFork_Child();
+    run_job(job, prot, seed_fd);
+  }
+  if (seed_fd >= 0) close(seed_fd);
+  int status = 0;
+  while (waitpid(g, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) _exit(128 + WTERMSIG(status));
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 125);
+}
+
+int zygote_main() {
+  // Dies with the daemon.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() == 1) return 1;
+  Py_InitializeEx(0);
+  PyRun_SimpleString(("import sys; sys.path.insert(0, '" + std::string(KORCH_WORKER_PYDIR) +
+                      "'); sys.path.insert(0, '" +
+                      std::string(korch::evaluator::rules_python_dir()) + "')")
+                         .c_str());
+  g_harness = PyImport_ImportModule("korch_worker");
+  if (!g_harness) {
+    PyErr_Print();
+    return 2;
+  }
+  json hello;
+  hello["ev"] = "hello";
+  hello["versions"] = json::parse(call_harness("zygote_hello", "{}"));
+  hello["pid"] = getpid();
+  send_msg(k_control_fd, hello);
+
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, nullptr);
+  int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) die("signalfd");
+  std::map<pid_t, std::string> jobs;
+
+  for (;;) {
+    pollfd fds[2] = {{k_control_fd, POLLIN, 0}, {sfd, POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      die("poll");
+    }
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == sizeof si) {
+      }
+      int status = 0;
+      pid_t p;
+      while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+        auto it = jobs.find(p);
+        if (it == jobs.end()) continue;
+        json ev;
+        ev["ev"] = "exit";
+        ev["job"] = it->second;
+        ev["pid"] = p;
+        ev["code"] = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        ev["signal"] = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        send_msg(k_control_fd, ev);
+        jobs.erase(it);
+      }
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      std::string text;
+      int seed_fd = -1;
+      if (!recv_msg(k_control_fd, text, seed_fd)) {
+        // The daemon is gone: take every job down with us.
+        for (auto& [pid, id] : jobs) kill(-pid, SIGKILL);
+        return 0;
+      }
+      json msg = json::parse(text, nullptr, false);
+      if (msg.is_discarded() || msg.value("op", "") != "spawn") {
+        if (seed_fd >= 0) close(seed_fd);
+        continue;
+      }
+      PyOS_BeforeFork();
+      pid_t pid = fork();
+      if (pid == 0) {
+        PyOS_AfterFork_Child();
+        job_process(msg, seed_fd);
+      }
+      PyOS_AfterFork_Parent();
+      if (seed_fd >= 0) close(seed_fd);
+      json ev;
+      ev["ev"] = "started";
+      ev["job"] = msg.value("job", "");
+      ev["pid"] = pid;
+      if (pid < 0) ev["error"] = std::strerror(errno);
+      else jobs[pid] = msg.value("job", "");
+      send_msg(k_control_fd, ev);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "--zygote") == 0) return zygote_main();
+  if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
+    std::puts("korch-worker (korch-eval-cpu/0.1)");
+    return 0;
+  }
+  std::fprintf(stderr, "usage: korch-worker --zygote   (started by the korch daemon)\n");
+  return 2;
+}

@@ -1,0 +1,134 @@
+#include "evaluator/worker/sandbox.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace korch::worker {
+namespace {
+
+constexpr const char* k_tmpfs_opts = "mode=1777,size=1g";
+
+bool set_deathsig() {
+  pid_t parent = getppid();
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return false;
+  // The parent may have died between fork and prctl.
+  if (getppid() != parent) _exit(137);
+  return true;
+}
+
+// Deny-list filter on top of a default-allow policy: torch and CPython need
+// clone (threads), mmap, futex, etc., so an allow-list would be brittle
+// across torch versions. The namespaces and the uid do the confining; this
+// is the backstop against raw system calls that could reach other processes
+// or the kernel's attack surface.
+bool load_seccomp(SeccompProfile profile) {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  if (!ctx) return false;
+  bool ok = true;
+  auto deny = [&](int nr, int err = EPERM) {
+    if (nr < 0) return;  // not on this architecture
+    ok = ok && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), nr, 0) == 0;
+  };
+  for (const char* name :
+       {"ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "unshare",
+        "setns", "kexec_load", "kexec_file_load", "bpf", "perf_event_open", "init_module",
+        "finit_module", "delete_module", "reboot", "swapon", "swapoff", "pivot_root", "chroot",
+        "keyctl", "add_key", "request_key", "userfaultfd", "io_uring_setup", "io_uring_enter",
+        "io_uring_register", "open_by_handle_at", "name_to_handle_at", "fanotify_init",
+        "acct", "quotactl", "syslog", "settimeofday", "clock_settime", "adjtimex",
+        "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick",
+        "pidfd_getfd", "kcmp", "lookup_dcookie", "vhangup", "iopl", "ioperm", "setuid",
+        "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
+        "setfsuid", "setfsgid", "capset", "personality"}) {
+    deny(seccomp_syscall_resolve_name(name));
+  }
+  if (profile == SeccompProfile::strict) {
+    deny(seccomp_syscall_resolve_name("execve"));
+    deny(seccomp_syscall_resolve_name("execveat"));
+  }
+  // clone3 passes its flags in memory a filter cannot read: make glibc fall
+  // back to clone, whose namespace flags we can check.
+  deny(seccomp_syscall_resolve_name("clone3"), ENOSYS);
+  for (unsigned long flag : {CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET,
+                             CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP}) {
+    ok = ok && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                                SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)) == 0;
+  }
+  // Only AF_UNIX sockets (no network even if a namespace step failed).
+  ok = ok && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+                              SCMP_A0(SCMP_CMP_NE, AF_UNIX)) == 0;
+  ok = ok && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 1,
+                              SCMP_A0(SCMP_CMP_NE, AF_UNIX)) == 0;
+  ok = ok && seccomp_load(ctx) == 0;
+  seccomp_release(ctx);
+  return ok;
+}
+
+}  // namespace
+
+bool enter_namespaces(Protections& p) {
+  setsid();  // own process group: the daemon kills -pgid on timeout
+  if (set_deathsig()) p.push_back("pdeathsig");
+  if (unshare(CLONE_NEWNS) == 0) p.push_back("mount_ns");
+  if (unshare(CLONE_NEWNET) == 0) p.push_back("net_ns");
+  if (unshare(CLONE_NEWIPC) == 0) p.push_back("ipc_ns");
+  if (unshare(CLONE_NEWPID) == 0) {
+    p.push_back("pid_ns");
+    return true;
+  }
+  return false;
+}
+
+void private_mounts(Protections& p) {
+  bool mount_ns = false;
+  for (auto& s : p) mount_ns = mount_ns || s == "mount_ns";
+  if (!mount_ns) return;
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return;
+  bool pid_ns = false;
+  for (auto& s : p) pid_ns = pid_ns || s == "pid_ns";
+  if (pid_ns && getpid() == 1 &&
+      mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=0") == 0) {
+    p.push_back("private_proc");
+  }
+  bool tmp_ok = mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, k_tmpfs_opts) == 0;
+  // Other world-writable places on the host.
+  struct stat st {};
+  if (stat("/var/tmp", &st) == 0)
+    tmp_ok = tmp_ok && mount("tmpfs", "/var/tmp", "tmpfs", MS_NOSUID | MS_NODEV, k_tmpfs_opts) == 0;
+  if (stat("/dev/shm", &st) == 0)
+    tmp_ok = tmp_ok && mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, k_tmpfs_opts) == 0;
+  if (tmp_ok) p.push_back("private_tmp");
+}
+
+void drop_privileges(Protections& p, std::uint32_t uid, std::uint64_t as_bytes,
+                     SeccompProfile profile) {
+  if (set_deathsig()) {
+    bool have = false;
+    for (auto& s : p) have = have || s == "pdeathsig";
+    if (!have) p.push_back("pdeathsig");
+  }
+  rlimit core{0, 0};
+  if (setrlimit(RLIMIT_CORE, &core) == 0) p.push_back("no_core");
+  if (as_bytes > 0) {
+    rlimit as{as_bytes, as_bytes};
+    if (setrlimit(RLIMIT_AS, &as) == 0) p.push_back("rlimit_as");
+  }
+  bool uid_ok = setgroups(0, nullptr) == 0 && setresgid(uid, uid, uid) == 0 &&
+                setresuid(uid, uid, uid) == 0 && getuid() == uid && geteuid() == uid;
+  if (uid_ok) p.push_back(uid == 65534 ? "uid_nobody" : "uid_unprivileged");
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) p.push_back("no_new_privs");
+  if (load_seccomp(profile)) p.push_back("seccomp");
+}
+
+}  // namespace korch::worker

@@ -1,0 +1,165 @@
+#include "store/schema_internal.hpp"
+
+#include "store/store.hpp"
+
+namespace korch::store::detail {
+namespace {
+
+// Version 1: the initial schema (DESIGN §3). Never edit a migration that has
+// shipped; add a new one and bump k_schema_version.
+//
+// Foreign keys tie conversation state to its episode (messages, turns,
+// finals) and episodes/tasks to their campaign. llm_calls, evaluations and
+// events carry an episode id without a foreign key: the evaluator also serves
+// requests that belong to no episode (`korch eval`, RL reward use).
+constexpr std::string_view k_migration_1 = R"sql(
+CREATE TABLE campaigns (
+  id           TEXT PRIMARY KEY,
+  name         TEXT NOT NULL,
+  config_json  TEXT NOT NULL,
+  secret_seed  INTEGER NOT NULL,
+  created_at   REAL NOT NULL
+);
+
+CREATE TABLE tasks (
+  campaign_id  TEXT NOT NULL REFERENCES campaigns(id),
+  task_id      TEXT NOT NULL,
+  level        INTEGER NOT NULL,
+  number       INTEGER NOT NULL,
+  name         TEXT NOT NULL,
+  path         TEXT NOT NULL,
+  source       TEXT NOT NULL,
+  PRIMARY KEY (campaign_id, task_id)
+);
+
+CREATE TABLE episodes (
+  id             TEXT PRIMARY KEY,
+  campaign_id    TEXT NOT NULL REFERENCES campaigns(id),
+  task_id        TEXT NOT NULL,
+  model_id       TEXT NOT NULL,
+  sample_index   INTEGER NOT NULL,
+  system_prompt  TEXT NOT NULL,
+  status         TEXT NOT NULL CHECK (status IN ('pending', 'running', 'final')),
+  active_s       REAL NOT NULL,
+  tokens_used    INTEGER NOT NULL,
+  cost_usd       REAL NOT NULL,
+  created_at     REAL NOT NULL,
+  updated_at     REAL NOT NULL
+);
+CREATE INDEX episodes_by_campaign ON episodes (campaign_id, status);
+
+CREATE TABLE messages (
+  episode_id  TEXT NOT NULL REFERENCES episodes(id),
+  epoch       INTEGER NOT NULL,
+  seq         INTEGER NOT NULL,
+  role        TEXT NOT NULL,
+  kind        TEXT NOT NULL,
+  turn        INTEGER NOT NULL,
+  content     TEXT NOT NULL,
+  PRIMARY KEY (episode_id, epoch, seq)
+);
+
+CREATE TABLE turns (
+  episode_id         TEXT NOT NULL REFERENCES episodes(id),
+  turn               INTEGER NOT NULL,
+  model_id           TEXT NOT NULL,
+  llm_request_id     TEXT NOT NULL,
+  action             TEXT NOT NULL,
+  parse_status       TEXT NOT NULL,
+  code               TEXT NOT NULL,
+  code_sha           TEXT NOT NULL,
+  eval_request_id    TEXT NOT NULL,
+  eval_status        TEXT NOT NULL,
+  finish_reason      TEXT NOT NULL,
+  prompt_tokens      INTEGER NOT NULL,
+  completion_tokens  INTEGER NOT NULL,
+  llm_latency_s      REAL NOT NULL,
+  at                 REAL NOT NULL,
+  PRIMARY KEY (episode_id, turn)
+);
+
+CREATE TABLE llm_calls (
+  request_id           TEXT PRIMARY KEY,
+  episode_id           TEXT NOT NULL,
+  turn                 INTEGER NOT NULL,
+  model_id             TEXT NOT NULL,
+  state                TEXT NOT NULL CHECK (state IN ('started', 'done', 'failed')),
+  started_at           REAL NOT NULL,
+  finished_at          REAL NOT NULL,
+  content              TEXT NOT NULL,
+  reasoning            TEXT NOT NULL,
+  finish_reason        TEXT NOT NULL,
+  prompt_tokens        INTEGER NOT NULL,
+  completion_tokens    INTEGER NOT NULL,
+  cached_tokens        INTEGER NOT NULL,
+  reasoning_tokens     INTEGER NOT NULL,
+  cost_usd             REAL NOT NULL,
+  latency_s            REAL NOT NULL,
+  http_attempts        INTEGER NOT NULL,
+  attempts_json        TEXT NOT NULL,
+  provider_request_id  TEXT NOT NULL,
+  failure              TEXT NOT NULL,
+  error                TEXT NOT NULL,
+  dup_possible         INTEGER NOT NULL,
+  sends                INTEGER NOT NULL
+);
+CREATE INDEX llm_calls_by_episode ON llm_calls (episode_id, turn);
+
+CREATE TABLE evaluations (
+  request_id         TEXT PRIMARY KEY,
+  episode_id         TEXT NOT NULL,
+  kind               TEXT NOT NULL,
+  code_sha           TEXT NOT NULL,
+  state              TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done')),
+  owner              TEXT NOT NULL,
+  attempts           INTEGER NOT NULL,
+  verdict            TEXT NOT NULL,
+  report_json        TEXT NOT NULL,
+  evaluator_version  TEXT NOT NULL,
+  created_at         REAL NOT NULL,
+  finished_at        REAL NOT NULL
+);
+CREATE INDEX evaluations_by_episode ON evaluations (episode_id);
+CREATE INDEX evaluations_by_state ON evaluations (state);
+
+CREATE TABLE events (
+  id          INTEGER PRIMARY KEY,
+  episode_id  TEXT NOT NULL,
+  turn        INTEGER NOT NULL,
+  kind        TEXT NOT NULL,
+  detail      TEXT NOT NULL,
+  at          REAL NOT NULL
+);
+CREATE INDEX events_by_episode ON events (episode_id, id);
+
+CREATE TABLE finals (
+  episode_id  TEXT PRIMARY KEY REFERENCES episodes(id),
+  reason      TEXT NOT NULL,
+  verdict     TEXT NOT NULL,
+  request_id  TEXT NOT NULL,
+  speedup     REAL,
+  reward      REAL NOT NULL,
+  correct     INTEGER NOT NULL,
+  at          REAL NOT NULL
+);
+
+CREATE TABLE leases (
+  campaign_id   TEXT PRIMARY KEY,
+  owner         TEXT NOT NULL,
+  heartbeat_at  REAL NOT NULL,
+  expires_at    REAL NOT NULL
+);
+)sql";
+
+constexpr Migration k_migrations[] = {
+    {1, k_migration_1},
+};
+
+static_assert(sizeof(k_migrations) / sizeof(k_migrations[0]) == k_schema_version,
+              "k_schema_version must equal the number of the last migration");
+
+}  // namespace
+
+std::span<const Migration> migrations() { return k_migrations; }
+
+}  // namespace korch::store::detail

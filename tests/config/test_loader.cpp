@@ -1,0 +1,531 @@
+// Tests of config/loader: precedence and origins, validation messages with
+// file:line, path resolution, and agreement between the key table,
+// docs/config.md and the defaults in campaign.hpp.
+#include "config/loader.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config/tasks.hpp"
+
+namespace korch::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh temporary folder per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "korch-config-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    m_path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(m_path, ec);
+  }
+  const fs::path& path() const { return m_path; }
+  // Writes `text` to `name` (creating folders) and returns its path.
+  std::string write(const std::string& name, const std::string& text) const {
+    auto p = m_path / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+ private:
+  fs::path m_path;
+};
+
+// The smallest valid campaign. Line numbers matter to the tests below:
+//   1 name, 2 [tasks], 3 kernelbench_dir, 4 [[models]], 5 id, 6 base_url, 7 model
+const char* const k_minimal =
+    "name = \"t\"\n"
+    "[tasks]\n"
+    "kernelbench_dir = \"/kb\"\n"
+    "[[models]]\n"
+    "id = \"m1\"\n"
+    "base_url = \"http://127.0.0.1:8000/v1\"\n"
+    "model = \"model-one\"\n";
+
+const std::map<std::string, std::string> k_no_env;
+const std::vector<std::string> k_no_flags;
+
+std::string k_min_text() { return k_minimal; }
+
+std::string origin_of(const LoadedConfig& c, const std::string& key) {
+  auto v = find_value(c, key);
+  return v ? v->origin : "<missing>";
+}
+std::string value_of(const LoadedConfig& c, const std::string& key) {
+  auto v = find_value(c, key);
+  return v ? v->value : "<missing>";
+}
+
+std::string env_name_for(std::string_view key) {
+  std::string out = "KORCH_";
+  for (char c : key) out += c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Key table / defaults / docs agreement
+
+TEST(KeyTable, DefaultsMatchCampaignStruct) {
+  CampaignConfig defaults;
+  std::set<std::string_view> names;
+  for (const auto& k : key_table()) {
+    EXPECT_TRUE(names.insert(k.name).second) << "duplicate key " << k.name;
+    EXPECT_EQ(k.default_value, render_key(defaults, k.name)) << k.name;
+    EXPECT_EQ(k.env, env_name_for(k.name)) << k.name;
+    EXPECT_FALSE(k.doc.empty()) << k.name;
+  }
+  ModelConfig model;
+  for (const auto& k : model_key_table()) {
+    EXPECT_EQ(k.default_value, render_model_key(model, k.name)) << "models." << k.name;
+    EXPECT_FALSE(k.doc.empty()) << k.name;
+  }
+  EXPECT_EQ(model_key_table().size(), 19u);
+  EXPECT_EQ(event_key_table().size(), 4u);
+}
+
+// The rows of the markdown table that follows heading `heading` in `doc`:
+// first cell (without backticks) -> the other cells (backticks stripped).
+std::map<std::string, std::vector<std::string>> markdown_table(const std::string& doc, const std::string& heading) {
+  std::map<std::string, std::vector<std::string>> rows;
+  std::istringstream in(doc);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (line.starts_with("#")) {
+      inside = line == heading;
+      continue;
+    }
+    if (!inside || !line.starts_with("| `")) continue;
+    std::vector<std::string> cells;
+    std::string cell;
+    for (std::size_t i = 1; i < line.size(); ++i) {
+      if (line[i] == '|') {
+        auto b = cell.find_first_not_of(' ');
+        auto e = cell.find_last_not_of(' ');
+        cell = b == std::string::npos ? "" : cell.substr(b, e - b + 1);
+        if (cell.size() >= 2 && cell.front() == '`' && cell.back() == '`') cell = cell.substr(1, cell.size() - 2);
+        cells.push_back(cell);
+        cell.clear();
+      } else {
+        cell += line[i];
+      }
+    }
+    if (cells.empty()) continue;
+    auto key = cells.front();
+    cells.erase(cells.begin());
+    rows[key] = cells;
+  }
+  return rows;
+}
+
+TEST(KeyTable, DocsMatchKeyTable) {
+  std::ifstream in(std::string(KORCH_SOURCE_DIR) + "/docs/config.md");
+  ASSERT_TRUE(in) << "docs/config.md missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto doc = ss.str();
+
+  // On failure, print the rows the docs should hold.
+  std::string expected;
+  for (const auto& k : key_table())
+    expected += "| `" + std::string(k.name) + "` | `" + std::string(k.env) + "` | `" + std::string(k.default_value) +
+                "` | " + std::string(k.doc) + " |\n";
+
+  auto rows = markdown_table(doc, "## Keys");
+  EXPECT_EQ(rows.size(), key_table().size()) << expected;
+  for (const auto& k : key_table()) {
+    auto it = rows.find(std::string(k.name));
+    ASSERT_NE(it, rows.end()) << "docs/config.md lacks key " << k.name << "\n" << expected;
+    ASSERT_GE(it->second.size(), 2u) << k.name;
+    EXPECT_EQ(it->second[0], k.env) << k.name;
+    EXPECT_EQ(it->second[1], k.default_value) << k.name;
+  }
+
+  auto models = markdown_table(doc, "## Models");
+  EXPECT_EQ(models.size(), model_key_table().size());
+  for (const auto& k : model_key_table()) {
+    auto it = models.find(std::string(k.name));
+    ASSERT_NE(it, models.end()) << "docs/config.md lacks model key " << k.name;
+    ASSERT_GE(it->second.size(), 1u);
+    EXPECT_EQ(it->second[0], k.default_value) << "models." << k.name;
+  }
+
+  auto events = markdown_table(doc, "## Events");
+  EXPECT_EQ(events.size(), event_key_table().size());
+  for (const auto& k : event_key_table())
+    EXPECT_TRUE(events.contains(std::string(k.name))) << "docs/config.md lacks event key " << k.name;
+}
+
+// ---------------------------------------------------------------------------
+// Loading
+
+TEST(Loader, DefaultsApplyWhenUnset) {
+  TempDir dir;
+  auto path = dir.write("c.toml", k_minimal);
+  auto loaded = load_campaign(path, k_no_env, k_no_flags);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  const auto& c = loaded->config;
+  CampaignConfig d;
+  EXPECT_EQ(c.name, "t");
+  EXPECT_EQ(c.max_turns, d.max_turns);
+  EXPECT_EQ(c.samples_per_task, d.samples_per_task);
+  EXPECT_EQ(c.tasks.levels, d.tasks.levels);
+  EXPECT_EQ(c.evaluator.mode, d.evaluator.mode);
+  EXPECT_EQ(c.resume, "exact");
+  EXPECT_EQ(c.db_path, "korch.db");  // the default is not file-relative
+  ASSERT_EQ(c.models.size(), 1u);
+  EXPECT_EQ(c.models[0].max_tokens, ModelConfig{}.max_tokens);
+  EXPECT_EQ(origin_of(*loaded, "max_turns"), "default");
+  EXPECT_EQ(value_of(*loaded, "max_turns"), "5");
+  EXPECT_EQ(origin_of(*loaded, "name"), "file:" + path + ":1");
+  EXPECT_EQ(origin_of(*loaded, "tasks.kernelbench_dir"), "file:" + path + ":3");
+  EXPECT_EQ(origin_of(*loaded, "models.m1.base_url"), "file:" + path + ":6");
+  EXPECT_EQ(origin_of(*loaded, "models.m1.temperature"), "default");
+  // Every key-table key has a value.
+  for (const auto& k : key_table()) EXPECT_NE(find_value(*loaded, k.name), nullptr) << k.name;
+}
+
+TEST(Loader, PrecedenceFileEnvFlag) {
+  TempDir dir;
+  auto path = dir.write("c.toml", "max_turns = 3\n"            // line 1
+                                  "samples_per_task = 2\n" +   // line 2
+                                      std::string(k_minimal) +  // lines 3-9
+                                      "[evaluator]\n"            // line 10
+                                      "mode = \"cpu\"\n");       // line 11
+  std::map<std::string, std::string> env = {{"KORCH_MAX_TURNS", "4"}, {"KORCH_SAMPLES_PER_TASK", "7"}};
+  std::vector<std::string> flags = {"max_turns=6"};
+
+  auto file_only = load_campaign(path, k_no_env, k_no_flags);
+  ASSERT_TRUE(file_only) << file_only.error().message;
+  EXPECT_EQ(file_only->config.max_turns, 3);
+  EXPECT_EQ(origin_of(*file_only, "max_turns"), "file:" + path + ":1");
+  EXPECT_EQ(origin_of(*file_only, "evaluator.mode"), "file:" + path + ":11");
+
+  auto with_env = load_campaign(path, env, k_no_flags);
+  ASSERT_TRUE(with_env) << with_env.error().message;
+  EXPECT_EQ(with_env->config.max_turns, 4);
+  EXPECT_EQ(origin_of(*with_env, "max_turns"), "env:KORCH_MAX_TURNS");
+
+  auto all = load_campaign(path, env, flags);
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_EQ(all->config.max_turns, 6);
+  EXPECT_EQ(origin_of(*all, "max_turns"), "flag");
+  EXPECT_EQ(all->config.samples_per_task, 7);
+  EXPECT_EQ(origin_of(*all, "samples_per_task"), "env:KORCH_SAMPLES_PER_TASK");
+  EXPECT_EQ(all->config.evaluator.mode, "cpu");
+  EXPECT_EQ(origin_of(*all, "evaluator.mode"), "file:" + path + ":11");
+  EXPECT_EQ(origin_of(*all, "resume"), "default");
+}
+
+TEST(Loader, EnvAndFlagTypes) {
+  TempDir dir;
+  auto path = dir.write("c.toml", k_minimal);
+  std::map<std::string, std::string> env = {{"KORCH_TASKS_LEVELS", "1,2"},
+                                            {"KORCH_EPISODE_WALL_CLOCK_S", "12.5"},
+                                            {"KORCH_EVALUATOR_MODE", "gpu"}};
+  std::vector<std::string> flags = {"tasks.levels=[3, 4]", "spend_cap_usd = 10", "context=hello = world"};
+  auto loaded = load_campaign(path, env, flags);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  EXPECT_EQ(loaded->config.tasks.levels, (std::vector<int>{3, 4}));
+  EXPECT_DOUBLE_EQ(loaded->config.episode_wall_clock_s, 12.5);
+  EXPECT_DOUBLE_EQ(loaded->config.spend_cap_usd, 10);
+  EXPECT_EQ(loaded->config.context, "hello = world");
+  EXPECT_EQ(loaded->config.evaluator.mode, "gpu");
+  EXPECT_EQ(value_of(*loaded, "tasks.levels"), "[3, 4]");
+  EXPECT_EQ(value_of(*loaded, "episode_wall_clock_s"), "12.5");
+}
+
+TEST(Loader, ModelOverridesByEnvAndFlag) {
+  TempDir dir;
+  auto path = dir.write("c.toml", k_minimal);
+  std::map<std::string, std::string> env = {{"KORCH_MODELS_M1_BASE_URL", "http://127.0.0.1:9000/v1"},
+                                            {"KORCH_MODELS_M1_CONCURRENCY", "3"}};
+  auto loaded = load_campaign(path, env, {"models.m1.concurrency=5", "models.m1.stream=true"});
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  const auto& m = loaded->config.models[0];
+  EXPECT_EQ(m.base_url, "http://127.0.0.1:9000/v1");
+  EXPECT_EQ(m.concurrency, 5);
+  EXPECT_TRUE(m.stream);
+  EXPECT_EQ(origin_of(*loaded, "models.m1.base_url"), "env:KORCH_MODELS_M1_BASE_URL");
+  EXPECT_EQ(origin_of(*loaded, "models.m1.concurrency"), "flag");
+  EXPECT_EQ(model_env_name("gpt-4o.mini", "base_url"), "KORCH_MODELS_GPT_4O_MINI_BASE_URL");
+
+  auto bad = load_campaign(path, k_no_env, {"models.nope.base_url=http://x"});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("no model with id 'nope'"), std::string::npos) << bad.error().message;
+}
+
+TEST(Loader, RelativePathsResolveAgainstTheFile) {
+  TempDir dir;
+  auto path = dir.write("sub/c.toml",
+                        "name = \"t\"\n"
+                        "db_path = \"data/k.db\"\n"
+                        "[tasks]\n"
+                        "kernelbench_dir = \"../kb\"\n"
+                        "[evaluator]\n"
+                        "cache_dir = \"/abs/cache\"\n"
+                        "[[models]]\n"
+                        "id = \"m\"\nbase_url = \"https://api.example.com/v1\"\nmodel = \"x\"\n");
+  auto loaded = load_campaign(path, k_no_env, k_no_flags);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  auto base = fs::absolute(dir.path()).lexically_normal();
+  EXPECT_EQ(loaded->config.db_path, (base / "sub/data/k.db").string());
+  EXPECT_EQ(loaded->config.tasks.kernelbench_dir, (base / "kb").string());
+  EXPECT_EQ(loaded->config.evaluator.cache_dir, "/abs/cache");
+
+  // Env and flag paths stay as given (relative to the working directory).
+  auto env = load_campaign(path, {{"KORCH_DB_PATH", "here.db"}}, k_no_flags);
+  ASSERT_TRUE(env) << env.error().message;
+  EXPECT_EQ(env->config.db_path, "here.db");
+}
+
+TEST(Loader, EventsAndModels) {
+  TempDir dir;
+  auto path = dir.write("c.toml", std::string(k_minimal) +
+                                      "[[models]]\n"
+                                      "id = \"m2\"\nbase_url = \"http://h/v1\"\nmodel = \"two\"\n"
+                                      "api_key_env = \"M2_KEY\"\nprice_prompt_per_mtok = 1.5\n"
+                                      "context_window = 32768\n"
+                                      "[[events]]\nkind = \"model_swap\"\nturn = 2\nmodel = \"m2\"\n"
+                                      "[[events]]\nkind = \"crash\"\nturn = 4\nsamples = [0]\n");
+  auto loaded = load_campaign(path, {{"M2_KEY", "sk-very-secret"}}, k_no_flags);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  const auto& c = loaded->config;
+  ASSERT_EQ(c.models.size(), 2u);
+  EXPECT_EQ(c.models[1].api_key_env, "M2_KEY");
+  EXPECT_DOUBLE_EQ(c.models[1].price_prompt_per_mtok, 1.5);
+  EXPECT_EQ(c.models[1].context_window, 32768);
+  ASSERT_EQ(c.events.size(), 2u);
+  EXPECT_EQ(c.events[0].kind, LifecycleKind::model_swap);
+  EXPECT_EQ(c.events[0].model, "m2");
+  EXPECT_EQ(c.events[1].kind, LifecycleKind::crash);
+  EXPECT_EQ(c.events[1].samples, (std::vector<int>{0}));
+
+  auto shown = describe(*loaded);
+  EXPECT_NE(shown.find("models.m2.api_key_env = \"M2_KEY\""), std::string::npos) << shown;
+  EXPECT_NE(shown.find("events[0] = { kind = \"model_swap\", turn = 2, model = \"m2\" }"), std::string::npos)
+      << shown;
+  EXPECT_EQ(shown.find("sk-very-secret"), std::string::npos);
+}
+
+TEST(Loader, DescribeShowsEveryKeyWithItsOrigin) {
+  TempDir dir;
+  auto path = dir.write("c.toml", "max_turns = 3\n" + std::string(k_minimal));
+  auto loaded = load_campaign(path, {{"KORCH_RESUME", "compact"}}, {"evaluator.workers=4"});
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  auto shown = describe(*loaded);
+  for (const auto& k : key_table()) EXPECT_NE(shown.find(std::string(k.name) + " = "), std::string::npos) << k.name;
+  auto line_of = [&](const std::string& prefix) {
+    auto p = shown.find("\n" + prefix);
+    return p == std::string::npos ? std::string() : shown.substr(p + 1, shown.find('\n', p + 1) - p - 1);
+  };
+  auto mt = line_of("max_turns = 3 ");
+  EXPECT_NE(mt.find("   # file:" + path + ":1"), std::string::npos) << shown;
+  EXPECT_NE(line_of("resume = \"compact\" ").find("# env:KORCH_RESUME"), std::string::npos) << shown;
+  EXPECT_NE(line_of("evaluator.workers = 4 ").find("# flag"), std::string::npos) << shown;
+  EXPECT_NE(line_of("log_level = \"info\" ").find("# default"), std::string::npos) << shown;
+}
+
+TEST(Loader, WarnsAboutMisspeltEnvVariables) {
+  TempDir dir;
+  auto path = dir.write("c.toml", k_minimal);
+  auto loaded = load_campaign(path, {{"KORCH_MAX_TURN", "3"}, {"KORCH_UNRELATED_THING", "1"}}, k_no_flags);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  ASSERT_EQ(loaded->warnings.size(), 1u);
+  EXPECT_NE(loaded->warnings[0].find("KORCH_MAX_TURNS"), std::string::npos);
+}
+
+// An event after the last turn never fires: a warning, not an error, so that
+// lowering max_turns from the environment keeps a campaign loadable.
+TEST(Loader, WarnsAboutEventsThatNeverFire) {
+  TempDir dir;
+  auto path = dir.write("c.toml", k_min_text() + "[[events]]\nkind = \"crash\"\nturn = 4\n");
+  auto loaded = load_campaign(path, {{"KORCH_MAX_TURNS", "3"}}, k_no_flags);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  ASSERT_EQ(loaded->warnings.size(), 1u);
+  EXPECT_EQ(loaded->warnings[0], path + ":10: 'events[0]' at turn 4 never fires: max_turns is 3");
+  EXPECT_NE(describe(*loaded).find("# warning: " + path + ":10:"), std::string::npos);
+}
+
+TEST(Loader, ProcessEnvironmentKeepsOnlyKorchVariables) {
+  ::setenv("KORCH_TEST_LOADER_VAR", "x=y", 1);
+  auto env = process_environment();
+  EXPECT_EQ(env["KORCH_TEST_LOADER_VAR"], "x=y");
+  for (const auto& [k, v] : env) EXPECT_TRUE(k.starts_with("KORCH_")) << k;
+  ::unsetenv("KORCH_TEST_LOADER_VAR");
+}
+
+TEST(Loader, ValidateInCode) {
+  CampaignConfig c;
+  c.name = "x";
+  c.tasks.kernelbench_dir = "/kb";
+  c.models.push_back({.id = "a", .base_url = "http://h/v1", .model = "m"});
+  EXPECT_TRUE(validate(c));
+  c.max_turns = 0;
+  auto r = validate(c);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "'max_turns' must be >= 1 (got 0)");
+}
+
+TEST(Loader, DemoExampleLoadsWithItsTasks) {
+  auto path = std::string(KORCH_SOURCE_DIR) + "/examples/demo.toml";
+  auto loaded = load_campaign(path, k_no_env, {"models.replay.base_url=http://127.0.0.1:1234/v1"});
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  const auto& c = loaded->config;
+  EXPECT_EQ(c.name, "demo");
+  EXPECT_EQ(c.samples_per_task, 2);
+  EXPECT_EQ(c.max_turns, 3);
+  EXPECT_EQ(c.evaluator.mode, "mock");
+  ASSERT_EQ(c.models.size(), 1u);
+  EXPECT_EQ(c.models[0].id, "replay");
+  EXPECT_EQ(c.models[0].base_url, "http://127.0.0.1:1234/v1");
+  EXPECT_EQ(c.models[0].api_key_env, "OPENAI_API_KEY");
+  ASSERT_EQ(c.events.size(), 1u);
+  EXPECT_EQ(c.events[0].kind, LifecycleKind::compaction);
+  EXPECT_EQ(c.events[0].turn, 3);
+  EXPECT_EQ(c.events[0].samples, (std::vector<int>{1}));
+  auto tasks = load_tasks(c.tasks);
+  ASSERT_TRUE(tasks) << tasks.error().message;
+  ASSERT_EQ(tasks->size(), 4u);
+  EXPECT_EQ((*tasks)[0].id, "1_ReLU_small");
+}
+
+// ---------------------------------------------------------------------------
+// Errors, table-driven. `file` is appended to nothing: it is the whole file.
+// `expect` is matched as a substring; "@" stands for the config file path.
+
+struct ErrorCase {
+  const char* name;
+  std::string file;
+  std::map<std::string, std::string> env;
+  std::vector<std::string> flags;
+  std::string expect;
+};
+
+class LoaderErrors : public ::testing::TestWithParam<ErrorCase> {};
+
+TEST_P(LoaderErrors, MessageNamesTheOrigin) {
+  const auto& tc = GetParam();
+  TempDir dir;
+  auto path = dir.write("c.toml", tc.file);
+  auto loaded = load_campaign(path, tc.env, tc.flags);
+  ASSERT_FALSE(loaded) << tc.name;
+  auto expect = tc.expect;
+  if (auto at = expect.find('@'); at != std::string::npos) expect.replace(at, 1, path);
+  EXPECT_NE(loaded.error().message.find(expect), std::string::npos)
+      << "got:    " << loaded.error().message << "\nwanted: " << expect;
+  EXPECT_EQ(loaded.error().message.find('\n'), std::string::npos) << "one line";
+}
+
+const std::string k_min = k_minimal;  // 7 lines; additions start on line 8
+// name, [tasks], kernelbench_dir, [[models]]: add the model's keys (line 5 on).
+const std::string k_models_only = "name = \"t\"\n[tasks]\nkernelbench_dir = \"/kb\"\n[[models]]\n";
+
+void PrintTo(const ErrorCase& tc, std::ostream* os) { *os << tc.name; }
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, LoaderErrors,
+    ::testing::Values(
+        ErrorCase{"malformed", k_min + "max_turns = = 3\n", {}, {}, "@:8:13: "},
+        ErrorCase{"unterminated", "name = \"t\n", {}, {}, "@:1:"},
+        ErrorCase{"unknown_key", "max_turn = 3\n" + k_min, {}, {},
+                  "@:1: unknown key 'max_turn' (did you mean 'max_turns'?)"},
+        ErrorCase{"unknown_key_far", "frobnicate = 3\n" + k_min, {}, {}, "@:1: unknown key 'frobnicate'"},
+        ErrorCase{"unknown_in_section", k_min + "[evaluator]\nmodee = \"gpu\"\n", {}, {},
+                  "@:9: unknown key 'evaluator.modee' (did you mean 'evaluator.mode'?)"},
+        ErrorCase{"nested_key_at_root", "mode = \"gpu\"\n" + k_min, {}, {},
+                  "@:1: unknown key 'mode' (did you mean 'evaluator.mode'?)"},
+        ErrorCase{"unknown_section", k_min + "[evaluater]\nmode = \"gpu\"\n", {}, {},
+                  "(did you mean 'evaluator'?)"},
+        ErrorCase{"unknown_model_key", k_min + "temprature = 0.5\n", {}, {},
+                  "@:8: unknown key 'models[0].temprature' (did you mean 'models[0].temperature'?)"},
+        ErrorCase{"wrong_type", k_min.substr(0, 11) + "max_turns = \"five\"\n" + k_min.substr(11), {}, {},
+                  "@:2: 'max_turns' must be an integer"},
+        ErrorCase{"wrong_type_float_for_int", "max_turns = 2.5\n" + k_min, {}, {},
+                  "@:1: 'max_turns' must be an integer"},
+        ErrorCase{"wrong_type_model", k_min + "temperature = \"hot\"\n", {}, {},
+                  "@:8: 'models[0].temperature' must be a number"},
+        ErrorCase{"wrong_type_levels", k_min.substr(0, 43) + "levels = [1, \"2\"]\n" + k_min.substr(43), {}, {},
+                  "@:4: 'tasks.levels' must be a list of integers"},
+        ErrorCase{"tasks_not_table", "tasks = 3\nname = \"t\"\n", {}, {}, "@:1: 'tasks' must be a table"},
+        ErrorCase{"max_turns_zero", "max_turns = 0\n" + k_min, {}, {}, "@:1: 'max_turns' must be >= 1 (got 0)"},
+        ErrorCase{"bad_mode", k_min + "[evaluator]\nmode = \"tpu\"\n", {}, {},
+                  "@:9: 'evaluator.mode' must be \"mock\", \"cpu\" or \"gpu\" (got \"tpu\")"},
+        ErrorCase{"bad_resume", "resume = \"fuzzy\"\n" + k_min, {}, {},
+                  "@:1: 'resume' must be \"exact\" or \"compact\" (got \"fuzzy\")"},
+        ErrorCase{"duplicate_model", k_min + "[[models]]\nid = \"m1\"\nbase_url = \"http://x/v1\"\nmodel = \"y\"\n",
+                  {}, {}, "@:9: duplicate model id 'm1'"},
+        ErrorCase{"swap_unknown_model", k_min + "[[events]]\nkind = \"model_swap\"\nturn = 2\nmodel = \"m2\"\n", {}, {},
+                  "@:11: 'events[0].model' names an unknown model 'm2' (did you mean 'm1'?)"},
+        ErrorCase{"swap_without_model", k_min + "[[events]]\nkind = \"model_swap\"\nturn = 2\n", {}, {},
+                  "@:8: 'events[0]' is a model_swap event: 'model' is required"},
+        ErrorCase{"bad_event_kind", k_min + "[[events]]\nkind = \"explode\"\nturn = 2\n", {}, {},
+                  "@:9: 'events[0].kind' must be \"compaction\", \"crash\" or \"model_swap\""},
+        ErrorCase{"event_turn_zero", k_min + "[[events]]\nkind = \"crash\"\nturn = 0\n", {}, {},
+                  "@:10: 'events[0].turn' must be >= 1 (got 0)"},
+        ErrorCase{"event_sample_out_of_range", k_min + "[[events]]\nkind = \"crash\"\nturn = 2\nsamples = [1]\n",
+                  {}, {}, "@:11: 'events[0].samples' holds 1"},
+        ErrorCase{"no_models", "name = \"t\"\n[tasks]\nkernelbench_dir = \"/kb\"\n", {}, {},
+                  "@: no models: add a [[models]] table"},
+        ErrorCase{"empty_models", "name = \"t\"\nmodels = []\n[tasks]\nkernelbench_dir = \"/kb\"\n", {}, {},
+                  "@: no models"},
+        ErrorCase{"models_not_tables", "name = \"t\"\nmodels = [1]\n", {}, {},
+                  "@:2: 'models' must be an array of tables ([[models]])"},
+        ErrorCase{"model_missing_url", "name = \"t\"\ntasks.kernelbench_dir = \"/kb\"\n[[models]]\nid = \"a\"\nmodel = \"b\"\n",
+                  {}, {}, "@:3: 'models[0].base_url' is required"},
+        ErrorCase{"model_bad_url", k_models_only + "id = \"a\"\nmodel = \"b\"\nbase_url = \"ftp://x\"\n", {}, {},
+                  "@:7: 'models[0].base_url' must start with http:// or https:// (got \"ftp://x\")"},
+        ErrorCase{"api_key_pasted", k_min + "api_key_env = \"sk-abc123\"\n", {}, {},
+                  "@:8: 'models[0].api_key_env' must be the NAME of an environment variable"},
+        ErrorCase{"missing_kernelbench_dir",
+                  "name = \"t\"\n[[models]]\nid = \"a\"\nbase_url = \"http://h/v1\"\nmodel = \"b\"\n", {}, {},
+                  "@: 'tasks.kernelbench_dir' is required"},
+        ErrorCase{"missing_name", k_min.substr(11), {}, {}, "@: 'name' is required"},
+        ErrorCase{"bad_ids", k_models_only.substr(0, 43) + "ids = \"1-x\"\n" + k_models_only.substr(43) + "id = \"a\"\nmodel = \"b\"\nbase_url = \"http://h\"\n", {}, {},
+                  "@:4: 'tasks.ids': bad id list '1-x'"},
+        ErrorCase{"env_wrong_type", k_min, {{"KORCH_MAX_TURNS", "many"}}, {},
+                  "KORCH_MAX_TURNS: 'max_turns' must be an integer (got \"many\")"},
+        ErrorCase{"env_bad_value", k_min, {{"KORCH_EVALUATOR_MODE", "tpu"}}, {},
+                  "KORCH_EVALUATOR_MODE: 'evaluator.mode' must be"},
+        ErrorCase{"env_out_of_range", k_min, {{"KORCH_MAX_TURNS", "99999999999"}}, {},
+                  "KORCH_MAX_TURNS: 'max_turns' is out of range"},
+        ErrorCase{"flag_bad_value", k_min, {}, {"max_turns=0"}, "--set max_turns=0: 'max_turns' must be >= 1"},
+        ErrorCase{"flag_unknown", k_min, {}, {"max_turnz=3"},
+                  "--set max_turnz=3: unknown key 'max_turnz' (did you mean 'max_turns'?)"},
+        ErrorCase{"flag_no_equals", k_min, {}, {"max_turns"}, "--set max_turns: expected key=value"},
+        ErrorCase{"flag_models_table", k_min, {}, {"models=x"}, "'models' can only be set in the file"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Loader, MissingFile) {
+  auto loaded = load_campaign("/nonexistent/korch.toml", k_no_env, k_no_flags);
+  ASSERT_FALSE(loaded);
+  EXPECT_NE(loaded.error().message.find("/nonexistent/korch.toml"), std::string::npos);
+}
+
+// A value that is invalid in the file but overridden by a valid flag is fine:
+// only the winning value is validated.
+TEST(Loader, OnlyTheWinningValueIsValidated) {
+  TempDir dir;
+  auto path = dir.write("c.toml", "resume = \"fuzzy\"\n" + k_min);
+  auto loaded = load_campaign(path, k_no_env, {"resume=compact"});
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  EXPECT_EQ(loaded->config.resume, "compact");
+}
+
+}  // namespace
+}  // namespace korch::config

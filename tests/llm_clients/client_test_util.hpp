@@ -1,0 +1,75 @@
+#pragma once
+// Helpers shared by the ChatClient tests: a ModelConfig with small timeouts
+// and backoffs, and blocking wrappers around submit().
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "llm_clients/client.hpp"
+
+namespace korch::llm::testing_util {
+
+// A model on `base_url` with test-sized timeouts and backoffs.
+inline config::ModelConfig fast_model(const std::string& id, const std::string& base_url, bool stream) {
+  config::ModelConfig m;
+  m.id = id;
+  m.base_url = base_url;
+  m.model = "fake-model";
+  m.stream = stream;
+  m.concurrency = 32;
+  m.max_attempts = 6;
+  m.retry_cap_s = 0.02;
+  m.connect_timeout_s = 2;
+  m.first_byte_timeout_s = 5;
+  m.total_timeout_s = 20;
+  m.stall_timeout_s = 5;
+  return m;
+}
+
+// Submits one request and waits for its result (at most 60 s).
+inline ChatResult run_one(ChatClient& client, ChatRequest request) {
+  auto promise = std::make_shared<std::promise<ChatResult>>();
+  auto future = promise->get_future();
+  client.submit(std::move(request), [promise](ChatResult r) { promise->set_value(std::move(r)); });
+  if (future.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    ChatResult r;
+    r.error = "test timeout: no callback within 60 s";
+    return r;
+  }
+  return future.get();
+}
+
+// Submits `n` requests "<prefix>-<i>" at once and waits for all of them.
+inline std::vector<ChatResult> run_many(ChatClient& client, const std::string& model_id,
+                                        const std::string& prefix, int n,
+                                        std::chrono::seconds limit = std::chrono::seconds(60)) {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::vector<ChatResult> results(static_cast<std::size_t>(n));
+  int done = 0;
+  for (int i = 0; i < n; ++i) {
+    client.submit({model_id, fmt::format("{}-{}", prefix, i), {{"user", fmt::format("request {}", i)}}},
+                  [&, i](ChatResult r) {
+                    std::lock_guard lock(mutex);
+                    results[static_cast<std::size_t>(i)] = std::move(r);
+                    ++done;
+                    cv.notify_all();
+                  });
+  }
+  std::unique_lock lock(mutex);
+  if (!cv.wait_for(lock, limit, [&] { return done == n; })) {
+    // Do not return while callbacks may still write into `results`.
+    lock.unlock();
+    client.shutdown();
+    lock.lock();
+    cv.wait(lock, [&] { return done == n; });
+  }
+  return results;
+}
+
+}  // namespace korch::llm::testing_util

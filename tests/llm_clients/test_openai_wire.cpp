@@ -1,0 +1,174 @@
+// Tests of the wire format: request bodies, completions, SSE parsing and
+// stream assembly (llm_clients/openai_wire.hpp).
+#include "llm_clients/openai_wire.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace korch::llm {
+namespace {
+
+TEST(RequestBody, CarriesModelSettingsAndStreamOptions) {
+  config::ModelConfig m;
+  m.model = "gpt-x";
+  m.temperature = 0.7;
+  m.top_p = 0.9;
+  m.max_tokens = 123;
+  m.stream = true;
+  auto j = nlohmann::json::parse(build_request_body(m, {{"system", "s"}, {"user", "u \"q\""}}));
+  EXPECT_EQ(j["model"], "gpt-x");
+  EXPECT_EQ(j["messages"].size(), 2u);
+  EXPECT_EQ(j["messages"][1]["content"], "u \"q\"");
+  EXPECT_DOUBLE_EQ(j["temperature"].get<double>(), 0.7);
+  EXPECT_EQ(j["max_tokens"], 123);
+  EXPECT_EQ(j["stream"], true);
+  EXPECT_EQ(j["stream_options"]["include_usage"], true);
+  m.stream = false;
+  j = nlohmann::json::parse(build_request_body(m, {}));
+  EXPECT_FALSE(j.contains("stream_options"));
+}
+
+TEST(ParseCompletion, ReadsContentReasoningFinishAndUsage) {
+  auto p = parse_completion(R"({"choices":[{"index":0,"message":{"role":"assistant","content":"hi",
+    "reasoning_content":"think"},"finish_reason":"length"}],
+    "usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4},
+    "completion_tokens_details":{"reasoning_tokens":2}}})");
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.content, "hi");
+  EXPECT_EQ(p.reasoning, "think");
+  EXPECT_EQ(p.finish_reason, "length");
+  EXPECT_EQ(p.usage.prompt_tokens, 10);
+  EXPECT_EQ(p.usage.completion_tokens, 5);
+  EXPECT_EQ(p.usage.cached_tokens, 4);
+  EXPECT_EQ(p.usage.reasoning_tokens, 2);
+}
+
+TEST(ParseCompletion, ReasoningFieldAndNullContent) {
+  auto p = parse_completion(R"({"choices":[{"message":{"content":null,"reasoning":"r"},"finish_reason":"stop"}]})");
+  ASSERT_TRUE(p.ok);
+  EXPECT_EQ(p.content, "");
+  EXPECT_EQ(p.reasoning, "r");
+  EXPECT_FALSE(p.has_usage);
+}
+
+TEST(ParseCompletion, RejectsUnusableBodies) {
+  EXPECT_FALSE(parse_completion("{\"choices\": [").ok);
+  EXPECT_FALSE(parse_completion("").ok);
+  EXPECT_FALSE(parse_completion(R"({"choices":[]})").ok);
+  EXPECT_FALSE(parse_completion(R"({"choices":[{"finish_reason":"stop"}]})").ok);
+  auto e = parse_completion(R"({"error":{"message":"boom"}})");
+  EXPECT_FALSE(e.ok);
+  EXPECT_NE(e.error.find("boom"), std::string::npos);
+}
+
+TEST(SummarizeErrorBody, OneLineAndBounded) {
+  EXPECT_EQ(summarize_error_body(R"({"error":{"message":"bad\nthing"}})"), "bad thing");
+  EXPECT_EQ(summarize_error_body(R"({"message":"m"})"), "m");
+  EXPECT_EQ(summarize_error_body(std::string(500, 'x'), 10), std::string(10, 'x') + "...");
+  EXPECT_EQ(summarize_error_body(""), "");
+}
+
+TEST(SseParser, HandlesLineEndingsCommentsMultilineAndSplits) {
+  std::vector<std::pair<std::string, std::string>> events;
+  SseParser p([&](std::string_view e, std::string_view d) { events.emplace_back(e, d); });
+  const std::string stream = ": comment\r\n\r\ndata: a\r\ndata: b\r\n\r\nevent: error\ndata:{\"x\":1}\n\ndata: c\r\rid: 7\nretry: 5\n\n";
+  // Feed byte by byte to exercise every split point.
+  for (char c : stream) p.feed(std::string_view(&c, 1));
+  p.finish();
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].second, "a\nb");
+  EXPECT_EQ(events[1].first, "error");
+  EXPECT_EQ(events[1].second, "{\"x\":1}");
+  EXPECT_EQ(events[2].second, "c");
+  EXPECT_EQ(p.comments(), 1);
+}
+
+TEST(SseParser, FinishDispatchesUnterminatedEvent) {
+  std::vector<std::string> data;
+  SseParser p([&](std::string_view, std::string_view d) { data.emplace_back(d); });
+  p.feed("data: [DONE]");
+  p.finish();
+  ASSERT_EQ(data.size(), 1u);
+  EXPECT_EQ(data[0], "[DONE]");
+}
+
+std::string chunk(const std::string& delta, const char* finish = nullptr) {
+  nlohmann::json c = {{"choices", {{{"index", 0}, {"delta", nlohmann::json::parse(delta)}}}}};
+  c["choices"][0]["finish_reason"] = finish ? nlohmann::json(finish) : nlohmann::json(nullptr);
+  return "data: " + c.dump() + "\n\n";
+}
+
+TEST(StreamAssembler, AssemblesContentReasoningAndUsage) {
+  StreamAssembler s;
+  s.feed(": keep-alive\n\n");
+  s.feed(chunk(R"({"role":"assistant","content":""})"));
+  s.feed(chunk(R"({"reasoning_content":"th"})"));
+  s.feed(chunk(R"({"reasoning":"ink"})"));
+  s.feed(chunk(R"({"content":"Hel"})"));
+  const std::string c2 = chunk(R"({"content":"lo"})");
+  s.feed(c2.substr(0, 7));
+  s.feed(c2.substr(7));
+  s.feed(chunk("{}", "stop"));
+  s.feed(R"(data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}})"
+         "\n\n");
+  s.feed("data: [DONE]\n\n");
+  auto r = s.finish();
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.content, "Hello");
+  EXPECT_EQ(r.reasoning, "think");
+  EXPECT_EQ(r.finish_reason, "stop");
+  EXPECT_TRUE(r.has_usage);
+  EXPECT_EQ(r.usage.prompt_tokens, 3);
+  EXPECT_EQ(r.usage.cached_tokens, 1);
+}
+
+TEST(StreamAssembler, FinishFrameWithoutDoneIsComplete) {
+  StreamAssembler s;
+  s.feed(chunk(R"({"content":"x"})"));
+  s.feed(chunk("{}", "length"));
+  auto r = s.finish();
+  EXPECT_TRUE(r.ok);
+  EXPECT_EQ(r.finish_reason, "length");
+}
+
+TEST(StreamAssembler, TruncatedStreamFails) {
+  StreamAssembler s;
+  s.feed(chunk(R"({"content":"partial"})"));
+  auto r = s.finish();
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("without a finish frame"), std::string::npos);
+}
+
+TEST(StreamAssembler, EmptyStreamFails) {
+  StreamAssembler s;
+  s.feed(": only a comment\n\n");
+  EXPECT_FALSE(s.finish().ok);
+}
+
+TEST(StreamAssembler, MidStreamErrorFails) {
+  StreamAssembler s;
+  s.feed(chunk(R"({"content":"a"})"));
+  s.feed("data: {\"error\":{\"message\":\"overloaded\"}}\n\n");
+  s.feed(chunk("{}", "stop"));
+  s.feed("data: [DONE]\n\n");
+  auto r = s.finish();
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("overloaded"), std::string::npos);
+}
+
+TEST(StreamAssembler, ErrorEventTypeFails) {
+  StreamAssembler s;
+  s.feed("event: error\ndata: {\"message\":\"boom\"}\n\n");
+  EXPECT_FALSE(s.finish().ok);
+}
+
+TEST(StreamAssembler, MalformedChunkFails) {
+  StreamAssembler s;
+  s.feed("data: {\"choices\": [\n\n");
+  s.feed(chunk("{}", "stop"));
+  EXPECT_FALSE(s.finish().ok);
+}
+
+}  // namespace
+}  // namespace korch::llm

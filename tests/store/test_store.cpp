@@ -1,0 +1,830 @@
+// Tests for store/store.cpp against real SQLite files in a temp dir.
+#include "store/store.hpp"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
+#include <future>
+#include <thread>
+
+#include "store/sqlite_internal.hpp"
+
+namespace korch::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "korch-store-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    m_dir = tmpl;
+    m_path = (m_dir / "korch.db").string();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::permissions(m_path, fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(m_dir, ec);
+  }
+
+  std::unique_ptr<Store> open(Options options = {}) {
+    if (options.path.empty()) options.path = m_path;
+    auto store = Store::open(options);
+    EXPECT_TRUE(store.has_value()) << store.error().message;
+    return store ? std::move(*store) : nullptr;
+  }
+
+  // Runs one SQL statement on a raw connection (outside the Store).
+  void raw_exec(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+    std::string message = err ? err : "";
+    sqlite3_free(err);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << message;
+  }
+
+  fs::path m_dir;
+  std::string m_path;
+};
+
+// --- sample rows with every field set to a non-default value ---------------
+
+CampaignRow campaign(const std::string& id = "c-1") {
+  return CampaignRow{.id = id, .name = "camp " + id, .config_json = R"({"turns":5})",
+                     .secret_seed = 0xfedcba9876543210ULL, .created_at = 1000.5};
+}
+
+TaskRow task(const std::string& campaign_id = "c-1", const std::string& task_id = "L1/1") {
+  return TaskRow{.campaign_id = campaign_id, .task_id = task_id, .level = 1, .number = 7,
+                 .name = "matmul", .path = "/tasks/1_matmul.py", .source = "class Model: pass\n"};
+}
+
+EpisodeRow episode(const std::string& id, const std::string& campaign_id = "c-1", double created = 1.0) {
+  return EpisodeRow{.id = id, .campaign_id = campaign_id, .task_id = "L1/1", .model_id = "m-a",
+                    .sample_index = 3, .system_prompt = "You write kernels.\n", .status = "running",
+                    .active_s = 12.5, .tokens_used = 4242, .cost_usd = 0.25, .created_at = created,
+                    .updated_at = created + 1};
+}
+
+MessageRow message(const std::string& ep, int epoch, int seq, const std::string& content = "") {
+  return MessageRow{.episode_id = ep, .epoch = epoch, .seq = seq, .role = seq % 2 ? "assistant" : "user",
+                    .kind = seq % 2 ? "reply" : "feedback", .turn = seq / 2 + 1,
+                    .content = content.empty() ? "msg " + std::to_string(epoch) + "/" + std::to_string(seq) : content};
+}
+
+TurnRow turn(const std::string& ep, int n, const std::string& code = "def f(): pass") {
+  return TurnRow{.episode_id = ep, .turn = n, .model_id = "m-a", .llm_request_id = "llm|" + ep + "|" + std::to_string(n),
+                 .action = "check", .parse_status = "code", .code = code, .code_sha = "abc123",
+                 .eval_request_id = "check|" + ep + "|" + std::to_string(n), .eval_status = "correct",
+                 .finish_reason = "stop", .prompt_tokens = 1000 + n, .completion_tokens = 200 + n,
+                 .llm_latency_s = 3.25, .at = 2000.0 + n};
+}
+
+LlmCallRow llm_call(const std::string& ep, int n, const std::string& state = "done") {
+  return LlmCallRow{.request_id = "llm|" + ep + "|" + std::to_string(n), .episode_id = ep, .turn = n,
+                    .model_id = "m-a", .state = state, .started_at = 10.0 + n, .finished_at = 20.0 + n,
+                    .content = "reply " + std::to_string(n), .reasoning = "thinking", .finish_reason = "stop",
+                    .prompt_tokens = 100, .completion_tokens = 50, .cached_tokens = 10, .reasoning_tokens = 5,
+                    .cost_usd = 0.125, .latency_s = 1.5, .http_attempts = 2,
+                    .attempts_json = R"([{"status":429,"error":"","latency_s":0.1}])",
+                    .provider_request_id = "prov-1", .failure = "", .error = "", .dup_possible = true, .sends = 2};
+}
+
+EvaluationRow evaluation(const std::string& ep, const std::string& id, const std::string& state,
+                         const std::string& verdict = "") {
+  return EvaluationRow{.request_id = id, .episode_id = ep, .kind = "submit", .code_sha = "abc123", .state = state,
+                       .owner = "host:1234", .attempts = 1, .verdict = verdict, .report_json = R"({"ok":true})",
+                       .evaluator_version = "ev-1", .created_at = 30.0, .finished_at = 31.0};
+}
+
+FinalRow final_row(const std::string& ep, const std::string& reason = "submitted") {
+  return FinalRow{.episode_id = ep, .reason = reason, .verdict = "correct", .request_id = "kernel|" + ep + "|abc",
+                  .speedup = 1.75, .reward = 0.5, .correct = true, .at = 99.0};
+}
+
+// A campaign with its task and the given episodes, committed.
+void seed(Store& store, const std::vector<std::string>& episodes, const std::string& campaign_id = "c-1") {
+  WriteBatch b;
+  b.put(campaign(campaign_id));
+  b.put(task(campaign_id));
+  double created = 1;
+  for (const auto& id : episodes) b.put(episode(id, campaign_id, created++));
+  auto r = store.commit_sync(std::move(b));
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+}
+
+// --- round trips -------------------------------------------------------------
+
+TEST_F(StoreTest, RoundTripsEveryRowType) {
+  auto store = open();
+  WriteBatch b;
+  b.put(campaign());
+  b.put(task());
+  b.put(episode("e-1"));
+  b.put(episode("e-2", "c-1", 2.0));
+  b.put(message("e-1", 0, 0));
+  b.put(message("e-1", 0, 1));
+  b.put(turn("e-1", 1));
+  b.put(llm_call("e-1", 1));
+  b.put(evaluation("e-1", "check|e-1|1|abc", "done", "correct"));
+  b.put(EventRow{.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5});
+  b.put(final_row("e-2"));
+  FinalRow no_speedup = final_row("e-2");
+  auto info = store->commit_sync(std::move(b));
+  ASSERT_TRUE(info.has_value()) << info.error().message;
+  EXPECT_TRUE(info->conflicts.empty());
+
+  auto c = store->get_campaign("c-1");
+  ASSERT_TRUE(c.has_value());
+  ASSERT_TRUE(c->has_value());
+  EXPECT_EQ(**c, campaign());
+  EXPECT_EQ(store->list_campaigns().value(), std::vector<CampaignRow>{campaign()});
+  EXPECT_FALSE(store->get_campaign("nope").value().has_value());
+  EXPECT_EQ(store->list_tasks("c-1").value(), std::vector<TaskRow>{task()});
+
+  auto episodes = store->list_episodes("c-1").value();
+  ASSERT_EQ(episodes.size(), 2u);
+  EXPECT_EQ(episodes[0], episode("e-1"));
+  EXPECT_EQ(episodes[1].status, "final");  // the final row marks the episode final
+
+  auto snap = store->load_episode("e-1").value();
+  ASSERT_TRUE(snap.has_value());
+  EXPECT_EQ(snap->episode, episode("e-1"));
+  EXPECT_EQ(snap->messages, (std::vector<MessageRow>{message("e-1", 0, 0), message("e-1", 0, 1)}));
+  EXPECT_EQ(snap->epoch, 0);
+  EXPECT_EQ(snap->turns, std::vector<TurnRow>{turn("e-1", 1)});
+  EXPECT_EQ(snap->llm_calls, std::vector<LlmCallRow>{llm_call("e-1", 1)});
+  EXPECT_EQ(snap->evaluations, std::vector<EvaluationRow>{evaluation("e-1", "check|e-1|1|abc", "done", "correct")});
+  EXPECT_FALSE(snap->final.has_value());
+  EXPECT_FALSE(store->load_episode("missing").value().has_value());
+
+  EXPECT_EQ(store->get_llm_call("llm|e-1|1").value(), llm_call("e-1", 1));
+  EXPECT_EQ(store->get_evaluation("check|e-1|1|abc").value(),
+            evaluation("e-1", "check|e-1|1|abc", "done", "correct"));
+  EXPECT_FALSE(store->get_evaluation("x").value().has_value());
+  EXPECT_EQ(store->list_turns("c-1").value(), std::vector<TurnRow>{turn("e-1", 1)});
+  EXPECT_EQ(store->list_llm_calls("c-1").value(), std::vector<LlmCallRow>{llm_call("e-1", 1)});
+  EXPECT_EQ(store->list_evaluations("c-1").value().size(), 1u);
+  EXPECT_EQ(store->list_finals("c-1").value(), std::vector<FinalRow>{final_row("e-2")});
+  EXPECT_EQ(store->list_events("c-1").value(),
+            (std::vector<EventRow>{{.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5}}));
+
+  auto final_snap = store->load_episode("e-2").value();
+  ASSERT_TRUE(final_snap && final_snap->final);
+  EXPECT_EQ(*final_snap->final, final_row("e-2"));
+
+  auto counts = store->counts("c-1").value();
+  EXPECT_EQ(counts.episodes, 2);
+  EXPECT_EQ(counts.running, 1);
+  EXPECT_EQ(counts.final, 1);
+  EXPECT_EQ(counts.pending, 0);
+  EXPECT_EQ(counts.turns, 1);
+  EXPECT_EQ(counts.llm_calls, 1);
+  EXPECT_EQ(counts.prompt_tokens, 100);
+  EXPECT_EQ(counts.completion_tokens, 50);
+  EXPECT_DOUBLE_EQ(counts.cost_usd, 0.125);
+  EXPECT_EQ(counts.submitted, 1);
+  EXPECT_EQ(counts.correct, 1);
+  EXPECT_EQ(store->schema_version().value(), k_schema_version);
+}
+
+TEST_F(StoreTest, FinalWithoutSpeedupRoundTripsAsNull) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  FinalRow f = final_row("e-1", "no_submission");
+  f.speedup.reset();
+  f.correct = false;
+  b.put(f);
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  EXPECT_EQ(store->list_finals("c-1").value(), std::vector<FinalRow>{f});
+}
+
+TEST_F(StoreTest, DataSurvivesReopenAndMigrationRunsOnce) {
+  {
+    auto store = open();
+    seed(*store, {"e-1"});
+  }
+  auto store = open();
+  EXPECT_EQ(store->list_episodes("c-1").value().size(), 1u);
+  EXPECT_EQ(store->schema_version().value(), k_schema_version);
+  store.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &q, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(q, 0), k_schema_version);
+  EXPECT_EQ(sqlite3_column_int(q, 1), k_schema_version);
+  sqlite3_finalize(q);
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &q, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)), "wal");
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
+TEST_F(StoreTest, EpisodeUpdateIsPartial) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  b.update(EpisodeUpdate{.id = "e-1", .tokens_used = 9999});
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  auto e = store->list_episodes("c-1").value().at(0);
+  EXPECT_EQ(e.tokens_used, 9999);
+  EXPECT_EQ(e.status, "running");
+  EXPECT_DOUBLE_EQ(e.active_s, 12.5);
+  EXPECT_DOUBLE_EQ(e.cost_usd, 0.25);
+  EXPECT_GT(e.updated_at, 1e9);  // stamped with the wall clock
+
+  WriteBatch b2;
+  b2.update(EpisodeUpdate{.id = "e-1", .status = "pending", .active_s = 1.0, .cost_usd = 2.0});
+  ASSERT_TRUE(store->commit_sync(std::move(b2)).has_value());
+  e = store->list_episodes("c-1").value().at(0);
+  EXPECT_EQ(e.status, "pending");
+  EXPECT_DOUBLE_EQ(e.active_s, 1.0);
+  EXPECT_DOUBLE_EQ(e.cost_usd, 2.0);
+  EXPECT_EQ(e.tokens_used, 9999);
+}
+
+TEST_F(StoreTest, EpisodeUpdateOfUnknownEpisodeFailsTheBatch) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  b.put(turn("e-1", 1));
+  b.update(EpisodeUpdate{.id = "nope", .status = "running"});
+  auto r = store->commit_sync(std::move(b));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("nope"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(store->list_turns("c-1").value().empty());  // nothing of the batch was written
+}
+
+TEST_F(StoreTest, FinalEpisodeStatusIsSticky) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  b.put(final_row("e-1"));
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  WriteBatch b2;
+  b2.update(EpisodeUpdate{.id = "e-1", .status = "running", .active_s = 7.0});
+  auto info = store->commit_sync(std::move(b2));
+  ASSERT_TRUE(info.has_value());
+  ASSERT_EQ(info->conflicts.size(), 1u);
+  auto e = store->list_episodes("c-1").value().at(0);
+  EXPECT_EQ(e.status, "final");
+  EXPECT_DOUBLE_EQ(e.active_s, 7.0);
+}
+
+// --- conflict rules ------------------------------------------------------------
+
+TEST_F(StoreTest, TurnConflictIsReportedAndStoredRowWins) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  b.put(turn("e-1", 3, "first"));
+  auto first = store->commit_sync(std::move(b));
+  ASSERT_TRUE(first.has_value());
+  EXPECT_TRUE(first->conflicts.empty());
+
+  WriteBatch again;
+  again.put(turn("e-1", 3, "second"));
+  again.put(message("e-1", 0, 0));  // the rest of the batch still commits
+  auto second = store->commit_sync(std::move(again));
+  ASSERT_TRUE(second.has_value()) << second.error().message;
+  ASSERT_EQ(second->conflicts.size(), 1u);
+  EXPECT_NE(second->conflicts[0].find("turn e-1:3"), std::string::npos) << second->conflicts[0];
+
+  auto turns = store->list_turns("c-1").value();
+  ASSERT_EQ(turns.size(), 1u);
+  EXPECT_EQ(turns[0].code, "first");
+  EXPECT_EQ(store->load_episode("e-1").value()->messages.size(), 1u);
+}
+
+TEST_F(StoreTest, DoneEvaluationIsNeverOverwritten) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  const std::string id = "kernel|e-1|abc";
+  for (const char* state : {"queued", "running"}) {
+    WriteBatch b;
+    b.put(evaluation("e-1", id, state));
+    auto r = store->commit_sync(std::move(b));
+    ASSERT_TRUE(r && r->conflicts.empty());
+    EXPECT_EQ(store->get_evaluation(id).value()->state, state);
+  }
+  WriteBatch done;
+  done.put(evaluation("e-1", id, "done", "correct"));
+  ASSERT_TRUE(store->commit_sync(std::move(done)).value().conflicts.empty());
+
+  for (const char* state : {"running", "done"}) {
+    WriteBatch b;
+    auto row = evaluation("e-1", id, state, "incorrect");
+    row.attempts = 5;
+    b.put(row);
+    auto r = store->commit_sync(std::move(b));
+    ASSERT_TRUE(r.has_value());
+    ASSERT_EQ(r->conflicts.size(), 1u);
+    auto stored = store->get_evaluation(id).value();
+    EXPECT_EQ(stored->state, "done");
+    EXPECT_EQ(stored->verdict, "correct");
+    EXPECT_EQ(stored->attempts, 1);
+  }
+}
+
+TEST_F(StoreTest, DoneLlmCallIsNeverOverwritten) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch started;
+  started.put(llm_call("e-1", 1, "started"));
+  ASSERT_TRUE(store->commit_sync(std::move(started)).has_value());
+
+  auto resent = llm_call("e-1", 1, "started");
+  resent.sends = 3;
+  WriteBatch b;
+  b.put(resent);
+  ASSERT_TRUE(store->commit_sync(std::move(b)).value().conflicts.empty());
+  EXPECT_EQ(store->get_llm_call(resent.request_id).value()->sends, 3);
+
+  auto done = llm_call("e-1", 1, "done");
+  WriteBatch b2;
+  b2.put(done);
+  ASSERT_TRUE(store->commit_sync(std::move(b2)).value().conflicts.empty());
+
+  auto late = llm_call("e-1", 1, "failed");
+  late.content = "other";
+  WriteBatch b3;
+  b3.put(late);
+  auto r = store->commit_sync(std::move(b3));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->conflicts.size(), 1u);
+  EXPECT_EQ(store->get_llm_call(done.request_id).value(), done);
+}
+
+TEST_F(StoreTest, FirstFinalWins) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  b.put(final_row("e-1", "submitted"));
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  WriteBatch b2;
+  b2.put(final_row("e-1", "wall_clock"));
+  auto r = store->commit_sync(std::move(b2));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->conflicts.size(), 1u);
+  EXPECT_EQ(store->list_finals("c-1").value().at(0).reason, "submitted");
+}
+
+TEST_F(StoreTest, InsertIfAbsentNeverOverwritesCampaignTaskEpisode) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  auto c = campaign();
+  c.name = "renamed";
+  auto t = task();
+  t.source = "changed";
+  auto e = episode("e-1");
+  e.system_prompt = "changed";
+  b.put(c);
+  b.put(t);
+  b.put(e);
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  EXPECT_EQ(store->get_campaign("c-1").value()->name, campaign().name);
+  EXPECT_EQ(store->list_tasks("c-1").value().at(0).source, task().source);
+  EXPECT_EQ(store->list_episodes("c-1").value().at(0).system_prompt, episode("e-1").system_prompt);
+}
+
+TEST_F(StoreTest, MessagesUseTheLiveEpochAndIgnoreDuplicates) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  for (int seq : {2, 0, 1}) b.put(message("e-1", 0, seq));
+  b.put(message("e-1", 1, 1));
+  b.put(message("e-1", 1, 0));
+  b.put(message("e-1", 1, 0, "duplicate, ignored"));
+  auto r = store->commit_sync(std::move(b));
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_TRUE(r->conflicts.empty());  // message duplicates are silent
+
+  auto snap = store->load_episode("e-1").value();
+  ASSERT_TRUE(snap.has_value());
+  EXPECT_EQ(snap->epoch, 1);
+  EXPECT_EQ(snap->messages, (std::vector<MessageRow>{message("e-1", 1, 0), message("e-1", 1, 1)}));
+
+  auto unfinished = store->load_unfinished("c-1").value();
+  ASSERT_EQ(unfinished.size(), 1u);
+  EXPECT_EQ(unfinished[0].epoch, 1);
+  EXPECT_EQ(unfinished[0].messages, snap->messages);
+}
+
+// --- open errors -----------------------------------------------------------------
+
+TEST_F(StoreTest, NewerUserVersionIsRefused) {
+  { auto store = open(); }
+  raw_exec("PRAGMA user_version = 99");
+  auto r = Store::open(Options{.path = m_path});
+  ASSERT_FALSE(r.has_value());
+  const auto& msg = r.error().message;
+  EXPECT_NE(msg.find("newer"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("99"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(m_path), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+  // Nothing was rewritten.
+  r = Store::open(Options{.path = m_path, .read_only = true});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("newer"), std::string::npos);
+}
+
+TEST_F(StoreTest, NewerMigrationRowIsRefused) {
+  { auto store = open(); }
+  raw_exec("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 0)");
+  auto r = Store::open(Options{.path = m_path});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("newer"), std::string::npos) << r.error().message;
+}
+
+TEST_F(StoreTest, GarbageFileIsRefused) {
+  {
+    std::ofstream out(m_path, std::ios::binary);
+    for (int i = 0; i < 500; ++i) out << "this is certainly not an SQLite database\n";
+  }
+  auto r = Store::open(Options{.path = m_path});
+  ASSERT_FALSE(r.has_value());
+  const auto& msg = r.error().message;
+  EXPECT_NE(msg.find(m_path), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not a SQLite database"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+  auto ro = Store::open(Options{.path = m_path, .read_only = true});
+  ASSERT_FALSE(ro.has_value());
+  EXPECT_NE(ro.error().message.find("not a SQLite database"), std::string::npos) << ro.error().message;
+}
+
+TEST_F(StoreTest, ReadOnlyFileIsRefusedForWritingButOpensReadOnly) {
+  {
+    auto store = open();
+    seed(*store, {"e-1"});
+  }
+  ASSERT_EQ(::chmod(m_path.c_str(), 0444), 0);
+  auto r = Store::open(Options{.path = m_path});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("read-only"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find(m_path), std::string::npos) << r.error().message;
+
+  auto ro = open(Options{.path = m_path, .read_only = true});
+  ASSERT_NE(ro, nullptr);
+  EXPECT_EQ(ro->list_episodes("c-1").value().size(), 1u);
+  EXPECT_EQ(ro->counts("c-1").value().episodes, 1);
+  WriteBatch b;
+  b.put(turn("e-1", 1));
+  auto w = ro->commit_sync(std::move(b));
+  ASSERT_FALSE(w.has_value());
+  EXPECT_NE(w.error().message.find("read-only"), std::string::npos) << w.error().message;
+  EXPECT_FALSE(ro->acquire_lease("c-1", "me", 10).has_value());
+}
+
+TEST_F(StoreTest, ReadOnlyOpenOfMissingFileFails) {
+  auto r = Store::open(Options{.path = m_path, .read_only = true});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_FALSE(fs::exists(m_path));
+}
+
+TEST_F(StoreTest, BadSynchronousIsRefused) {
+  auto r = Store::open(Options{.path = m_path, .synchronous = "SOMETIMES"});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("synchronous"), std::string::npos);
+  EXPECT_TRUE(Store::open(Options{.path = m_path, .synchronous = "normal"}).has_value());
+}
+
+// --- writer thread -------------------------------------------------------------
+
+TEST_F(StoreTest, GroupCommitOf10000BatchesFrom8Threads) {
+  auto store = open();
+  constexpr int k_threads = 8;
+  constexpr int k_per_thread = 1250;
+  std::vector<std::string> eps;
+  for (int t = 0; t < k_threads; ++t) eps.push_back("e-" + std::to_string(t));
+  seed(*store, eps);
+
+  std::atomic<int> ok{0}, failed{0}, done{0};
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::atomic<bool> stop_reader{false};
+  std::atomic<int> reads{0};
+  // Reads run concurrently with the writer on their own connections.
+  std::thread reader([&] {
+    while (!stop_reader) {
+      auto c = store->counts("c-1");
+      ASSERT_TRUE(c.has_value()) << c.error().message;
+      ++reads;
+    }
+  });
+  std::vector<std::thread> producers;
+  for (int t = 0; t < k_threads; ++t) {
+    producers.emplace_back([&, t] {
+      for (int i = 1; i <= k_per_thread; ++i) {
+        WriteBatch b;
+        b.put(turn(eps[t], i));
+        b.put(message(eps[t], 0, i));
+        b.update(EpisodeUpdate{.id = eps[t], .tokens_used = i});
+        store->commit(std::move(b), [&](Result<CommitInfo> r) {
+          (r && r->conflicts.empty() ? ok : failed)++;
+          if (++done == k_threads * k_per_thread) {
+            std::lock_guard lock(mutex);
+            cv.notify_all();
+          }
+        });
+      }
+    });
+  }
+  for (auto& p : producers) p.join();
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return done == k_threads * k_per_thread; }));
+  }
+  stop_reader = true;
+  reader.join();
+  EXPECT_EQ(ok, k_threads * k_per_thread);
+  EXPECT_EQ(failed, 0);
+  EXPECT_GT(reads, 0);
+  auto counts = store->counts("c-1").value();
+  EXPECT_EQ(counts.turns, k_threads * k_per_thread);
+  auto snaps = store->load_unfinished("c-1").value();
+  ASSERT_EQ(snaps.size(), static_cast<std::size_t>(k_threads));
+  for (const auto& s : snaps) {
+    EXPECT_EQ(s.turns.size(), static_cast<std::size_t>(k_per_thread));
+    EXPECT_EQ(s.messages.size(), static_cast<std::size_t>(k_per_thread));
+    EXPECT_EQ(s.episode.tokens_used, k_per_thread);  // updates applied in submission order
+  }
+}
+
+TEST_F(StoreTest, CallbackRunsOnlyAfterCommit) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  constexpr int k_batches = 200;
+  std::atomic<int> visible{0}, done{0};
+  std::mutex mutex;
+  std::condition_variable cv;
+  for (int i = 1; i <= k_batches; ++i) {
+    WriteBatch b;
+    b.put(turn("e-1", i));
+    store->commit(std::move(b), [&, i](Result<CommitInfo> r) {
+      EXPECT_TRUE(r.has_value());
+      // A separate raw connection must already see the row.
+      sqlite3* db = nullptr;
+      sqlite3_open_v2(m_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+      sqlite3_stmt* q = nullptr;
+      sqlite3_prepare_v2(db, "SELECT count(*) FROM turns WHERE episode_id = 'e-1' AND turn = ?1", -1, &q, nullptr);
+      sqlite3_bind_int(q, 1, i);
+      if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 1) ++visible;
+      sqlite3_finalize(q);
+      sqlite3_close(db);
+      // And so must the store's own read path.
+      auto turns = store->list_turns("c-1");
+      EXPECT_TRUE(turns.has_value() && static_cast<int>(turns->size()) >= i);
+      if (++done == k_batches) {
+        std::lock_guard lock(mutex);
+        cv.notify_all();
+      }
+    });
+  }
+  std::unique_lock lock(mutex);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return done == k_batches; }));
+  EXPECT_EQ(visible, k_batches);
+}
+
+TEST_F(StoreTest, BadBatchFailsAloneInItsGroup) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  constexpr int k_batches = 300;
+  constexpr int k_bad = 150;
+  std::vector<std::optional<Result<CommitInfo>>> results(k_batches + 1);
+  std::atomic<int> done{0};
+  std::mutex mutex;
+  std::condition_variable cv;
+  for (int i = 1; i <= k_batches; ++i) {
+    WriteBatch b;
+    b.put(turn(i == k_bad ? "no-such-episode" : "e-1", i));  // foreign key violation
+    store->commit(std::move(b), [&, i](Result<CommitInfo> r) {
+      results[i] = std::move(r);
+      if (++done == k_batches) {
+        std::lock_guard lock(mutex);
+        cv.notify_all();
+      }
+    });
+  }
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return done == k_batches; }));
+  }
+  for (int i = 1; i <= k_batches; ++i) {
+    ASSERT_TRUE(results[i].has_value());
+    EXPECT_EQ(results[i]->has_value(), i != k_bad) << i;
+  }
+  EXPECT_EQ(store->counts("c-1").value().turns, k_batches - 1);
+}
+
+TEST_F(StoreTest, CommitSyncFromInsideACallbackWorks) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  std::promise<bool> nested;
+  WriteBatch b;
+  b.put(turn("e-1", 1));
+  store->commit(std::move(b), [&](Result<CommitInfo>) {
+    WriteBatch inner;
+    inner.put(turn("e-1", 2));
+    nested.set_value(store->commit_sync(std::move(inner)).has_value());
+  });
+  EXPECT_TRUE(nested.get_future().get());
+  EXPECT_EQ(store->list_turns("c-1").value().size(), 2u);
+}
+
+TEST_F(StoreTest, CloseDrainsAndLaterCommitsFail) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  std::atomic<int> ok{0};
+  for (int i = 1; i <= 100; ++i) {
+    WriteBatch b;
+    b.put(turn("e-1", i));
+    store->commit(std::move(b), [&](Result<CommitInfo> r) { ok += r.has_value(); });
+  }
+  store->close();
+  EXPECT_EQ(ok, 100);
+  store->close();  // idempotent
+  WriteBatch b;
+  b.put(turn("e-1", 101));
+  auto r = store->commit_sync(std::move(b));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("closed"), std::string::npos);
+  EXPECT_EQ(store->counts("c-1").value().turns, 100);  // reads still work
+}
+
+TEST_F(StoreTest, ThrowingCallbackDoesNotKillTheWriter) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  b.put(turn("e-1", 1));
+  store->commit(std::move(b), [](Result<CommitInfo>) { throw std::runtime_error("boom"); });
+  WriteBatch b2;
+  b2.put(turn("e-1", 2));
+  EXPECT_TRUE(store->commit_sync(std::move(b2)).has_value());
+}
+
+// --- leases --------------------------------------------------------------------
+
+TEST_F(StoreTest, LeaseIsExclusiveAcrossTwoStores) {
+  auto a = open();
+  auto b = open();
+  auto first = a->acquire_lease("c-1", "host:1", 30);
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+  EXPECT_FALSE(first->has_value());
+  EXPECT_FALSE(a->acquire_lease("c-1", "host:1", 30).value().has_value());  // already ours
+
+  auto other = b->acquire_lease("c-1", "host:2", 30);
+  ASSERT_TRUE(other.has_value());
+  ASSERT_TRUE(other->has_value());
+  EXPECT_EQ((*other)->owner, "host:1");
+  EXPECT_EQ((*other)->campaign_id, "c-1");
+  EXPECT_GT((*other)->expires_at, (*other)->heartbeat_at);
+
+  EXPECT_TRUE(a->heartbeat_lease("c-1", "host:1", 30).has_value());
+  auto stolen = b->heartbeat_lease("c-1", "host:2", 30);
+  ASSERT_FALSE(stolen.has_value());
+  EXPECT_NE(stolen.error().message.find("host:1"), std::string::npos) << stolen.error().message;
+
+  // Another campaign is independent.
+  EXPECT_FALSE(b->acquire_lease("c-2", "host:2", 30).value().has_value());
+
+  EXPECT_TRUE(a->release_lease("c-1", "host:1").has_value());
+  EXPECT_FALSE(b->acquire_lease("c-1", "host:2", 30).value().has_value());
+  EXPECT_TRUE(a->acquire_lease("c-1", "host:1", 30).value().has_value());
+}
+
+TEST_F(StoreTest, ExpiredLeaseCanBeTaken) {
+  auto a = open();
+  auto b = open();
+  ASSERT_FALSE(a->acquire_lease("c-1", "host:1", 0.05).value().has_value());
+  ASSERT_TRUE(b->acquire_lease("c-1", "host:2", 30).value().has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  EXPECT_FALSE(b->acquire_lease("c-1", "host:2", 30).value().has_value());
+  EXPECT_FALSE(a->heartbeat_lease("c-1", "host:1", 30).has_value());  // lost
+}
+
+TEST_F(StoreTest, ConcurrentLeaseRaceHasOneWinner) {
+  constexpr int k_contenders = 6;
+  std::vector<std::unique_ptr<Store>> stores;
+  for (int i = 0; i < k_contenders; ++i) stores.push_back(open());
+  std::atomic<int> winners{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < k_contenders; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = stores[i]->acquire_lease("c-1", "owner-" + std::to_string(i), 30);
+      ASSERT_TRUE(r.has_value()) << r.error().message;
+      if (!r->has_value()) ++winners;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(winners, 1);
+}
+
+// --- resume ----------------------------------------------------------------------
+
+TEST_F(StoreTest, LoadUnfinishedExcludesFinalEpisodes) {
+  auto store = open();
+  seed(*store, {"e-1", "e-2", "e-3"});
+  seed(*store, {"x-1"}, "c-other");
+  WriteBatch b;
+  for (const char* ep : {"e-1", "e-2", "e-3", "x-1"}) {
+    for (int t = 1; t <= 2; ++t) {
+      b.put(turn(ep, t));
+      b.put(llm_call(ep, t));
+      b.put(message(ep, 0, t));
+    }
+    b.put(evaluation(ep, std::string("check|") + ep, "done", "correct"));
+  }
+  b.put(final_row("e-2"));
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+
+  auto snaps = store->load_unfinished("c-1").value();
+  ASSERT_EQ(snaps.size(), 2u);
+  EXPECT_EQ(snaps[0].episode.id, "e-1");
+  EXPECT_EQ(snaps[1].episode.id, "e-3");
+  for (const auto& s : snaps) {
+    EXPECT_EQ(s.turns.size(), 2u);
+    EXPECT_EQ(s.llm_calls.size(), 2u);
+    EXPECT_EQ(s.messages.size(), 2u);
+    EXPECT_EQ(s.evaluations.size(), 1u);
+    EXPECT_EQ(s.turns[0].episode_id, s.episode.id);
+    EXPECT_FALSE(s.final.has_value());
+  }
+  EXPECT_TRUE(store->load_unfinished("c-none").value().empty());
+}
+
+TEST_F(StoreTest, LoadUnfinishedOfManyEpisodesIsFast) {
+  auto store = open(Options{.synchronous = "OFF"});
+  constexpr int k_episodes = 2000;
+  {
+    WriteBatch b;
+    b.put(campaign());
+    for (int i = 0; i < k_episodes; ++i) b.put(episode("e-" + std::to_string(i), "c-1", i));
+    ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  }
+  WriteBatch b;
+  for (int i = 0; i < k_episodes; ++i) {
+    std::string ep = "e-" + std::to_string(i);
+    for (int t = 1; t <= 3; ++t) {
+      b.put(turn(ep, t, std::string(500, 'c')));
+      b.put(llm_call(ep, t));
+      b.put(message(ep, 0, 2 * t));
+      b.put(message(ep, 0, 2 * t + 1));
+    }
+  }
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  auto start = std::chrono::steady_clock::now();
+  auto snaps = store->load_unfinished("c-1").value();
+  auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(snaps.size(), static_cast<std::size_t>(k_episodes));
+  for (const auto& s : snaps) {
+    ASSERT_EQ(s.turns.size(), 3u);
+    ASSERT_EQ(s.messages.size(), 6u);
+    ASSERT_EQ(s.llm_calls.size(), 3u);
+    EXPECT_EQ(s.turns[2].turn, 3);
+    EXPECT_EQ(s.messages[0].seq, 2);
+  }
+  EXPECT_LT(elapsed, 2.0);
+}
+
+// --- internals -------------------------------------------------------------------
+
+TEST(RetryDelay, GrowsIsJitteredAndCapped) {
+  std::mt19937_64 rng(42);
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    int d = detail::retry_delay_ms(attempt, rng);
+    EXPECT_GE(d, 1);
+    EXPECT_LE(d, detail::k_max_retry_delay_ms);
+  }
+  int early = 0, late = 0;
+  for (int i = 0; i < 100; ++i) {
+    early += detail::retry_delay_ms(0, rng);
+    late += detail::retry_delay_ms(10, rng);
+  }
+  EXPECT_LT(early, late);
+  std::set<int> distinct;
+  for (int i = 0; i < 50; ++i) distinct.insert(detail::retry_delay_ms(5, rng));
+  EXPECT_GT(distinct.size(), 3u);  // jittered
+}
+
+}  // namespace
+}  // namespace korch::store

@@ -1,0 +1,47 @@
+#include "tools/korch/cli.hpp"
+
+#include <algorithm>
+
+namespace korch::cli {
+
+std::optional<std::string> Args::get(const std::string& name) const {
+  auto it = flags.find(name);
+  if (it == flags.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> Args::all(const std::string& name) const {
+  std::vector<std::string> out;
+  auto [b, e] = flags.equal_range(name);
+  for (auto it = b; it != e; ++it) out.push_back(it->second);
+  return out;
+}
+
+std::optional<Args> parse_args(int argc, char** argv, int first, const std::vector<std::string>& switches,
+                               std::string* error) {
+  Args args;
+  for (int i = first; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.starts_with("--")) {
+      auto eq = a.find('=');
+      std::string name = a.substr(0, eq);
+      if (std::find(switches.begin(), switches.end(), name) != switches.end()) {
+        args.flags.emplace(name, "true");
+        continue;
+      }
+      if (eq != std::string::npos) {
+        args.flags.emplace(name, a.substr(eq + 1));
+      } else if (i + 1 < argc) {
+        args.flags.emplace(name, argv[++i]);
+      } else {
+        *error = "flag " + name + " needs a value";
+        return std::nullopt;
+      }
+    } else {
+      args.positional.push_back(std::move(a));
+    }
+  }
+  return args;
+}
+
+}  // namespace korch::cli

@@ -1,0 +1,47 @@
+#pragma once
+// The `korch` command line: one function per subcommand, each returning the
+// process exit code. Parsing is deliberately simple (no framework): flags are
+// `--name value` or `--name=value`.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace korch::cli {
+
+// Exit codes, as documented in `korch --help`.
+inline constexpr int k_exit_ok = 0;
+inline constexpr int k_exit_error = 1;       // a failure (store, evaluator, I/O)
+inline constexpr int k_exit_usage = 2;       // bad arguments or bad config
+inline constexpr int k_exit_aborted = 3;     // the run stopped on a campaign-wide failure
+inline constexpr int k_exit_interrupted = 130;  // Ctrl-C / SIGTERM: the store is resumable
+
+struct Args {
+  std::vector<std::string> positional;
+  std::multimap<std::string, std::string> flags;  // "--set" may repeat
+  std::optional<std::string> get(const std::string& name) const;
+  std::vector<std::string> all(const std::string& name) const;
+  bool has(const std::string& name) const { return flags.count(name) > 0; }
+};
+
+// Parses argv[first..]. Boolean flags are those in `switches` (no value).
+std::optional<Args> parse_args(int argc, char** argv, int first, const std::vector<std::string>& switches,
+                               std::string* error);
+
+int cmd_run(const Args& args, bool resume_only);
+int cmd_status(const Args& args);
+int cmd_export(const Args& args);
+int cmd_report(const Args& args);
+int cmd_config_show(const Args& args);
+int cmd_tasks(const Args& args);
+int cmd_eval(const Args& args);
+
+}  // namespace korch::cli
+
+namespace korch::config {
+struct Task;
+}
+namespace korch::cli {
+// `korch tasks validate`: runs the evaluator's task checks on each task.
+int cmd_tasks_validate(const Args& args, const std::vector<config::Task>& tasks);
+}  // namespace korch::cli

@@ -1,0 +1,139 @@
+// korch eval / tasks.
+#include <fmt/format.h>
+#include <sys/prctl.h>
+
+#include <cstdio>
+#include <future>
+#include <random>
+
+#include "config/tasks.hpp"
+#include "evaluator/evaluator.hpp"
+#include "tools/korch/cli.hpp"
+#include "util/fs.hpp"
+#include "util/log.hpp"
+
+namespace korch::cli {
+namespace {
+
+std::string default_cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/korch";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/korch";
+  return "/tmp/korch-cache";
+}
+
+void print_report_text(const evaluator::Report& r) {
+  std::printf("status: %s%s\n", evaluator::to_string(r.status), r.mock ? " (MOCK: fake verdict)" : "");
+  std::printf("correct: %s\n", r.correct ? "yes" : "no");
+  if (r.speedup) {
+    std::printf("speedup: %.3f (95%% CI %.3f–%.3f), ref %.4f ms, candidate %.4f ms\n", *r.speedup,
+                r.speedup_ci_low.value_or(0), r.speedup_ci_high.value_or(0), r.ref_time_ms.value_or(0),
+                r.cand_time_ms.value_or(0));
+  }
+  std::printf("reward: %.4f\n", r.reward);
+  if (!r.rule_id.empty()) std::printf("rule: %s\n", r.rule_id.c_str());
+  if (!r.error.empty()) std::printf("error: %s\n", r.error.c_str());
+  if (r.max_abs_diff) std::printf("max_abs_diff: %g\n", *r.max_abs_diff);
+  if (!r.compile_log.empty()) std::printf("compile log (tail):\n%s\n", r.compile_log.c_str());
+  if (!r.runtime_detail.empty()) std::printf("runtime detail (tail):\n%s\n", r.runtime_detail.c_str());
+  if (r.rules_skipped) std::printf("rules: SKIPPED (--rules off)\n");
+  std::string prot;
+  for (auto& p : r.protections) prot += (prot.empty() ? "" : ", ") + p;
+  std::printf("protections: %s\n", prot.c_str());
+  std::printf("evaluator: %s (%s), %.2f s\n", r.evaluator_version.c_str(), r.mode.c_str(), r.wall_s);
+}
+
+}  // namespace
+
+int cmd_eval(const Args& args) {
+  auto task_path = args.get("--task");
+  auto code_path = args.get("--code");
+  if (!task_path || !code_path) {
+    std::fprintf(stderr, "korch eval: --task FILE and --code FILE are required\n");
+    return k_exit_usage;
+  }
+  auto mode = args.get("--mode").value_or("submit");
+  auto device = args.get("--device").value_or("cpu");
+  auto rules = args.get("--rules").value_or("on");
+  if ((mode != "check" && mode != "submit") || (device != "cpu" && device != "cuda") ||
+      (rules != "on" && rules != "off")) {
+    std::fprintf(stderr, "korch eval: --mode check|submit, --device cpu|cuda, --rules on|off\n");
+    return k_exit_usage;
+  }
+  log::init(args.get("--log-level").value_or("warn"));
+  ::prctl(PR_SET_DUMPABLE, 0);
+  auto task = config::load_task_file(*task_path);
+  if (!task) {
+    std::fprintf(stderr, "korch eval: %s\n", task.error().message.c_str());
+    return k_exit_usage;
+  }
+  auto code = read_file(*code_path);
+  if (!code) {
+    std::fprintf(stderr, "korch eval: %s\n", code.error().message.c_str());
+    return k_exit_usage;
+  }
+  config::EvaluatorConfig cfg;
+  cfg.mode = args.get("--evaluator").value_or(device == "cuda" ? "gpu" : "cpu");
+  if (auto t = args.get("--timeout")) cfg.timeout_s = std::stod(*t);
+  if (auto t = args.get("--tolerance")) cfg.tolerance = *t;
+  if (auto r = args.get("--reward")) cfg.reward = *r;
+  auto ev = evaluator::make_evaluator(cfg, args.get("--cache-dir").value_or(default_cache_dir()));
+  if (!ev) {
+    std::fprintf(stderr, "korch eval: %s\n", ev.error().message.c_str());
+    return k_exit_error;
+  }
+  evaluator::Request req;
+  req.mode = mode == "check" ? evaluator::Mode::check : evaluator::Mode::submit;
+  req.request_id = fmt::format("cli|{}|{}", mode, task->id);
+  req.task = *task;
+  req.code = *code;
+  req.rules = rules == "on";
+  req.device = device;
+  if (auto s = args.get("--seed")) {
+    req.secret_seed = std::stoull(*s);
+  } else {
+    std::random_device rd;
+    req.secret_seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  }
+  std::promise<evaluator::Report> done;
+  auto fut = done.get_future();
+  (*ev)->evaluate(std::move(req), [&done](evaluator::Report r) { done.set_value(std::move(r)); });
+  auto report = fut.get();
+  (*ev)->shutdown();
+  if (args.has("--json")) {
+    std::printf("%s\n", report.to_json().c_str());
+  } else {
+    print_report_text(report);
+  }
+  return report.status == evaluator::Verdict::ok ? k_exit_ok : k_exit_error;
+}
+
+int cmd_tasks(const Args& args) {
+  if (args.positional.size() != 2 || (args.positional[0] != "list" && args.positional[0] != "validate")) {
+    std::fprintf(stderr, "korch tasks: usage: korch tasks list|validate DIR [--levels 1,2] [--ids 1-10]\n");
+    return k_exit_usage;
+  }
+  config::TaskSelection sel;
+  sel.kernelbench_dir = args.positional[1];
+  if (auto lv = args.get("--levels")) {
+    auto parsed = config::parse_id_ranges(*lv);
+    if (!parsed) {
+      std::fprintf(stderr, "korch tasks: --levels: %s\n", parsed.error().message.c_str());
+      return k_exit_usage;
+    }
+    sel.levels = *parsed;
+  }
+  sel.ids = args.get("--ids").value_or("");
+  auto tasks = config::load_tasks(sel);
+  if (!tasks) {
+    std::fprintf(stderr, "korch tasks: %s\n", tasks.error().message.c_str());
+    return k_exit_usage;
+  }
+  if (args.positional[0] == "list") {
+    for (auto& t : *tasks) std::printf("%s\t%s\n", t.id.c_str(), t.path.c_str());
+    std::fprintf(stderr, "%zu task(s)\n", tasks->size());
+    return k_exit_ok;
+  }
+  return cmd_tasks_validate(args, *tasks);
+}
+
+}  // namespace korch::cli

@@ -1,0 +1,179 @@
+// korch run / resume.
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "agent/campaign.hpp"
+#include "config/loader.hpp"
+#include "evaluator/evaluator.hpp"
+#include "llm_clients/client.hpp"
+#include "llm_clients/probe.hpp"
+#include "store/file_lock.hpp"
+#include "store/store.hpp"
+#include "tools/korch/cli.hpp"
+#include "tools/korch/common.hpp"
+#include "util/ids.hpp"
+#include "util/log.hpp"
+
+namespace korch::cli {
+namespace {
+
+constexpr double k_probe_timeout_s = 5;
+
+std::atomic<bool> g_stop{false};
+std::atomic<int> g_signals{0};
+
+extern "C" void on_signal(int) {
+  g_stop.store(true);
+  // A second Ctrl-C exits at once; the store stays consistent (WAL).
+  if (g_signals.fetch_add(1) >= 1) _exit(k_exit_interrupted);
+}
+
+std::string owner_id() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  std::random_device rd;
+  return fmt::format("{}:{}:{:08x}", host, ::getpid(), rd());
+}
+
+std::string fmt_duration(double s) {
+  if (s < 0) return "?";
+  if (s < 120) return fmt::format("{:.0f}s", s);
+  if (s < 7200) return fmt::format("{:.0f}m", s / 60);
+  return fmt::format("{:.1f}h", s / 3600);
+}
+
+}  // namespace
+
+int cmd_run(const Args& args, bool resume_only) {
+  const char* verb = resume_only ? "resume" : "run";
+  if (args.positional.size() != 1) {
+    std::fprintf(stderr, "korch %s: expected one CAMPAIGN.toml (see korch --help)\n", verb);
+    return k_exit_usage;
+  }
+  auto loaded = config::load_campaign(args.positional[0], config::process_environment(), args.all("--set"));
+  if (!loaded) {
+    std::fprintf(stderr, "korch %s: %s\n", verb, loaded.error().message.c_str());
+    return k_exit_usage;
+  }
+  const auto& cfg = loaded->config;
+  log::init(args.get("--log-level").value_or(cfg.log_level));
+  for (auto& w : loaded->warnings) KLOG_WARN("{}", w);
+  // No other process may read this one's memory (API keys live here).
+  ::prctl(PR_SET_DUMPABLE, 0);
+
+  auto lock = store::FileLock::acquire(store::FileLock::path_for_db(cfg.db_path));
+  if (!lock) {
+    std::fprintf(stderr, "korch %s: %s\n", verb, lock.error().message.c_str());
+    return k_exit_error;
+  }
+  store::Options so;
+  so.path = cfg.db_path;
+  so.synchronous = cfg.synchronous;
+  auto st = store::Store::open(so);
+  if (!st) {
+    std::fprintf(stderr, "korch %s: %s\n", verb, st.error().message.c_str());
+    return k_exit_error;
+  }
+  auto& store = **st;
+  auto campaign_id = ids::campaign_id(cfg.name);
+  if (resume_only) {
+    auto c = store.get_campaign(campaign_id);
+    if (!c || !*c) {
+      std::fprintf(stderr, "korch resume: %s has no campaign '%s' to resume; use korch run\n", cfg.db_path.c_str(),
+                   cfg.name.c_str());
+      return k_exit_usage;
+    }
+  }
+
+  auto ev = evaluator::make_evaluator(cfg.evaluator, evaluator_cache_dir(cfg));
+  if (!ev) {
+    std::fprintf(stderr, "korch %s: evaluator: %s\n", verb, ev.error().message.c_str());
+    return k_exit_error;
+  }
+  auto& evaluator = **ev;
+  auto plan = agent::plan_campaign(cfg, evaluator);
+  if (!plan) {
+    std::fprintf(stderr, "korch %s: %s\n", verb, plan.error().message.c_str());
+    return k_exit_usage;
+  }
+
+  auto client = llm::make_curl_client();
+  for (auto& m : cfg.models) {
+    if (auto r = client->add_model(m); !r) {
+      std::fprintf(stderr, "korch %s: model %s: %s\n", verb, m.id.c_str(), r.error().message.c_str());
+      return k_exit_usage;
+    }
+    if (auto r = llm::probe_endpoint(m.base_url, k_probe_timeout_s); !r) {
+      std::fprintf(stderr, "korch %s: LLM endpoint of model %s unreachable: %s\n", verb, m.id.c_str(),
+                   r.error().message.c_str());
+      return k_exit_aborted;
+    }
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  bool show_progress = !args.has("--no-progress");
+  bool tty = ::isatty(STDERR_FILENO);
+  agent::RunOptions opts;
+  opts.owner = owner_id();
+  opts.stop = &g_stop;
+  opts.progress_interval_s = tty ? 1.0 : 5.0;
+  if (evaluator.mode() == "mock") {
+    std::fprintf(stderr, "korch: evaluator is MOCK — verdicts and timings are fake\n");
+  }
+  std::fprintf(stderr, "korch: campaign '%s' (%s), %zu task(s) x %zu model(s) x %d sample(s), db %s\n",
+               cfg.name.c_str(), campaign_id.c_str(), plan->tasks.size(), cfg.models.size(), cfg.samples_per_task,
+               cfg.db_path.c_str());
+  if (show_progress) {
+    opts.on_progress = [tty](const agent::Progress& p) {
+      auto line = fmt::format("episodes {}/{} done, {} running, {} failed | turns {} | tokens {} | ${:.4f} | "
+                              "elapsed {} | ETA {}",
+                              p.final, p.episodes, p.running, p.failed, p.turns, p.tokens, p.cost_usd,
+                              fmt_duration(p.elapsed_s), fmt_duration(p.eta_s));
+      if (tty) {
+        std::fprintf(stderr, "\r\033[K%s", line.c_str());
+      } else {
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+      std::fflush(stderr);
+    };
+  }
+  auto result = agent::run_campaign(cfg, *plan, store, *client, evaluator, opts);
+  if (show_progress && tty) std::fprintf(stderr, "\n");
+  client->shutdown();
+  evaluator.shutdown();
+  store.close();
+  if (!result) {
+    std::fprintf(stderr, "korch %s: %s\n", verb, result.error().message.c_str());
+    return k_exit_error;
+  }
+  auto& p = result->progress;
+  switch (result->status) {
+    case agent::RunStatus::completed:
+      std::fprintf(stderr, "korch: campaign '%s' complete: %lld episodes, %lld turns, %lld tokens, $%.4f\n",
+                   cfg.name.c_str(), static_cast<long long>(p.episodes), static_cast<long long>(p.turns),
+                   static_cast<long long>(p.tokens), p.cost_usd);
+      return k_exit_ok;
+    case agent::RunStatus::stopped:
+      std::fprintf(stderr, "korch: interrupted; %lld/%lld episodes final. Run the same command again to resume.\n",
+                   static_cast<long long>(p.final), static_cast<long long>(p.episodes));
+      return k_exit_interrupted;
+    case agent::RunStatus::aborted:
+      std::fprintf(stderr, "korch %s: aborted: %s (the store is resumable)\n", verb, result->message.c_str());
+      return k_exit_aborted;
+  }
+  return k_exit_error;
+}
+
+}  // namespace korch::cli

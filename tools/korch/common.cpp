@@ -1,0 +1,49 @@
+#include "tools/korch/common.hpp"
+
+#include <filesystem>
+
+#include "config/loader.hpp"
+#include "util/ids.hpp"
+
+namespace korch::cli {
+
+std::string evaluator_cache_dir(const config::CampaignConfig& cfg) {
+  if (!cfg.evaluator.cache_dir.empty()) return cfg.evaluator.cache_dir;
+  auto dir = std::filesystem::path(cfg.db_path).parent_path();
+  return (dir.empty() ? std::filesystem::path(".") : dir).append("korch-cache").string();
+}
+
+Result<std::unique_ptr<store::Store>> open_store_for_reading(const Args& args, std::string* campaign_id) {
+  std::string db;
+  std::string name = args.get("--campaign").value_or("");
+  if (auto d = args.get("--db")) {
+    db = *d;
+  } else if (args.positional.size() == 1) {
+    auto loaded = config::load_campaign(args.positional[0], config::process_environment(), args.all("--set"));
+    if (!loaded) return std::unexpected(loaded.error());
+    db = loaded->config.db_path;
+    if (name.empty()) name = loaded->config.name;
+  } else {
+    return fail("give a CAMPAIGN.toml or --db PATH");
+  }
+  if (!std::filesystem::exists(db)) return fail(db + ": no such database");
+  store::Options so;
+  so.path = db;
+  so.read_only = true;
+  auto st = store::Store::open(so);
+  if (!st) return std::unexpected(st.error());
+  if (!name.empty()) {
+    *campaign_id = ids::campaign_id(name);
+    auto c = (*st)->get_campaign(*campaign_id);
+    if (!c) return std::unexpected(c.error());
+    if (!*c) return fail(db + ": no campaign named '" + name + "'");
+  } else {
+    auto all = (*st)->list_campaigns();
+    if (!all) return std::unexpected(all.error());
+    if (all->size() != 1) return fail(db + ": holds " + std::to_string(all->size()) + " campaigns; pick one with --campaign NAME");
+    *campaign_id = all->front().id;
+  }
+  return st;
+}
+
+}  // namespace korch::cli

@@ -1,0 +1,21 @@
+#pragma once
+// Helpers shared by the subcommands.
+#include <memory>
+#include <string>
+
+#include "config/campaign.hpp"
+#include "store/store.hpp"
+#include "tools/korch/cli.hpp"
+#include "util/error.hpp"
+
+namespace korch::cli {
+
+// The compile cache directory: evaluator.cache_dir, else <db dir>/korch-cache.
+std::string evaluator_cache_dir(const config::CampaignConfig& cfg);
+
+// Opens the store named by `--db PATH` or by the config file given as the
+// only positional argument, read-only. Sets *campaign_id to the campaign
+// selected by --campaign NAME, the config's name, or the only campaign.
+Result<std::unique_ptr<store::Store>> open_store_for_reading(const Args& args, std::string* campaign_id);
+
+}  // namespace korch::cli

@@ -1,0 +1,94 @@
+// korch: the command-line entry point. Thin: every subcommand lives in a
+// cmd_*.cpp next to this file and calls into the libraries.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "tools/korch/cli.hpp"
+
+namespace {
+
+constexpr const char* k_usage = R"(korch — durable campaigns of LLM agents writing GPU kernels
+
+Usage:
+  korch run CAMPAIGN.toml [--set KEY=VALUE]... [--no-progress] [--log-level LEVEL]
+      Run a campaign in the foreground. Ctrl-C or a kill leaves a resumable
+      store; running it again resumes without repeating finished work.
+  korch resume CAMPAIGN.toml [--set KEY=VALUE]...
+      Same as run, but refuses to start a campaign that has no stored state.
+  korch status (CAMPAIGN.toml | --db PATH)
+      Episodes, turns, tokens and cost per campaign in the store.
+  korch export (CAMPAIGN.toml | --db PATH) --format jsonl|csv [--campaign NAME] [--out FILE]
+      One record per attempt (turn) and one per episode.
+  korch report (CAMPAIGN.toml | --db PATH) [--campaign NAME] [--json]
+      fast_p, geometric-mean speedup, pass@k, cost and tokens per model.
+  korch config show CAMPAIGN.toml [--set KEY=VALUE]...
+      Every configuration value and where it came from.
+  korch tasks list DIR [--levels 1,2] [--ids 1-10]
+  korch tasks validate DIR [--levels 1] [--ids 1-3] [--mode cpu]
+  korch eval --task FILE --code FILE [--mode check|submit] [--device cpu|cuda]
+             [--rules on|off] [--evaluator cpu|mock] [--json]
+      One evaluation from the command line.
+  korch serve
+      The daemon (HTTP API, dashboard): not part of this build yet.
+
+Configuration precedence: defaults < file < KORCH_* environment < --set flags
+(docs/config.md lists every key).
+
+Exit codes: 0 ok, 1 error, 2 bad usage or config, 3 run aborted (e.g. LLM
+endpoint unreachable or key rejected), 130 interrupted (resumable).
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace korch::cli;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    std::fputs(k_usage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? k_exit_usage : k_exit_ok;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::puts("korch 0.1.0");
+    return k_exit_ok;
+  }
+  std::string cmd = argv[1];
+  int first = 2;
+  if (cmd == "config") {
+    if (argc < 3 || std::string(argv[2]) != "show") {
+      std::fprintf(stderr, "korch: usage: korch config show CAMPAIGN.toml [--set KEY=VALUE]...\n");
+      return k_exit_usage;
+    }
+    first = 3;
+  }
+  static const std::vector<std::string> k_switches = {"--no-progress", "--json", "--help"};
+  std::string error;
+  auto args = parse_args(argc, argv, first, k_switches, &error);
+  if (!args) {
+    std::fprintf(stderr, "korch %s: %s (see korch --help)\n", cmd.c_str(), error.c_str());
+    return k_exit_usage;
+  }
+  if (args->has("--help")) {
+    std::fputs(k_usage, stdout);
+    return k_exit_ok;
+  }
+  try {
+    if (cmd == "run") return cmd_run(*args, false);
+    if (cmd == "resume") return cmd_run(*args, true);
+    if (cmd == "status") return cmd_status(*args);
+    if (cmd == "export") return cmd_export(*args);
+    if (cmd == "report") return cmd_report(*args);
+    if (cmd == "config") return cmd_config_show(*args);
+    if (cmd == "tasks") return cmd_tasks(*args);
+    if (cmd == "eval") return cmd_eval(*args);
+    if (cmd == "serve") {
+      std::fprintf(stderr, "korch serve: the daemon (HTTP API, dashboard) is not part of this build yet; "
+                           "use korch run\n");
+      return k_exit_usage;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "korch %s: internal error: %s\n", cmd.c_str(), e.what());
+    return k_exit_error;
+  }
+  std::fprintf(stderr, "korch: unknown command '%s' (see korch --help)\n", cmd.c_str());
+  return k_exit_usage;
+}

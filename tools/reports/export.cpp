@@ -1,0 +1,285 @@
+#include "tools/reports/export.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace korch::reports {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> k_attempt_columns = {
+    "type",          "campaign_id",   "episode_id",       "task_id",         "model_id",
+    "sample",        "turn",          "turn_model",       "action",          "parse_status",
+    "code_sha",      "eval_request_id", "eval_status",    "check_correct",   "check_max_abs_diff",
+    "check_error",   "finish_reason", "prompt_tokens",    "completion_tokens", "llm_latency_s",
+    "llm_http_attempts", "llm_sends", "dup_possible",     "at",              "code"};
+
+const std::vector<std::string> k_episode_columns = {
+    "type",     "campaign_id", "episode_id", "task_id",    "model_id",  "sample",
+    "final_reason", "verdict", "correct",    "speedup",    "reward",    "request_id",
+    "turns",    "tokens",      "cost_usd",   "active_s",   "evaluator_version", "finished_at"};
+
+std::string first_line(const std::string& s) {
+  auto pos = s.find('\n');
+  return pos == std::string::npos ? s : s.substr(0, pos);
+}
+
+std::string csv_cell(const json& v) {
+  std::string s = v.is_string() ? v.get<std::string>() : (v.is_null() ? "" : v.dump());
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+void write_csv_row(std::ostream& out, const std::vector<std::string>& cols, const json& rec) {
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    if (i) out << ',';
+    out << csv_cell(rec.contains(cols[i]) ? rec[cols[i]] : json(nullptr));
+  }
+  out << '\n';
+}
+
+}  // namespace
+
+const std::vector<std::string>& run_describing_fields() {
+  static const std::vector<std::string> k_fields = {"at",       "llm_latency_s", "llm_http_attempts", "llm_sends",
+                                                    "dup_possible", "active_s", "finished_at"};
+  return k_fields;
+}
+
+Result<void> write_export(store::Store& store, const std::string& campaign_id, ExportFormat format,
+                          std::ostream& out) {
+  auto episodes = store.list_episodes(campaign_id);
+  if (!episodes) return std::unexpected(episodes.error());
+  auto turns = store.list_turns(campaign_id);
+  if (!turns) return std::unexpected(turns.error());
+  auto calls = store.list_llm_calls(campaign_id);
+  if (!calls) return std::unexpected(calls.error());
+  auto evals = store.list_evaluations(campaign_id);
+  if (!evals) return std::unexpected(evals.error());
+  auto finals = store.list_finals(campaign_id);
+  if (!finals) return std::unexpected(finals.error());
+
+  std::map<std::string, const store::LlmCallRow*> call_by_id;
+  for (auto& c : *calls) call_by_id[c.request_id] = &c;
+  std::map<std::string, const store::EvaluationRow*> eval_by_id;
+  for (auto& e : *evals) eval_by_id[e.request_id] = &e;
+  std::map<std::string, const store::FinalRow*> final_by_ep;
+  for (auto& f : *finals) final_by_ep[f.episode_id] = &f;
+  std::map<std::string, std::vector<const store::TurnRow*>> turns_by_ep;
+  for (auto& t : *turns) turns_by_ep[t.episode_id].push_back(&t);
+
+  auto sorted = *episodes;
+  std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.id < b.id; });
+  // CSV: one header, the union of attempt and episode columns.
+  std::vector<std::string> csv_header = k_attempt_columns;
+  for (auto& c : k_episode_columns) {
+    if (std::find(csv_header.begin(), csv_header.end(), c) == csv_header.end()) csv_header.push_back(c);
+  }
+  if (format == ExportFormat::csv) {
+    for (std::size_t i = 0; i < csv_header.size(); ++i) out << (i ? "," : "") << csv_header[i];
+    out << '\n';
+  }
+  for (auto& ep : sorted) {
+    auto& ts = turns_by_ep[ep.id];
+    std::sort(ts.begin(), ts.end(), [](auto* a, auto* b) { return a->turn < b->turn; });
+    for (auto* t : ts) {
+      json rec;
+      rec["type"] = "attempt";
+      rec["campaign_id"] = campaign_id;
+      rec["episode_id"] = ep.id;
+      rec["task_id"] = ep.task_id;
+      rec["model_id"] = ep.model_id;
+      rec["sample"] = ep.sample_index;
+      rec["turn"] = t->turn;
+      rec["turn_model"] = t->model_id;
+      rec["action"] = t->action;
+      rec["parse_status"] = t->parse_status;
+      rec["code_sha"] = t->code_sha;
+      rec["eval_request_id"] = t->eval_request_id;
+      rec["eval_status"] = t->eval_status;
+      rec["check_correct"] = nullptr;
+      rec["check_max_abs_diff"] = nullptr;
+      rec["check_error"] = "";
+      if (auto it = eval_by_id.find(t->eval_request_id); it != eval_by_id.end()) {
+        auto rep = json::parse(it->second->report_json, nullptr, false);
+        if (rep.is_object()) {
+          rec["check_correct"] = rep.value("correct", false);
+          rec["check_max_abs_diff"] = rep.contains("max_abs_diff") ? rep["max_abs_diff"] : json(nullptr);
+          rec["check_error"] = first_line(rep.value("error", ""));
+        }
+      }
+      rec["finish_reason"] = t->finish_reason;
+      rec["prompt_tokens"] = t->prompt_tokens;
+      rec["completion_tokens"] = t->completion_tokens;
+      rec["llm_latency_s"] = t->llm_latency_s;
+      auto call = call_by_id.find(t->llm_request_id);
+      rec["llm_http_attempts"] = call != call_by_id.end() ? call->second->http_attempts : 0;
+      rec["llm_sends"] = call != call_by_id.end() ? call->second->sends : 0;
+      rec["dup_possible"] = call != call_by_id.end() && call->second->dup_possible;
+      rec["at"] = t->at;
+      rec["code"] = t->code;
+      if (format == ExportFormat::jsonl) {
+        out << rec.dump() << '\n';
+      } else {
+        write_csv_row(out, csv_header, rec);
+      }
+    }
+    json rec;
+    rec["type"] = "episode";
+    rec["campaign_id"] = campaign_id;
+    rec["episode_id"] = ep.id;
+    rec["task_id"] = ep.task_id;
+    rec["model_id"] = ep.model_id;
+    rec["sample"] = ep.sample_index;
+    auto fin = final_by_ep.find(ep.id);
+    rec["final_reason"] = fin != final_by_ep.end() ? json(fin->second->reason) : json(nullptr);
+    rec["verdict"] = fin != final_by_ep.end() ? json(fin->second->verdict) : json(nullptr);
+    rec["correct"] = fin != final_by_ep.end() && fin->second->correct;
+    rec["speedup"] = fin != final_by_ep.end() && fin->second->speedup ? json(*fin->second->speedup) : json(nullptr);
+    rec["reward"] = fin != final_by_ep.end() ? fin->second->reward : 0.0;
+    rec["request_id"] = fin != final_by_ep.end() ? fin->second->request_id : "";
+    rec["turns"] = ts.size();
+    rec["tokens"] = ep.tokens_used;
+    rec["cost_usd"] = ep.cost_usd;
+    rec["active_s"] = ep.active_s;
+    std::string version;
+    if (fin != final_by_ep.end()) {
+      if (auto it = eval_by_id.find(fin->second->request_id); it != eval_by_id.end()) {
+        version = it->second->evaluator_version;
+      }
+    }
+    rec["evaluator_version"] = version;
+    rec["finished_at"] = fin != final_by_ep.end() ? json(fin->second->at) : json(nullptr);
+    if (format == ExportFormat::jsonl) {
+      out << rec.dump() << '\n';
+    } else {
+      write_csv_row(out, csv_header, rec);
+    }
+  }
+  if (!out) return fail("export: write failed");
+  return {};
+}
+
+Result<std::string> campaign_report(store::Store& store, const std::string& campaign_id, bool as_json) {
+  auto episodes = store.list_episodes(campaign_id);
+  if (!episodes) return std::unexpected(episodes.error());
+  auto finals = store.list_finals(campaign_id);
+  if (!finals) return std::unexpected(finals.error());
+  auto calls = store.list_llm_calls(campaign_id);
+  if (!calls) return std::unexpected(calls.error());
+
+  std::map<std::string, const store::FinalRow*> final_by_ep;
+  for (auto& f : *finals) final_by_ep[f.episode_id] = &f;
+
+  struct ModelStats {
+    std::int64_t episodes = 0, finished = 0, correct = 0;
+    std::int64_t prompt_tokens = 0, completion_tokens = 0, calls = 0, dup_possible = 0;
+    double cost = 0;
+    std::vector<double> speedups;  // correct submissions only
+    std::map<std::string, std::pair<int, int>> per_task;  // task -> (samples, correct)
+  };
+  std::map<std::string, ModelStats> by_model;
+  std::map<std::string, std::string> model_of_episode;
+  for (auto& ep : *episodes) {
+    auto& m = by_model[ep.model_id];
+    model_of_episode[ep.id] = ep.model_id;
+    ++m.episodes;
+    auto& task = m.per_task[ep.task_id];
+    ++task.first;
+    if (auto it = final_by_ep.find(ep.id); it != final_by_ep.end()) {
+      ++m.finished;
+      if (it->second->correct) {
+        ++m.correct;
+        ++task.second;
+        if (it->second->speedup) m.speedups.push_back(*it->second->speedup);
+      }
+    }
+  }
+  for (auto& c : *calls) {
+    auto it = model_of_episode.find(c.episode_id);
+    if (it == model_of_episode.end()) continue;
+    auto& m = by_model[c.model_id];
+    m.prompt_tokens += c.prompt_tokens;
+    m.completion_tokens += c.completion_tokens;
+    m.cost += c.cost_usd;
+    ++m.calls;
+    m.dup_possible += c.dup_possible;
+  }
+  static const std::vector<double> k_thresholds = {0, 0.5, 0.8, 1, 1.5, 2};
+  json j = json::object();
+  std::string text;
+  for (auto& [model, m] : by_model) {
+    json jm;
+    jm["episodes"] = m.episodes;
+    jm["finished"] = m.finished;
+    jm["correct"] = m.correct;
+    // fast_p: share of all episodes that are correct with speedup > p.
+    json fast = json::object();
+    for (double p : k_thresholds) {
+      std::int64_t n = 0;
+      for (double s : m.speedups) n += s > p;
+      if (p == 0) n = m.correct;
+      fast[fmt::format("fast_{}", p)] = m.episodes ? static_cast<double>(n) / m.episodes : 0.0;
+    }
+    jm["fast_p"] = fast;
+    double geo = 0;
+    if (!m.speedups.empty()) {
+      double sum = 0;
+      for (double s : m.speedups) sum += std::log(s);
+      geo = std::exp(sum / m.speedups.size());
+    }
+    jm["geomean_speedup_correct"] = m.speedups.empty() ? json(nullptr) : json(geo);
+    // pass@k over tasks, unbiased estimator with n samples and c correct.
+    json passk = json::object();
+    int max_n = 0;
+    for (auto& [t, nc] : m.per_task) max_n = std::max(max_n, nc.first);
+    for (int k = 1; k <= max_n; k *= 2) {
+      double sum = 0;
+      int tasks = 0;
+      for (auto& [t, nc] : m.per_task) {
+        int n = nc.first, c = nc.second;
+        if (n < k) continue;
+        double fail_all = 1;
+        if (n - c >= k) {
+          for (int i = 0; i < k; ++i) fail_all *= static_cast<double>(n - c - i) / (n - i);
+        } else {
+          fail_all = 0;
+        }
+        sum += 1 - fail_all;
+        ++tasks;
+      }
+      if (tasks) passk[fmt::format("pass@{}", k)] = sum / tasks;
+    }
+    jm["pass_at_k"] = passk;
+    jm["llm_calls"] = m.calls;
+    jm["dup_possible_calls"] = m.dup_possible;
+    jm["prompt_tokens"] = m.prompt_tokens;
+    jm["completion_tokens"] = m.completion_tokens;
+    jm["cost_usd"] = m.cost;
+    j[model] = jm;
+    text += fmt::format("model {}: {} episodes, {} finished, {} correct\n", model, m.episodes, m.finished, m.correct);
+    text += "  fast_p:";
+    for (auto& [k, v] : fast.items()) text += fmt::format(" {}={:.3f}", k, v.get<double>());
+    text += "\n";
+    text += fmt::format("  geomean speedup (correct): {}\n", m.speedups.empty() ? "n/a" : fmt::format("{:.3f}", geo));
+    text += "  ";
+    for (auto& [k, v] : passk.items()) text += fmt::format("{}={:.3f} ", k, v.get<double>());
+    text += fmt::format("\n  llm calls {} (dup_possible {}), tokens {} in / {} out, cost ${:.4f}\n", m.calls,
+                        m.dup_possible, m.prompt_tokens, m.completion_tokens, m.cost);
+  }
+  if (as_json) return j.dump(2);
+  return text.empty() ? std::string("no episodes\n") : text;
+}
+
+}  // namespace korch::reports

@@ -1,0 +1,29 @@
+#pragma once
+// Exports and reports read from the store (the only source of truth). Shared
+// by the `korch` CLI and, later, the HTTP API.
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "store/store.hpp"
+#include "util/error.hpp"
+
+namespace korch::reports {
+
+enum class ExportFormat { jsonl, csv };
+
+// Fields of the export that describe the run rather than its result: they may
+// differ between a killed-and-resumed run and an uninterrupted one with the
+// same model replies (docs/export.md lists them).
+const std::vector<std::string>& run_describing_fields();
+
+// Writes one record per attempt (turn) and one per episode, ordered by
+// episode id then turn; episode records follow their attempts.
+Result<void> write_export(store::Store& store, const std::string& campaign_id, ExportFormat format,
+                          std::ostream& out);
+
+// KernelBench-style metrics (fast_p, geometric-mean speedup, pass@k, cost
+// and tokens per model) as human-readable text or JSON.
+Result<std::string> campaign_report(store::Store& store, const std::string& campaign_id, bool json);
+
+}  // namespace korch::reports
