@@ -1082,13 +1082,15 @@ Result<std::unique_ptr<Store>> open_store(const Options& options) {
       return std::unique_ptr<Store>(std::make_unique<StoreImpl>(options, nullptr));
     }
 
-    db->exec("PRAGMA page_size = " + std::to_string(k_page_size), "setting page_size");
+    int page_size = getenv("KSTORE_PAGE") ? atoi(getenv("KSTORE_PAGE")) : k_page_size;
+    db->exec("PRAGMA page_size = " + std::to_string(page_size), "setting page_size");
     std::string journal;
     detail::retry_busy([&] { journal = db->query_text("PRAGMA journal_mode = WAL"); }, options.busy_timeout_ms);
     if (upper(journal) != "WAL") return fail(path + ": cannot switch to WAL mode (journal_mode is " + journal + ")");
     db->exec("PRAGMA synchronous = " + sync, "setting synchronous");
     db->exec("PRAGMA foreign_keys = ON", "enabling foreign keys");
-    db->exec("PRAGMA wal_autocheckpoint = " + std::to_string(k_wal_autocheckpoint_pages), "setting wal_autocheckpoint");
+    int ckpt = getenv("KSTORE_CKPT") ? atoi(getenv("KSTORE_CKPT")) : k_wal_autocheckpoint_pages;
+    db->exec("PRAGMA wal_autocheckpoint = " + std::to_string(ckpt), "setting wal_autocheckpoint");
     migrate(*db);
     return std::unique_ptr<Store>(std::make_unique<StoreImpl>(options, std::move(db)));
   } catch (const SqliteError& e) {

@@ -295,7 +295,8 @@ int main(int argc, char** argv) {
       b.put(korch::store::MessageRow{.episode_id = ep, .epoch = 0, .seq = 1, .role = "user", .kind = "task",
                                      .content = payloads().user});
       for (int t = 1; t <= k_resume_turns; ++t) {
-        for (auto& op : turn_batch(ep, t).ops()) std::visit([&](const auto& row) {
+        WriteBatch one = turn_batch(ep, t);
+        for (const auto& op : one.ops()) std::visit([&](const auto& row) {
             using T = std::decay_t<decltype(row)>;
             if constexpr (std::is_same_v<T, korch::store::EpisodeUpdate>) {
               b.update(row);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <ostream>
 #include <set>
 #include <string>
 
@@ -14,6 +15,8 @@ struct NameCase {
   const char* torch_name;
   const char* row;  // nullptr: no match expected
 };
+
+void PrintTo(const NameCase& c, std::ostream* os) { *os << '"' << c.torch_name << '"'; }
 
 class FindGpuTest : public ::testing::TestWithParam<NameCase> {};
 
@@ -165,6 +168,10 @@ struct ClassifyCase {
   double t_min_s;
   Classification expected;
 };
+
+void PrintTo(const ClassifyCase& c, std::ostream* os) {
+  *os << "measured=" << c.measured_s << " t_min=" << c.t_min_s;
+}
 
 class ClassifyTest : public ::testing::TestWithParam<ClassifyCase> {};
 

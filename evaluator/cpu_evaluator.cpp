@@ -1,0 +1,513 @@
+// The protected evaluator in cpu mode (DESIGN §5): rules → compile → measure,
+// each stage a sandboxed job forked from the korch-worker zygote.
+//
+// Threads: evaluate() only enqueues. cfg.workers pipeline threads each run
+// one evaluation at a time. Compile jobs take m_timing shared; a submit-mode
+// measure job (which times) takes it exclusively, so no compiler runs while
+// anything is being timed. Concurrent compiles of one cache key serialise on
+// an flock of <cache>/locks/<key>.lock, and the second finds the first's
+// manifest: identical code is never compiled twice.
+#include "evaluator/cpu_evaluator.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <shared_mutex>
+#include <thread>
+
+#include "evaluator/zygote.hpp"
+#include "util/fs.hpp"
+#include "util/log.hpp"
+
+namespace korch::evaluator {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr const char* k_version = "korch-eval-cpu/0.1";
+constexpr double k_rules_timeout_s = 60;
+constexpr double k_compile_timeout_s = 900;   // a cold CPU compile is ~30 s, more under load
+constexpr double k_measure_grace_s = 15;      // the judge's own deadline comes first
+constexpr std::size_t k_tail = 4000;
+
+std::string tail(const std::string& s, std::size_t n = k_tail) {
+  return s.size() > n ? s.substr(s.size() - n) : s;
+}
+
+std::string random_hex(std::size_t n) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) s += hex[rng() % 16];
+  return s;
+}
+
+// A job folder: created fresh, readable only by root (the job reads
+// job.json before it drops privileges), removed afterwards.
+class JobDir {
+ public:
+  JobDir(const std::string& jobs_root, const std::string& tag) {
+    m_path = jobs_root + "/" + tag + "-" + random_hex(12);
+    std::error_code ec;
+    fs::create_directories(m_path, ec);
+    fs::permissions(m_path, fs::perms::owner_all, ec);
+  }
+  ~JobDir() {
+    std::error_code ec;
+    fs::remove_all(m_path, ec);
+  }
+  const std::string& path() const { return m_path; }
+  Result<void> write_job(const json& j) { return write_file_atomic(m_path + "/job.json", j.dump()); }
+
+ private:
+  std::string m_path;
+};
+
+// RAII flock.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) {
+    m_fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (m_fd >= 0) {
+      while (flock(m_fd, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    }
+  }
+  ~FileLock() {
+    if (m_fd >= 0) close(m_fd);
+  }
+
+ private:
+  int m_fd = -1;
+};
+
+void chown_tree_to_root(const fs::path& root) {
+  std::error_code ec;
+  (void)lchown(root.c_str(), 0, 0);
+  for (auto& e : fs::recursive_directory_iterator(root, ec)) (void)lchown(e.path().c_str(), 0, 0);
+}
+
+std::vector<std::string> string_list(const json& j) {
+  std::vector<std::string> v;
+  if (j.is_array())
+    for (auto& x : j)
+      if (x.is_string()) v.push_back(x.get<std::string>());
+  return v;
+}
+
+class CpuEvaluator final : public Evaluator {
+ public:
+  CpuEvaluator(config::EvaluatorConfig cfg, std::string cache_dir, std::unique_ptr<Zygote> z,
+               bool daemon_nondumpable)
+      : m_cfg(std::move(cfg)), m_cache(std::move(cache_dir)), m_zygote(std::move(z)),
+        m_daemon_nondumpable(daemon_nondumpable) {
+    json v = json::parse(m_zygote->versions_json(), nullptr, false);
+    if (!v.is_discarded()) m_versions = v;
+    const int n = std::max(1, m_cfg.workers);
+    for (int i = 0; i < n; ++i) m_threads.emplace_back([this] { loop(); });
+  }
+  ~CpuEvaluator() override { shutdown(); }
+
+  void evaluate(Request request, Callback done) override {
+    {
+      std::lock_guard lk(m_mu);
+      if (!m_stopping) {
+        m_queue.emplace_back(std::move(request), std::move(done));
+        m_cv.notify_one();
+        return;
+      }
+    }
+    Report r = base_report(request);
+    r.status = Verdict::worker_crash;
+    r.error = "the evaluator is shut down";
+    done(std::move(r));
+  }
+
+  std::string version() const override { return k_version; }
+  std::string mode() const override { return "cpu"; }
+
+  std::string device_description() const override {
+    return "CPU (x86_64), one thread per side; torch " + m_versions.value("torch", "?") +
+           ", Python " + m_versions.value("python", "?") + ", compiler: " +
+           m_versions.value("compiler", "?") +
+           ". Kernels are C++ built with torch.utils.cpp_extension.load_inline (CPU only).";
+  }
+
+  void shutdown() override {
+    std::deque<std::pair<Request, Callback>> left;
+    {
+      std::lock_guard lk(m_mu);
+      if (m_stopping && m_threads.empty()) return;
+      m_stopping = true;
+      left.swap(m_queue);
+    }
+    m_cv.notify_all();
+    // Jobs in flight are killed; their evaluations end as worker_crash.
+    if (m_zygote) m_zygote->stop();
+    for (auto& t : m_threads)
+      if (t.joinable()) t.join();
+    m_threads.clear();
+    for (auto& [req, cb] : left) {
+      Report r = base_report(req);
+      r.error = "the evaluator shut down before this evaluation started";
+      try {
+        cb(std::move(r));
+      } catch (...) {
+      }
+    }
+  }
+
+ private:
+  void loop() {
+    while (true) {
+      std::pair<Request, Callback> item;
+      {
+        std::unique_lock lk(m_mu);
+        m_cv.wait(lk, [&] { return m_stopping || !m_queue.empty(); });
+        if (m_stopping) return;
+        item = std::move(m_queue.front());
+        m_queue.pop_front();
+      }
+      Report r;
+      try {
+        r = run(item.first);
+      } catch (const std::exception& e) {
+        r = base_report(item.first);
+        r.status = Verdict::worker_crash;
+        r.error = std::string("evaluator error: ") + e.what();
+      }
+      try {
+        item.second(std::move(r));
+      } catch (const std::exception& e) {
+        KLOG_ERROR("[eval {}] callback threw: {}", item.first.request_id, e.what());
+      } catch (...) {
+      }
+    }
+  }
+
+  Report base_report(const Request& req) const {
+    Report r;
+    r.request_id = req.request_id;
+    r.evaluator_version = k_version;
+    r.mode = "cpu";
+    r.rules_skipped = !req.rules;
+    return r;
+  }
+
+  json common_job(const Request& req) const {
+    json j;
+    j["tolerance"] = m_cfg.tolerance;
+    j["torch_ops"] = m_cfg.torch_ops;
+    j["memory_budget_mb"] = m_cfg.memory_budget_mb;
+    return j;
+  }
+
+  json spawn_extra() const {
+    json e;
+    e["memory_budget_mb"] = m_cfg.memory_budget_mb;
+    return e;
+  }
+
+  void finish(Report& r, const std::chrono::steady_clock::time_point t0, json& evidence) const {
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (m_daemon_nondumpable) evidence["daemon_nondumpable"] = true;
+    r.evidence_json = evidence.dump();
+    if (m_cfg.reward == "beat_baseline") {
+      r.reward = reward_beat_baseline(r.correct, r.speedup_ci_low);
+    } else if (m_cfg.reward == "roofline" && r.t_min_ms && r.cand_time_ms) {
+      r.reward = reward_roofline(r.correct, *r.t_min_ms / 1e3, *r.cand_time_ms / 1e3);
+    } else {
+      r.reward = reward_speedup(r.correct, r.speedup);
+    }
+  }
+
+  // The stage outcome did not produce a result: name why, honestly.
+  static void job_failed(Report& r, const JobOutcome& o, const char* stage) {
+    if (o.timed_out) {
+      r.status = Verdict::timeout;
+      r.error = std::string(stage) + " exceeded the wall-clock limit and was killed";
+    } else {
+      r.status = Verdict::worker_crash;
+      r.error = std::string("the ") + stage + " worker ended without a result" +
+                (o.error.empty() ? "" : ": " + o.error) +
+                " (exit code " + std::to_string(o.exit_code) +
+                (o.signal ? ", signal " + std::to_string(o.signal) : "") + ")";
+    }
+    r.runtime_detail = tail(o.worker_log + (o.candidate_log.empty() ? "" : "\n--- candidate ---\n" +
+                                                                             o.candidate_log));
+  }
+
+  Report run(const Request& req) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Report r = base_report(req);
+    json evidence = json::object();
+    const std::string jobs_root = m_cache + "/jobs";
+
+    if (req.device != "cpu") {
+      r.status = Verdict::worker_crash;
+      r.error = "the cpu evaluator cannot evaluate on device '" + req.device + "'";
+      finish(r, t0, evidence);
+      return r;
+    }
+
+    // 1. Rules (also run with rules off: they resolve the load_inline arguments).
+    json rules;
+    {
+      JobDir dir(jobs_root, "rules");
+      json job = common_job(req);
+      job["code"] = req.code;
+      (void)dir.write_job(job);
+      JobOutcome o = m_zygote->run("rules", dir.path(), spawn_extra().dump(), std::nullopt,
+                                   k_rules_timeout_s);
+      rules = json::parse(o.result_json, nullptr, false);
+      if (rules.is_discarded() || rules.contains("error")) {
+        if (!rules.is_discarded() && rules.contains("error")) {
+          r.status = Verdict::worker_crash;
+          r.error = rules.value("error", "rule checker failed");
+          r.runtime_detail = tail(rules.value("detail", ""));
+        } else {
+          job_failed(r, o, "rule");
+        }
+        finish(r, t0, evidence);
+        return r;
+      }
+      r.protections = string_list(rules["protections"]);
+      evidence["rules"] = {{"ok", rules.value("ok", false)},
+                           {"violations", rules.value("violations", json::array())},
+                           {"wall_s", o.wall_s},
+                           {"skipped", !req.rules}};
+      if (req.rules && !rules.value("ok", false)) {
+        r.status = Verdict::rule_violation;
+        auto viol = rules.value("violations", json::array());
+        if (!viol.empty()) {
+          r.rule_id = viol[0].value("rule", "");
+          std::string msg;
+          for (auto& v : viol) {
+            msg += "line " + std::to_string(v.value("line", 0)) + ": [" + v.value("rule", "") +
+                   "] " + v.value("message", "") + "\n";
+          }
+          r.error = tail(msg);
+        } else {
+          r.error = "the static rules rejected the candidate";
+        }
+        finish(r, t0, evidence);
+        return r;
+      }
+    }
+
+    // 2. Compile every statically resolved load_inline into the cache.
+    json prebuilt = json::object();
+    json compile_ev = json::array();
+    for (auto& li : rules.value("load_inline", json::array())) {
+      if (li.contains("unresolved")) {
+        r.status = Verdict::compile_error;
+        r.error = "line " + std::to_string(li.value("lineno", 0)) +
+                  ": load_inline arguments are not statically resolvable (" +
+                  li.value("unresolved", "") + ")";
+        finish(r, t0, evidence);
+        return r;
+      }
+      const std::string key = li.value("key", "");
+      auto c = compile(li["entry"], key, compile_ev);
+      if (!c) {
+        r.status = Verdict::worker_crash;
+        r.error = c.error().message;
+        evidence["compile"] = compile_ev;
+        finish(r, t0, evidence);
+        return r;
+      }
+      json m = *c;
+      const std::string status = m.value("status", "compile_error");
+      if (status == "compile_error") {
+        r.status = Verdict::compile_error;
+        r.error = "the load_inline extension '" + li["entry"].value("name", "") +
+                  "' failed to compile";
+        r.compile_log = tail(m.value("log", ""));
+        evidence["compile"] = compile_ev;
+        finish(r, t0, evidence);
+        return r;
+      }
+      if (status == "rule_violation" && req.rules) {
+        r.status = Verdict::rule_violation;
+        auto viol = m.value("violations", json::array());
+        r.rule_id = viol.empty() ? "symbols" : viol[0].value("rule", "symbols");
+        std::string msg;
+        for (auto& v : viol) msg += v.value("message", "") + "\n";
+        r.error = tail(msg.empty() ? "the built library calls functions outside the allowlist"
+                                   : msg);
+        evidence["compile"] = compile_ev;
+        finish(r, t0, evidence);
+        return r;
+      }
+      prebuilt[key] = {{"dir", m_cache + "/cache/" + key},
+                       {"module", m.value("module", "")},
+                       {"so", m.value("so", "")}};
+    }
+    evidence["compile"] = compile_ev;
+
+    // 3. Measure: reference runner + candidate runner.
+    {
+      JobDir dir(jobs_root, "measure");
+      json job = common_job(req);
+      job["mode"] = req.mode == Mode::check ? "check" : "submit";
+      job["code"] = req.code;
+      job["task_source"] = req.task.source;
+      job["task_name"] = req.task.name;
+      job["prebuilt"] = prebuilt;
+      job["timeout_s"] = m_cfg.timeout_s;
+      (void)dir.write_job(job);
+      const double limit = m_cfg.timeout_s + k_measure_grace_s;
+      std::optional<std::uint64_t> seed;
+      if (req.mode == Mode::submit) seed = req.secret_seed;
+      JobOutcome o;
+      if (req.mode == Mode::submit) {
+        std::unique_lock timing(m_timing);  // no compile runs while we time
+        o = m_zygote->run("measure", dir.path(), spawn_extra().dump(), seed, limit);
+      } else {
+        std::shared_lock shared(m_timing);
+        o = m_zygote->run("measure", dir.path(), spawn_extra().dump(), seed, limit);
+      }
+      json res = json::parse(o.result_json, nullptr, false);
+      if (res.is_discarded() || !res.contains("verdict")) {
+        job_failed(r, o, "measure");
+        finish(r, t0, evidence);
+        return r;
+      }
+      auto v = verdict_from_string(res.value("verdict", "worker_crash"));
+      r.status = v.value_or(Verdict::worker_crash);
+      r.correct = res.value("correct", false) && r.status == Verdict::ok;
+      auto opt = [&](const char* k) -> std::optional<double> {
+        if (res.contains(k) && res[k].is_number()) return res[k].get<double>();
+        return std::nullopt;
+      };
+      r.speedup = opt("speedup");
+      r.speedup_ci_low = opt("speedup_ci_low");
+      r.speedup_ci_high = opt("speedup_ci_high");
+      r.ref_time_ms = opt("ref_time_ms");
+      r.cand_time_ms = opt("cand_time_ms");
+      r.max_abs_diff = opt("max_abs_diff");
+      r.max_rel_diff = opt("max_rel_diff");
+      r.mismatch_frac = opt("mismatch_frac");
+      r.error = res.value("error", "");
+      std::string detail = res.value("runtime_detail", "");
+      if (r.status != Verdict::ok && !o.candidate_log.empty())
+        detail += "\n--- candidate output ---\n" + o.candidate_log;
+      r.runtime_detail = tail(detail);
+      // The candidate runner's protections are the ones a cheat meets.
+      auto cp = string_list(res.value("candidate_protections", json::array()));
+      r.protections = cp.empty() ? string_list(res.value("protections", json::array())) : cp;
+      evidence["measure"] = res.value("evidence", json::object());
+      evidence["judge_protections"] = res.value("protections", json::array());
+      evidence["measure_wall_s"] = o.wall_s;
+    }
+    if (m_daemon_nondumpable) r.protections.push_back("daemon_nondumpable");
+    finish(r, t0, evidence);
+    return r;
+  }
+
+  // Returns the cache manifest for `key`, building it when absent.
+  Result<json> compile(const json& entry, const std::string& key, json& ev) {
+    const std::string dir = m_cache + "/cache/" + key;
+    const std::string manifest = dir + "/korch-manifest.json";
+    auto load = [&]() -> std::optional<json> {
+      auto t = read_file(manifest);
+      if (!t) return std::nullopt;
+      json m = json::parse(*t, nullptr, false);
+      if (m.is_discarded()) return std::nullopt;
+      return m;
+    };
+    if (auto m = load()) {
+      ev.push_back({{"key", key}, {"hit", true}});
+      return *m;
+    }
+    std::error_code ec;
+    fs::create_directories(m_cache + "/locks", ec);
+    FileLock lock(m_cache + "/locks/" + key + ".lock");
+    if (auto m = load()) {  // built by a concurrent request while we waited
+      ev.push_back({{"key", key}, {"hit", true}, {"waited", true}});
+      return *m;
+    }
+    JobDir jdir(m_cache + "/jobs", "compile");
+    const std::string build = m_cache + "/cache/tmp-" + key.substr(0, 16) + "-" + random_hex(8);
+    json job;
+    job["entry"] = entry;
+    job["key"] = key;
+    job["build_dir"] = build;
+    (void)jdir.write_job(job);
+    json extra = spawn_extra();
+    extra["build_dir"] = build;
+    JobOutcome o;
+    {
+      std::shared_lock shared(m_timing);  // never while a timing job runs
+      o = m_zygote->run("compile", jdir.path(), extra.dump(), std::nullopt, k_compile_timeout_s);
+    }
+    m_compiles.fetch_add(1);
+    json res = json::parse(o.result_json, nullptr, false);
+    if (res.is_discarded() || !fs::exists(build + "/korch-manifest.json")) {
+      fs::remove_all(build, ec);
+      return fail(o.timed_out ? "the compiler exceeded its time limit"
+                              : "the compile worker ended without a result: " +
+                                    tail(o.worker_log, 500));
+    }
+    chown_tree_to_root(build);
+    fs::rename(build, dir, ec);
+    if (ec) {
+      fs::remove_all(build, ec);
+    }
+    ev.push_back({{"key", key}, {"hit", false}, {"compile_s", res.value("compile_s", 0.0)},
+                  {"protections", res.value("protections", json::array())}});
+    if (auto m = load()) return *m;
+    return fail("the compile cache entry " + key + " is unreadable");
+  }
+
+  config::EvaluatorConfig m_cfg;
+  std::string m_cache;
+  std::unique_ptr<Zygote> m_zygote;
+  bool m_daemon_nondumpable;
+  json m_versions = json::object();
+  std::shared_mutex m_timing;
+  std::atomic<int> m_compiles{0};
+
+  std::mutex m_mu;
+  std::condition_variable m_cv;
+  bool m_stopping = false;
+  std::deque<std::pair<Request, Callback>> m_queue;
+  std::vector<std::thread> m_threads;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Evaluator>> make_cpu_evaluator(const config::EvaluatorConfig& cfg,
+                                                      const std::string& cache_dir) {
+  std::error_code ec;
+  fs::create_directories(cache_dir + "/cache", ec);
+  fs::create_directories(cache_dir + "/jobs", ec);
+  fs::create_directories(cache_dir + "/run", ec);
+  if (ec) return fail("cannot create the evaluator cache at " + cache_dir + ": " + ec.message());
+  const std::string abs = fs::absolute(cache_dir, ec).lexically_normal().string();
+  // The candidate runner (uid nobody) must reach the built libraries.
+  fs::permissions(abs + "/cache", fs::perms::owner_all | fs::perms::group_read |
+                                      fs::perms::group_exec | fs::perms::others_read |
+                                      fs::perms::others_exec, ec);
+  // The daemon holds API keys: no ptrace, no /proc/<pid>/mem, no core dumps.
+  const bool nondumpable = prctl(PR_SET_DUMPABLE, 0) == 0;
+  const int reaped = reap_orphans(abs + "/run");
+  if (reaped > 0) KLOG_WARN("[eval] reaped {} worker zygote(s) left by a killed daemon", reaped);
+  const char* fresh = getenv("KORCH_EVAL_FRESH_PROCESS");
+  auto z = Zygote::start(find_worker_path(), abs + "/run", fresh && std::string(fresh) == "1");
+  if (!z) return std::unexpected(z.error());
+  return std::unique_ptr<Evaluator>(new CpuEvaluator(cfg, abs, std::move(*z), nondumpable));
+}
+
+}  // namespace korch::evaluator

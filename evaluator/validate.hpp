@@ -1,0 +1,34 @@
+#pragma once
+// Task validation (`korch tasks validate`): runs a task's reference alone in a
+// sandboxed worker and flags tasks a candidate could pass without computing
+// anything, or that the evaluator cannot judge.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/campaign.hpp"
+#include "config/tasks.hpp"
+#include "util/error.hpp"
+
+namespace korch::evaluator {
+
+struct TaskValidation {
+  std::string task_id;
+  bool ok = false;  // no issues
+  // One line each, prefixed by a stable tag: "nondeterministic: ...",
+  // "nearly_constant: ...", "input_independent: ...", "over_budget: ...",
+  // "non_finite: ...", "error: ...".
+  std::vector<std::string> issues;
+  std::int64_t estimated_bytes = 0;  // inputs + pristine copies + outputs
+  double ref_time_ms = 0;            // one reference call, one thread
+  std::vector<std::string> protections;
+};
+
+// Fails only when the worker cannot run at all (missing korch-worker, dead
+// zygote); problems with the task itself are issues. Blocking; starts its
+// own zygote (seconds).
+Result<TaskValidation> validate_task(const config::Task& task,
+                                     const config::EvaluatorConfig& cfg,
+                                     const std::string& cache_dir);
+
+}  // namespace korch::evaluator

@@ -1,0 +1,478 @@
+// The episode contract of DESIGN §2, one named test per rule. The state
+// machine is pure; these tests commit each step to a real SQLite store and
+// rebuild episodes from it, exactly as the runner does.
+#include <gtest/gtest.h>
+
+#include "agent/episode.hpp"
+#include "prompts/prompts.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "util/ids.hpp"
+
+namespace korch::agent {
+namespace {
+
+using evaluator::Verdict;
+
+std::string code_reply(const std::string& body, const char* action) {
+  return "Plan.\n```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    " + body + "\n```\nACTION: " + action +
+         "\n";
+}
+
+llm::ChatResult ok_reply(std::string content, std::string finish = "stop") {
+  llm::ChatResult r;
+  r.outcome = llm::Outcome::ok;
+  r.content = std::move(content);
+  r.finish_reason = std::move(finish);
+  r.usage.prompt_tokens = 100;
+  r.usage.completion_tokens = 50;
+  r.cost_usd = 0.001;
+  r.attempts.push_back(llm::Attempt{200, "", 0.01});
+  return r;
+}
+
+evaluator::Report report(const std::string& id, Verdict v, std::optional<double> speedup = {}) {
+  evaluator::Report r;
+  r.request_id = id;
+  r.status = v;
+  r.correct = v == Verdict::ok;
+  r.speedup = speedup;
+  r.reward = evaluator::reward_speedup(r.correct, speedup);
+  r.max_abs_diff = r.correct ? 1e-6 : 0.5;
+  r.evaluator_version = "test-1";
+  r.mode = "test";
+  return r;
+}
+
+class EpisodeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store::Options o;
+    o.path = m_dir.file("korch.db").string();
+    o.synchronous = "OFF";
+    auto st = store::Store::open(o);
+    ASSERT_TRUE(st) << st.error().message;
+    m_store = std::move(*st);
+    m_task = std::make_shared<config::Task>();
+    m_task->id = "L1/19_ReLU";
+    m_task->name = "ReLU";
+    m_task->source = "class Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n";
+    m_spec = std::make_shared<EpisodeSpec>();
+    m_spec->campaign_id = "c-test";
+    m_spec->task = m_task;
+    m_spec->model_id = "m1";
+    m_spec->max_turns = 3;
+    m_spec->system_prompt = "SYSTEM PROMPT v1";
+    m_spec->episode_id = ids::episode_id(m_spec->campaign_id, m_task->id, "m1", 0);
+    store::WriteBatch b;
+    store::CampaignRow c;
+    c.id = "c-test";
+    c.name = "test";
+    b.put(c);
+    store::EpisodeRow e;
+    e.id = m_spec->episode_id;
+    e.campaign_id = "c-test";
+    e.task_id = m_task->id;
+    e.model_id = "m1";
+    e.system_prompt = m_spec->system_prompt;
+    b.put(e);
+    ASSERT_TRUE(m_store->commit_sync(std::move(b)));
+    m_env.now = 1000;
+    m_env.owner = "test:1";
+  }
+
+  // Commits a step's rows (the write-ahead rule) and returns its action.
+  Next commit(Step step) {
+    auto r = m_store->commit_sync(std::move(step.batch));
+    EXPECT_TRUE(r) << (r ? "" : r.error().message);
+    return std::move(step.next);
+  }
+  Next start_episode() { return commit(start(m_state, m_spec, m_env)); }
+  Next reply(std::string content, std::string finish = "stop") {
+    return commit(on_llm_result(m_state, ok_reply(std::move(content), std::move(finish)), m_env));
+  }
+  Next evaluated(Verdict v, std::optional<double> speedup = {}) {
+    return commit(on_eval_result(m_state, report(m_state.eval_request_id, v, speedup), m_env));
+  }
+  // Drops the in-memory state and rebuilds it from the store.
+  Next reload(std::shared_ptr<EpisodeSpec> spec = nullptr) {
+    auto snap = m_store->load_episode(m_spec->episode_id);
+    EXPECT_TRUE(snap && *snap);
+    m_state = EpisodeState{};
+    return commit(resume(m_state, spec ? spec : m_spec, **snap, m_env));
+  }
+  store::EpisodeSnapshot snapshot() { return **m_store->load_episode(m_spec->episode_id); }
+  std::optional<store::FinalRow> final_row() { return snapshot().final; }
+
+  static const CallLlm& as_call(const Next& n) {
+    EXPECT_TRUE(std::holds_alternative<CallLlm>(n));
+    return std::get<CallLlm>(n);
+  }
+  static const RunEval& as_eval(const Next& n) {
+    EXPECT_TRUE(std::holds_alternative<RunEval>(n));
+    return std::get<RunEval>(n);
+  }
+
+  testing::TempDir m_dir;
+  std::unique_ptr<store::Store> m_store;
+  std::shared_ptr<config::Task> m_task;
+  std::shared_ptr<EpisodeSpec> m_spec;
+  EpisodeState m_state;
+  Env m_env;
+};
+
+TEST_F(EpisodeTest, Rule1_FirstMessagesAreSystemContextThenTask) {
+  m_spec->context = "Campaign context: be brief.";
+  auto& call = as_call(start_episode());
+  ASSERT_EQ(call.request.messages.size(), 3u);
+  EXPECT_EQ(call.request.messages[0].role, "system");
+  EXPECT_EQ(call.request.messages[0].content, "SYSTEM PROMPT v1");
+  EXPECT_EQ(call.request.messages[1].content, "Campaign context: be brief.");
+  EXPECT_NE(call.request.messages[2].content.find("return torch.relu(x)"), std::string::npos);
+  EXPECT_NE(call.request.messages[2].content.find("3 replies left"), std::string::npos);
+  EXPECT_EQ(call.request.request_id, ids::llm_request_id(m_spec->episode_id, 1, "m1"));
+}
+
+TEST_F(EpisodeTest, Rule1_WithoutContextTheTaskFollowsTheSystemPrompt) {
+  auto& call = as_call(start_episode());
+  ASSERT_EQ(call.request.messages.size(), 2u);
+  EXPECT_EQ(call.request.messages[1].role, "user");
+}
+
+TEST_F(EpisodeTest, Rule1_SystemPromptStatesRulesFormatAndTarget) {
+  prompts::SystemFacts f;
+  f.device = "NVIDIA H200 (torch 2.11)";
+  f.tolerance = "strict";
+  f.reward = "speedup";
+  f.max_turns = 5;
+  f.rules = {{"no_try_except", "try/except is not allowed"}, {"allowed_imports", "only allowed imports"}};
+  auto text = prompts::system_prompt(f);
+  EXPECT_NE(text.find("NVIDIA H200"), std::string::npos);
+  EXPECT_NE(text.find("[no_try_except] try/except is not allowed"), std::string::npos);
+  EXPECT_NE(text.find("ACTION: CHECK"), std::string::npos);
+  EXPECT_NE(text.find("1e-4"), std::string::npos);
+  EXPECT_NE(text.find("Triton"), std::string::npos);
+  EXPECT_NE(text.find("load_inline"), std::string::npos);
+  EXPECT_EQ(text.find("{{"), std::string::npos) << "unfilled placeholder";
+}
+
+TEST_F(EpisodeTest, Rule2_ParsedCodeAndActionDriveTheEvaluation) {
+  start_episode();
+  auto& ev = as_eval(reply(code_reply("x = 1", "CHECK")));
+  EXPECT_EQ(ev.request.mode, evaluator::Mode::check);
+  EXPECT_NE(ev.request.code.find("class ModelNew"), std::string::npos);
+}
+
+TEST_F(EpisodeTest, Rule3_NoCodeIsRecordedAndTheModelIsTold) {
+  start_episode();
+  auto& call = as_call(reply("I need to think first."));
+  auto snap = snapshot();
+  ASSERT_EQ(snap.turns.size(), 1u);
+  EXPECT_EQ(snap.turns[0].parse_status, "no_code");
+  EXPECT_EQ(snap.turns[0].action, "none");
+  EXPECT_NE(call.request.messages.back().content.find("no ```python code block"), std::string::npos);
+  EXPECT_NE(call.request.messages.back().content.find("2 replies left"), std::string::npos);
+}
+
+TEST_F(EpisodeTest, Rule4_CheckResultIsTheNextUserMessageWithRemainingReplies) {
+  start_episode();
+  auto& ev = as_eval(reply(code_reply("x = 1", "CHECK")));
+  EXPECT_EQ(ev.request.request_id.rfind("check|" + m_spec->episode_id + "|1|", 0), 0u);
+  auto& call = as_call(evaluated(Verdict::incorrect));
+  auto& last = call.request.messages.back().content;
+  EXPECT_NE(last.find("CHECK result: incorrect"), std::string::npos);
+  EXPECT_NE(last.find("max_abs_diff 0.5"), std::string::npos);
+  EXPECT_NE(last.find("2 replies left. SUBMIT this code or improve it and CHECK again"), std::string::npos);
+  EXPECT_EQ(snapshot().turns[0].eval_status, "incorrect");
+}
+
+TEST_F(EpisodeTest, Rule5_SubmitEndsTheLoop) {
+  start_episode();
+  auto& ev = as_eval(reply(code_reply("x = 1", "SUBMIT")));
+  EXPECT_EQ(ev.request.mode, evaluator::Mode::submit);
+  EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::ok, 1.5)));
+  auto fin = final_row();
+  ASSERT_TRUE(fin);
+  EXPECT_EQ(fin->reason, "submitted");
+  EXPECT_EQ(fin->verdict, "ok");
+  EXPECT_TRUE(fin->correct);
+}
+
+TEST_F(EpisodeTest, Rule5_AnyCodeOnTheLastTurnIsSubmittedAndThePromptSaysSo) {
+  start_episode();
+  reply(code_reply("x = 1", "CHECK"));
+  evaluated(Verdict::incorrect);
+  reply(code_reply("x = 2", "CHECK"));
+  auto& call = as_call(evaluated(Verdict::incorrect));
+  EXPECT_NE(call.request.messages.back().content.find("1 reply left: the code in your next reply will be submitted"),
+            std::string::npos);
+  auto& ev = as_eval(reply(code_reply("x = 3", "CHECK")));
+  EXPECT_EQ(ev.request.mode, evaluator::Mode::submit);
+  evaluated(Verdict::ok, 2.0);
+  EXPECT_EQ(final_row()->reason, "last_turn");
+}
+
+TEST_F(EpisodeTest, Rule6_FallbackSubmitsTheLatestPassingCode) {
+  start_episode();
+  reply(code_reply("x = 1", "CHECK"));
+  evaluated(Verdict::ok);
+  reply(code_reply("x = 2", "CHECK"));
+  evaluated(Verdict::incorrect);
+  auto& ev = as_eval(reply("no code on the last turn"));
+  EXPECT_EQ(ev.request.mode, evaluator::Mode::submit);
+  EXPECT_NE(ev.request.code.find("x = 1"), std::string::npos);
+  evaluated(Verdict::ok, 1.1);
+  auto fin = final_row();
+  EXPECT_EQ(fin->reason, "fallback");
+  EXPECT_EQ(fin->request_id, ids::submit_request_id(m_spec->episode_id, ev.request.code));
+}
+
+TEST_F(EpisodeTest, Rule6_NoPassingCodeEndsAsNoSubmission) {
+  start_episode();
+  reply(code_reply("x = 1", "CHECK"));
+  evaluated(Verdict::incorrect);
+  reply("nothing");
+  EXPECT_TRUE(std::holds_alternative<Finished>(reply("still nothing")));
+  EXPECT_EQ(final_row()->reason, "no_submission");
+  EXPECT_EQ(final_row()->verdict, "");
+}
+
+TEST_F(EpisodeTest, Rule7_SubmitAndCheckUseDifferentRequestIds) {
+  start_episode();
+  auto body = code_reply("x = 1", "CHECK");
+  auto check_id = as_eval(reply(body)).request.request_id;
+  evaluated(Verdict::ok);
+  auto submit_id = as_eval(reply(code_reply("x = 1", "SUBMIT"))).request.request_id;
+  EXPECT_EQ(check_id.rfind("check|", 0), 0u);
+  EXPECT_EQ(submit_id.rfind("kernel|", 0), 0u);
+  EXPECT_NE(check_id, submit_id);
+  // Same code → the same sha in both ids; the prefix keeps them apart.
+  EXPECT_EQ(check_id.substr(check_id.size() - 24), submit_id.substr(submit_id.size() - 24));
+}
+
+TEST_F(EpisodeTest, Rule7_AStoredReportIsReusedNotReevaluated) {
+  start_episode();
+  auto& ev = as_eval(reply(code_reply("x = 1", "SUBMIT")));
+  auto id = ev.request.request_id;
+  // The report is committed, then the process dies before the final row.
+  store::WriteBatch b;
+  store::EvaluationRow row;
+  row.request_id = id;
+  row.episode_id = m_spec->episode_id;
+  row.kind = "submit";
+  row.state = "done";
+  row.attempts = 1;
+  row.verdict = "ok";
+  row.report_json = report(id, Verdict::ok, 1.7).to_json();
+  b.put(row);
+  ASSERT_TRUE(m_store->commit_sync(std::move(b)));
+  EXPECT_TRUE(std::holds_alternative<Finished>(reload()));
+  EXPECT_DOUBLE_EQ(*final_row()->speedup, 1.7);
+}
+
+TEST_F(EpisodeTest, Rule7_SubmitWithoutReportIsResentWithTheSameIdAndNoLlmCall) {
+  start_episode();
+  auto id = as_eval(reply(code_reply("x = 1", "SUBMIT"))).request.request_id;
+  auto calls_before = snapshot().llm_calls.size();
+  auto& again = as_eval(reload());
+  EXPECT_EQ(again.request.request_id, id);
+  EXPECT_EQ(snapshot().llm_calls.size(), calls_before);
+  auto evals = snapshot().evaluations;
+  ASSERT_EQ(evals.size(), 1u);
+  EXPECT_EQ(evals[0].attempts, 2);
+}
+
+TEST_F(EpisodeTest, Rule7_InterruptedEvaluationGivesUpAsWorkerCrashAfterTheCap) {
+  start_episode();
+  reply(code_reply("x = 1", "SUBMIT"));
+  Next n;
+  for (int i = 1; i < k_max_eval_attempts; ++i) n = reload();
+  EXPECT_TRUE(std::holds_alternative<RunEval>(n));
+  EXPECT_TRUE(std::holds_alternative<Finished>(reload()));
+  EXPECT_EQ(final_row()->verdict, "worker_crash");
+}
+
+TEST_F(EpisodeTest, Rule8_TruncatedReplyWithoutCodeIsToldItWasCutOff) {
+  start_episode();
+  auto& call = as_call(reply("```python\nclass ModelNew(nn.Module):\n    def forw", "length"));
+  EXPECT_EQ(snapshot().turns[0].parse_status, "truncated");
+  EXPECT_NE(call.request.messages.back().content.find("cut off"), std::string::npos);
+}
+
+TEST_F(EpisodeTest, Rule8_TruncatedReplyWithCompleteCodeIsUsedAndRecorded) {
+  start_episode();
+  auto& ev = as_eval(reply(code_reply("x = 1", "CHECK") + "Some more expla", "length"));
+  EXPECT_EQ(ev.request.mode, evaluator::Mode::check);
+  evaluated(Verdict::ok);
+  EXPECT_EQ(snapshot().turns[0].finish_reason, "length");
+}
+
+TEST_F(EpisodeTest, Rule8_ContextOverflowCompactsOnceThenEnds) {
+  start_episode();
+  llm::ChatResult overflow;
+  overflow.outcome = llm::Outcome::context_overflow;
+  overflow.error = "maximum context length exceeded";
+  auto& retry = as_call(commit(on_llm_result(m_state, overflow, m_env)));
+  EXPECT_NE(retry.request.request_id, ids::llm_request_id(m_spec->episode_id, 1, "m1"));
+  EXPECT_EQ(retry.request.messages.size(), 2u);
+  EXPECT_NE(retry.request.messages[1].content.find("Summary of the work so far"), std::string::npos);
+  EXPECT_TRUE(std::holds_alternative<Finished>(commit(on_llm_result(m_state, overflow, m_env))));
+  EXPECT_EQ(final_row()->reason, "context_overflow");
+}
+
+TEST_F(EpisodeTest, Rule9_TokenBudgetEndsTheEpisode) {
+  m_spec->token_budget = 120;  // one reply costs 150
+  start_episode();
+  reply(code_reply("x = 1", "CHECK"));
+  EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::incorrect)));
+  EXPECT_EQ(final_row()->reason, "token_budget");
+}
+
+TEST_F(EpisodeTest, Rule9_WallClockBudgetEndsTheEpisodeWithFallback) {
+  m_spec->wall_clock_budget_s = 10;
+  start_episode();
+  auto& ev = as_eval(reply(code_reply("x = 1", "CHECK")));
+  (void)ev;
+  m_env.active_delta_s = 11;
+  auto& sub = as_eval(evaluated(Verdict::ok));
+  EXPECT_EQ(sub.request.mode, evaluator::Mode::submit);
+  m_env.active_delta_s = 0;
+  evaluated(Verdict::ok, 1.2);
+  EXPECT_EQ(final_row()->reason, "wall_clock");
+  EXPECT_EQ(final_row()->verdict, "ok");
+}
+
+TEST_F(EpisodeTest, Rule9_SpendCapEndsTheEpisode) {
+  start_episode();
+  reply(code_reply("x = 1", "CHECK"));
+  m_env.spend_cap_reached = true;
+  EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::incorrect)));
+  EXPECT_EQ(final_row()->reason, "spend_cap");
+}
+
+TEST_F(EpisodeTest, EpisodeIdIsDeterministic) {
+  EXPECT_EQ(ids::episode_id("c", "L1/1", "m", 0), ids::episode_id("c", "L1/1", "m", 0));
+  EXPECT_NE(ids::episode_id("c", "L1/1", "m", 0), ids::episode_id("c", "L1/1", "m", 1));
+  EXPECT_NE(ids::episode_id("c", "L1/1", "m", 0), ids::episode_id("c", "L1/1", "m2", 0));
+}
+
+TEST_F(EpisodeTest, Lifecycle_CompactionRebuildsTheConversationFromAttempts) {
+  config::LifecycleEvent e;
+  e.kind = config::LifecycleKind::compaction;
+  e.turn = 3;
+  m_spec->events = {e};
+  start_episode();
+  reply(code_reply("x = 1", "CHECK"));
+  evaluated(Verdict::ok);
+  reply(code_reply("x = 2", "CHECK"));
+  auto& call = as_call(evaluated(Verdict::incorrect));
+  ASSERT_EQ(call.request.messages.size(), 2u);
+  auto& summary = call.request.messages[1].content;
+  EXPECT_NE(summary.find("2 attempt(s), 1 passed"), std::string::npos);
+  EXPECT_NE(summary.find("Latest code that passed a CHECK (turn 1)"), std::string::npos);
+  EXPECT_NE(summary.find("x = 1"), std::string::npos);
+  EXPECT_NE(summary.find("CHECK result: incorrect"), std::string::npos);
+  EXPECT_NE(summary.find("Continue: improve or fix"), std::string::npos);
+  EXPECT_EQ(snapshot().epoch, 1);
+}
+
+TEST_F(EpisodeTest, Lifecycle_CrashRebuildsFromTheStoreOnce) {
+  config::LifecycleEvent e;
+  e.kind = config::LifecycleKind::crash;
+  e.turn = 2;
+  m_spec->events = {e};
+  start_episode();
+  reply(code_reply("x = 1", "CHECK"));
+  EXPECT_TRUE(std::holds_alternative<SimulateCrash>(evaluated(Verdict::ok)));
+  auto& call = as_call(reload());
+  EXPECT_EQ(call.request.request_id, ids::llm_request_id(m_spec->episode_id, 2, "m1"));
+  EXPECT_EQ(call.request.messages.size(), 4u);
+}
+
+TEST_F(EpisodeTest, Lifecycle_ModelSwapGeneratesThatTurnWithAnotherModel) {
+  config::LifecycleEvent e;
+  e.kind = config::LifecycleKind::model_swap;
+  e.turn = 2;
+  e.model = "m2";
+  m_spec->events = {e};
+  start_episode();
+  reply("thinking");
+  auto snap = snapshot();
+  EXPECT_EQ(snap.llm_calls.back().model_id, "m2");
+  auto& call = as_call(reload());
+  EXPECT_EQ(call.request.model_id, "m2");
+  reply("still thinking");
+  EXPECT_EQ(snapshot().turns[1].model_id, "m2");
+}
+
+TEST_F(EpisodeTest, Resume_ExactRequestIsByteIdentical) {
+  start_episode();
+  reply(code_reply("x = 1", "CHECK"));
+  auto original = as_call(evaluated(Verdict::incorrect)).request;
+  auto resumed = as_call(reload()).request;
+  EXPECT_EQ(resumed.request_id, original.request_id);
+  ASSERT_EQ(resumed.messages.size(), original.messages.size());
+  for (std::size_t i = 0; i < original.messages.size(); ++i) {
+    EXPECT_EQ(resumed.messages[i].role, original.messages[i].role);
+    EXPECT_EQ(resumed.messages[i].content, original.messages[i].content);
+  }
+  auto call = snapshot().llm_calls.back();
+  EXPECT_TRUE(call.dup_possible);
+  EXPECT_EQ(call.sends, 2);
+}
+
+TEST_F(EpisodeTest, Resume_StoredSystemPromptIsReusedNotRerendered) {
+  start_episode();
+  auto spec2 = std::make_shared<EpisodeSpec>(*m_spec);
+  spec2->system_prompt = "SYSTEM PROMPT v2 (a newer korch)";
+  auto& call = as_call(reload(spec2));
+  EXPECT_EQ(call.request.messages[0].content, "SYSTEM PROMPT v1");
+}
+
+TEST_F(EpisodeTest, Resume_CommittedReplyIsNotRequestedAgain) {
+  start_episode();
+  reply(code_reply("x = 1", "CHECK"));  // reply committed, check in flight
+  auto& ev = as_eval(reload());
+  EXPECT_EQ(ev.request.mode, evaluator::Mode::check);
+  EXPECT_EQ(snapshot().llm_calls.size(), 1u);
+  EXPECT_EQ(snapshot().llm_calls[0].sends, 1);
+}
+
+TEST_F(EpisodeTest, Resume_CompactModeContinuesFromTheSummary) {
+  m_spec->resume = "compact";
+  start_episode();
+  reply(code_reply("x = 1", "CHECK"));
+  evaluated(Verdict::ok);
+  auto& call = as_call(reload());
+  ASSERT_EQ(call.request.messages.size(), 2u);
+  EXPECT_NE(call.request.messages[1].content.find("resumed after a restart"), std::string::npos);
+}
+
+TEST_F(EpisodeTest, Resume_FinalEpisodeIsNeverRerun) {
+  start_episode();
+  reply(code_reply("x = 1", "SUBMIT"));
+  evaluated(Verdict::ok, 1.3);
+  auto before = snapshot();
+  EXPECT_TRUE(std::holds_alternative<Finished>(reload()));
+  auto after = snapshot();
+  EXPECT_EQ(after.llm_calls.size(), before.llm_calls.size());
+  EXPECT_EQ(after.evaluations.size(), before.evaluations.size());
+}
+
+TEST_F(EpisodeTest, Durability_SecondTurnRowIsAConflictAndTheStoredRowWins) {
+  start_episode();
+  reply("thinking");
+  store::WriteBatch b;
+  store::TurnRow t;
+  t.episode_id = m_spec->episode_id;
+  t.turn = 1;
+  t.parse_status = "code";
+  t.action = "submit";
+  b.put(t);
+  auto r = m_store->commit_sync(std::move(b));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->conflicts.size(), 1u);
+  EXPECT_EQ(snapshot().turns[0].parse_status, "no_code");
+}
+
+}  // namespace
+}  // namespace korch::agent
