@@ -309,6 +309,13 @@ class CpuEvaluator final : public Evaluator {
     // 2. Compile every statically resolved load_inline into the cache.
     json prebuilt = json::object();
     json compile_ev = json::array();
+    json allow_extra = json::array();
+    if (!rules.value("load_inline", json::array()).empty() && rules.contains("glue_probe")) {
+      // What load_inline's own binding glue imports (built once per versions).
+      auto probe = compile(rules["glue_probe"]["entry"], rules["glue_probe"].value("key", ""),
+                           compile_ev, json::array(), true);
+      if (probe) allow_extra = probe->value("undefined", json::array());
+    }
     for (auto& li : rules.value("load_inline", json::array())) {
       if (li.contains("unresolved")) {
         r.status = Verdict::compile_error;
@@ -319,7 +326,7 @@ class CpuEvaluator final : public Evaluator {
         return r;
       }
       const std::string key = li.value("key", "");
-      auto c = compile(li["entry"], key, compile_ev);
+      auto c = compile(li["entry"], key, compile_ev, allow_extra, false);
       if (!c) {
         r.status = Verdict::worker_crash;
         r.error = c.error().message;
@@ -417,7 +424,8 @@ class CpuEvaluator final : public Evaluator {
   }
 
   // Returns the cache manifest for `key`, building it when absent.
-  Result<json> compile(const json& entry, const std::string& key, json& ev) {
+  Result<json> compile(const json& entry, const std::string& key, json& ev,
+                       const json& allow_extra, bool probe) {
     const std::string dir = m_cache + "/cache/" + key;
     const std::string manifest = dir + "/korch-manifest.json";
     auto load = [&]() -> std::optional<json> {
@@ -444,6 +452,8 @@ class CpuEvaluator final : public Evaluator {
     job["entry"] = entry;
     job["key"] = key;
     job["build_dir"] = build;
+    job["allow_extra"] = allow_extra;
+    job["probe"] = probe;
     (void)jdir.write_job(job);
     json extra = spawn_extra();
     extra["build_dir"] = build;
@@ -465,7 +475,8 @@ class CpuEvaluator final : public Evaluator {
     if (ec) {
       fs::remove_all(build, ec);
     }
-    ev.push_back({{"key", key}, {"hit", false}, {"compile_s", res.value("compile_s", 0.0)},
+    ev.push_back({{"key", key}, {"hit", false}, {"probe", probe},
+                  {"compile_s", res.value("compile_s", 0.0)},
                   {"protections", res.value("protections", json::array())}});
     if (auto m = load()) return *m;
     return fail("the compile cache entry " + key + " is unreadable");

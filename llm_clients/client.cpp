@@ -151,7 +151,7 @@ struct Endpoint {
 };
 
 // Resolves `base_url`'s host once, returning a CURLOPT_RESOLVE entry
-// "host:port:addr[,addr]" or "" for numeric hosts and failed lookups (then
+// "host:port:addr[,addr]", or "" for IPv6 literals and failed lookups (then
 // libcurl resolves, sharing the multi handle's DNS cache).
 std::string resolve_entry(const std::string& base_url, std::string& error) {
   CURLU* url = curl_url();
@@ -164,8 +164,11 @@ std::string resolve_entry(const std::string& base_url, std::string& error) {
       curl_url_get(url, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
     std::string h = host;
     unsigned char buf[sizeof(in6_addr)];
-    const bool numeric = (h.size() > 1 && h.front() == '[') || inet_pton(AF_INET, h.c_str(), buf) == 1;
-    if (!numeric) {
+    if (inet_pton(AF_INET, h.c_str(), buf) == 1) {
+      // A literal address needs no lookup; the entry keeps libcurl from
+      // even calling its resolver for it.
+      entry = fmt::format("{}:{}:{}", h, port, h);
+    } else if (!h.empty() && h.front() != '[') {
       addrinfo hints{};
       hints.ai_family = AF_UNSPEC;
       hints.ai_socktype = SOCK_STREAM;
@@ -339,13 +342,13 @@ void CurlChatClient::submit(ChatRequest request, ChatCallback done) {
     auto it = m_models.find(request.model_id);
     if (it != m_models.end()) call->ep = it->second.get();
   }
-  auto reject = [&](Outcome outcome, std::string error) {
+  auto reject = [this](ChatCallback& callback, Outcome outcome, std::string error) {
     ChatResult result;
     result.outcome = outcome;
     result.error = std::move(error);
     m_completed.fetch_add(1, std::memory_order_relaxed);
     try {
-      done(std::move(result));
+      callback(std::move(result));
     } catch (const std::exception& e) {
       KLOG_ERROR("[llm] callback threw: {}", e.what());
     } catch (...) {
@@ -353,7 +356,7 @@ void CurlChatClient::submit(ChatRequest request, ChatCallback done) {
     }
   };
   if (call->ep == nullptr) {
-    reject(Outcome::permanent, fmt::format("unknown model '{}'", request.model_id));
+    reject(done, Outcome::permanent, fmt::format("unknown model '{}'", request.model_id));
     return;
   }
   const auto& cfg = call->ep->cfg;
@@ -377,7 +380,7 @@ void CurlChatClient::submit(ChatRequest request, ChatCallback done) {
     }
   }
   if (call != nullptr) {
-    reject(Outcome::cancelled, "client is shut down");
+    reject(call->done, Outcome::cancelled, "client is shut down");
     return;
   }
   const std::uint64_t one = 1;

@@ -115,7 +115,7 @@ std::string summarize_error_body(std::string_view body, std::size_t max_len) {
       return one_line(it->get<std::string>(), max_len);
     }
   }
-  return one_line(std::string(body.substr(0, max_len)), max_len);
+  return one_line(std::string(body.substr(0, max_len + 1)), max_len);
 }
 
 // ---------------------------------------------------------------- SseParser

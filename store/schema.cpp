@@ -38,7 +38,6 @@ CREATE TABLE episodes (
   task_id        TEXT NOT NULL,
   model_id       TEXT NOT NULL,
   sample_index   INTEGER NOT NULL,
-  system_prompt  TEXT NOT NULL,
   status         TEXT NOT NULL CHECK (status IN ('pending', 'running', 'final')),
   active_s       REAL NOT NULL,
   tokens_used    INTEGER NOT NULL,
@@ -47,6 +46,13 @@ CREATE TABLE episodes (
   updated_at     REAL NOT NULL
 );
 CREATE INDEX episodes_by_campaign ON episodes (campaign_id, status);
+
+-- Written once per episode; kept apart so that the frequent EpisodeUpdates
+-- rewrite small rows.
+CREATE TABLE episode_prompts (
+  episode_id     TEXT PRIMARY KEY REFERENCES episodes(id),
+  system_prompt  TEXT NOT NULL
+);
 
 CREATE TABLE messages (
   episode_id  TEXT NOT NULL REFERENCES episodes(id),

@@ -1,5 +1,6 @@
 #include "store/store.hpp"
 
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -39,12 +40,16 @@ using detail::SqliteError;
 using detail::Stmt;
 using detail::Txn;
 
-// Page size of newly created databases. Rows carry several KB of code and
-// conversation text; 8 KiB pages keep most of a row on one page.
-constexpr int k_page_size = 8192;
-// WAL pages between automatic checkpoints (~80 MB at 8 KiB pages): fewer,
+// Page size of newly created databases. Each group commit rewrites one index
+// leaf per touched episode and index, so small pages write less; large
+// values spill to overflow pages either way.
+constexpr int k_page_size = 4096;
+// WAL pages between automatic checkpoints (~40 MB at 4 KiB pages): fewer,
 // larger checkpoints keep the writer's fsyncs mostly on the WAL.
 constexpr int k_wal_autocheckpoint_pages = 10000;
+// Page cache of the write connection. A group of 512 turns dirties ~20 MB of
+// pages; a smaller cache spills them to the WAL mid-transaction.
+constexpr int k_writer_cache_kib = 64 * 1024;
 // Idle read connections kept open for reuse.
 constexpr std::size_t k_max_idle_readers = 16;
 
@@ -57,9 +62,17 @@ struct Overloaded : Fs... {
 
 constexpr std::string_view k_campaign_cols = "id, name, config_json, secret_seed, created_at";
 constexpr std::string_view k_task_cols = "campaign_id, task_id, level, number, name, path, source";
+// The episodes table holds the small, often-updated columns; the system
+// prompt (several KB, written once) lives in episode_prompts so that an
+// EpisodeUpdate dirties a page shared by many episodes.
 constexpr std::string_view k_episode_cols =
-    "id, campaign_id, task_id, model_id, sample_index, system_prompt, status, active_s, tokens_used, "
-    "cost_usd, created_at, updated_at";
+    "id, campaign_id, task_id, model_id, sample_index, status, active_s, tokens_used, cost_usd, created_at, "
+    "updated_at";
+// Reads an EpisodeRow (read_episode's column order) from k_episode_from.
+constexpr std::string_view k_episode_select =
+    "e.id, e.campaign_id, e.task_id, e.model_id, e.sample_index, COALESCE(p.system_prompt, ''), e.status, "
+    "e.active_s, e.tokens_used, e.cost_usd, e.created_at, e.updated_at";
+constexpr std::string_view k_episode_from = "episodes e LEFT JOIN episode_prompts p ON p.episode_id = e.id";
 constexpr std::string_view k_message_cols = "episode_id, epoch, seq, role, kind, turn, content";
 constexpr std::string_view k_turn_cols =
     "episode_id, turn, model_id, llm_request_id, action, parse_status, code, code_sha, "
@@ -140,7 +153,7 @@ struct SnapshotSql {
 SnapshotSql make_snapshot_sql(std::string_view filter) {
   std::string where = " WHERE " + std::string(filter);
   SnapshotSql s;
-  s.episodes = "SELECT " + prefixed("e", k_episode_cols) + " FROM episodes e" + where;
+  s.episodes = "SELECT " + std::string(k_episode_select) + " FROM " + std::string(k_episode_from) + where;
   s.messages = "SELECT " + prefixed("m", k_message_cols) +
                " FROM episodes e JOIN messages m ON m.episode_id = e.id" + where +
                " AND m.epoch = (SELECT MAX(x.epoch) FROM messages x WHERE x.episode_id = e.id)";
@@ -177,8 +190,8 @@ struct Sql {
       "SELECT " + std::string(k_campaign_cols) + " FROM campaigns ORDER BY created_at, id";
   std::string list_tasks = "SELECT " + std::string(k_task_cols) +
                            " FROM tasks WHERE campaign_id = ?1 ORDER BY level, number, task_id";
-  std::string list_episodes = "SELECT " + std::string(k_episode_cols) +
-                              " FROM episodes WHERE campaign_id = ?1 ORDER BY created_at, id";
+  std::string list_episodes = "SELECT " + std::string(k_episode_select) + " FROM " + std::string(k_episode_from) +
+                              " WHERE e.campaign_id = ?1 ORDER BY e.created_at, e.id";
   std::string get_evaluation =
       "SELECT " + std::string(k_evaluation_cols) + " FROM evaluations WHERE request_id = ?1";
   std::string get_llm_call = "SELECT " + std::string(k_llm_call_cols) + " FROM llm_calls WHERE request_id = ?1";
@@ -473,8 +486,12 @@ void apply_op(Db& db, const WriteBatch::Op& op, CommitInfo& info) {
           },
           [&](const EpisodeRow& r) {
             db.stmt(s.insert_episode)
-                .bind(r.id, r.campaign_id, r.task_id, r.model_id, r.sample_index, r.system_prompt, r.status,
-                      r.active_s, r.tokens_used, r.cost_usd, r.created_at, r.updated_at)
+                .bind(r.id, r.campaign_id, r.task_id, r.model_id, r.sample_index, r.status, r.active_s,
+                      r.tokens_used, r.cost_usd, r.created_at, r.updated_at)
+                .run();
+            if (db.changes() == 0) return;  // insert if absent
+            db.stmt("INSERT INTO episode_prompts (episode_id, system_prompt) VALUES (?1, ?2)")
+                .bind(r.id, r.system_prompt)
                 .run();
           },
           [&](const EpisodeUpdate& u) {
@@ -963,13 +980,16 @@ class StoreImpl final : public Store {
       std::optional<std::size_t> failed;  // index into group
       std::vector<CommitInfo> infos(pending.size());
       try {
+        double t_begin = now_mono();
         Txn txn(*m_writer_db, Txn::Kind::immediate);
         for (std::size_t k = 0; k < pending.size(); ++k) {
           failed = pending[k];
           infos[k] = apply_batch(*m_writer_db, group[pending[k]].batch);
         }
         failed.reset();
+        double t_apply = now_mono();
         txn.commit();
+        if (getenv("KSTORE_TRACE")) { timespec ts; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); static double last = 0; double cpu = ts.tv_sec + ts.tv_nsec * 1e-9; fprintf(stderr, "txn n=%zu apply=%.1fms commit=%.1fms cpu_since_last=%.1fms\n", pending.size(), (t_apply - t_begin) * 1000, (now_mono() - t_apply) * 1000, (cpu - last) * 1000); last = cpu; }
         for (std::size_t k = 0; k < pending.size(); ++k) results[pending[k]] = std::move(infos[k]);
       } catch (const std::exception& e) {
         if (failed) {
@@ -984,6 +1004,7 @@ class StoreImpl final : public Store {
   }
 
   void writer_main() {
+    pthread_setname_np(pthread_self(), "korch-store-w");
     for (;;) {
       std::vector<Job> group;
       {
@@ -1089,6 +1110,8 @@ Result<std::unique_ptr<Store>> open_store(const Options& options) {
     if (upper(journal) != "WAL") return fail(path + ": cannot switch to WAL mode (journal_mode is " + journal + ")");
     db->exec("PRAGMA synchronous = " + sync, "setting synchronous");
     db->exec("PRAGMA foreign_keys = ON", "enabling foreign keys");
+    int cache_kb = getenv("KSTORE_CACHE") ? atoi(getenv("KSTORE_CACHE")) : k_writer_cache_kib;
+    db->exec("PRAGMA cache_size = -" + std::to_string(cache_kb), "setting cache_size");
     int ckpt = getenv("KSTORE_CKPT") ? atoi(getenv("KSTORE_CKPT")) : k_wal_autocheckpoint_pages;
     db->exec("PRAGMA wal_autocheckpoint = " + std::to_string(ckpt), "setting wal_autocheckpoint");
     migrate(*db);

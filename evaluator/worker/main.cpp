@@ -24,6 +24,7 @@
 // The job's secret seed travels only as bytes in a pipe whose read end comes
 // with the spawn message; the zygote never reads it, and the candidate
 // runner closes it before it runs any Python.
+#define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <errno.h>

@@ -103,13 +103,13 @@ class EpisodeTest : public ::testing::Test {
   store::EpisodeSnapshot snapshot() { return **m_store->load_episode(m_spec->episode_id); }
   std::optional<store::FinalRow> final_row() { return snapshot().final; }
 
-  static const CallLlm& as_call(const Next& n) {
-    EXPECT_TRUE(std::holds_alternative<CallLlm>(n));
-    return std::get<CallLlm>(n);
+  static CallLlm as_call(const Next& n) {
+    EXPECT_TRUE(std::holds_alternative<CallLlm>(n)) << "next action is not CallLlm (index " << n.index() << ")";
+    return std::holds_alternative<CallLlm>(n) ? std::get<CallLlm>(n) : CallLlm{};
   }
-  static const RunEval& as_eval(const Next& n) {
-    EXPECT_TRUE(std::holds_alternative<RunEval>(n));
-    return std::get<RunEval>(n);
+  static RunEval as_eval(const Next& n) {
+    EXPECT_TRUE(std::holds_alternative<RunEval>(n)) << "next action is not RunEval (index " << n.index() << ")";
+    return std::holds_alternative<RunEval>(n) ? std::get<RunEval>(n) : RunEval{};
   }
 
   testing::TempDir m_dir;
@@ -122,7 +122,7 @@ class EpisodeTest : public ::testing::Test {
 
 TEST_F(EpisodeTest, Rule1_FirstMessagesAreSystemContextThenTask) {
   m_spec->context = "Campaign context: be brief.";
-  auto& call = as_call(start_episode());
+  auto call = as_call(start_episode());
   ASSERT_EQ(call.request.messages.size(), 3u);
   EXPECT_EQ(call.request.messages[0].role, "system");
   EXPECT_EQ(call.request.messages[0].content, "SYSTEM PROMPT v1");
@@ -133,7 +133,7 @@ TEST_F(EpisodeTest, Rule1_FirstMessagesAreSystemContextThenTask) {
 }
 
 TEST_F(EpisodeTest, Rule1_WithoutContextTheTaskFollowsTheSystemPrompt) {
-  auto& call = as_call(start_episode());
+  auto call = as_call(start_episode());
   ASSERT_EQ(call.request.messages.size(), 2u);
   EXPECT_EQ(call.request.messages[1].role, "user");
 }
@@ -157,14 +157,14 @@ TEST_F(EpisodeTest, Rule1_SystemPromptStatesRulesFormatAndTarget) {
 
 TEST_F(EpisodeTest, Rule2_ParsedCodeAndActionDriveTheEvaluation) {
   start_episode();
-  auto& ev = as_eval(reply(code_reply("x = 1", "CHECK")));
+  auto ev = as_eval(reply(code_reply("x = 1", "CHECK")));
   EXPECT_EQ(ev.request.mode, evaluator::Mode::check);
   EXPECT_NE(ev.request.code.find("class ModelNew"), std::string::npos);
 }
 
 TEST_F(EpisodeTest, Rule3_NoCodeIsRecordedAndTheModelIsTold) {
   start_episode();
-  auto& call = as_call(reply("I need to think first."));
+  auto call = as_call(reply("I need to think first."));
   auto snap = snapshot();
   ASSERT_EQ(snap.turns.size(), 1u);
   EXPECT_EQ(snap.turns[0].parse_status, "no_code");
@@ -175,9 +175,9 @@ TEST_F(EpisodeTest, Rule3_NoCodeIsRecordedAndTheModelIsTold) {
 
 TEST_F(EpisodeTest, Rule4_CheckResultIsTheNextUserMessageWithRemainingReplies) {
   start_episode();
-  auto& ev = as_eval(reply(code_reply("x = 1", "CHECK")));
+  auto ev = as_eval(reply(code_reply("x = 1", "CHECK")));
   EXPECT_EQ(ev.request.request_id.rfind("check|" + m_spec->episode_id + "|1|", 0), 0u);
-  auto& call = as_call(evaluated(Verdict::incorrect));
+  auto call = as_call(evaluated(Verdict::incorrect));
   auto& last = call.request.messages.back().content;
   EXPECT_NE(last.find("CHECK result: incorrect"), std::string::npos);
   EXPECT_NE(last.find("max_abs_diff 0.5"), std::string::npos);
@@ -187,7 +187,7 @@ TEST_F(EpisodeTest, Rule4_CheckResultIsTheNextUserMessageWithRemainingReplies) {
 
 TEST_F(EpisodeTest, Rule5_SubmitEndsTheLoop) {
   start_episode();
-  auto& ev = as_eval(reply(code_reply("x = 1", "SUBMIT")));
+  auto ev = as_eval(reply(code_reply("x = 1", "SUBMIT")));
   EXPECT_EQ(ev.request.mode, evaluator::Mode::submit);
   EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::ok, 1.5)));
   auto fin = final_row();
@@ -202,10 +202,10 @@ TEST_F(EpisodeTest, Rule5_AnyCodeOnTheLastTurnIsSubmittedAndThePromptSaysSo) {
   reply(code_reply("x = 1", "CHECK"));
   evaluated(Verdict::incorrect);
   reply(code_reply("x = 2", "CHECK"));
-  auto& call = as_call(evaluated(Verdict::incorrect));
+  auto call = as_call(evaluated(Verdict::incorrect));
   EXPECT_NE(call.request.messages.back().content.find("1 reply left: the code in your next reply will be submitted"),
             std::string::npos);
-  auto& ev = as_eval(reply(code_reply("x = 3", "CHECK")));
+  auto ev = as_eval(reply(code_reply("x = 3", "CHECK")));
   EXPECT_EQ(ev.request.mode, evaluator::Mode::submit);
   evaluated(Verdict::ok, 2.0);
   EXPECT_EQ(final_row()->reason, "last_turn");
@@ -217,7 +217,7 @@ TEST_F(EpisodeTest, Rule6_FallbackSubmitsTheLatestPassingCode) {
   evaluated(Verdict::ok);
   reply(code_reply("x = 2", "CHECK"));
   evaluated(Verdict::incorrect);
-  auto& ev = as_eval(reply("no code on the last turn"));
+  auto ev = as_eval(reply("no code on the last turn"));
   EXPECT_EQ(ev.request.mode, evaluator::Mode::submit);
   EXPECT_NE(ev.request.code.find("x = 1"), std::string::npos);
   evaluated(Verdict::ok, 1.1);
@@ -251,7 +251,7 @@ TEST_F(EpisodeTest, Rule7_SubmitAndCheckUseDifferentRequestIds) {
 
 TEST_F(EpisodeTest, Rule7_AStoredReportIsReusedNotReevaluated) {
   start_episode();
-  auto& ev = as_eval(reply(code_reply("x = 1", "SUBMIT")));
+  auto ev = as_eval(reply(code_reply("x = 1", "SUBMIT")));
   auto id = ev.request.request_id;
   // The report is committed, then the process dies before the final row.
   store::WriteBatch b;
@@ -273,7 +273,7 @@ TEST_F(EpisodeTest, Rule7_SubmitWithoutReportIsResentWithTheSameIdAndNoLlmCall) 
   start_episode();
   auto id = as_eval(reply(code_reply("x = 1", "SUBMIT"))).request.request_id;
   auto calls_before = snapshot().llm_calls.size();
-  auto& again = as_eval(reload());
+  auto again = as_eval(reload());
   EXPECT_EQ(again.request.request_id, id);
   EXPECT_EQ(snapshot().llm_calls.size(), calls_before);
   auto evals = snapshot().evaluations;
@@ -293,14 +293,14 @@ TEST_F(EpisodeTest, Rule7_InterruptedEvaluationGivesUpAsWorkerCrashAfterTheCap) 
 
 TEST_F(EpisodeTest, Rule8_TruncatedReplyWithoutCodeIsToldItWasCutOff) {
   start_episode();
-  auto& call = as_call(reply("```python\nclass ModelNew(nn.Module):\n    def forw", "length"));
+  auto call = as_call(reply("```python\nclass ModelNew(nn.Module):\n    def forw", "length"));
   EXPECT_EQ(snapshot().turns[0].parse_status, "truncated");
   EXPECT_NE(call.request.messages.back().content.find("cut off"), std::string::npos);
 }
 
 TEST_F(EpisodeTest, Rule8_TruncatedReplyWithCompleteCodeIsUsedAndRecorded) {
   start_episode();
-  auto& ev = as_eval(reply(code_reply("x = 1", "CHECK") + "Some more expla", "length"));
+  auto ev = as_eval(reply(code_reply("x = 1", "CHECK") + "Some more expla", "length"));
   EXPECT_EQ(ev.request.mode, evaluator::Mode::check);
   evaluated(Verdict::ok);
   EXPECT_EQ(snapshot().turns[0].finish_reason, "length");
@@ -311,7 +311,7 @@ TEST_F(EpisodeTest, Rule8_ContextOverflowCompactsOnceThenEnds) {
   llm::ChatResult overflow;
   overflow.outcome = llm::Outcome::context_overflow;
   overflow.error = "maximum context length exceeded";
-  auto& retry = as_call(commit(on_llm_result(m_state, overflow, m_env)));
+  auto retry = as_call(commit(on_llm_result(m_state, overflow, m_env)));
   EXPECT_NE(retry.request.request_id, ids::llm_request_id(m_spec->episode_id, 1, "m1"));
   EXPECT_EQ(retry.request.messages.size(), 2u);
   EXPECT_NE(retry.request.messages[1].content.find("Summary of the work so far"), std::string::npos);
@@ -330,10 +330,10 @@ TEST_F(EpisodeTest, Rule9_TokenBudgetEndsTheEpisode) {
 TEST_F(EpisodeTest, Rule9_WallClockBudgetEndsTheEpisodeWithFallback) {
   m_spec->wall_clock_budget_s = 10;
   start_episode();
-  auto& ev = as_eval(reply(code_reply("x = 1", "CHECK")));
+  auto ev = as_eval(reply(code_reply("x = 1", "CHECK")));
   (void)ev;
   m_env.active_delta_s = 11;
-  auto& sub = as_eval(evaluated(Verdict::ok));
+  auto sub = as_eval(evaluated(Verdict::ok));
   EXPECT_EQ(sub.request.mode, evaluator::Mode::submit);
   m_env.active_delta_s = 0;
   evaluated(Verdict::ok, 1.2);
@@ -364,7 +364,7 @@ TEST_F(EpisodeTest, Lifecycle_CompactionRebuildsTheConversationFromAttempts) {
   reply(code_reply("x = 1", "CHECK"));
   evaluated(Verdict::ok);
   reply(code_reply("x = 2", "CHECK"));
-  auto& call = as_call(evaluated(Verdict::incorrect));
+  auto call = as_call(evaluated(Verdict::incorrect));
   ASSERT_EQ(call.request.messages.size(), 2u);
   auto& summary = call.request.messages[1].content;
   EXPECT_NE(summary.find("2 attempt(s), 1 passed"), std::string::npos);
@@ -383,7 +383,7 @@ TEST_F(EpisodeTest, Lifecycle_CrashRebuildsFromTheStoreOnce) {
   start_episode();
   reply(code_reply("x = 1", "CHECK"));
   EXPECT_TRUE(std::holds_alternative<SimulateCrash>(evaluated(Verdict::ok)));
-  auto& call = as_call(reload());
+  auto call = as_call(reload());
   EXPECT_EQ(call.request.request_id, ids::llm_request_id(m_spec->episode_id, 2, "m1"));
   EXPECT_EQ(call.request.messages.size(), 4u);
 }
@@ -398,7 +398,7 @@ TEST_F(EpisodeTest, Lifecycle_ModelSwapGeneratesThatTurnWithAnotherModel) {
   reply("thinking");
   auto snap = snapshot();
   EXPECT_EQ(snap.llm_calls.back().model_id, "m2");
-  auto& call = as_call(reload());
+  auto call = as_call(reload());
   EXPECT_EQ(call.request.model_id, "m2");
   reply("still thinking");
   EXPECT_EQ(snapshot().turns[1].model_id, "m2");
@@ -424,14 +424,14 @@ TEST_F(EpisodeTest, Resume_StoredSystemPromptIsReusedNotRerendered) {
   start_episode();
   auto spec2 = std::make_shared<EpisodeSpec>(*m_spec);
   spec2->system_prompt = "SYSTEM PROMPT v2 (a newer korch)";
-  auto& call = as_call(reload(spec2));
+  auto call = as_call(reload(spec2));
   EXPECT_EQ(call.request.messages[0].content, "SYSTEM PROMPT v1");
 }
 
 TEST_F(EpisodeTest, Resume_CommittedReplyIsNotRequestedAgain) {
   start_episode();
   reply(code_reply("x = 1", "CHECK"));  // reply committed, check in flight
-  auto& ev = as_eval(reload());
+  auto ev = as_eval(reload());
   EXPECT_EQ(ev.request.mode, evaluator::Mode::check);
   EXPECT_EQ(snapshot().llm_calls.size(), 1u);
   EXPECT_EQ(snapshot().llm_calls[0].sends, 1);
@@ -442,7 +442,7 @@ TEST_F(EpisodeTest, Resume_CompactModeContinuesFromTheSummary) {
   start_episode();
   reply(code_reply("x = 1", "CHECK"));
   evaluated(Verdict::ok);
-  auto& call = as_call(reload());
+  auto call = as_call(reload());
   ASSERT_EQ(call.request.messages.size(), 2u);
   EXPECT_NE(call.request.messages[1].content.find("resumed after a restart"), std::string::npos);
 }

@@ -160,7 +160,9 @@ TEST_F(ClientTest, EveryTransientFaultKindIsRetried) {
   opts.slow_first_byte = std::chrono::milliseconds(800);
   start_server(opts);
   for (bool stream : {false, true}) {
-    auto client = client_with(model("m", stream));
+    auto m = model("m", stream);
+    m.first_byte_timeout_s = 0.3;
+    auto client = client_with(m);
     for (Fault f : {Fault::rate_limit, Fault::rate_limit_retry_after, Fault::rate_limit_retry_after_ms,
                     Fault::http_500, Fault::http_502, Fault::http_504, Fault::reset_mid_body,
                     Fault::slow_first_byte, Fault::truncated_stream, Fault::stream_error_event,
@@ -363,6 +365,7 @@ TEST_F(ClientTest, ShutdownCancelsEverythingAndLaterSubmitsToo) {
   client->shutdown();  // idempotent
   ChatResult late = run_one(*client, {"m", "late", {{"user", "u"}}});
   EXPECT_EQ(late.outcome, Outcome::cancelled);
+  EXPECT_EQ(late.error, "client is shut down");
   EXPECT_EQ(client->stats().in_flight, 0);
 }
 

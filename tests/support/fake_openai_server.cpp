@@ -1,6 +1,7 @@
 #include "tests/support/fake_openai_server.hpp"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +18,9 @@ namespace korch::testing {
 using nlohmann::json;
 
 namespace {
+
+// Listen backlog set after httplib's bind (see FakeOpenAIServer::start).
+constexpr int k_listen_backlog = 4096;
 
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -118,6 +122,7 @@ struct FakeOpenAIServer::Impl {
   std::uint64_t anonymous_requests = 0;
   std::atomic<std::uint64_t> response_counter{0};
   std::int64_t running = 0;  // guarded by `mutex`
+  std::atomic<int> listen_fd{-1};
 
   // Sleeps up to `d`; returns false when the server is stopping.
   bool sleep_for(std::chrono::milliseconds d) {
@@ -418,6 +423,14 @@ Result<void> FakeOpenAIServer::start() {
   svr.Post("/chat/completions",
            [impl](const httplib::Request& req, httplib::Response& res) { impl->handle_chat(req, res); });
 
+  // httplib 0.11 (compiled) listens with a backlog of 5, which drops SYNs
+  // when a client opens dozens of connections at once. Remember the
+  // listening socket and raise its backlog after bind (listen() may be
+  // called again on a listening socket).
+  svr.set_socket_options([impl](socket_t sock) {
+    httplib::default_socket_options(sock);
+    impl->listen_fd = sock;
+  });
   const auto& host = impl->options.host;
   if (impl->options.port == 0) {
     impl->port = svr.bind_to_any_port(host);
@@ -428,6 +441,7 @@ Result<void> FakeOpenAIServer::start() {
     }
     impl->port = impl->options.port;
   }
+  if (impl->listen_fd >= 0) ::listen(impl->listen_fd, k_listen_backlog);
   impl->thread = std::thread([impl] { impl->server.listen_after_bind(); });
   impl->started = true;
   httplib::Client probe(host, impl->port);

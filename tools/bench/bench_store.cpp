@@ -187,7 +187,11 @@ RunResult run_producers(Store& store, int producers, double duration_s, Make mak
           --in_flight;
           if (t1 >= deadline) stopping = true;
           if (!stopping) ready.push_back(ep);
-          cv.notify_all();
+          if (stopping) {
+            cv.notify_all();
+          } else {
+            cv.notify_one();
+          }
         });
       }
     });

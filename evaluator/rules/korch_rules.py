@@ -1,0 +1,1995 @@
+#!/usr/bin/python3
+"""korch's static rule stage (DESIGN.md section 5, stage 1).
+
+Trusted code: it never imports or runs the candidate. The candidate module is
+parsed with Python's own `ast` (never regexes or a tokenizer: f-string
+expressions, NFKC-normalised identifiers such as `ｅｖａｌ` and Python 3.12's
+f-string grammar defeat those). The C++/CUDA sources handed to `load_inline`
+are text, not Python: they go through a small C lexer that splices lines and
+strips comments and literals before identifier checks. After compiling, the
+built library's undefined dynamic symbols are checked against an allowlist
+(`check_symbols`, `undefined_symbols`), because macros can spell names the
+source rules never see.
+
+Public API (stable; the compile worker and the rule worker call these):
+
+    check(source, *, tolerance="strict", torch_ops="allow") -> dict
+    check_symbols(undefined_symbols, allow_extra=()) -> list[dict]
+    undefined_symbols(so_path) -> list[str]
+    needed_libraries(so_path) -> list[str]
+    rule_table() -> list[dict]          # [{"id", "message", "stage"}]
+    RULES                               # the table itself (Rule dataclasses)
+
+Every rule has a stable id, a one-line message and a check. Violations are
+{"rule": id, "message": str, "line": int} with `line` the Python line (for
+native-source rules, the line of the `load_inline` call; the message names
+the native line).
+
+The worker must write the candidate file as exactly `source.encode("utf-8")`:
+the rules parse those bytes, so a coding cookie is honoured the same way the
+import will honour it (and a non-UTF-8 cookie is itself a violation).
+
+Runs on Python 3.11 and 3.12 with the standard library only.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import re
+import string
+import struct
+import sys
+import unicodedata
+from typing import Callable, Iterable, Iterator
+
+RULES_VERSION = "1"
+
+TOLERANCES = ("strict", "tf32", "fp16", "bf16")
+TORCH_OPS_POLICIES = ("allow", "forbid")
+
+# ---------------------------------------------------------------------------
+# Policy tables (data, not code). Python-side names are matched on the AST's
+# NFKC-normalised identifiers.
+# ---------------------------------------------------------------------------
+
+ALLOWED_IMPORTS = frozenset({
+    "torch", "torch.nn", "torch.nn.functional", "torch.utils.cpp_extension",
+    "triton", "triton.language", "math", "numpy", "typing", "functools",
+    "itertools", "operator", "collections", "dataclasses", "enum",
+})
+# Submodules of triton.language (libdevice lives there in Triton 3).
+ALLOWED_IMPORT_PREFIXES = ("triton.language.",)
+
+# Top-level modules reachable by import; reaching one of them again through an
+# attribute (`F.torch`, `torch.os`) is a re-export and is refused.
+ALLOWED_ROOTS = frozenset({
+    "torch", "numpy", "triton", "math", "typing", "functools", "itertools",
+    "operator", "collections", "dataclasses", "enum",
+})
+REEXPORT_EXCEPTIONS = frozenset({"triton.language.math"})
+
+# Module names that must never appear as an attribute, import or literal
+# getattr name, however they are reached.
+BANNED_MODULES = frozenset({
+    "sys", "os", "posix", "nt", "builtins", "inspect", "gc", "ctypes",
+    "importlib", "pickle", "cPickle", "marshal", "subprocess", "socket",
+    "threading", "multiprocessing", "signal", "io", "pathlib", "shutil",
+    "tempfile", "mmap", "fcntl", "resource", "platform", "sysconfig", "site",
+    "runpy", "codeop", "pty", "asyncio", "concurrent", "urllib", "http",
+    "ftplib", "requests", "zipimport", "pkgutil", "linecache", "traceback",
+    "types", "copyreg", "shelve", "dbm", "sqlite3", "glob", "tarfile",
+    "zipfile", "webbrowser", "faulthandler", "tracemalloc", "atexit", "ssl",
+    "imp", "distutils", "setuptools", "random", "contextlib", "ctypeslib",
+    "selectors", "socketserver", "xmlrpc", "smtplib", "telnetlib",
+})
+
+# Names of modules that can be used as values are tracked so that a module
+# object never escapes into a variable, container or argument.
+KNOWN_MODULES = ALLOWED_IMPORTS | frozenset({
+    "torch.cuda", "torch.linalg", "torch.fft", "torch.special",
+    "torch.autograd", "torch.nn.init", "torch.nn.modules", "torch.nn.parameter",
+    "torch.nn.utils", "torch.sparse", "torch.distributions", "torch.testing",
+    "torch.amp", "torch.cuda.amp", "torch.random", "torch.backends",
+    "torch.jit", "torch.utils", "torch.ops", "torch.library", "torch.fx",
+    "torch.func", "torch.cuda.memory", "torch.profiler", "torch.hub",
+    "torch.multiprocessing", "torch.distributed", "torch.serialization",
+    "numpy.linalg", "numpy.random", "numpy.fft", "numpy.lib", "numpy.core",
+    "numpy.ma", "triton.language.math", "triton.language.extra",
+    "triton.language.extra.cuda", "triton.language.extra.cuda.libdevice",
+    "triton.language.extra.libdevice", "triton.runtime", "triton.compiler",
+    "triton.testing",
+})
+
+# Builtins that evaluate code, reach namespaces or bypass attribute rules.
+BANNED_BUILTINS = frozenset({
+    "exec", "eval", "compile", "open", "__import__", "globals", "locals",
+    "vars", "breakpoint", "input", "setattr", "delattr", "type", "help",
+    "exit", "quit", "memoryview",
+})
+
+# Qualified paths (after alias resolution) and the rule each belongs to.
+DENY_PATHS: dict[str, str] = {
+    # threads and processes
+    "torch.multiprocessing": "threads_processes",
+    "torch.distributed": "threads_processes",
+    "torch.futures": "threads_processes",
+    "torch.set_num_threads": "threads_processes",
+    "torch.set_num_interop_threads": "threads_processes",
+    # streams, events, graphs
+    "torch.cuda.stream": "streams_events_graphs",
+    "torch.cuda.streams": "streams_events_graphs",
+    "torch.cuda.graph": "streams_events_graphs",
+    "torch.cuda.graphs": "streams_events_graphs",
+    "torch.cuda.Event": "streams_events_graphs",
+    "torch.Stream": "streams_events_graphs",
+    "torch.Event": "streams_events_graphs",
+    # compilers and tracers
+    "torch.compile": "compile_jit",
+    "torch.jit": "compile_jit",
+    "torch.fx": "compile_jit",
+    "torch.export": "compile_jit",
+    "torch.cuda.jiterator": "compile_jit",
+    "torch.backends": "torch_backends",
+    "torch.profiler": "profiler",
+    "torch.autograd.profiler": "profiler",
+    "torch.cuda.profiler": "profiler",
+    "torch.cuda.cudart": "profiler",
+    # custom operators and native loading
+    "torch.library": "custom_op_registration",
+    "torch.ops.load_library": "custom_op_registration",
+    "torch.ops.import_module": "custom_op_registration",
+    "torch.classes": "custom_op_registration",
+    "torch.overrides": "custom_op_registration",
+    # files, OS, network
+    "torch.save": "file_os_network",
+    "torch.load": "file_os_network",
+    "torch.from_file": "file_os_network",
+    "torch.serialization": "file_os_network",
+    "torch.hub": "file_os_network",
+    "torch.package": "file_os_network",
+    "torch.onnx": "file_os_network",
+    "torch.cuda.tunable": "file_os_network",
+    "torch.compiler": "compile_jit",
+    "numpy.load": "file_os_network",
+    "numpy.save": "file_os_network",
+    "numpy.savez": "file_os_network",
+    "numpy.savez_compressed": "file_os_network",
+    "numpy.savetxt": "file_os_network",
+    "numpy.loadtxt": "file_os_network",
+    "numpy.genfromtxt": "file_os_network",
+    "numpy.fromfile": "file_os_network",
+    "numpy.fromregex": "file_os_network",
+    "numpy.memmap": "file_os_network",
+    "numpy.ctypeslib": "file_os_network",
+    "numpy.DataSource": "file_os_network",
+    "numpy.lib": "file_os_network",
+    "numpy.core": "file_os_network",
+    "numpy.distutils": "file_os_network",
+    "numpy.f2py": "file_os_network",
+    "numpy.testing": "file_os_network",
+    # seeding (predicting inputs)
+    "torch.manual_seed": "seeding",
+    "torch.seed": "seeding",
+    "torch.initial_seed": "seeding",
+    "torch.random": "seeding",
+    "torch.Generator": "seeding",
+    "torch.get_rng_state": "seeding",
+    "torch.set_rng_state": "seeding",
+    "torch.cuda.manual_seed": "seeding",
+    "torch.cuda.manual_seed_all": "seeding",
+    "torch.cuda.seed": "seeding",
+    "torch.cuda.seed_all": "seeding",
+    "torch.cuda.random": "seeding",
+    "torch.cuda.get_rng_state": "seeding",
+    "torch.cuda.set_rng_state": "seeding",
+    "numpy.random": "seeding",
+    # strings evaluated as code
+    "typing.get_type_hints": "banned_builtin",
+    "typing.ForwardRef": "banned_builtin",
+    "functools.singledispatch": "banned_builtin",
+    "functools.singledispatchmethod": "banned_builtin",
+    # tensor subclasses
+    "torch.Tensor.as_subclass": "tensor_subclass",
+}
+
+# Namespaces where only the listed children may be used.
+NAMESPACE_ALLOW: dict[str, tuple[frozenset, str]] = {
+    "torch.utils": (frozenset({"cpp_extension"}), "torch_utils"),
+    "torch.utils.cpp_extension": (frozenset({"load_inline"}), "cpp_extension_other"),
+    "triton": (frozenset({"jit", "autotune", "heuristics", "Config", "cdiv",
+                          "next_power_of_2", "language"}), "triton_api"),
+}
+
+# Attribute names refused wherever they appear (whatever the object is),
+# because aliasing could hide the module they come from.
+LEAF_DENY: dict[str, str] = {
+    "Stream": "streams_events_graphs",
+    "ExternalStream": "streams_events_graphs",
+    "StreamContext": "streams_events_graphs",
+    "Event": "streams_events_graphs",
+    "CUDAGraph": "streams_events_graphs",
+    "make_graphed_callables": "streams_events_graphs",
+    "graph_pool_handle": "streams_events_graphs",
+    "current_stream": "streams_events_graphs",
+    "default_stream": "streams_events_graphs",
+    "set_stream": "streams_events_graphs",
+    "record_event": "streams_events_graphs",
+    "wait_event": "streams_events_graphs",
+    "wait_stream": "streams_events_graphs",
+    "record_stream": "streams_events_graphs",
+    "manual_seed": "seeding",
+    "manual_seed_all": "seeding",
+    "seed": "seeding",
+    "seed_all": "seeding",
+    "initial_seed": "seeding",
+    "set_rng_state": "seeding",
+    "get_rng_state": "seeding",
+    "fork_rng": "seeding",
+    "Generator": "seeding",
+    "default_generator": "seeding",
+    "RandomState": "seeding",
+    "default_rng": "seeding",
+    "from_file": "file_os_network",
+    "tofile": "file_os_network",
+    "fromfile": "file_os_network",
+    "dump": "file_os_network",
+    "dumps": "file_os_network",
+    "share_memory_": "file_os_network",
+    "memmap": "file_os_network",
+    "DataSource": "file_os_network",
+    "load_library": "custom_op_registration",
+    "custom_op": "custom_op_registration",
+    "compile": "compile_jit",
+    "profiler": "profiler",
+    "as_subclass": "tensor_subclass",
+    "attrgetter": "dynamic_getattr",
+    "methodcaller": "dynamic_getattr",
+    "set_num_threads": "threads_processes",
+    "set_num_interop_threads": "threads_processes",
+    "inline_asm_elementwise": "triton_api",
+    "get_type_hints": "banned_builtin",
+    "CUDAPluggableAllocator": "custom_op_registration",
+    "change_current_allocator": "custom_op_registration",
+    "singledispatch": "banned_builtin",
+    "singledispatchmethod": "banned_builtin",
+}
+
+# Low-precision dtypes and casts (only under tolerance "strict").
+PRECISION_LEAVES = frozenset({
+    "half", "float16", "bfloat16", "HalfTensor", "BFloat16Tensor",
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+    "int8", "qint8", "quint8", "fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8",
+    "fp8e5b16", "autocast", "amp", "set_float32_matmul_precision",
+    "set_default_dtype", "set_default_tensor_type", "set_flush_denormal", "quantize_per_tensor",
+    "quantize_per_channel",
+})
+
+# Decorators allowed (resolved qualified names; functools.* is allowed too).
+ALLOWED_DECORATORS = frozenset({
+    "triton.jit", "triton.autotune", "triton.heuristics", "staticmethod",
+    "torch.no_grad", "torch.inference_mode",
+})
+
+# Allowed base classes (resolved), besides `object` and classes of the module.
+ALLOWED_BASES = frozenset({
+    "torch.nn.Module", "torch.autograd.Function", "enum.Enum", "enum.IntEnum",
+    "typing.NamedTuple",
+})
+TENSOR_BASE_LEAVES = frozenset({
+    "Tensor", "Parameter", "UninitializedParameter", "UninitializedBuffer",
+    "TensorBase", "_TensorBase",
+})
+
+MUTATING_METHODS = frozenset({
+    "update", "clear", "setdefault", "popitem", "append", "extend", "insert",
+    "discard",
+})
+
+LOAD_INLINE = "torch.utils.cpp_extension.load_inline"
+LOAD_INLINE_PARAMS = (
+    "name", "cpp_sources", "cuda_sources", "functions", "extra_cflags",
+    "extra_cuda_cflags", "extra_ldflags", "extra_include_paths",
+    "build_directory", "verbose", "with_cuda", "is_python_module",
+    "with_pytorch_error_handling", "keep_intermediates",
+)
+LOAD_INLINE_ALLOWED = frozenset({
+    "name", "cpp_sources", "cuda_sources", "functions", "extra_cflags",
+    "extra_cuda_cflags", "extra_ldflags", "extra_include_paths", "verbose",
+    "with_cuda",
+})
+
+# ---------------------------------------------------------------------------
+# The rule table
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    id: str
+    message: str
+    stage: str  # python | load_inline | flags | native | symbols
+    check: Callable[["Context"], Iterable[tuple[int, str]]] | None = None
+
+
+@dataclasses.dataclass
+class Finding:
+    rule: str
+    line: int
+    detail: str = ""
+
+
+class Context:
+    """Everything a check needs, computed once per candidate."""
+
+    def __init__(self, source: str, tree: ast.Module, tolerance: str, torch_ops: str):
+        self.source = source
+        self.tree = tree
+        self.tolerance = tolerance
+        self.torch_ops = torch_ops
+        self.strict = tolerance == "strict"
+        self.parents: dict[int, ast.AST] = {}
+        self.func_of: dict[int, ast.AST | None] = {}
+        self.nodes: list[ast.AST] = []
+        self._index(tree, None, None)
+        self.module_aliases: dict[str, str] = {}   # name -> module path
+        self.import_aliases: dict[str, str] = {}   # name -> any imported path
+        self._collect_imports()
+        self.bindings: dict[str, list[tuple[ast.AST, ast.AST | None]]] = {}
+        self._collect_bindings()
+        self.module_classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        self.events = list(self._attribute_events())
+        self.load_inline_calls: list[dict] = []
+        self.native_units: list[dict] = []
+        self.flag_units: list[dict] = []
+        self.load_inline_findings: list[Finding] = []
+        self._resolve_load_inline()
+
+    # -- indexing ----------------------------------------------------------
+    def _index(self, node, parent, func):
+        self.nodes.append(node)
+        if parent is not None:
+            self.parents[id(node)] = parent
+        self.func_of[id(node)] = func
+        inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else func
+        for child in ast.iter_child_nodes(node):
+            # Decorators, defaults and annotations evaluate in the outer scope.
+            self._index(child, node, inner if child not in _outer_parts(node) else func)
+
+    def parent(self, node):
+        return self.parents.get(id(node))
+
+    def walk(self, *types):
+        return (n for n in self.nodes if isinstance(n, types))
+
+    # -- names -------------------------------------------------------------
+    def _collect_imports(self):
+        for node in self.walk(ast.Import):
+            for a in node.names:
+                if a.asname:
+                    self.import_aliases[a.asname] = a.name
+                    self.module_aliases[a.asname] = a.name
+                else:
+                    root = a.name.split(".")[0]
+                    self.import_aliases[root] = root
+                    self.module_aliases[root] = root
+        for node in self.walk(ast.ImportFrom):
+            if node.level or not node.module:
+                continue
+            for a in node.names:
+                if a.name == "*":
+                    continue
+                path = f"{node.module}.{a.name}"
+                bound = a.asname or a.name
+                self.import_aliases[bound] = path
+                if path in KNOWN_MODULES or a.name in BANNED_MODULES:
+                    self.module_aliases[bound] = path
+
+    def _collect_bindings(self):
+        def add(name, node):
+            self.bindings.setdefault(name, []).append((node, self.func_of.get(id(node))))
+        for n in self.nodes:
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                add(n.id, n)
+            elif isinstance(n, ast.arg):
+                add(n.arg, n)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                add(n.name, n)
+            elif isinstance(n, ast.alias):
+                add(n.asname or n.name.split(".")[0], n)
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                for name in n.names:
+                    add(name, n)
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                add(n.name, n)
+            elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+                add(n.name, n)
+            elif isinstance(n, ast.MatchMapping) and n.rest:
+                add(n.rest, n)
+
+    def qualname(self, node) -> str | None:
+        """Dotted path of an expression rooted at an imported name, or None."""
+        if isinstance(node, ast.Name):
+            return self.import_aliases.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.qualname(node.value)
+            return f"{base}.{node.attr}" if base else None
+        lit = _literal_getattr(node)
+        if lit is not None:
+            base = self.qualname(node.args[0])
+            return f"{base}.{lit}" if base else None
+        return None
+
+    def _attribute_events(self) -> Iterator[tuple[ast.AST, str, str | None]]:
+        """(node, attribute name, resolved path) for every attribute access,
+        literal getattr/hasattr, and `from M import name`."""
+        for n in self.nodes:
+            if isinstance(n, ast.Attribute):
+                yield n, n.attr, self.qualname(n)
+            elif isinstance(n, ast.Call):
+                lit = _literal_getattr(n)
+                if lit is not None:
+                    yield n, lit, self.qualname(n)
+            elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+                for a in n.names:
+                    if a.name != "*":
+                        yield n, a.name, f"{n.module}.{a.name}"
+            elif isinstance(n, ast.Import):
+                for a in n.names:
+                    parts = a.name.split(".")
+                    for i in range(1, len(parts)):
+                        yield n, parts[i], ".".join(parts[: i + 1])
+
+    def is_load_inline_call(self, node) -> bool:
+        return isinstance(node, ast.Call) and self.qualname(node.func) == LOAD_INLINE
+
+    # -- load_inline -------------------------------------------------------
+    def _resolve_load_inline(self):
+        for call in self.walk(ast.Call):
+            if not self.is_load_inline_call(call):
+                continue
+            entry, findings = _resolve_load_inline_call(self, call)
+            self.load_inline_findings.extend(findings)
+            if entry is None:
+                continue
+            self.load_inline_calls.append(entry)
+            for kind in ("cpp_sources", "cuda_sources"):
+                for i, src in enumerate(entry[kind]):
+                    self.native_units.append({"where": f"{kind}[{i}]", "text": src,
+                                              "line": call.lineno, "kind": kind})
+            for kind in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags"):
+                self.flag_units.append({"kind": kind, "flags": entry[kind], "line": call.lineno})
+
+
+def _outer_parts(node) -> list:
+    """Children of a def/lambda evaluated in the enclosing scope."""
+    parts: list = []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        parts += node.decorator_list
+        if node.returns is not None:
+            parts.append(node.returns)
+        parts.append(node.args)
+    elif isinstance(node, ast.Lambda):
+        parts.append(node.args)
+    return parts
+
+
+def _literal_getattr(node) -> str | None:
+    """`getattr(x, "name"[, d])` / `hasattr(x, "name")` -> NFKC name, else None."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
+            and not node.keywords
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+        return unicodedata.normalize("NFKC", node.args[1].value)
+    return None
+
+
+def _segment(ctx: Context, node) -> str:
+    try:
+        return ast.get_source_segment(ctx.source, node) or ""
+    except Exception:  # positions missing on synthetic nodes
+        return ""
+
+
+# ---------------------------------------------------------------------------
+# Python rule checks. Each yields (line, detail).
+# ---------------------------------------------------------------------------
+
+def _check_source_encoding(ctx):
+    for i, line in enumerate(ctx.source.splitlines()[:2], start=1):
+        m = re.match(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", line)
+        if m and m.group(1).lower().replace("_", "-") not in ("utf-8", "utf8"):
+            yield i, f"coding declaration {m.group(1)!r}"
+
+
+def _check_non_ascii_identifier(ctx):
+    def bad(name, raw_ok):
+        return not name.isascii() or not raw_ok
+    for n in ctx.nodes:
+        seg = None
+        if isinstance(n, ast.Name):
+            seg = _segment(ctx, n)
+            if bad(n.id, seg == n.id):
+                yield n.lineno, f"identifier {n.id!r}"
+        elif isinstance(n, ast.Attribute):
+            seg = _segment(ctx, n)
+            if bad(n.attr, seg.endswith(n.attr)):
+                yield n.lineno, f"attribute {n.attr!r}"
+        elif isinstance(n, ast.arg):
+            seg = _segment(ctx, n)
+            if bad(n.arg, seg.startswith(n.arg)):
+                yield n.lineno, f"parameter {n.arg!r}"
+        elif isinstance(n, ast.keyword) and n.arg:
+            seg = _segment(ctx, n)
+            if bad(n.arg, seg.startswith(n.arg)):
+                yield getattr(n, "lineno", 0), f"keyword {n.arg!r}"
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            seg = _segment(ctx, n)
+            head = seg.split("(", 1)[0].split(":", 1)[0]
+            head = head.replace("async", " ", 1) if head.lstrip().startswith("async") else head
+            head = head.strip()
+            for kw in ("def", "class"):
+                if head.startswith(kw):
+                    head = head[len(kw):].strip()
+            if bad(n.name, head == n.name):
+                yield n.lineno, f"name {n.name!r}"
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            if not _segment(ctx, n).isascii():
+                yield n.lineno, "import statement"
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            if bad(n.name, _segment(ctx, n).endswith(n.name)):
+                yield n.lineno, f"capture {n.name!r}"
+
+
+def _check_imports(ctx):
+    for n in ctx.walk(ast.Import):
+        for a in n.names:
+            if a.name not in ALLOWED_IMPORTS and not a.name.startswith(ALLOWED_IMPORT_PREFIXES):
+                yield n.lineno, f"import {a.name}"
+    for n in ctx.walk(ast.ImportFrom):
+        if n.level:
+            yield n.lineno, "relative import"
+        elif n.module not in ALLOWED_IMPORTS and not (n.module or "").startswith(ALLOWED_IMPORT_PREFIXES):
+            yield n.lineno, f"from {n.module} import ..."
+
+
+def _check_star_import(ctx):
+    for n in ctx.walk(ast.ImportFrom):
+        if any(a.name == "*" for a in n.names):
+            yield n.lineno, f"from {n.module} import *"
+
+
+def _check_try(ctx):
+    kinds = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t)
+    for n in ctx.walk(*kinds):
+        yield n.lineno, "try statement"
+
+
+def _check_global(ctx):
+    for n in ctx.walk(ast.Global, ast.Nonlocal):
+        yield n.lineno, f"{type(n).__name__.lower()} {', '.join(n.names)}"
+
+
+def _check_match(ctx):
+    for n in ctx.walk(ast.Match):
+        yield n.lineno, "match statement"
+
+
+def _check_banned_builtin(ctx):
+    for n in ctx.walk(ast.Name):
+        if n.id in BANNED_BUILTINS:
+            yield n.lineno, f"`{n.id}`"
+    for node, attr, qual in ctx.events:
+        if qual in DENY_PATHS and DENY_PATHS[qual] == "banned_builtin" or LEAF_DENY.get(attr) == "banned_builtin":
+            yield node.lineno, f"`{qual or attr}`"
+
+
+def _check_dynamic_getattr(ctx):
+    for n in ctx.walk(ast.Name):
+        if n.id not in ("getattr", "hasattr"):
+            continue
+        call = ctx.parent(n)
+        if not (isinstance(call, ast.Call) and call.func is n and _literal_getattr(call) is not None):
+            yield n.lineno, f"`{n.id}` needs a string literal name"
+    for node, attr, qual in ctx.events:
+        if LEAF_DENY.get(attr) == "dynamic_getattr":
+            yield node.lineno, f"`{attr}`"
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and name not in ("__init__", "_")
+
+
+def _check_private(ctx):
+    for n in ctx.nodes:
+        name = None
+        if isinstance(n, ast.Name):
+            name = n.id
+        elif isinstance(n, ast.arg):
+            name = n.arg
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = n.name
+        elif isinstance(n, ast.keyword):
+            name = n.arg
+        elif isinstance(n, ast.alias):
+            for part in (n.name.split(".") + [n.asname or ""]):
+                if part and _is_private(part):
+                    yield ctx_line(ctx, n), f"`{part}`"
+            continue
+        elif isinstance(n, ast.ImportFrom) and n.module:
+            for part in n.module.split("."):
+                if _is_private(part):
+                    yield n.lineno, f"`{part}`"
+            continue
+        if name and _is_private(name):
+            yield ctx_line(ctx, n), f"`{name}`"
+    for node, attr, qual in ctx.events:
+        if _is_private(attr) or attr == "_":
+            yield node.lineno, f"`.{attr}`"
+
+
+def ctx_line(ctx, node) -> int:
+    while node is not None and not hasattr(node, "lineno"):
+        node = ctx.parent(node)
+    return getattr(node, "lineno", 0)
+
+
+def _check_defines_model(ctx):
+    for n in ctx.nodes:
+        if isinstance(n, ast.ClassDef) and n.name == "Model":
+            yield n.lineno, "class Model"
+        elif isinstance(n, ast.Name) and n.id == "Model":
+            yield n.lineno, "name `Model`"
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "Model":
+            yield n.lineno, "def Model"
+        elif isinstance(n, ast.alias) and (n.asname or n.name) == "Model":
+            yield ctx_line(ctx, n), "import as Model"
+        elif isinstance(n, ast.arg) and n.arg == "Model":
+            yield ctx_line(ctx, n), "parameter Model"
+
+
+def _check_model_new(ctx):
+    defs = [n for n in ctx.tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
+    if not defs:
+        yield 1, "no module-level `class ModelNew`"
+    elif len(ctx.bindings.get("ModelNew", [])) != 1:
+        yield defs[0].lineno, "`ModelNew` is bound more than once"
+
+
+def _check_tensor_subclass(ctx):
+    for n in ctx.walk(ast.ClassDef):
+        for b in n.bases:
+            q = ctx.qualname(b) or ""
+            leaf = b.attr if isinstance(b, ast.Attribute) else b.id if isinstance(b, ast.Name) else ""
+            if leaf in TENSOR_BASE_LEAVES or q.split(".")[-1] in TENSOR_BASE_LEAVES:
+                yield n.lineno, f"class {n.name} derives from {q or leaf}"
+    for n in ctx.nodes:
+        name = (n.name if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) else
+                n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None)
+        if name in ("__torch_function__", "__torch_dispatch__"):
+            yield n.lineno, f"`{name}`"
+    for node, attr, qual in ctx.events:
+        if LEAF_DENY.get(attr) == "tensor_subclass":
+            yield node.lineno, f"`{attr}`"
+
+
+def _check_class_base(ctx):
+    for n in ctx.walk(ast.ClassDef):
+        for b in n.bases:
+            q = ctx.qualname(b)
+            if isinstance(b, ast.Name) and (b.id == "object" and b.id not in ctx.bindings
+                                            or b.id in ctx.module_classes and b.id != n.name):
+                continue
+            if q in ALLOWED_BASES:
+                continue
+            leaf = (q or "").split(".")[-1]
+            if q and q.startswith("torch.nn.") and leaf not in TENSOR_BASE_LEAVES and "parameter" not in q:
+                continue  # nn.Sequential, nn.ModuleList, ...
+            if leaf in TENSOR_BASE_LEAVES:
+                continue  # reported by tensor_subclass
+            yield n.lineno, f"class {n.name}({_segment(ctx, b) or '?'})"
+
+
+def _check_class_keyword(ctx):
+    for n in ctx.walk(ast.ClassDef):
+        for k in n.keywords:
+            yield n.lineno, f"class {n.name}(..., {k.arg or '**'}=...)"
+
+
+def _enclosing_method_self(ctx, node) -> bool:
+    """True if `node` sits in a method (def directly in a class) whose first
+    parameter is `self`."""
+    f = ctx.func_of.get(id(node))
+    while f is not None and isinstance(f, ast.Lambda):
+        f = ctx.func_of.get(id(f))
+    if f is None:
+        return False
+    cls = ctx.parent(f)
+    args = f.args.posonlyargs + f.args.args
+    return isinstance(cls, ast.ClassDef) and bool(args) and args[0].arg == "self"
+
+
+def _check_attribute_assignment(ctx):
+    for n in ctx.walk(ast.Attribute):
+        if not isinstance(n.ctx, (ast.Store, ast.Del)):
+            continue
+        verb = "delete" if isinstance(n.ctx, ast.Del) else "assign"
+        if not (isinstance(n.value, ast.Name) and n.value.id == "self"):
+            yield n.lineno, f"{verb} `{_segment(ctx, n)}`"
+        elif not _enclosing_method_self(ctx, n):
+            yield n.lineno, f"{verb} `self.{n.attr}` outside a method"
+    for n in ctx.walk(ast.Name):
+        if n.id == "self" and isinstance(n.ctx, (ast.Store, ast.Del)):
+            yield n.lineno, "`self` is rebound"
+    for n in ctx.walk(ast.Subscript):
+        if isinstance(n.ctx, (ast.Store, ast.Del)) and ctx.qualname(n.value):
+            yield n.lineno, f"item assignment on `{_segment(ctx, n.value)}`"
+    for n in ctx.walk(ast.Call):
+        f = n.func
+        if (isinstance(f, ast.Attribute) and f.attr in MUTATING_METHODS
+                and ctx.qualname(f.value) and ctx.qualname(f.value) not in KNOWN_MODULES):
+            yield n.lineno, f"`{_segment(ctx, f)}` mutates module state"
+
+
+def _check_class_attribute_access(ctx):
+    for n in ctx.walk(ast.Attribute):
+        if not (isinstance(n.value, ast.Name) and n.value.id in ctx.module_classes):
+            continue
+        cls = ctx.module_classes[n.value.id]
+        for item in cls.body:
+            if (isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == n.attr
+                    and not any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in item.decorator_list)):
+                call = ctx.parent(n)
+                if (n.attr == "__init__" and isinstance(call, ast.Call) and call.func is n and call.args
+                        and isinstance(call.args[0], ast.Name) and call.args[0].id == "self"):
+                    break
+                yield n.lineno, f"`{n.value.id}.{n.attr}` (call methods on instances)"
+                break
+
+
+def _decorator_name(ctx, d) -> str | None:
+    target = d.func if isinstance(d, ast.Call) else d
+    q = ctx.qualname(target)
+    if q:
+        return q
+    if isinstance(target, ast.Name) and target.id not in ctx.bindings:
+        return target.id
+    return None
+
+
+def _check_decorators(ctx):
+    for n in ctx.walk(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        for d in n.decorator_list:
+            q = _decorator_name(ctx, d)
+            if q in ALLOWED_DECORATORS or (q or "").startswith("functools."):
+                continue
+            yield d.lineno, f"@{_segment(ctx, d) or '?'}"
+
+
+def _check_string_annotation(ctx):
+    annots = []
+    for n in ctx.nodes:
+        if isinstance(n, ast.arg) and n.annotation is not None:
+            annots.append(n.annotation)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.returns is not None:
+            annots.append(n.returns)
+        elif isinstance(n, ast.AnnAssign):
+            annots.append(n.annotation)
+    for a in annots:
+        for sub in ast.walk(a):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                yield sub.lineno, f"annotation {sub.value!r}"
+                break
+
+
+def _check_banned_module(ctx):
+    for node, attr, qual in ctx.events:
+        if attr in BANNED_MODULES:
+            yield node.lineno, f"`{qual or attr}`"
+        elif attr in ALLOWED_ROOTS and qual not in REEXPORT_EXCEPTIONS:
+            yield node.lineno, f"`{qual or attr}` reaches a module through another one"
+    for n in ctx.walk(ast.Import):
+        for a in n.names:
+            if a.name.split(".")[0] in BANNED_MODULES:
+                yield n.lineno, f"import {a.name}"
+    for n in ctx.walk(ast.ImportFrom):
+        if n.module and n.module.split(".")[0] in BANNED_MODULES:
+            yield n.lineno, f"from {n.module}"
+
+
+def _check_module_as_value(ctx):
+    def used_as_root(n):
+        p = ctx.parent(n)
+        if isinstance(p, ast.Attribute) and p.value is n:
+            return True
+        return isinstance(p, ast.Call) and _literal_getattr(p) is not None and p.args[0] is n
+    for n in ctx.walk(ast.Name):
+        if isinstance(n.ctx, ast.Load) and n.id in ctx.module_aliases and not used_as_root(n):
+            yield n.lineno, f"module `{n.id}` used as a value"
+    for n in ctx.walk(ast.Attribute):
+        if isinstance(n.ctx, ast.Load) and ctx.qualname(n) in KNOWN_MODULES and not used_as_root(n):
+            p = ctx.parent(n)
+            if isinstance(p, ast.Attribute):
+                continue
+            yield n.lineno, f"module `{ctx.qualname(n)}` used as a value"
+
+
+def _path_rule_hits(ctx, rule_id):
+    for node, attr, qual in ctx.events:
+        hit = False
+        if qual:
+            for p, r in DENY_PATHS.items():
+                if r == rule_id and (qual == p or qual.startswith(p + ".")):
+                    hit = True
+            for ns, (allowed, r) in NAMESPACE_ALLOW.items():
+                if r == rule_id and qual.startswith(ns + "."):
+                    child = qual[len(ns) + 1:].split(".")[0]
+                    if child not in allowed:
+                        hit = True
+        if LEAF_DENY.get(attr) == rule_id:
+            hit = True
+        if hit:
+            yield node.lineno, f"`{qual or attr}`"
+
+
+def _path_check(rule_id):
+    def check(ctx):
+        return _path_rule_hits(ctx, rule_id)
+    return check
+
+
+FRAME_ATTRS = frozenset({
+    "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame",
+    "ag_code", "ag_await", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace",
+    "tb_frame", "tb_next", "co_code", "co_consts", "co_names", "func_globals", "func_code",
+})
+
+
+def _check_frame_access(ctx):
+    for node, attr, qual in ctx.events:
+        if attr in FRAME_ATTRS:
+            yield node.lineno, f"`.{attr}`"
+
+
+def _check_precision(ctx):
+    if not ctx.strict:
+        return
+    for node, attr, qual in ctx.events:
+        if attr in PRECISION_LEAVES:
+            yield node.lineno, f"`{qual or attr}`"
+    for n in ctx.walk(ast.Call):
+        kw = {k.arg: k.value for k in n.keywords if k.arg}
+        if "allow_tf32" in kw and not (isinstance(kw["allow_tf32"], ast.Constant) and kw["allow_tf32"].value is False):
+            yield n.lineno, "allow_tf32"
+        ip = kw.get("input_precision")
+        if ip is not None and not (isinstance(ip, ast.Constant) and ip.value in ("ieee", "tf32x3")):
+            yield n.lineno, "input_precision other than 'ieee'/'tf32x3'"
+        q = ctx.qualname(n.func) or ""
+        if q in ("triton.language.dot",) and "allow_tf32" not in kw and "input_precision" not in kw:
+            yield n.lineno, "tl.dot defaults to TF32: pass input_precision=\"ieee\" (or allow_tf32=False)"
+        if isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "type"):
+            for a in list(n.args) + list(kw.values()):
+                if isinstance(a, ast.Constant) and isinstance(a.value, str) and any(
+                        s in a.value.lower() for s in ("half", "float16", "bfloat16", "int8")):
+                    yield n.lineno, f".{n.func.attr}({a.value!r})"
+
+
+def _check_load_inline_usage(ctx):
+    for n in ctx.walk(ast.Name, ast.Attribute):
+        if isinstance(n.ctx, ast.Load) and ctx.qualname(n) == LOAD_INLINE:
+            p = ctx.parent(n)
+            if not (isinstance(p, ast.Call) and p.func is n):
+                yield n.lineno, "`load_inline` must be called directly"
+
+
+def _load_inline_findings(rule_id):
+    def check(ctx):
+        for f in ctx.load_inline_findings:
+            if f.rule == rule_id:
+                yield f.line, f.detail
+    return check
+
+
+# ---------------------------------------------------------------------------
+# Static resolution of load_inline arguments
+# ---------------------------------------------------------------------------
+
+class Unresolved(Exception):
+    pass
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+class _Resolver:
+    def __init__(self, ctx: Context, call: ast.Call):
+        self.ctx = ctx
+        self.call = call
+        self.scope = ctx.func_of.get(id(call))
+        self.active: set[str] = set()
+
+    def value(self, node, depth=0):
+        if depth > 64:
+            raise Unresolved("expression is nested too deeply")
+        v = lambda x: self.value(x, depth + 1)  # noqa: E731
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, _SCALARS):
+                return node.value
+            raise Unresolved(f"constant of type {type(node.value).__name__}")
+        if isinstance(node, (ast.List, ast.Tuple)):
+            out = []
+            for e in node.elts:
+                if isinstance(e, ast.Starred):
+                    inner = v(e.value)
+                    if not isinstance(inner, (list, tuple)):
+                        raise Unresolved("starred element is not a list")
+                    out.extend(inner)
+                else:
+                    out.append(v(e))
+            return out if isinstance(node, ast.List) else tuple(out)
+        if isinstance(node, ast.Dict):
+            if any(k is None for k in node.keys):
+                raise Unresolved("dict unpacking")
+            return {v(k): v(val) for k, val in zip(node.keys, node.values)}
+        if isinstance(node, ast.JoinedStr):
+            parts = []
+            for p in node.values:
+                if isinstance(p, ast.Constant):
+                    parts.append(p.value)
+                elif isinstance(p, ast.FormattedValue):
+                    x = v(p.value)
+                    if not isinstance(x, (str, int, float, bool)):
+                        raise Unresolved("f-string field is not a scalar constant")
+                    if p.conversion == ord("r"):
+                        x = repr(x)
+                    elif p.conversion == ord("a"):
+                        x = ascii(x)
+                    elif p.conversion == ord("s"):
+                        x = str(x)
+                    spec = v(p.format_spec) if p.format_spec is not None else ""
+                    parts.append(format(x, spec))
+                else:
+                    raise Unresolved("f-string part")
+            return "".join(parts)
+        if isinstance(node, ast.BinOp):
+            left, right = v(node.left), v(node.right)
+            if isinstance(node.op, ast.Add) and type(left) is type(right) and isinstance(left, (str, list, tuple, int)):
+                return left + right
+            if isinstance(node.op, ast.Mod) and isinstance(left, str):
+                if isinstance(right, (list, dict)) or (isinstance(right, tuple) and not all(isinstance(x, _SCALARS) for x in right)):
+                    raise Unresolved("%-formatting arguments")
+                return left % right
+            raise Unresolved(f"operator {type(node.op).__name__}")
+        if isinstance(node, ast.Name):
+            return self.name(node, depth)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not any(
+                isinstance(a, ast.Starred) for a in node.args):
+            meth = node.func.attr
+            if meth == "join" and len(node.args) == 1 and not node.keywords:
+                sep, items = v(node.func.value), v(node.args[0])
+                if isinstance(sep, str) and isinstance(items, (list, tuple)) and all(isinstance(i, str) for i in items):
+                    return sep.join(items)
+                raise Unresolved("join over non-strings")
+            if meth == "format":
+                fmt = v(node.func.value)
+                if not isinstance(fmt, str):
+                    raise Unresolved("format on a non-string")
+                for _, field, _, _ in string.Formatter().parse(fmt):
+                    if field and any(c in field for c in ".["):
+                        raise Unresolved("format field with attribute or index access")
+                args = [v(a) for a in node.args]
+                kwargs = {}
+                for k in node.keywords:
+                    if k.arg is None:
+                        raise Unresolved("format(**...)")
+                    kwargs[k.arg] = v(k.value)
+                if not all(isinstance(x, _SCALARS) for x in list(args) + list(kwargs.values())):
+                    raise Unresolved("format arguments are not scalar constants")
+                return fmt.format(*args, **kwargs)
+        raise Unresolved(f"{type(node).__name__} expression")
+
+    def name(self, node: ast.Name, depth):
+        sites = self.ctx.bindings.get(node.id, [])
+        if len(sites) != 1:
+            raise Unresolved(f"`{node.id}` is {'never bound' if not sites else 'bound more than once'}")
+        site, scope = sites[0]
+        if scope is not None and scope is not self.scope:
+            raise Unresolved(f"`{node.id}` is bound in another function")
+        assign = self.ctx.parent(site)
+        if isinstance(assign, ast.Assign) and len(assign.targets) == 1 and assign.targets[0] is site:
+            value_node = assign.value
+        elif isinstance(assign, ast.AnnAssign) and assign.target is site and assign.value is not None:
+            value_node = assign.value
+        else:
+            raise Unresolved(f"`{node.id}` is not bound by a plain assignment")
+        if node.id in self.active:
+            raise Unresolved(f"`{node.id}` refers to itself")
+        self.active.add(node.id)
+        try:
+            value = self.value(value_node, depth + 1)
+        finally:
+            self.active.discard(node.id)
+        if isinstance(value, (list, dict)):
+            self._check_no_escape(node.id)
+        return value
+
+    def _check_no_escape(self, name):
+        """A list/dict bound to a name could be mutated later: only allow uses
+        that copy it or hand it to load_inline."""
+        for n in self.ctx.walk(ast.Name):
+            if n.id != name or not isinstance(n.ctx, ast.Load):
+                continue
+            p = self.ctx.parent(n)
+            ok = False
+            if isinstance(p, ast.keyword):
+                ok = self.ctx.is_load_inline_call(self.ctx.parent(p))
+            elif isinstance(p, ast.Call):
+                ok = self.ctx.is_load_inline_call(p) or (
+                    isinstance(p.func, ast.Attribute) and p.func.attr == "join")
+            elif isinstance(p, (ast.BinOp, ast.FormattedValue)):
+                ok = True
+            elif isinstance(p, ast.Starred):
+                ok = isinstance(self.ctx.parent(p), (ast.List, ast.Tuple))
+            if not ok:
+                raise Unresolved(f"list `{name}` is used where it could be changed (line {n.lineno})")
+
+
+def _as_str_list(value, what):
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value):
+        return list(value)
+    raise Unresolved(f"{what} must be a string or a list of strings")
+
+
+def _resolve_load_inline_call(ctx: Context, call: ast.Call):
+    findings: list[Finding] = []
+    line = call.lineno
+
+    def fail(rule, detail):
+        findings.append(Finding(rule, line, detail))
+
+    args: dict[str, ast.AST] = {}
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            fail("load_inline_dynamic", "load_inline(*args): arguments must be written out")
+            return None, findings
+        if i >= len(LOAD_INLINE_PARAMS):
+            fail("load_inline_argument", "too many positional arguments")
+            return None, findings
+        args[LOAD_INLINE_PARAMS[i]] = a
+    for k in call.keywords:
+        if k.arg is None:
+            fail("load_inline_dynamic", "load_inline(**kwargs): arguments must be written out")
+            return None, findings
+        args[k.arg] = k.value
+    for k in args:
+        if k not in LOAD_INLINE_ALLOWED:
+            fail("load_inline_argument", f"argument `{k}` is not allowed")
+    resolver = _Resolver(ctx, call)
+    resolved = {}
+    for k in ("name", "cpp_sources", "cuda_sources", "functions", "extra_cflags",
+              "extra_cuda_cflags", "extra_ldflags", "extra_include_paths", "with_cuda", "verbose"):
+        if k not in args:
+            resolved[k] = None
+            continue
+        try:
+            resolved[k] = resolver.value(args[k])
+        except Unresolved as e:
+            fail("load_inline_dynamic", f"argument `{k}` cannot be resolved statically: {e}")
+            resolved[k] = Unresolved
+    if any(v is Unresolved for v in resolved.values()):
+        return None, findings
+    entry = {"lineno": line}
+    try:
+        name = resolved["name"]
+        if not (isinstance(name, str) and name.isidentifier() and name.isascii()):
+            raise Unresolved("`name` must be a Python identifier")
+        entry["name"] = name
+        entry["cpp_sources"] = _as_str_list(resolved["cpp_sources"], "cpp_sources")
+        entry["cuda_sources"] = _as_str_list(resolved["cuda_sources"], "cuda_sources")
+        funcs = resolved["functions"]
+        if isinstance(funcs, dict):
+            funcs = list(funcs.keys())
+        funcs = _as_str_list(funcs, "functions")
+        if not funcs:
+            raise Unresolved("`functions=[...]` must list the entry points")
+        for f in funcs:
+            if not (f.isidentifier() and f.isascii()):
+                raise Unresolved(f"function name {f!r} is not an identifier")
+        entry["functions"] = funcs
+        for k in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags"):
+            v = resolved[k]
+            if isinstance(v, str):
+                raise Unresolved(f"`{k}` must be a list of strings")
+            # KernelBench's own example passes extra_cflags=[""]: empty
+            # entries carry nothing and are dropped.
+            entry[k] = [f for f in _as_str_list(v, k) if f != ""]
+        if _as_str_list(resolved["extra_include_paths"], "extra_include_paths"):
+            raise Unresolved("`extra_include_paths` must be empty")
+        wc = resolved["with_cuda"]
+        if wc is not None and not isinstance(wc, bool):
+            raise Unresolved("`with_cuda` must be True, False or None")
+        if resolved["verbose"] is not None and not isinstance(resolved["verbose"], bool):
+            raise Unresolved("`verbose` must be a bool")
+        entry["with_cuda"] = bool(entry["cuda_sources"]) if wc is None else wc
+        if not entry["cpp_sources"] and not entry["cuda_sources"]:
+            raise Unresolved("no sources")
+    except Unresolved as e:
+        fail("load_inline_argument", str(e))
+        return None, findings
+    ordered = {k: entry[k] for k in ("name", "cpp_sources", "cuda_sources", "functions",
+                                     "extra_cflags", "extra_cuda_cflags", "extra_ldflags",
+                                     "with_cuda", "lineno")}
+    return ordered, findings
+
+
+# ---------------------------------------------------------------------------
+# Compiler flags
+# ---------------------------------------------------------------------------
+
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_FLAG_PATTERNS = [
+    r"-O[0-3]",
+    r"--?std=c\+\+(14|17|20)",
+    rf"-D{_IDENT}(=[A-Za-z0-9_.+\-]*)?",
+    rf"-U{_IDENT}",
+    r"-march=native",
+    r"-mavx[0-9a-z_]*",
+    r"-mfma",
+    r"-funroll-loops",
+    r"-fPIC",
+    r"-w",
+    r"-W(no-)?[a-z][a-z0-9\-]*(=[0-9]+)?",
+    r"-lineinfo",
+    r"--?(Xptxas|ptxas-options)=-v",
+    r"--?maxrregcount=[0-9]+",
+    r"(-arch|--gpu-architecture)=(sm|compute)_[0-9]{2,3}[a-z]?",
+    r"-gencode=?arch=compute_[0-9]{2,3}[a-z]?,code=\[?(sm|compute)_[0-9]{2,3}[a-z]?(,(sm|compute)_[0-9]{2,3}[a-z]?)*\]?",
+    r"arch=compute_[0-9]{2,3}[a-z]?,code=\[?(sm|compute)_[0-9]{2,3}[a-z]?(,(sm|compute)_[0-9]{2,3}[a-z]?)*\]?",
+    r"-gencode",
+    r"--expt-relaxed-constexpr",
+    r"--extended-lambda",
+    r"--expt-extended-lambda",
+]
+_FAST_MATH = [r"--?use_fast_math", r"-ffast-math", r"--?ftz=true", r"--?prec-div=false",
+              r"--?prec-sqrt=false"]
+_PRECISE_MATH = [r"--?ftz=false", r"--?prec-div=true", r"--?prec-sqrt=true", r"--?fmad=(true|false)"]
+
+
+def check_flags(kind: str, flags: list[str], strict: bool) -> list[Finding]:
+    """Findings for one flag list (kind: extra_cflags | extra_cuda_cflags | extra_ldflags)."""
+    out = []
+    if kind == "extra_ldflags":
+        for f in flags:
+            out.append(Finding("compiler_flag", 0, f"linker flag {f!r} (extra_ldflags must be empty)"))
+        return out
+    for i, f in enumerate(flags):
+        if any(re.fullmatch(p, f) for p in _FAST_MATH):
+            if strict:
+                out.append(Finding("fast_math_strict", 0, f"{f} under tolerance 'strict'"))
+            continue
+        if any(re.fullmatch(p, f) for p in _FLAG_PATTERNS + _PRECISE_MATH):
+            if f == "-gencode" and not (i + 1 < len(flags) and flags[i + 1].startswith("arch=")):
+                out.append(Finding("compiler_flag", 0, "-gencode without arch=...,code=..."))
+            if f.startswith("arch=") and not (i > 0 and flags[i - 1] == "-gencode"):
+                out.append(Finding("compiler_flag", 0, f"{f!r} outside -gencode"))
+            m = re.fullmatch(rf"-D{_IDENT}=({_IDENT})", f)
+            if m:
+                for rule, detail in _native_identifier_hits(m.group(1), None, None, strict):
+                    out.append(Finding("compiler_flag", 0, f"{f}: macro value {detail} ({rule})"))
+            continue
+        out.append(Finding("compiler_flag", 0, f"{kind}: {f!r} is not on the allowlist"))
+    return out
+
+
+def _check_flag_units(rule_id):
+    def check(ctx):
+        for u in ctx.flag_units:
+            for f in check_flags(u["kind"], u["flags"], ctx.strict):
+                if f.rule == rule_id:
+                    yield u["line"], f.detail
+    return check
+
+
+# ---------------------------------------------------------------------------
+# Native (C++/CUDA) sources
+# ---------------------------------------------------------------------------
+
+NATIVE_INCLUDES = frozenset({
+    "torch/extension.h", "torch/torch.h", "torch/types.h", "cuda_runtime.h",
+    "cuda_runtime_api.h", "cuda_fp16.h", "cuda_bf16.h", "cub/cub.cuh",
+    "math.h", "cmath", "vector", "algorithm", "cstdint", "stdint.h", "limits",
+    "climits", "limits.h", "cfloat", "float.h", "type_traits", "utility",
+    "array", "tuple", "mma.h", "cooperative_groups.h",
+    "device_launch_parameters.h", "cstddef", "cassert", "assert.h", "cstring",
+    "string", "numeric", "initializer_list", "optional", "functional",
+})
+NATIVE_INCLUDE_PREFIXES = ("ATen/", "c10/", "cuda/std/", "cub/", "cooperative_groups/")
+
+N_STREAM_PREFIXES = ("cudaStream", "cudaEvent", "cudaGraph", "cuStream", "cuEvent", "cuGraph")
+N_STREAM_NAMES = frozenset({
+    "getStreamFromPool", "getStreamFromExternal", "CUDAStream", "CUDAStreamGuard",
+    "OptionalCUDAStreamGuard", "CUDAMultiStreamGuard", "setCurrentCUDAStream",
+    "getDefaultCUDAStream", "CUDAEvent", "CUDAGraph", "cudaLaunchHostFunc",
+})
+N_STREAM_ALLOWED = frozenset({"cudaStream_t"})
+N_SYSCALL = frozenset({
+    "syscall", "fork", "vfork", "clone", "clone3", "exec", "execl", "execlp",
+    "execle", "execv", "execve", "execvp", "execvpe", "fexecve", "system",
+    "popen", "pclose", "dlopen", "dlsym", "dlvsym", "dlclose", "dlmopen",
+    "dlerror", "dladdr", "dlinfo", "dl_iterate_phdr", "mmap", "mmap64",
+    "munmap", "mprotect", "mremap", "ptrace", "kill", "tgkill", "signal",
+    "sigaction", "socket", "socketpair", "connect", "bind", "listen",
+    "accept", "accept4", "send", "sendto", "sendmsg", "recv", "recvfrom",
+    "recvmsg", "getaddrinfo", "gethostbyname", "ioctl", "prctl", "seccomp",
+    "setuid", "setgid", "seteuid", "chroot", "unshare", "setns", "pipe",
+    "pipe2", "dup", "dup2", "dup3", "read", "write", "pread", "pwrite",
+    "readv", "writev", "close", "posix_spawn", "posix_spawnp", "exit",
+    "_exit", "_Exit", "quick_exit", "atexit", "at_quick_exit",
+    "process_vm_readv", "process_vm_writev", "memfd_create", "personality",
+    "mount", "pivot_root", "getauxval",
+})
+N_SYSCALL_PREFIXES = ("SYS_", "__NR_", "__libc_", "__syscall", "RTLD_")
+N_FILE = frozenset({
+    "fopen", "fopen64", "freopen", "fdopen", "open", "open64", "openat",
+    "openat2", "creat", "ifstream", "ofstream", "fstream", "basic_ifstream",
+    "basic_ofstream", "basic_fstream", "filebuf", "basic_filebuf", "FILE",
+    "filesystem", "remove", "rename", "renameat", "unlink", "unlinkat",
+    "rmdir", "mkdir", "mkdirat", "chmod", "fchmod", "chown", "truncate",
+    "ftruncate", "fwrite", "fread", "fputs", "fputc", "fgets", "fgetc",
+    "fprintf", "vfprintf", "fscanf", "fclose", "fflush", "fseek", "ftell",
+    "rewind", "opendir", "readdir", "closedir", "scandir", "stat", "lstat",
+    "fstat", "statx", "access", "faccessat", "realpath", "symlink", "link",
+    "readlink", "tmpfile", "tmpnam", "mkstemp", "mkdtemp", "stdin", "from_file",
+    "stdout", "stderr",
+})
+N_GETENV = frozenset({
+    "getenv", "secure_getenv", "environ", "__environ", "_environ", "setenv",
+    "putenv", "unsetenv", "clearenv", "get_env", "check_env",
+})
+N_ASM = frozenset({"asm", "__asm__", "__asm", "_asm"})
+N_THREAD = frozenset({"jthread", "omp_get_thread_num", "omp_set_num_threads"})
+N_THREAD_PREFIXES = ("pthread_", "omp_")
+N_CUSTOM_OP = frozenset({
+    "TORCH_LIBRARY", "TORCH_LIBRARY_IMPL", "TORCH_LIBRARY_FRAGMENT",
+    "RegisterOperators", "Dispatcher", "Library", "constructor", "destructor",
+    "ifunc", "init_priority", "SetAllocator", "SetCPUAllocator",
+    "set_num_threads", "set_num_interop_threads", "globalContext",
+})
+N_CUSTOM_OP_PREFIXES = ("TORCH_LIBRARY",)
+N_DRIVER = frozenset({"getNVRTC", "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion"})
+N_DRIVER_PREFIXES = ("cudaIpc", "nvrtc", "cudaGetDriverEntryPoint", "cudaLibrary")
+N_PRECISION = frozenset({
+    "half", "__half", "__half2", "half2", "Half", "BFloat16", "__nv_bfloat16",
+    "__nv_bfloat162", "nv_bfloat16", "kHalf", "kFloat16", "kBFloat16", "tf32",
+    "__float_to_tf32", "CUBLAS_TF32_TENSOR_OP_MATH", "cublasSetMathMode",
+})
+N_PRECISION_PREFIXES = ("__float2half", "__float2bfloat16", "__floats2half", "__float22half",
+                        "__nv_fp8", "CUBLAS_COMPUTE_32F_FAST")
+N_PREPROC_NAMES = frozenset({"_Pragma", "__pragma", "__has_include", "__has_include_next",
+                             "__has_embed"})
+N_DIRECTIVES = frozenset({"include", "define", "undef", "if", "ifdef", "ifndef", "elif",
+                          "else", "endif", "pragma", "error", "warning", "line", ""})
+
+
+def _native_identifier_hits(tok: str, prev: str | None, nxt: str | None, strict: bool,
+                            prev2: str | None = None):
+    """(rule, detail) for one identifier token. prev/nxt are neighbouring tokens."""
+    member = prev in (".", "->")
+    if tok not in N_STREAM_ALLOWED and (tok.startswith(N_STREAM_PREFIXES) or tok in N_STREAM_NAMES):
+        yield "native_stream_event_graph", f"`{tok}`"
+    if (re.match(r"Py[A-Z_]", tok) or tok.startswith(("_Py", "THP", "PYBIND11")) or tok == "pybind11"
+            or (tok == "py" and nxt == "::")):
+        yield "native_python_api", f"`{tok}`"
+    if not member and (tok in N_SYSCALL or tok.startswith(N_SYSCALL_PREFIXES)):
+        yield "native_syscall", f"`{tok}`"
+    if not member and tok in N_FILE:
+        yield "native_file_io", f"`{tok}`"
+    if tok in N_GETENV:
+        yield "native_getenv", f"`{tok}`"
+    if tok in N_ASM:
+        yield "native_asm", f"`{tok}`"
+    if (tok in N_THREAD or tok.startswith(N_THREAD_PREFIXES)
+            or (tok in ("thread", "async", "this_thread") and prev == "::" and prev2 == "std")
+            or (tok == "launch" and prev == "::" and prev2 == "at")):
+        yield "native_thread", f"`{tok}`"
+    if tok in N_CUSTOM_OP or tok.startswith(N_CUSTOM_OP_PREFIXES):
+        yield "native_custom_op", f"`{tok}`"
+    if tok in N_DRIVER or tok.startswith(N_DRIVER_PREFIXES) or re.match(r"cu[A-Z]", tok):
+        yield "native_driver_api", f"`{tok}`"
+    if strict and (tok in N_PRECISION or tok.startswith(N_PRECISION_PREFIXES)):
+        yield "native_precision", f"`{tok}` under tolerance 'strict'"
+    if tok in N_PREPROC_NAMES:
+        yield "native_preprocessor", f"`{tok}`"
+
+
+def _splice(text: str) -> list[tuple[str, int]]:
+    """Translation phase 2: drop backslash-newline (GCC also drops trailing
+    blanks between them). Returns (char, line) pairs."""
+    out = []
+    line = 1
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            j = i + 1
+            while j < n and text[j] in " \t":
+                j += 1
+            if j < n and text[j] in "\r\n":
+                if text[j] == "\r" and j + 1 < n and text[j + 1] == "\n":
+                    j += 1
+                line += 1
+                i = j + 1
+                continue
+        out.append((c, line))
+        if c == "\n":
+            line += 1
+        i += 1
+    return out
+
+
+class NativeLex:
+    """A C/C++ lexer good enough for rule checks: comments and literals are
+    dropped, identifiers and punctuators kept, directives recognised."""
+
+    def __init__(self, text: str):
+        self.tokens: list[tuple[str, str, int]] = []      # (kind, text, line)
+        self.directives: list[tuple[str, str, int]] = []  # (name, rest, line)
+        self.issues: list[tuple[str, int, str]] = []      # (rule, line, detail)
+        self._lex(text)
+
+    def _lex(self, text):
+        for m in re.finditer(r"\?\?[=/'()!<>\-]", text):
+            self.issues.append(("native_macro", text.count("\n", 0, m.start()) + 1, f"trigraph {m.group(0)!r}"))
+        chars = _splice(text)
+        s = "".join(c for c, _ in chars)
+        lines = [ln for _, ln in chars]
+        n = len(s)
+        i = 0
+        at_line_start = True
+        directive: list | None = None  # [name, start_index, line]
+
+        def line_at(k):
+            return lines[k] if k < n else (lines[-1] if lines else 1)
+
+        def finish_directive(end):
+            nonlocal directive
+            if directive is not None:
+                name, start, ln = directive
+                self.directives.append((name, s[start:end].strip(), ln))
+                directive = None
+
+        while i < n:
+            c = s[i]
+            if c == "\n":
+                finish_directive(i)
+                at_line_start = True
+                i += 1
+                continue
+            if c in " \t\r\f\v":
+                i += 1
+                continue
+            if s.startswith("//", i):
+                j = s.find("\n", i)
+                i = n if j < 0 else j
+                continue
+            if s.startswith("/*", i):
+                j = s.find("*/", i + 2)
+                if j < 0:
+                    self.issues.append(("native_macro", line_at(i), "unterminated comment"))
+                    i = n
+                else:
+                    # A comment inside a directive is one space; the directive continues.
+                    i = j + 2
+                continue
+            ln = line_at(i)
+            if at_line_start and (c == "#" or s.startswith("%:", i)):
+                at_line_start = False
+                i += 1 if c == "#" else 2
+                while i < n and s[i] in " \t":
+                    i += 1
+                m = re.match(r"[A-Za-z_]\w*", s[i:])
+                name = m.group(0) if m else ""
+                i += len(name)
+                directive = [name, i, ln]
+                if name in ("include", "include_next", "import", "embed"):
+                    j = s.find("\n", i)
+                    j = n if j < 0 else j
+                    rest = s[i:j]
+                    rest = re.sub(r"/\*.*?\*/", " ", rest)
+                    rest = rest.split("//")[0]
+                    self.directives.append((name, rest.strip(), ln))
+                    directive = None
+                    i = j
+                continue
+            at_line_start = False
+            m = re.match(r"(u8|u|U|L)?R\"([^ ()\\\t\n]{0,16})\(", s[i:])
+            if m:
+                end = s.find(")" + m.group(2) + '"', i + m.end())
+                if end < 0:
+                    self.issues.append(("native_macro", ln, "unterminated raw string"))
+                    i = n
+                else:
+                    i = end + len(m.group(2)) + 2
+                self.tokens.append(("lit", '""', ln))
+                continue
+            m = re.match(r"(u8|u|U|L)?([\"'])", s[i:])
+            if m:
+                q = m.group(2)
+                j = i + m.end()
+                while j < n and s[j] != q and s[j] != "\n":
+                    j += 2 if s[j] == "\\" else 1
+                if j >= n or s[j] != q:
+                    self.issues.append(("native_macro", ln, "unterminated literal"))
+                i = j + 1
+                self.tokens.append(("lit", q + q, ln))
+                continue
+            m = re.match(r"\.?[0-9](?:[eEpP][+-]|'[0-9A-Za-z_]|[0-9A-Za-z_.])*", s[i:])
+            if m:
+                i += m.end()
+                self.tokens.append(("num", m.group(0), ln))
+                continue
+            m = re.match(r"[A-Za-z_$][A-Za-z0-9_$]*", s[i:])
+            if m:
+                i += m.end()
+                self.tokens.append(("id", m.group(0), ln))
+                continue
+            if not c.isascii():
+                self.issues.append(("native_macro", ln, "non-ASCII character outside literals and comments"))
+                i += 1
+                continue
+            if c == "\\":
+                self.issues.append(("native_macro", ln, "backslash outside literals (universal character name)"))
+                i += 1
+                continue
+            for p in ("%:%:", "##", "%:", "::", "->", "<<", ">>"):
+                if s.startswith(p, i):
+                    self.tokens.append(("punct", p, ln))
+                    i += len(p)
+                    break
+            else:
+                self.tokens.append(("punct", c, ln))
+                i += 1
+        finish_directive(n)
+
+
+def check_native_source(text: str, *, kind: str = "cpp_sources", strict: bool = True) -> list[Finding]:
+    """Findings for one C++/CUDA source (line = native line)."""
+    lex = NativeLex(text)
+    out = [Finding(r, ln, d) for r, ln, d in lex.issues]
+    toks = lex.tokens
+    for idx, (k, t, ln) in enumerate(toks):
+        if k == "punct":
+            if t in ("##", "%:%:"):
+                out.append(Finding("native_macro", ln, "token pasting `##`"))
+            elif t == "%:":
+                out.append(Finding("native_macro", ln, "digraph `%:`"))
+            continue
+        if k != "id":
+            continue
+        prev = toks[idx - 1][1] if idx > 0 else None
+        prev2 = toks[idx - 2][1] if idx > 1 else None
+        nxt = toks[idx + 1][1] if idx + 1 < len(toks) else None
+        for rule, detail in _native_identifier_hits(t, prev, nxt, strict, prev2):
+            out.append(Finding(rule, ln, detail))
+    for name, rest, ln in lex.directives:
+        if name == "include":
+            m = re.fullmatch(r"<([^<>\"]+)>|\"([^<>\"]+)\"", rest)
+            header = (m.group(1) or m.group(2)) if m else None
+            if header is None:
+                out.append(Finding("native_include", ln, f"#include {rest} (computed include)"))
+            elif (".." in header or header.startswith("/") or "\\" in header
+                  or not (header in NATIVE_INCLUDES or header.startswith(NATIVE_INCLUDE_PREFIXES))):
+                out.append(Finding("native_include", ln, f"#include <{header}>"))
+        elif name == "pragma":
+            word = rest.split()[0] if rest.split() else ""
+            if word == "omp":
+                out.append(Finding("native_thread", ln, "#pragma omp"))
+            elif word not in ("once", "unroll"):
+                out.append(Finding("native_preprocessor", ln, f"#pragma {rest}"))
+        elif name not in N_DIRECTIVES:
+            out.append(Finding("native_preprocessor", ln, f"#{name}"))
+    return out
+
+
+def _check_native(rule_id):
+    def check(ctx):
+        for u in ctx.native_units:
+            for f in check_native_source(u["text"], kind=u["kind"], strict=ctx.strict):
+                if f.rule == rule_id:
+                    yield u["line"], f"{u['where']} line {f.line}: {f.detail}"
+    return check
+
+
+# ---------------------------------------------------------------------------
+# Undefined-symbol allowlist (second line of defence after compiling)
+# ---------------------------------------------------------------------------
+
+_MATH_BASE = (
+    "exp exp2 exp10 expm1 log log2 log10 log1p logb sqrt cbrt pow sin cos tan asin acos atan "
+    "atan2 sinh cosh tanh asinh acosh atanh erf erfc erfinv tgamma lgamma fabs floor ceil round "
+    "trunc rint nearbyint lround llround lrint llrint fmod remainder remquo fmax fmin fma fdim "
+    "hypot ldexp frexp modf copysign nextafter sincos scalbn scalbln ilogb nan"
+).split()
+C_ALLOWED = frozenset(
+    [f"{b}{s}" for b in _MATH_BASE for s in ("", "f", "l")]
+    + [f"__{b}{s}_finite" for b in _MATH_BASE for s in ("", "f", "l")]
+    + """memcpy memmove memset memcmp memchr strlen strnlen strcmp strncmp strchr strrchr strstr
+    strdup strndup __memcpy_chk __memmove_chk __memset_chk __stack_chk_fail __assert_fail abort
+    __gxx_personality_v0 __gmon_start__ _ITM_deregisterTMCloneTable _ITM_registerTMCloneTable
+    __tls_get_addr __errno_location __libc_single_threaded __dynamic_cast _GLOBAL_OFFSET_TABLE_
+    __dso_handle atexit
+    malloc free calloc realloc posix_memalign aligned_alloc memalign
+    snprintf vsnprintf sprintf vsprintf __snprintf_chk __vsnprintf_chk __sprintf_chk __vsprintf_chk
+    strtol strtoul strtoll strtoull strtod strtof strtold abs labs llabs div ldiv
+    __isnan __isnanf __isinf __isinff __finite __finitef __signbit __signbitf __fpclassify
+    __ctype_b_loc __ctype_tolower_loc __ctype_toupper_loc tolower toupper qsort bsearch
+    pthread_mutex_lock pthread_mutex_unlock pthread_once __pthread_key_create
+    cudaGetLastError cudaPeekAtLastError cudaGetErrorString cudaGetErrorName cudaLaunchKernel
+    cudaLaunchKernelExC cudaLaunchCooperativeKernel __cudaRegisterFatBinary
+    __cudaRegisterFatBinaryEnd __cudaUnregisterFatBinary __cudaRegisterFunction __cudaRegisterVar
+    __cudaRegisterManagedVar __cudaInitModule __cudaPushCallConfiguration
+    __cudaPopCallConfiguration cudaMalloc cudaFree cudaMallocAsync cudaFreeAsync cudaMemcpy
+    cudaMemcpyAsync cudaMemset cudaMemsetAsync cudaMemcpyToSymbol cudaMemcpyToSymbolAsync
+    cudaMemcpyFromSymbol cudaMemcpyFromSymbolAsync cudaGetSymbolAddress cudaDeviceSynchronize
+    cudaGetDevice cudaGetDeviceCount cudaGetDeviceProperties cudaGetDeviceProperties_v2
+    cudaDeviceGetAttribute cudaFuncSetAttribute cudaFuncGetAttributes cudaFuncSetCacheConfig
+    cudaFuncSetSharedMemConfig cudaOccupancyMaxActiveBlocksPerMultiprocessor
+    cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags cudaMemGetInfo cudaRuntimeGetVersion
+    cudaDriverGetVersion cudaPointerGetAttributes""".split())
+C_ALLOWED_PREFIXES = ("__cxa_", "_Unwind_", "__cuda", "__isoc23_strto", "__isoc99_sscanf", "__isoc23_sscanf")
+
+TORCH_NAMESPACES = frozenset({"c10", "at", "torch", "caffe2"})
+TORCH_SYMBOL_DENY = frozenset({
+    "Library", "Dispatcher", "RegisterOperators", "jit", "serialize", "get_env", "check_env",
+    "ThreadPool", "TaskThreadPool", "PTThreadPool", "launch", "intraop_launch",
+    "set_num_threads", "set_num_interop_threads", "SetAllocator", "SetCPUAllocator",
+    "getStreamFromPool", "getStreamFromExternal", "setCurrentCUDAStream", "CUDAGraph",
+    "from_file", "python", "manual_seed", "getNVRTC", "pickle_save", "pickle_load",
+    "load", "save",
+})
+STD_ALLOWED = frozenset({
+    "basic_string", "char_traits", "allocator", "basic_ostringstream", "basic_istringstream",
+    "basic_stringstream", "basic_stringbuf", "basic_ostream", "ostream", "basic_istream",
+    "istream", "iostream", "basic_ios", "ios_base", "locale", "ctype", "terminate", "exception",
+    "runtime_error", "logic_error", "invalid_argument", "out_of_range", "length_error",
+    "domain_error", "overflow_error", "underflow_error", "range_error", "bad_alloc",
+    "bad_array_new_length", "bad_cast", "bad_typeid", "bad_function_call",
+    "bad_optional_access", "bad_variant_access", "bad_weak_ptr", "__detail", "_Hash_bytes",
+    "_Fnv_hash_bytes", "_Rb_tree_increment", "_Rb_tree_decrement",
+    "_Rb_tree_insert_and_rebalance", "_Rb_tree_rebalance_for_erase", "__ostream_insert", "_V2",
+    "error_category", "system_error", "nothrow", "type_info", "__exception_ptr",
+    "rethrow_exception", "current_exception", "uncaught_exception", "uncaught_exceptions",
+    "__glibcxx_assert_fail", "nested_exception", "align_val_t", "_Sp_make_shared_tag",
+    "__once_callable", "__once_call", "condition_variable", "mutex", "__throw_",
+    "operator", "string", "_Sp_counted_base", "__shared_count", "__weak_count",
+    "ios_base_library_init", "__throw_bad_alloc", "basic_streambuf",
+})
+STD_DENY = frozenset({
+    "basic_ifstream", "basic_ofstream", "basic_fstream", "basic_filebuf", "__basic_file",
+    "filesystem", "thread", "jthread", "this_thread", "__future_base", "future", "async",
+    "random_device", "cout", "cerr", "clog", "cin", "wcout", "wcerr",
+})
+
+_STD_SUBST = {"St": ["std"], "Sa": ["std", "allocator"], "Sb": ["std", "basic_string"],
+              "Ss": ["std", "string"], "Si": ["std", "istream"], "So": ["std", "ostream"],
+              "Sd": ["std", "iostream"]}
+
+
+def _mangled_components(sym: str, i: int) -> list[str] | None:
+    """Leading qualified-name components of an Itanium name starting at sym[i]
+    (after `_Z`, `_ZTV` ...). Stops at template arguments or parameters."""
+    comps: list[str] = []
+    nested = False
+    if sym.startswith("N", i):
+        nested = True
+        i += 1
+        while i < len(sym) and sym[i] in "rVKRO":
+            i += 1
+    while i < len(sym):
+        two = sym[i:i + 2]
+        if two in _STD_SUBST:
+            comps += _STD_SUBST[two]
+            i += 2
+        elif sym[i].isdigit():
+            m = re.match(r"\d+", sym[i:])
+            ln = int(m.group(0))
+            i += len(m.group(0))
+            comps.append(sym[i:i + ln])
+            i += ln
+        elif re.match(r"[a-z][a-z]", two) and two not in ("St",):
+            comps.append("operator")
+            break
+        elif two in ("C1", "C2", "C3", "D0", "D1", "D2"):
+            break
+        else:
+            break
+        if not nested:
+            if comps and comps[0] == "std" and len(comps) == 1:
+                continue  # _ZSt<len>name: one more component
+            break
+    return comps
+
+
+def _symbol_ok(sym: str) -> tuple[bool, str]:
+    if not sym.startswith("_Z"):
+        if sym in C_ALLOWED or sym.startswith(C_ALLOWED_PREFIXES):
+            return True, ""
+        return False, "not on the allowlist"
+    if sym.startswith(("_Znw", "_Zna", "_Zdl", "_Zda")):
+        return True, ""
+    i = 2
+    special = False
+    for p in ("TV", "TI", "TS", "TT"):
+        if sym.startswith(p, 2):
+            i = 4
+            special = True
+            break
+    if special and re.fullmatch(r"[PKRVv]*[a-z]", sym[i:]):
+        return True, ""  # typeinfo of builtin types: _ZTIi, _ZTIPKc
+    comps = _mangled_components(sym, i)
+    if not comps:
+        return False, "unrecognised mangled name"
+    head = comps[0]
+    if head == "__cxxabiv1":
+        return True, ""
+    if head in TORCH_NAMESPACES:
+        for k, c in enumerate(comps):
+            if c in TORCH_SYMBOL_DENY or (k and comps[k - 1] == "Context" and c.startswith("set")):
+                return False, f"{'::'.join(comps)} is denied"
+        return True, ""
+    if head == "std":
+        rest = [c for c in comps[1:] if c not in ("__cxx11", "__1")]
+        if any(c in STD_DENY for c in rest):
+            return False, f"{'::'.join(comps)} is denied"
+        if not rest:
+            return False, "unrecognised std name"
+        first = rest[0]
+        if first in STD_ALLOWED or first.startswith("__throw_"):
+            return True, ""
+        return False, f"std::{first} is not on the allowlist"
+    return False, f"{'::'.join(comps)} is not on the allowlist"
+
+
+def check_symbols(undefined_symbols: list[str], allow_extra: Iterable[str] = ()) -> list[dict]:
+    """Violations for a built library's undefined dynamic symbols.
+
+    `undefined_symbols`: names as `nm -D --undefined-only` or
+    `undefined_symbols()` give them (a `@VERSION` suffix is ignored).
+    `allow_extra`: exact names pulled in by korch's own binding glue
+    (pybind11 / libpython / torch_python), allowed in addition."""
+    extra = {s.split("@")[0] for s in allow_extra}
+    rule = RULES_BY_ID["native_symbol"]
+    out = []
+    for raw in undefined_symbols:
+        sym = raw.split("@")[0].strip()
+        if not sym or sym in extra:
+            continue
+        ok, why = _symbol_ok(sym)
+        if not ok:
+            out.append({"rule": rule.id, "message": f"{rule.message}: {sym} ({why})", "line": 0})
+    return out
+
+
+# ---------------------------------------------------------------------------
+# ELF64 dynamic symbol reader (no nm dependency)
+# ---------------------------------------------------------------------------
+
+class ElfError(Exception):
+    pass
+
+
+def _elf_read(path: str):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF":
+        raise ElfError(f"{path}: not an ELF file")
+    if data[4] != 2:
+        raise ElfError(f"{path}: not ELF64")
+    end = "<" if data[5] == 1 else ">"
+    return data, end
+
+
+def _elf_tables(data: bytes, end: str):
+    """Yield (symtab_offset, nsyms, strtab_offset, strtab_size) from both the
+    section headers (.dynsym) and the dynamic segment (what the loader uses)."""
+    (e_phoff, e_shoff) = struct.unpack_from(end + "QQ", data, 0x20)
+    e_phentsize, e_phnum, e_shentsize, e_shnum = struct.unpack_from(end + "HHHH", data, 0x36)
+    found = []
+    # Section headers.
+    for k in range(e_shnum if e_shoff else 0):
+        off = e_shoff + k * e_shentsize
+        sh_name, sh_type, _, _, sh_offset, sh_size, sh_link, _, _, sh_entsize = struct.unpack_from(
+            end + "IIQQQQIIQQ", data, off)
+        if sh_type == 11:  # SHT_DYNSYM
+            loff = e_shoff + sh_link * e_shentsize
+            _, _, _, _, str_off, str_size, _, _, _, _ = struct.unpack_from(end + "IIQQQQIIQQ", data, loff)
+            found.append((sh_offset, sh_size // (sh_entsize or 24), str_off, str_size))
+    # Program headers: PT_DYNAMIC.
+    loads = []
+    dyn = None
+    for k in range(e_phnum if e_phoff else 0):
+        p_type, _, p_offset, p_vaddr, _, p_filesz, _, _ = struct.unpack_from(
+            end + "IIQQQQQQ", data, e_phoff + k * e_phentsize)
+        if p_type == 1:
+            loads.append((p_vaddr, p_offset, p_filesz))
+        elif p_type == 2:
+            dyn = (p_offset, p_filesz)
+
+    def v2o(addr):
+        for vaddr, off, size in loads:
+            if vaddr <= addr < vaddr + size:
+                return off + (addr - vaddr)
+        raise ElfError("address outside loadable segments")
+
+    if dyn is not None:
+        tags: dict[int, list[int]] = {}
+        for k in range(dyn[1] // 16):
+            tag, val = struct.unpack_from(end + "qQ", data, dyn[0] + 16 * k)
+            if tag == 0:
+                break
+            tags.setdefault(tag, []).append(val)
+        if 6 in tags and 5 in tags:  # DT_SYMTAB, DT_STRTAB
+            symoff, stroff = v2o(tags[6][0]), v2o(tags[5][0])
+            strsz = tags.get(10, [len(data) - stroff])[0]
+            nsyms = 0
+            if 4 in tags:  # DT_HASH: nchain
+                nsyms = struct.unpack_from(end + "I", data, v2o(tags[4][0]) + 4)[0]
+            elif 0x6FFFFEF5 in tags:  # DT_GNU_HASH
+                h = v2o(tags[0x6FFFFEF5][0])
+                nbuckets, symoffset, bloom_size, _ = struct.unpack_from(end + "IIII", data, h)
+                buckets_off = h + 16 + 8 * bloom_size
+                buckets = struct.unpack_from(end + f"{nbuckets}I", data, buckets_off)
+                last = max(buckets) if buckets else 0
+                nsyms = symoffset
+                if last >= symoffset:
+                    chain_off = buckets_off + 4 * nbuckets
+                    while True:
+                        (hv,) = struct.unpack_from(end + "I", data, chain_off + 4 * (last - symoffset))
+                        last += 1
+                        if hv & 1:
+                            break
+                    nsyms = last
+            found.append((symoff, nsyms, stroff, strsz))
+        return found, tags, v2o
+    return found, {}, None
+
+
+def _cstr(data, off):
+    end = data.find(b"\0", off)
+    return data[off:end if end >= 0 else len(data)].decode("utf-8", "replace")
+
+
+def _object_symbols(data: bytes, end: str) -> tuple[set[str], set[str]]:
+    """(undefined, defined) global symbols of a relocatable object (.symtab)."""
+    e_shoff = struct.unpack_from(end + "Q", data, 0x28)[0]
+    e_shentsize, e_shnum = struct.unpack_from(end + "HH", data, 0x3A)
+    undef, defined = set(), set()
+    for k in range(e_shnum):
+        _, sh_type, _, _, sh_offset, sh_size, sh_link, _, _, sh_entsize = struct.unpack_from(
+            end + "IIQQQQIIQQ", data, e_shoff + k * e_shentsize)
+        if sh_type != 2:  # SHT_SYMTAB
+            continue
+        str_off = struct.unpack_from(end + "IIQQQQIIQQ", data, e_shoff + sh_link * e_shentsize)[4]
+        for j in range(sh_size // (sh_entsize or 24)):
+            st_name, st_info, _, st_shndx, _, _ = struct.unpack_from(end + "IBBHQQ", data, sh_offset + 24 * j)
+            bind, typ = st_info >> 4, st_info & 0xF
+            if not st_name or bind == 0 or typ in (3, 4):  # local, SECTION, FILE
+                continue
+            (undef if st_shndx == 0 else defined).add(_cstr(data, str_off + st_name))
+    return undef, defined
+
+
+def undefined_symbols_of_objects(paths: Iterable[str]) -> list[str]:
+    """Symbols the given relocatable objects (.o) import from outside the
+    set: the union of their undefined globals minus what any of them defines.
+    Use this on the objects compiled from the candidate's own sources (not
+    korch's binding glue) when the toolchain links libstdc++ statically, in
+    which case the final .so imports libstdc++'s own needs (open, syscall...)."""
+    undef, defined = set(), set()
+    for p in paths:
+        data, end = _elf_read(p)
+        if struct.unpack_from(end + "H", data, 0x10)[0] != 1:
+            raise ElfError(f"{p}: not a relocatable object")
+        u, d = _object_symbols(data, end)
+        undef |= u
+        defined |= d
+    return sorted(undef - defined)
+
+
+def undefined_symbols(so_path: str) -> list[str]:
+    """Undefined (imported) symbols of an ELF64 file without version
+    suffixes, weak ones included. Shared objects: the union of the section
+    table's .dynsym and the dynamic segment's DT_SYMTAB (what the loader
+    uses). Relocatable objects (.o): the global undefined symbols of .symtab."""
+    data, end = _elf_read(so_path)
+    if struct.unpack_from(end + "H", data, 0x10)[0] == 1:  # ET_REL
+        return sorted(_object_symbols(data, end)[0])
+    tables, _, _ = _elf_tables(data, end)
+    if not tables:
+        raise ElfError(f"{so_path}: no dynamic symbol table")
+    names = set()
+    for symoff, nsyms, stroff, strsz in tables:
+        for k in range(nsyms):
+            st_name, st_info, st_other, st_shndx, _, _ = struct.unpack_from(end + "IBBHQQ", data, symoff + 24 * k)
+            if st_shndx == 0 and st_name and (st_info & 0xF) != 4 and st_name < strsz:  # not STT_FILE
+                names.add(_cstr(data, stroff + st_name))
+    return sorted(names)
+
+
+def needed_libraries(so_path: str) -> list[str]:
+    """DT_NEEDED entries of an ELF64 shared object."""
+    data, end = _elf_read(so_path)
+    _, tags, v2o = _elf_tables(data, end)
+    if not tags or 5 not in tags:
+        return []
+    stroff = v2o(tags[5][0])
+    return [_cstr(data, stroff + v) for v in tags.get(1, [])]
+
+
+# ---------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------
+
+RULES: list[Rule] = [
+    Rule("syntax_error", "the module must be valid Python", "python"),
+    Rule("source_encoding", "the module must be UTF-8 (no other coding declaration)", "python", _check_source_encoding),
+    Rule("non_ascii_identifier", "identifiers must be ASCII (Python NFKC-folds look-alikes such as `ｅｖａｌ`)", "python", _check_non_ascii_identifier),
+    Rule("import_not_allowed", "only torch, torch.nn, torch.nn.functional, torch.utils.cpp_extension, triton, triton.language, math, numpy, typing, functools, itertools, operator, collections, dataclasses and enum may be imported", "python", _check_imports),
+    Rule("star_import", "`from x import *` is not allowed", "python", _check_star_import),
+    Rule("try_except", "no try/except/finally (errors must surface)", "python", _check_try),
+    Rule("global_statement", "no global or nonlocal statements", "python", _check_global),
+    Rule("match_statement", "no match statements", "python", _check_match),
+    Rule("banned_builtin", "no exec/eval/compile/open/__import__/globals/locals/vars/breakpoint/input/setattr/delattr/type or other code-from-strings", "python", _check_banned_builtin),
+    Rule("dynamic_getattr", "getattr/hasattr need a string-literal name and must be called directly", "python", _check_dynamic_getattr),
+    Rule("private_name", "no private `_x` or dunder names or attributes (except __init__)", "python", _check_private),
+    Rule("defines_model", "the candidate must not define or refer to `Model` (the reference)", "python", _check_defines_model),
+    Rule("missing_model_new", "the module must define exactly one module-level `class ModelNew`", "python", _check_model_new),
+    Rule("tensor_subclass", "no tensor subclasses, __torch_function__ or __torch_dispatch__", "python", _check_tensor_subclass),
+    Rule("class_base", "classes may derive only from nn.Module (and torch.nn classes), autograd.Function, Enum, NamedTuple, object or classes of this module", "python", _check_class_base),
+    Rule("class_keyword", "no metaclass or other class keywords", "python", _check_class_keyword),
+    Rule("attribute_assignment", "attributes may be assigned or deleted only as `self.<name>` inside methods; no module state mutation", "python", _check_attribute_assignment),
+    Rule("class_attribute_access", "methods must be called on instances, not through the class", "python", _check_class_attribute_access),
+    Rule("decorator_not_allowed", "only @triton.jit, @triton.autotune, @triton.heuristics, @staticmethod, @functools.*, @torch.no_grad and @torch.inference_mode decorators", "python", _check_decorators),
+    Rule("string_annotation", "annotations must be expressions, not strings (strings can be evaluated later)", "python", _check_string_annotation),
+    Rule("banned_module", "no access to sys, os, builtins, inspect, gc, ctypes, importlib, pickle, subprocess, socket, threading, io, pathlib, ... or modules re-exported by other modules", "python", _check_banned_module),
+    Rule("module_as_value", "modules may only be used as `module.attribute`, never stored or passed", "python", _check_module_as_value),
+    Rule("threads_processes", "no threads, processes, distributed or thread-count changes", "python", _path_check("threads_processes")),
+    Rule("streams_events_graphs", "no CUDA streams, events or graphs", "python", _path_check("streams_events_graphs")),
+    Rule("compile_jit", "no torch.compile, torch.jit, torch.fx, jiterator or other compilers", "python", _path_check("compile_jit")),
+    Rule("torch_backends", "no torch.backends settings", "python", _path_check("torch_backends")),
+    Rule("profiler", "no profilers", "python", _path_check("profiler")),
+    Rule("custom_op_registration", "no custom operator registration or native library loading (torch.library, torch.ops.load_library, torch.classes)", "python", _path_check("custom_op_registration")),
+    Rule("cpp_extension_other", "only load_inline may be used from torch.utils.cpp_extension", "python", _path_check("cpp_extension_other")),
+    Rule("torch_utils", "nothing from torch.utils except cpp_extension.load_inline", "python", _path_check("torch_utils")),
+    Rule("triton_api", "only triton.jit/autotune/heuristics/Config/cdiv/next_power_of_2 and triton.language (no inline asm)", "python", _path_check("triton_api")),
+    Rule("file_os_network", "no file, OS or network access (torch.save/load/from_file, numpy load/save/memmap, tofile, hub ...)", "python", _path_check("file_os_network")),
+    Rule("seeding", "no seeding or RNG state access (torch.manual_seed, generators, numpy.random)", "python", _path_check("seeding")),
+    Rule("frame_access", "no frame, code or generator internals (gi_frame, f_back, f_globals, tb_frame ...)", "python", _check_frame_access),
+    Rule("precision_downgrade", "no half/bfloat16/int8/TF32/autocast under tolerance 'strict' (fp32 tasks)", "python", _check_precision),
+    Rule("load_inline_usage", "load_inline must be called directly, not stored or passed", "load_inline", _check_load_inline_usage),
+    Rule("load_inline_dynamic", "load_inline arguments must be statically resolvable (literals, module-level constants bound once, +, f-strings, .format, join)", "load_inline", _load_inline_findings("load_inline_dynamic")),
+    Rule("load_inline_argument", "load_inline takes name, cpp_sources, cuda_sources, functions, extra_cflags, extra_cuda_cflags, with_cuda, verbose (no include paths, build_directory or ldflags)", "load_inline", _load_inline_findings("load_inline_argument")),
+    Rule("compiler_flag", "compiler flags must be on the allowlist (-O*, -std=c++NN, -DNAME[=VALUE], -arch/-gencode, ...); extra_ldflags must be empty", "flags", _check_flag_units("compiler_flag")),
+    Rule("fast_math_strict", "fast-math flags are not allowed under tolerance 'strict'", "flags", _check_flag_units("fast_math_strict")),
+    Rule("native_stream_event_graph", "native code: no CUDA stream, event or graph APIs (use the current stream)", "native", _check_native("native_stream_event_graph")),
+    Rule("native_python_api", "native code: no Python C API or pybind11", "native", _check_native("native_python_api")),
+    Rule("native_syscall", "native code: no system calls, processes, dynamic loading, memory mapping or sockets", "native", _check_native("native_syscall")),
+    Rule("native_file_io", "native code: no file I/O", "native", _check_native("native_file_io")),
+    Rule("native_getenv", "native code: no environment access", "native", _check_native("native_getenv")),
+    Rule("native_asm", "native code: no inline assembly", "native", _check_native("native_asm")),
+    Rule("native_include", "native code: #include only allowlisted headers (torch/extension.h, ATen/, c10/, cuda_runtime.h, cuda_fp16.h, cub/, cmath, vector, ...)", "native", _check_native("native_include")),
+    Rule("native_macro", "native code: no token pasting (##), digraphs, trigraphs, universal character names or non-ASCII code", "native", _check_native("native_macro")),
+    Rule("native_preprocessor", "native code: no pragmas other than once/unroll, no _Pragma, __has_include or unknown directives", "native", _check_native("native_preprocessor")),
+    Rule("native_thread", "native code: no threads (std::thread, pthread, std::async, OpenMP)", "native", _check_native("native_thread")),
+    Rule("native_custom_op", "native code: no operator registration, global torch settings or load-time constructors", "native", _check_native("native_custom_op")),
+    Rule("native_driver_api", "native code: no CUDA driver API, NVRTC or IPC", "native", _check_native("native_driver_api")),
+    Rule("native_precision", "native code: no half/bfloat16/TF32 under tolerance 'strict'", "native", _check_native("native_precision")),
+    Rule("native_symbol", "the built library imports a symbol outside the allowlist", "symbols"),
+]
+RULES_BY_ID = {r.id: r for r in RULES}
+assert len(RULES_BY_ID) == len(RULES), "duplicate rule id"
+
+
+def rule_table() -> list[dict]:
+    return [{"id": r.id, "message": r.message, "stage": r.stage} for r in RULES]
+
+
+# ---------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------
+
+def _triton_kernels(ctx: Context) -> list[str]:
+    out = []
+    for n in ctx.walk(ast.FunctionDef):
+        for d in n.decorator_list:
+            if _decorator_name(ctx, d) == "triton.jit":
+                out.append(n.name)
+    return out
+
+
+def check(source: str, *, tolerance: str = "strict", torch_ops: str = "allow") -> dict:
+    """Run every static rule on a candidate module. JSON-able result."""
+    if tolerance not in TOLERANCES:
+        raise ValueError(f"tolerance must be one of {TOLERANCES}")
+    if torch_ops not in TORCH_OPS_POLICIES:
+        raise ValueError(f"torch_ops must be one of {TORCH_OPS_POLICIES}")
+    result = {"ok": False, "violations": [], "load_inline": [], "entry_points": [],
+              "language": "torch", "tolerance": tolerance, "torch_ops": torch_ops,
+              "rules_version": RULES_VERSION}
+    raw = source.encode("utf-8", "surrogatepass")
+    try:
+        tree = ast.parse(raw, filename="<candidate>")
+    except (SyntaxError, ValueError) as e:
+        line = getattr(e, "lineno", None) or 0
+        result["violations"].append({"rule": "syntax_error",
+                                     "message": f"{RULES_BY_ID['syntax_error'].message}: {e.msg if isinstance(e, SyntaxError) else e}",
+                                     "line": line})
+        return result
+    ctx = Context(source, tree, tolerance, torch_ops)
+    seen = set()
+    violations = []
+    for rule in RULES:
+        if rule.check is None:
+            continue
+        for line, detail in rule.check(ctx):
+            key = (rule.id, line, detail)
+            if key in seen:
+                continue
+            seen.add(key)
+            msg = f"{rule.message}: {detail}" if detail else rule.message
+            violations.append({"rule": rule.id, "message": msg, "line": int(line or 0)})
+    violations.sort(key=lambda v: (v["line"], v["rule"]))
+    result["violations"] = violations
+    result["ok"] = not violations
+    result["load_inline"] = ctx.load_inline_calls
+    entry = [f for c in ctx.load_inline_calls for f in c["functions"]]
+    entry += _triton_kernels(ctx)
+    result["entry_points"] = entry
+    if any(c["cuda_sources"] for c in ctx.load_inline_calls):
+        result["language"] = "cuda"
+    elif ctx.load_inline_calls or any(ctx.is_load_inline_call(c) for c in ctx.walk(ast.Call)):
+        result["language"] = "cpp"
+    elif _triton_kernels(ctx) or any(p.startswith("triton") for p in ctx.import_aliases.values()):
+        result["language"] = "triton"
+    return result
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(description="korch static rules")
+    ap.add_argument("file", nargs="?", help="candidate module to check")
+    ap.add_argument("--dump-table", action="store_true", help="print the rule table as JSON")
+    ap.add_argument("--tolerance", default="strict", choices=TOLERANCES)
+    ap.add_argument("--torch-ops", default="allow", choices=TORCH_OPS_POLICIES)
+    ap.add_argument("--symbols", metavar="SO", help="check a built library's undefined symbols")
+    ap.add_argument("--allow-extra", metavar="FILE", help="file of extra allowed symbols, one a line")
+    args = ap.parse_args(argv)
+    if args.dump_table:
+        print(json.dumps(rule_table(), indent=1))
+        return 0
+    if args.symbols:
+        extra = []
+        if args.allow_extra:
+            with open(args.allow_extra, encoding="utf-8") as f:
+                extra = [ln.strip() for ln in f if ln.strip()]
+        syms = undefined_symbols(args.symbols)
+        v = check_symbols(syms, allow_extra=extra)
+        print(json.dumps({"ok": not v, "undefined": syms, "needed": needed_libraries(args.symbols),
+                          "violations": v}, indent=1))
+        return 0 if not v else 1
+    if not args.file:
+        ap.error("give a FILE, --dump-table or --symbols")
+    with open(args.file, encoding="utf-8") as f:
+        src = f.read()
+    res = check(src, tolerance=args.tolerance, torch_ops=args.torch_ops)
+    print(json.dumps(res, indent=1))
+    return 0 if res["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,523 @@
+"""Tests for evaluator/rules/korch_rules.py (unittest; run from CTest or by hand):
+
+    /usr/bin/python3 -m unittest discover -s tests/evaluator/rules -p 'test_*.py'
+
+Every rule in the table has a violation case and a near-miss that must pass
+(the near-miss is embedded in a complete, otherwise-clean candidate, so the
+whole module must come back ok). The corpus under tests/evaluator/corpus is
+checked too: every good/ file passes, every hacks/ file whose header says
+`# expect: rule_violation <id>` is rejected with that rule.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+sys.path.insert(0, str(REPO / "evaluator" / "rules"))
+
+import korch_rules as kr  # noqa: E402
+
+CORPUS = REPO / "tests" / "evaluator" / "corpus"
+
+PY_TEMPLATE = '''import torch
+import torch.nn as nn
+import functools
+{top}
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {init}
+
+    def forward(self, x):
+        {body}
+        return torch.relu(x)
+'''
+
+NATIVE_TEMPLATE = '''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+{pre}
+src = r"""
+#include <torch/extension.h>
+{native}
+torch::Tensor fwd(torch::Tensor x) {{ return x; }}
+"""
+
+ext = load_inline({args})
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return ext.fwd(x)
+'''
+DEFAULT_ARGS = 'name="ext", cpp_sources=src, functions=["fwd"]'
+
+
+def indent(code: str, n: int) -> str:
+    return code.replace("\n", "\n" + " " * n)
+
+
+def py(top="", init="pass", body="pass"):
+    return PY_TEMPLATE.format(top=top, init=indent(init, 8), body=indent(body, 8))
+
+
+def native(code="", pre="", args=DEFAULT_ARGS):
+    return NATIVE_TEMPLATE.format(native=code, pre=pre, args=args)
+
+
+def flags(cflags=None, cuda=None, ldflags=None):
+    extra = ""
+    if cflags is not None:
+        extra += f", extra_cflags={cflags!r}"
+    if cuda is not None:
+        extra += f", extra_cuda_cflags={cuda!r}"
+    if ldflags is not None:
+        extra += f", extra_ldflags={ldflags!r}"
+    return native(args=DEFAULT_ARGS + extra)
+
+
+# rule id -> (violation module, near-miss module)
+CASES: dict[str, tuple[str, str]] = {
+    "syntax_error": (py(top="def f(:\n    pass"), py(top="x = 7 // 2  # floor division")),
+    "source_encoding": ("# -*- coding: utf-7 -*-\n" + py(), "# -*- coding: utf-8 -*-\n" + py()),
+    "non_ascii_identifier": (py(top="ｘ = 1"), py(top='x = "ｘ é ｅｖａｌ"  # ｅｖａｌ in a comment')),
+    "import_not_allowed": (py(top="import os"),
+                           py(top="import math\nimport numpy as np\nfrom typing import List\nfrom torch import nn as tnn")),
+    "star_import": (py(top="from math import *"), py(top="from math import sqrt")),
+    "try_except": (py(top="try:\n    y = 1\nexcept Exception:\n    y = 2"),
+                   py(top='s = "try: ... except: ..."  # try/except in a comment')),
+    "global_statement": (py(top="g = 0\ndef f():\n    global g\n    g = 1"),
+                         py(top="def f():\n    g = 1\n    return g\nglobal_ = 'global g'")),
+    "match_statement": (py(top="match 1:\n    case 1:\n        pass"), py(top="match = 1\ncase = match + 1")),
+    "banned_builtin": (py(top='y = eval("1")'),
+                       py(top='y = "eval(1)"\ndef evaluate(v):\n    return v', body="self.eval()")),
+    "dynamic_getattr": (py(top='name = "relu"\nf = getattr(torch, name)'),
+                        py(top='f = getattr(torch, "relu")\nh = hasattr(torch, "relu")')),
+    "private_name": (py(top="c = torch._C"), py(top='x_ = "_private"\nname = "__init__"')),
+    "defines_model": (py(top="class Model(nn.Module):\n    pass"),
+                      py(top='class ModelHelper(nn.Module):\n    pass\ns = "class Model"')),
+    "missing_model_new": (py().replace("class ModelNew", "class ModelNew2"), py(top='NAME = "ModelNew"')),
+    "tensor_subclass": (py(top="class T(torch.Tensor):\n    pass"),
+                        py(top="class T(nn.Module):\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return x")),
+    "class_base": (py(top="class T(dict):\n    pass"), py(top="class T(object):\n    pass\nclass U(T):\n    pass")),
+    "class_keyword": (py(top="class T(nn.Module, metaclass=abc):\n    pass"),
+                      py(top="class T(nn.Module):\n    metaclass = 1")),
+    "attribute_assignment": (py(top="torch.relu = lambda v: v"),
+                             py(init="self.scale = 2.0\nself.items = [1]\nself.items[0] = 2")),
+    "class_attribute_access": (py(top="class H(nn.Module):\n    def go(self):\n        return 1\ny = H.go(None)"),
+                               py(top="class H(nn.Module):\n    def go(self):\n        return 1\ny = H().go()")),
+    "decorator_not_allowed": (py(top="@property\ndef f():\n    return 1"),
+                              py(top="@functools.lru_cache(maxsize=None)\ndef f():\n    return 1")),
+    "string_annotation": (py(top='def f(v: "torch.Tensor"):\n    return v'),
+                          py(top='def f(v: torch.Tensor) -> torch.Tensor:\n    """A "string" docstring."""\n    return v')),
+    "banned_module": (py(top="p = torch.os.getcwd()"), py(top='osname = "os"\nsys_ = "sys"')),
+    "module_as_value": (py(top="m = torch"), py(top="m = torch.relu\nn = torch.nn.ReLU()")),
+    "threads_processes": (py(top="torch.set_num_threads(4)"), py(top="n_threads = 4  # torch.set_num_threads(4)")),
+    "streams_events_graphs": (py(top="s = torch.cuda.Stream()"),
+                              py(top="def sync():\n    torch.cuda.synchronize()")),
+    "compile_jit": (py(top="f = torch.compile(torch.relu)"),
+                    py(top="def compiled_relu(v):\n    return torch.relu(v)")),
+    "torch_backends": (py(top="b = torch.backends.cudnn.is_available()"), py(top='backends = ["cpu"]')),
+    "profiler": (py(top="p = torch.profiler.profile()"), py(top='profile_name = "torch.profiler"')),
+    "custom_op_registration": (py(top='torch.ops.load_library("x.so")'),
+                               py(top="op = torch.ops.aten.relu.default")),
+    "cpp_extension_other": (py(top="from torch.utils.cpp_extension import load"),
+                            py(top="from torch.utils.cpp_extension import load_inline\nimport torch.utils.cpp_extension")),
+    "torch_utils": (py(top="d = torch.utils.data.DataLoader"), py(top="utils = 1")),
+    "triton_api": (py(top="import triton\nr = triton.runtime.driver"),
+                   py(top="import triton\nimport triton.language as tl\nn = triton.cdiv(10, 3)\nm = tl.maximum")),
+    "file_os_network": (py(top='torch.save(torch.zeros(1), "x.pt")'),
+                        py(top='def save_name():\n    return "torch.save"\nfilename = "x.pt"')),
+    "seeding": (py(top="torch.manual_seed(0)"), py(top="seed_value = 0  # torch.manual_seed(0)")),
+    "frame_access": (py(top="def g():\n    yield\nf = g().gi_frame.f_back"),
+                     py(top="def g():\n    yield 1\nfirst = next(g())\nframe_count = 1")),
+    "precision_downgrade": (py(body="x = x.half()"), py(body="x = x.float()\nx = x.to(torch.float32)")),
+    "load_inline_usage": ("from torch.utils.cpp_extension import load_inline\nli = load_inline\n" + py(), native()),
+    "load_inline_dynamic": (native(args='name="ext", cpp_sources=src.upper(), functions=["fwd"]'),
+                            native(pre='VERSION = "v{}".format(1)\nHEADER = f"// {VERSION}"\n',
+                                   args='name="ext", cpp_sources=[HEADER + "\\n" + src], functions=["fwd"]')),
+    "load_inline_argument": (native(args=DEFAULT_ARGS + ', build_directory="/tmp/x"'),
+                             native(args=DEFAULT_ARGS + ", verbose=True, with_cuda=False")),
+    "compiler_flag": (flags(cflags=["-O3", "-Wl,-rpath,/tmp"]),
+                      flags(cflags=["-O3", "-DBLOCK=256", "-Wall", "-march=native", "-std=c++17"],
+                            cuda=["-O3", "-arch=sm_90", "--expt-relaxed-constexpr", "-gencode",
+                                  "arch=compute_90,code=sm_90", "-Xptxas=-v"])),
+    "fast_math_strict": (flags(cflags=["-ffast-math"]), flags(cflags=["-O3", "-funroll-loops"])),
+    "native_stream_event_graph": (native("cudaStream_t s;\nvoid f() { cudaStreamCreate(&s); }"),
+                                  native('// cudaStreamCreate in a comment\nconst char* k = "cudaEventRecord";\n'
+                                         "void g() { cudaStream_t s = nullptr; (void)s; }")),
+    "native_python_api": (native('void f() { PyRun_SimpleString("x"); }'),
+                          native("int python_free = 1; // PyObject")),
+    "native_syscall": (native("long f() { return syscall(SYS_open, 0, 0); }"),
+                       native("int sys_call_count = 0; // syscall(SYS_open)\n"
+                              "struct S { int n; }; int g(S* s) { return s->n; }")),
+    "native_file_io": (native('void f() { FILE* fp = fopen("/etc/passwd", "r"); }'),
+                       native('const char* p = "fopen"; /* fopen */ int fopen_count = 0;')),
+    "native_getenv": (native('const char* e = getenv("HOME");'), native("int getenv_calls = 0;")),
+    "native_asm": (native('void f() { asm volatile("nop"); }'), native("int asm_free = 0; // asm")),
+    "native_include": (native("#include <fstream>"), native("#include <cmath>\n#include <ATen/ATen.h>")),
+    "native_macro": (native('#define F(a,b) a##b\nvoid g() { F(fo,pen)("x","r"); }'),
+                     native("#define SQR(a) ((a)*(a))\nfloat sq(float v) { return SQR(v); }\n"
+                            "const char* s = \"a##b\"; int n = 1'000'000;")),
+    "native_preprocessor": (native('#pragma GCC optimize("O0")'), native("#pragma once\n#pragma unroll")),
+    "native_thread": (native("void f() { std::thread t([]{}); t.join(); }"),
+                      native("int thread = 0; int n_threads = thread + 1;")),
+    "native_custom_op": (native('TORCH_LIBRARY(mylib, m) { m.def("f(Tensor x) -> Tensor"); }'),
+                         native("int library_version = 1;")),
+    "native_driver_api": (native("void f() { cuLaunchKernel(0,0,0,0,0,0,0,0,0,0,0); }"),
+                          native("int cuda_blocks = 1; // cuLaunchKernel")),
+    "native_precision": (native("at::Tensor h(at::Tensor x) { return x.to(at::kHalf); }"),
+                         native("at::Tensor h(at::Tensor x) { return x.to(at::kFloat); }")),
+}
+
+
+def rules_of(result):
+    return {v["rule"] for v in result["violations"]}
+
+
+class RuleTableTest(unittest.TestCase):
+    def test_ids_unique_and_messages_one_line(self):
+        ids = [r.id for r in kr.RULES]
+        self.assertEqual(len(ids), len(set(ids)))
+        for r in kr.RULES:
+            self.assertRegex(r.id, r"^[a-z][a-z0-9_]*$")
+            self.assertTrue(r.message and "\n" not in r.message, r.id)
+
+    def test_every_rule_has_cases(self):
+        covered = set(CASES) | {"native_symbol"}  # native_symbol: SymbolTest below
+        self.assertEqual(covered, {r.id for r in kr.RULES})
+
+    def test_dump_table_cli(self):
+        out = subprocess.run([sys.executable, str(REPO / "evaluator/rules/korch_rules.py"), "--dump-table"],
+                             check=True, capture_output=True, text=True).stdout
+        import json
+        table = json.loads(out)
+        self.assertEqual([t["id"] for t in table], [r.id for r in kr.RULES])
+
+
+class RuleCaseTest(unittest.TestCase):
+    def test_violations(self):
+        for rule_id, (bad, _) in CASES.items():
+            with self.subTest(rule=rule_id):
+                res = kr.check(bad)
+                self.assertFalse(res["ok"])
+                self.assertIn(rule_id, rules_of(res), res["violations"])
+                for v in res["violations"]:
+                    self.assertIsInstance(v["line"], int)
+                    self.assertTrue(v["message"])
+
+    def test_near_misses_pass(self):
+        for rule_id, (_, good) in CASES.items():
+            with self.subTest(rule=rule_id):
+                res = kr.check(good)
+                self.assertTrue(res["ok"], res["violations"])
+
+
+class PolicyTest(unittest.TestCase):
+    def test_tf32_tolerance_allows_casts_and_fast_math(self):
+        self.assertTrue(kr.check(CASES["precision_downgrade"][0], tolerance="tf32")["ok"])
+        self.assertTrue(kr.check(CASES["fast_math_strict"][0], tolerance="tf32")["ok"])
+        self.assertTrue(kr.check(CASES["native_precision"][0], tolerance="fp16")["ok"])
+
+    def test_policy_is_reported(self):
+        res = kr.check(py(), torch_ops="forbid")
+        self.assertEqual(res["torch_ops"], "forbid")
+        self.assertEqual(res["tolerance"], "strict")
+        with self.assertRaises(ValueError):
+            kr.check(py(), torch_ops="maybe")
+
+    def test_tl_dot_needs_ieee_under_strict(self):
+        src = py(top="import triton.language as tl\ndef k(a, b):\n    return tl.dot(a, b)")
+        self.assertIn("precision_downgrade", rules_of(kr.check(src)))
+        ok = src.replace("tl.dot(a, b)", 'tl.dot(a, b, input_precision="ieee")')
+        self.assertTrue(kr.check(ok)["ok"], kr.check(ok)["violations"])
+
+
+class HackTest(unittest.TestCase):
+    """Rule-side hacks from the reward-hacking corpus (inline variants)."""
+
+    def expect(self, src, rule, **kw):
+        res = kr.check(src, **kw)
+        self.assertFalse(res["ok"])
+        self.assertIn(rule, rules_of(res), res["violations"])
+
+    def test_nfkc_lookalikes(self):
+        self.expect(py(top='y = ｅｖａｌ("1")'), "banned_builtin")
+        self.expect(py(top='y = ｅｖａｌ("1")'), "non_ascii_identifier")
+        self.expect(py(top="import ｏｓ"), "import_not_allowed")
+        self.expect(py(top="p = torch.ｏｓ"), "banned_module")
+        self.expect(py(top='f = getattr(torch, "ｏｓ")'), "banned_module")
+
+    def test_fstring_expressions(self):
+        self.expect(py(top="s = f\"{__import__('os')}\""), "banned_builtin")
+        self.expect(py(top="s = f\"{__import__('os')}\""), "private_name")
+        self.expect(py(top="s = f'{x!r:>{eval(\"1\")}}'"), "banned_builtin")
+
+    def test_computed_getattr(self):
+        self.expect(py(top='f = getattr(torch, "ma" + "x")'), "dynamic_getattr")
+        self.expect(py(top="import functools\nf = functools.reduce(getattr, ['cuda'], torch)"), "dynamic_getattr")
+        self.expect(py(top='f = getattr(torch, "_C")'), "private_name")
+
+    def test_dunder_escapes(self):
+        self.expect(py(top="k = ().__class__.__bases__[0].__subclasses__()"), "private_name")
+        self.expect(py(top='b = __builtins__["eval"]'), "private_name")
+        self.expect(py(top="if __name__ == '__main__':\n    pass"), "private_name")
+
+    def test_model_and_subclasses(self):
+        self.expect(py(top="class Model(nn.Module):\n    pass"), "defines_model")
+        self.expect(py(top="Model = nn.Identity"), "defines_model")
+        self.expect(py(top="class P(nn.Parameter):\n    pass"), "tensor_subclass")
+        self.expect(py(top="class T(nn.Module):\n    def __torch_function__(self):\n        pass"), "tensor_subclass")
+        self.expect(py(body="x = x.as_subclass(torch.Tensor)"), "tensor_subclass")
+
+    def test_monkeypatching(self):
+        self.expect(py(top="import torch.nn.functional as F\nF.relu = torch.abs"), "attribute_assignment")
+        self.expect(py(top="del torch.relu"), "attribute_assignment")
+        self.expect(py(top="for torch.relu in [torch.abs]:\n    pass"), "attribute_assignment")
+        self.expect(py(top="def f(self):\n    self.relu = 1"), "attribute_assignment")
+        self.expect(py(top="import numpy as np\nnp.sctypeDict.update({})"), "attribute_assignment")
+
+    def test_module_escape(self):
+        self.expect(py(top="mods = [torch]"), "module_as_value")
+        self.expect(py(top="c = torch.cuda\ns = c.Stream()"), "module_as_value")
+        self.expect(py(top="import torch.nn.functional as F\nt = F.torch.load"), "banned_module")
+
+    def test_threads_processes(self):
+        self.expect(py(top="import threading"), "import_not_allowed")
+        self.expect(py(top="import torch.multiprocessing as mp"), "import_not_allowed")
+        self.expect(py(top="p = torch.multiprocessing.Process"), "threads_processes")
+
+    def test_files_and_network(self):
+        self.expect(py(top='d = open("/etc/passwd").read()'), "banned_builtin")
+        self.expect(py(top='w = torch.hub.load_state_dict_from_url("http://x")'), "file_os_network")
+        self.expect(py(top='t = torch.from_file("/etc/passwd")'), "file_os_network")
+        self.expect(py(top="import numpy as np\na = np.load('x.npy')"), "file_os_network")
+        self.expect(py(body="x.numpy().tofile('x')"), "file_os_network")
+
+    def test_seeding(self):
+        self.expect(py(top="import numpy as np\nnp.random.seed(0)"), "seeding")
+        self.expect(py(top="g = torch.Generator().manual_seed(0)"), "seeding")
+
+    def test_load_inline_dynamic_forms(self):
+        dyn = [
+            native(pre="import math\n", args='name="ext", cpp_sources=str(math.pi), functions=["fwd"]'),
+            native(pre="parts = [src]\nparts.append('x')\n", args='name="ext", cpp_sources=parts, functions=["fwd"]'),
+            native(pre="S = 'a'\nS = 'b'\n", args='name="ext", cpp_sources=S, functions=["fwd"]'),
+            native(args='name="ext", cpp_sources=src, functions=FUNCS'),
+            native(args="**{'name': 'ext'}"),
+        ]
+        for src in dyn:
+            with self.subTest(src=src[-120:]):
+                self.expect(src, "load_inline_dynamic")
+        self.expect(native(args=DEFAULT_ARGS + ', extra_include_paths=["/etc"]'), "load_inline_argument")
+        self.expect(native(args='name="ext", cpp_sources=src'), "load_inline_argument")
+        self.expect(native(args='name="bad name", cpp_sources=src, functions=["fwd"]'), "load_inline_argument")
+
+    def test_load_inline_resolution_output(self):
+        res = kr.check(native(pre='N = 256\nOPT = "-O" + "3"\n',
+                              args=f'name="ext", cpp_sources=[src, f"// {{N}}"], functions=("fwd",), '
+                                   'extra_cflags=[OPT, "-DN={}".format(N)]'))
+        self.assertTrue(res["ok"], res["violations"])
+        (li,) = res["load_inline"]
+        self.assertEqual(li["name"], "ext")
+        self.assertEqual(li["functions"], ["fwd"])
+        self.assertEqual(li["extra_cflags"], ["-O3", "-DN=256"])
+        self.assertEqual(li["cpp_sources"][1], "// 256")
+        self.assertFalse(li["with_cuda"])
+        self.assertEqual(res["entry_points"], ["fwd"])
+        self.assertEqual(res["language"], "cpp")
+
+    def test_forbidden_flags(self):
+        for bad in (["-Wl,-rpath,/tmp"], ["-fplugin=x.so"], ["-B/tmp"], ["-specs=x"], ["-lfoo"], ["-L/tmp"],
+                    ["-include", "x.h"], ["-imacros", "x"], ["-I/etc"], ["-x", "c"], ["-o", "x"], ["@file"],
+                    ["-fopenmp"], ["-O3 -fplugin=x.so"], ["-Xcompiler", "-fopenmp"], ["-DX=fopen"]):
+            with self.subTest(flags=bad):
+                res = kr.check(flags(cflags=bad))
+                self.assertFalse(res["ok"])
+        self.expect(flags(ldflags=["-lcuda"]), "compiler_flag")
+        # KernelBench's example passes empty strings; they are dropped, not refused.
+        res = kr.check(flags(cflags=[""], ldflags=[""]))
+        self.assertTrue(res["ok"], res["violations"])
+        self.assertEqual(res["load_inline"][0]["extra_ldflags"], [])
+        self.expect(flags(cuda=["--use_fast_math"]), "fast_math_strict")
+
+    def test_native_hacks(self):
+        cases = {
+            "native_file_io": 'void f() { FILE* fp = fopen("/etc/passwd", "r"); fclose(fp); }',
+            "native_macro": '#define CAT(a,b) a%:%:b\nvoid g() { CAT(fo,pen)("x","r"); }',
+            "native_syscall": 'typedef void* (*fn)(const char*, const char*);\n'
+                              'void f() { fn p = (fn)dlsym(RTLD_DEFAULT, "fopen"); }',
+            "native_asm": 'void f() { __asm__ __volatile__("syscall"); }',
+            "native_include": '#include "../../../../etc/passwd"',
+            "native_stream_event_graph": "void f() { auto s = c10::cuda::getStreamFromPool(); }",
+            "native_python_api": 'namespace py = pybind11;\nvoid f(py::object o) {}',
+            "native_getenv": "extern char** environ;",
+            "native_thread": "#pragma omp parallel for\nvoid f() {}",
+            "native_custom_op": "__attribute__((constructor)) void init() {}",
+        }
+        for rule, code in cases.items():
+            with self.subTest(rule=rule):
+                self.expect(native(code), rule)
+        # A line splice inside an identifier is joined before checking.
+        self.expect(native('void f() { fo\\\npen("x", "r"); }'), "native_file_io")
+        self.expect(native("void f() { \\u0066open(0, 0); }"), "native_macro")
+        self.expect(native("??=define X 1"), "native_macro")
+
+    def test_native_lexer_literals(self):
+        ok = native('const char* a = R"x(fopen(" )" system())x";\n'
+                    "const char* b = u8\"dlsym\"; char c = '\\\"'; int d = 0x1'0;\n"
+                    "/* popen\n   still a comment */ int e = 1;")
+        self.assertTrue(kr.check(ok)["ok"], kr.check(ok)["violations"])
+
+
+class SymbolTest(unittest.TestCase):
+    TYPICAL = [
+        "_ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+        "_ZN2at4_ops10empty_like4callERKNS_6TensorEN3c108optionalINS5_10ScalarTypeEEE",
+        "_ZNK2at10TensorBase8data_ptrIfEEPT_v", "_ZN5torch8autograd12AutogradMetaE",
+        "_ZTVN5torch8autograd12AutogradMetaE", "_ZN6caffe28TypeMeta26error_unsupported_typemetaES0_",
+        "_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE6appendEPKc@GLIBCXX_3.4.21",
+        "_ZNSt7__cxx1119basic_ostringstreamIcSt11char_traitsIcESaIcEEC1Ev",
+        "_ZNSt8ios_base4InitC1Ev", "_ZSt20__throw_length_errorPKc", "_ZNSolsEi", "_ZNSaIcEC1Ev",
+        "_ZTISt9exception", "_ZTVN10__cxxabiv117__class_type_infoE", "_ZTIPKc",
+        "_ZStlsISt11char_traitsIcEERSt13basic_ostreamIcT_ES5_PKc", "_ZSt11_Hash_bytesPKvmm",
+        "_ZNKSt8__detail20_Prime_rehash_policy14_M_need_rehashEmmm",
+        "_Znwm", "_ZdlPvm", "__cxa_throw", "__cxa_atexit", "__gxx_personality_v0", "_Unwind_Resume",
+        "__stack_chk_fail", "__assert_fail", "memcpy", "memset", "strlen", "expf", "tanhf", "sqrt",
+        "__gmon_start__", "_ITM_registerTMCloneTable", "__tls_get_addr", "__libc_single_threaded",
+        "cudaLaunchKernel", "__cudaRegisterFatBinary", "__cudaPushCallConfiguration",
+        "__cudaPopCallConfiguration", "cudaGetLastError", "cudaGetErrorString",
+        "_ZN3c104cuda20getCurrentCUDAStreamEa",
+    ]
+
+    def test_typical_extension_passes(self):
+        self.assertEqual(kr.check_symbols(self.TYPICAL), [])
+
+    def test_dangerous_symbols_rejected(self):
+        for sym in ("fopen", "fopen64@GLIBC_2.2.5", "open", "syscall", "dlsym", "dlopen", "getenv", "system",
+                    "pthread_create", "fork", "mmap", "write", "read", "socket", "execve", "popen",
+                    "cudaStreamCreate", "cudaEventCreate", "cudaGraphLaunch", "cuLaunchKernel",
+                    "_ZNSt14basic_ifstreamIcSt11char_traitsIcEEC1EPKcSt13_Ios_Openmode",
+                    "_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE",
+                    "_ZNSt10filesystem6removeERKNS_7__cxx114pathE", "_ZSt4cout",
+                    "_ZN5torch7Library4_defEON3c1014FunctionSchemaEPNS_11OperatorDefE",
+                    "_ZN3c105utils7get_envEPKc", "_ZN2at15set_num_threadsEi",
+                    "_ZN3c104cuda17getStreamFromPoolEba", "_ZN2at7Context18setAllowTF32CuBLASEb",
+                    "PyRun_SimpleString", "_ZN8pybind116detail11type_casterIN2at6TensorEvE4loadENS_6handleEb"):
+            with self.subTest(sym=sym):
+                v = kr.check_symbols([sym])
+                self.assertEqual(len(v), 1)
+                self.assertEqual(v[0]["rule"], "native_symbol")
+
+    def test_allow_extra(self):
+        glue = ["PyRun_SimpleString", "_ZN8pybind116detail11type_casterIN2at6TensorEvE4loadENS_6handleEb"]
+        self.assertEqual(kr.check_symbols(glue, allow_extra=glue), [])
+
+    def test_elf_reader_on_real_libraries(self):
+        libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+        if not os.path.exists(libc):
+            self.skipTest("no libc here")
+        # libc itself imports a few loader symbols and needs ld.so.
+        self.assertIn("ld-linux-x86-64.so.2", kr.needed_libraries(libc))
+        self.assertIsInstance(kr.undefined_symbols(libc), list)
+
+    def test_elf_reader_matches_compiler_output(self):
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            self.skipTest("no C compiler")
+        with tempfile.TemporaryDirectory() as d:
+            c = pathlib.Path(d, "x.c")
+            c.write_text('#include <stdio.h>\n#include <stdlib.h>\n#include <math.h>\n'
+                         'double f(double x) { FILE* p = fopen("x", "r"); return exp(x) + (p != 0) + (getenv("A") != 0); }\n')
+            so = pathlib.Path(d, "x.so")
+            subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(so), str(c), "-lm"], check=True)
+            syms = kr.undefined_symbols(str(so))
+            for s in ("fopen", "exp", "getenv"):
+                self.assertIn(s, syms)
+            self.assertNotIn("f", syms)
+            bad = {v["message"].split(": ")[1].split(" ")[0] for v in kr.check_symbols(syms)}
+            self.assertEqual(bad & {"fopen", "getenv"}, {"fopen", "getenv"})
+            self.assertNotIn("exp", bad)
+
+    def test_object_files(self):
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            self.skipTest("no C compiler")
+        with tempfile.TemporaryDirectory() as d:
+            a, b = pathlib.Path(d, "a.c"), pathlib.Path(d, "b.c")
+            a.write_text("int helper(int);\nint api(int x) { return helper(x) + 1; }\n")
+            b.write_text("#include <stdlib.h>\nint helper(int x) { return x + (getenv(\"A\") != 0); }\n")
+            for c in (a, b):
+                subprocess.run([cc, "-c", "-fPIC", "-O1", "-o", str(c.with_suffix(".o")), str(c)], check=True)
+            self.assertIn("helper", kr.undefined_symbols(str(a.with_suffix(".o"))))
+            syms = kr.undefined_symbols_of_objects([str(a.with_suffix(".o")), str(b.with_suffix(".o"))])
+            self.assertEqual(syms, ["getenv"])
+            with self.assertRaises(kr.ElfError):
+                kr.undefined_symbols_of_objects([str(a)])
+
+    def test_not_elf(self):
+        with tempfile.NamedTemporaryFile(suffix=".so") as f:
+            f.write(b"not an elf")
+            f.flush()
+            with self.assertRaises(kr.ElfError):
+                kr.undefined_symbols(f.name)
+
+
+def corpus_files(sub):
+    return sorted((CORPUS / sub).glob("*.py"))
+
+
+def header(path, key):
+    for line in path.read_text(encoding="utf-8").splitlines()[:15]:
+        if line.startswith(f"# {key}:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+class CorpusTest(unittest.TestCase):
+    def test_good_candidates_pass(self):
+        files = corpus_files("good")
+        self.assertGreaterEqual(len(files), 8)
+        for path in files:
+            with self.subTest(file=path.name):
+                self.assertIsNotNone(header(path, "task"), "missing '# task:' header")
+                res = kr.check(path.read_text(encoding="utf-8"))
+                self.assertTrue(res["ok"], res["violations"])
+
+    def test_rule_violation_hacks_rejected(self):
+        n = 0
+        for path in corpus_files("hacks"):
+            expect = header(path, "expect") or ""
+            if not expect.startswith("rule_violation"):
+                continue
+            n += 1
+            rule = expect.split()[1]
+            with self.subTest(file=path.name):
+                self.assertIn(rule, kr.RULES_BY_ID)
+                self.assertIsNotNone(header(path, "task"), "missing '# task:' header")
+                res = kr.check(path.read_text(encoding="utf-8"))
+                self.assertFalse(res["ok"])
+                self.assertIn(rule, rules_of(res), res["violations"])
+        self.assertGreaterEqual(n, 20)
+
+    def test_cli_on_corpus_file(self):
+        path = corpus_files("good")[0]
+        proc = subprocess.run([sys.executable, str(REPO / "evaluator/rules/korch_rules.py"), str(path)],
+                              capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

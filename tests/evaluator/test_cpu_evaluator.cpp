@@ -1,0 +1,86 @@
+// The corpus runner: every file in corpus/{good,hacks} is evaluated in submit
+// mode by the REAL cpu evaluator against its `# task:`; good files must be ok
+// (pure-torch ones no_kernel: a submission must bring a kernel), hacks must
+// get their `# expect:` verdict, and the evaluator must survive all of them.
+#include <map>
+
+#include "tests/evaluator/eval_test_support.hpp"
+
+namespace korch::evaluator::testing {
+namespace {
+
+TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
+  auto ev = make_cpu_evaluator(test_config(2, 30), k_cache_dir);
+  ASSERT_TRUE(ev) << ev.error().message;
+  std::vector<std::pair<CorpusFile, std::future<Report>>> runs;
+  int skipped = 0;
+  for (const char* sub : {"good", "hacks"}) {
+    for (auto& f : corpus(sub)) {
+      if (f.mode == "gpu" || f.task.empty() || f.expect.empty()) {
+        ++skipped;
+        continue;
+      }
+      auto task = task_by_stem(f.task);
+      ASSERT_TRUE(task) << f.name << ": " << task.error().message;
+      if (std::string(sub) == "good" && f.code.find("load_inline") == std::string::npos)
+        f.expect = "no_kernel";
+      runs.emplace_back(f, submit(**ev, make_request(f, *task, Mode::submit)));
+    }
+  }
+  std::map<std::string, int> by_verdict;
+  for (auto& [f, fut] : runs) {
+    Report r = fut.get();
+    by_verdict[to_string(r.status)]++;
+    EXPECT_EQ(to_string(r.status), f.expect)
+        << f.name << " (task " << f.task << "): error: " << r.error.substr(0, 600)
+        << "\ndetail: " << r.runtime_detail.substr(0, 600)
+        << "\ncompile log: " << r.compile_log.substr(0, 300);
+    if (!f.rule_id.empty() && f.expect == "rule_violation") {
+      EXPECT_EQ(r.rule_id, f.rule_id) << f.name;
+    }
+    EXPECT_EQ(r.mode, "cpu");
+    EXPECT_EQ(r.evaluator_version, "korch-eval-cpu/0.1");
+    if (r.status == Verdict::ok) {
+      EXPECT_TRUE(r.correct) << f.name;
+      EXPECT_TRUE(r.speedup.has_value()) << f.name;
+      EXPECT_GT(r.reward, 0) << f.name;
+    } else {
+      EXPECT_FALSE(r.correct) << f.name;
+      EXPECT_EQ(r.reward, 0) << f.name;
+    }
+  }
+  for (auto& [v, n] : by_verdict) std::printf("  %-18s %d\n", v.c_str(), n);
+  std::printf("  (%d gpu-only files skipped)\n", skipped);
+
+  // Survived everything: a good candidate still evaluates.
+  auto good = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
+  auto task = task_by_stem("1_ReLU_small");
+  ASSERT_TRUE(task);
+  Report after = submit(**ev, make_request(good, *task, Mode::check)).get();
+  EXPECT_EQ(after.status, Verdict::ok) << after.error;
+  (*ev)->shutdown();
+}
+
+TEST(CpuEvaluatorCorpus, CheckModeUsesOnePublicInputAndNoTiming) {
+  auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
+  ASSERT_TRUE(ev) << ev.error().message;
+  auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
+  auto task = task_by_stem("1_ReLU_small");
+  ASSERT_TRUE(task);
+  Report r = submit(**ev, make_request(f, *task, Mode::check)).get();
+  EXPECT_EQ(r.status, Verdict::ok) << r.error << r.runtime_detail;
+  EXPECT_FALSE(r.speedup.has_value());
+  EXPECT_NE(r.evidence_json.find("\"trial 0\""), std::string::npos);
+  EXPECT_EQ(r.evidence_json.find("\"trial 1\""), std::string::npos);
+  EXPECT_EQ(r.evidence_json.find("ablation"), std::string::npos);
+  // The seed-0 predictor passes the public check input (expected: check mode
+  // is not the reward) but fails submit.
+  auto hack = read_corpus(k_source_dir + "/tests/evaluator/corpus/hacks/rt_predict_seed0.py");
+  Report c = submit(**ev, make_request(hack, *task, Mode::check)).get();
+  EXPECT_EQ(c.status, Verdict::ok) << c.error;
+  Report s = submit(**ev, make_request(hack, *task, Mode::submit)).get();
+  EXPECT_EQ(s.status, Verdict::incorrect) << s.error;
+}
+
+}  // namespace
+}  // namespace korch::evaluator::testing
