@@ -1,7 +1,11 @@
 #include "agent/campaign.hpp"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include <chrono>
 #include <condition_variable>
@@ -58,6 +62,12 @@ class Runner {
     if (auto r = register_campaign(); !r) return std::unexpected(r.error());
     auto holder = m_store.acquire_lease(m_plan.campaign_id, m_options.owner, m_options.lease_ttl_s);
     if (!holder) return std::unexpected(holder.error());
+    if (*holder && stale_on_this_host((*holder)->owner)) {
+      KLOG_WARN("campaign {}: taking over the lease of {} (that process is gone)", m_cfg.name, (*holder)->owner);
+      if (auto r = m_store.release_lease(m_plan.campaign_id, (*holder)->owner); !r) return std::unexpected(r.error());
+      holder = m_store.acquire_lease(m_plan.campaign_id, m_options.owner, m_options.lease_ttl_s);
+      if (!holder) return std::unexpected(holder.error());
+    }
     if (*holder) {
       return fail(fmt::format("campaign '{}' is being driven by another korch process ({}); not starting a second",
                               m_cfg.name, (*holder)->owner));
@@ -68,6 +78,18 @@ class Runner {
   }
 
  private:
+  // A lease of another owner "<host>:<pid>:<nonce>" on this host whose
+  // process is gone (or that cannot be alive, since we hold the DB lock).
+  bool stale_on_this_host(const std::string& owner) const {
+    auto first = owner.find(':');
+    auto second = owner.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) return false;
+    if (owner.substr(0, first) != m_options.owner.substr(0, m_options.owner.find(':'))) return false;
+    if (m_options.holds_db_lock) return true;
+    auto pid = std::atoi(owner.substr(first + 1, second - first - 1).c_str());
+    return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
+  }
+
   struct Slot {
     EpisodeState state;
     double last_mark = 0;

@@ -56,6 +56,14 @@ constexpr double k_limit_cooldown_s = 1.0;
 constexpr double k_sweep_interval_s = 0.02;
 // Longest the loop sleeps when nothing is scheduled.
 constexpr int k_max_wait_ms = 1000;
+// Connections of one endpoint are spread over connection pools of about
+// this many transfers each (a CURLSH sharing CURL_LOCK_DATA_CONNECT per
+// pool). libcurl 7.88 walks a transfer's whole connection cache when it
+// looks for a reusable connection and again in curl_multi_remove_handle, so
+// one cache of 5,000 connections costs ~0.3 ms of CPU per request; pools of
+// 64 keep that small. All pools belong to the one multi handle and loop.
+constexpr int k_connections_per_pool = 64;
+constexpr int k_max_pools_per_endpoint = 256;
 // Largest response body kept (a completion is far smaller).
 constexpr std::size_t k_max_body_bytes = 64u << 20;
 constexpr int k_epoll_batch = 256;
@@ -137,7 +145,9 @@ struct Endpoint {
   std::string url;
   std::string api_key;          // never logged
   curl_slist* resolve = nullptr;
+  std::vector<CURLSH*> pools;   // connection pools (see k_connections_per_pool)
   // loop only:
+  std::size_t next_pool = 0;
   AdaptiveLimit limit;
   int in_flight = 0;
   std::deque<Call*> waiting;
@@ -145,6 +155,8 @@ struct Endpoint {
   Endpoint(config::ModelConfig c, int max_limit)
       : cfg(std::move(c)), limit(max_limit, k_limit_cooldown_s) {}
   ~Endpoint() {
+    // The client cleans up every easy handle before the endpoints go.
+    for (CURLSH* pool : pools) curl_share_cleanup(pool);
     if (resolve != nullptr) curl_slist_free_all(resolve);
   }
   std::string redact(std::string text) const { return log::redact(std::move(text), {api_key}); }
@@ -317,6 +329,14 @@ Result<void> CurlChatClient::add_model(const config::ModelConfig& model) {
   }
   auto ep = std::make_unique<Endpoint>(model, std::max(1, model.concurrency));
   ep->api_key = std::move(key);
+  const int pools = std::clamp((std::max(1, model.concurrency) + k_connections_per_pool - 1) / k_connections_per_pool,
+                               1, k_max_pools_per_endpoint);
+  for (int i = 0; i < pools; ++i) {
+    CURLSH* share = curl_share_init();
+    if (share == nullptr) break;
+    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    ep->pools.push_back(share);
+  }
   std::string base = model.base_url;
   while (!base.empty() && base.back() == '/') base.pop_back();
   ep->url = base + "/chat/completions";
@@ -659,6 +679,7 @@ void CurlChatClient::start_attempt(Call* call) {
   curl_easy_setopt(easy, CURLOPT_RESOLVER_START_FUNCTION, &on_resolver_start);
   curl_easy_setopt(easy, CURLOPT_RESOLVER_START_DATA, &m_resolver_starts);
   if (ep->resolve != nullptr) curl_easy_setopt(easy, CURLOPT_RESOLVE, ep->resolve);
+  if (!ep->pools.empty()) curl_easy_setopt(easy, CURLOPT_SHARE, ep->pools[ep->next_pool++ % ep->pools.size()]);
 
   ++ep->in_flight;
   m_active.insert(call);
@@ -692,14 +713,17 @@ void CurlChatClient::abort_transfer(Call* call, std::string reason) {
 }
 
 void CurlChatClient::drain_done() {
+  // Read every message first: curl_multi_remove_handle scans the messages
+  // still queued, so removing while many are queued would be quadratic.
+  std::vector<std::pair<Call*, CURLcode>> done;
   int pending = 0;
   while (CURLMsg* msg = curl_multi_info_read(m_multi, &pending)) {
     if (msg->msg != CURLMSG_DONE) continue;
     Call* call = nullptr;
     curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &call);
-    const CURLcode code = msg->data.result;
-    if (call != nullptr) finish_attempt(call, code);
+    if (call != nullptr) done.emplace_back(call, msg->data.result);
   }
+  for (auto& [call, code] : done) finish_attempt(call, code);
 }
 
 void CurlChatClient::note_limit_change(Endpoint* ep, int before, const char* why) {

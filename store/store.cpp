@@ -50,6 +50,9 @@ constexpr int k_wal_autocheckpoint_pages = 10000;
 // Page cache of the write connection. A group of 512 turns dirties ~20 MB of
 // pages; a smaller cache spills them to the WAL mid-transaction.
 constexpr int k_writer_cache_kib = 64 * 1024;
+// Read connections map the database file (address space only) so that a
+// resume of thousands of episodes copies pages once.
+constexpr std::int64_t k_reader_mmap_bytes = std::int64_t{1} << 32;
 // Idle read connections kept open for reuse.
 constexpr std::size_t k_max_idle_readers = 16;
 
@@ -147,7 +150,7 @@ constexpr std::string_view k_unfinished_filter =
 constexpr std::string_view k_one_episode_filter = "e.id = ?1";
 
 struct SnapshotSql {
-  std::string episodes, messages, turns, llm_calls, evaluations, finals;
+  std::string episodes, messages, turns, llm_calls, evaluations, finals, events;
 };
 
 SnapshotSql make_snapshot_sql(std::string_view filter) {
@@ -165,6 +168,8 @@ SnapshotSql make_snapshot_sql(std::string_view filter) {
                   " FROM episodes e JOIN evaluations v ON v.episode_id = e.id" + where;
   s.finals = "SELECT " + prefixed("f", k_final_cols) + " FROM episodes e JOIN finals f ON f.episode_id = e.id" +
              where;
+  s.events = "SELECT " + prefixed("v", k_event_cols) + " FROM episodes e JOIN events v ON v.episode_id = e.id" +
+             where + " ORDER BY v.rowid";
   return s;
 }
 
@@ -442,6 +447,14 @@ std::vector<EpisodeSnapshot> load_snapshots(Db& db, const SnapshotSql& snap, con
       if (auto* s = find(f.episode_id)) s->final = std::move(f);
     }
   }
+  {
+    Stmt& q = db.stmt(snap.events);
+    q.bind(key);
+    while (q.step()) {
+      EventRow v = read_event(q);
+      if (auto* s = find(v.episode_id)) s->events.push_back(std::move(v));
+    }
+  }
   // Rows arrive grouped by episode in index order; sort in memory rather than
   // have SQLite sort whole rows.
   for (auto& s : out) {
@@ -495,22 +508,18 @@ void apply_op(Db& db, const WriteBatch::Op& op, CommitInfo& info) {
                 .run();
           },
           [&](const EpisodeUpdate& u) {
-            Stmt& q = db.stmt("SELECT status FROM episodes WHERE id = ?1");
-            q.bind(u.id);
+            // A final episode keeps its status; RETURNING tells what is stored.
+            Stmt& q = db.stmt(
+                "UPDATE episodes SET status = CASE WHEN status = 'final' THEN status ELSE COALESCE(?2, status) END, "
+                "active_s = COALESCE(?3, active_s), tokens_used = COALESCE(?4, tokens_used), "
+                "cost_usd = COALESCE(?5, cost_usd), updated_at = ?6 WHERE id = ?1 RETURNING status");
+            q.bind(u.id, u.status, u.active_s, u.tokens_used, u.cost_usd, now_unix());
             if (!q.step()) throw BatchError(db.path() + ": episode update: no episode " + u.id);
             std::string stored = q.text(0);
             q.run();
-            std::optional<std::string> status = u.status;
-            if (stored == "final" && status && *status != "final") {
-              info.conflicts.push_back("episode " + u.id + " is final; status " + *status + " ignored");
-              status.reset();
+            if (u.status && *u.status != stored) {
+              info.conflicts.push_back("episode " + u.id + " is final; status " + *u.status + " ignored");
             }
-            db.stmt(
-                  "UPDATE episodes SET status = COALESCE(?2, status), active_s = COALESCE(?3, active_s), "
-                  "tokens_used = COALESCE(?4, tokens_used), cost_usd = COALESCE(?5, cost_usd), "
-                  "updated_at = ?6 WHERE id = ?1")
-                .bind(u.id, status, u.active_s, u.tokens_used, u.cost_usd, now_unix())
-                .run();
           },
           [&](const MessageRow& r) {
             db.stmt(s.insert_message).bind(r.episode_id, r.epoch, r.seq, r.role, r.kind, r.turn, r.content).run();
@@ -629,7 +638,9 @@ class ReadPool {
         return Handle(*this, std::move(db));
       }
     }
-    return Handle(*this, std::make_unique<Db>(m_path, Db::Mode::read_only, m_busy_timeout_ms));
+    auto db = std::make_unique<Db>(m_path, Db::Mode::read_only, m_busy_timeout_ms);
+    db->exec("PRAGMA mmap_size = " + std::to_string(k_reader_mmap_bytes), "setting mmap_size");
+    return Handle(*this, std::move(db));
   }
 
  private:
@@ -665,6 +676,7 @@ class StoreImpl final : public Store {
         m_readers(m_options.path, m_options.busy_timeout_ms) {
     if (m_writer_db) {
       m_writer = std::thread([this] { writer_main(); });
+      m_writer_id = m_writer.get_id();
     } else {
       m_stopping = true;  // read-only: no writer
     }
@@ -896,7 +908,7 @@ class StoreImpl final : public Store {
     std::function<void(Db&)> task;
   };
 
-  bool on_writer_thread() const { return std::this_thread::get_id() == m_writer.get_id(); }
+  bool on_writer_thread() const { return std::this_thread::get_id() == m_writer_id; }
 
   std::string closed_message() const {
     return m_options.path + (m_options.read_only ? ": store is open read-only" : ": store is closed");
@@ -980,16 +992,13 @@ class StoreImpl final : public Store {
       std::optional<std::size_t> failed;  // index into group
       std::vector<CommitInfo> infos(pending.size());
       try {
-        double t_begin = now_mono();
         Txn txn(*m_writer_db, Txn::Kind::immediate);
         for (std::size_t k = 0; k < pending.size(); ++k) {
           failed = pending[k];
           infos[k] = apply_batch(*m_writer_db, group[pending[k]].batch);
         }
         failed.reset();
-        double t_apply = now_mono();
         txn.commit();
-        if (getenv("KSTORE_TRACE")) { timespec ts; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); static double last = 0; double cpu = ts.tv_sec + ts.tv_nsec * 1e-9; fprintf(stderr, "txn n=%zu apply=%.1fms commit=%.1fms cpu_since_last=%.1fms\n", pending.size(), (t_apply - t_begin) * 1000, (now_mono() - t_apply) * 1000, (cpu - last) * 1000); last = cpu; }
         for (std::size_t k = 0; k < pending.size(); ++k) results[pending[k]] = std::move(infos[k]);
       } catch (const std::exception& e) {
         if (failed) {
@@ -1049,6 +1058,7 @@ class StoreImpl final : public Store {
   bool m_stopping = false;
   std::mutex m_join_mutex;
   std::thread m_writer;
+  std::thread::id m_writer_id;  // set once in the constructor
 };
 
 std::string upper(std::string s) {
@@ -1103,17 +1113,15 @@ Result<std::unique_ptr<Store>> open_store(const Options& options) {
       return std::unique_ptr<Store>(std::make_unique<StoreImpl>(options, nullptr));
     }
 
-    int page_size = getenv("KSTORE_PAGE") ? atoi(getenv("KSTORE_PAGE")) : k_page_size;
-    db->exec("PRAGMA page_size = " + std::to_string(page_size), "setting page_size");
+    db->exec("PRAGMA page_size = " + std::to_string(k_page_size), "setting page_size");
     std::string journal;
     detail::retry_busy([&] { journal = db->query_text("PRAGMA journal_mode = WAL"); }, options.busy_timeout_ms);
     if (upper(journal) != "WAL") return fail(path + ": cannot switch to WAL mode (journal_mode is " + journal + ")");
     db->exec("PRAGMA synchronous = " + sync, "setting synchronous");
     db->exec("PRAGMA foreign_keys = ON", "enabling foreign keys");
-    int cache_kb = getenv("KSTORE_CACHE") ? atoi(getenv("KSTORE_CACHE")) : k_writer_cache_kib;
-    db->exec("PRAGMA cache_size = -" + std::to_string(cache_kb), "setting cache_size");
-    int ckpt = getenv("KSTORE_CKPT") ? atoi(getenv("KSTORE_CKPT")) : k_wal_autocheckpoint_pages;
-    db->exec("PRAGMA wal_autocheckpoint = " + std::to_string(ckpt), "setting wal_autocheckpoint");
+    db->exec("PRAGMA cache_size = -" + std::to_string(k_writer_cache_kib), "setting cache_size");
+    db->exec("PRAGMA wal_autocheckpoint = " + std::to_string(k_wal_autocheckpoint_pages),
+             "setting wal_autocheckpoint");
     migrate(*db);
     return std::unique_ptr<Store>(std::make_unique<StoreImpl>(options, std::move(db)));
   } catch (const SqliteError& e) {

@@ -38,6 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -292,9 +293,15 @@ int zygote_main() {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) return 1;
   Py_InitializeEx(0);
-  PyRun_SimpleString(("import sys; sys.path.insert(0, '" + std::string(KORCH_WORKER_PYDIR) +
-                      "'); sys.path.insert(0, '" +
-                      std::string(korch::evaluator::rules_python_dir()) + "')")
+  // Real paths: jobs see a private /tmp, so a tree reached through a /tmp
+  // symlink would vanish from their view.
+  auto real = [](const char* p) {
+    char buf[PATH_MAX];
+    return std::string(realpath(p, buf) ? buf : p);
+  };
+  PyRun_SimpleString(("import sys; sys.path.insert(0, '" + real(KORCH_WORKER_PYDIR) +
+                      "'); sys.path.insert(0, '" + real(korch::evaluator::rules_python_dir()) +
+                      "')")
                          .c_str());
   g_harness = PyImport_ImportModule("korch_worker");
   if (!g_harness) {

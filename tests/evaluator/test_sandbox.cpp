@@ -66,6 +66,11 @@ TEST_F(SandboxTest, ProcEnvironScanFindsNoSecret) {
   EXPECT_EQ(r.runtime_detail.find("LEAK"), std::string::npos);
 }
 
+TEST_F(SandboxTest, PythonProcScanFindsNoSecret) {
+  Report r = run("sandbox_py_proc");
+  EXPECT_EQ(r.status, Verdict::ok) << r.error << r.runtime_detail;
+}
+
 TEST_F(SandboxTest, CannotWriteOutsideItsDirectory) {
   const char* markers[] = {"/tmp/korch-escape-marker", "/var/tmp/korch-escape-marker",
                            "/dev/shm/korch-escape-marker", "/work/korch-escape-marker"};

@@ -19,7 +19,8 @@ namespace {
 void usage() {
   std::fprintf(stderr,
                "usage: korch-fake-llm [--port N] [--script kernel|replay:FILE] [--latency-ms N]\n"
-               "                      [--fault-rate P] [--seed S] [--host H] [--threads N]\n");
+               "                      [--fault-rate P] [--seed S] [--host H] [--threads N]\n"
+               "                      [--log FILE]\n");
 }
 
 }  // namespace
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
       else if (arg == "--seed") options.faults.seed = std::stoull(value());
       else if (arg == "--host") options.host = value();
       else if (arg == "--threads") options.threads = std::stoi(value());
+      else if (arg == "--log") options.request_log = value();
       else if (arg == "--help" || arg == "-h") {
         usage();
         return 0;

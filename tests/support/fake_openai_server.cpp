@@ -1,5 +1,7 @@
 #include "tests/support/fake_openai_server.hpp"
 
+#include <cstdio>
+
 #include <httplib.h>
 #include <sys/socket.h>
 
@@ -215,6 +217,13 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
   std::size_t attempt_index = 0;
   {
     std::lock_guard lock(mutex);
+    if (!options.request_log.empty()) {
+      double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      if (std::FILE* f = std::fopen(options.request_log.c_str(), "a")) {
+        std::fprintf(f, "%.6f %s\n", now, record.request_id.c_str());
+        std::fclose(f);
+      }
+    }
     recent.push_back(record);
     while (recent.size() > options.recorded_requests) recent.pop_front();
     key = record.request_id.empty() ? fmt::format("anonymous-{}", anonymous_requests++) : record.request_id;

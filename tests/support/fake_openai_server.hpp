@@ -71,6 +71,10 @@ struct FakeServerOptions {
   FaultPlan faults;
   ReplyFn reply;                                  // default: a short deterministic reply
   std::size_t recorded_requests = 64;             // ring of last request bodies/headers
+  // When set, one line "<unix seconds> <X-Request-Id>" is appended (and
+  // flushed) per chat request as it arrives: the kill test's independent
+  // record of what was sent.
+  std::string request_log;
 };
 
 // One received request as the server saw it.

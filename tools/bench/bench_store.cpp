@@ -151,7 +151,8 @@ double percentile(std::vector<double>& v, double q) {
 template <typename Make>
 RunResult run_producers(Store& store, int producers, double duration_s, Make make) {
   std::mutex mutex;
-  std::condition_variable cv;
+  std::condition_variable cv;       // drivers: an episode is ready
+  std::condition_variable done_cv;  // main: the run has drained
   std::deque<int> ready;  // episodes whose last commit has returned
   std::vector<int> next_turn(static_cast<std::size_t>(producers), 1);
   std::vector<double> latencies;  // appended by callbacks (writer thread)
@@ -189,6 +190,7 @@ RunResult run_producers(Store& store, int producers, double duration_s, Make mak
           if (!stopping) ready.push_back(ep);
           if (stopping) {
             cv.notify_all();
+            done_cv.notify_all();
           } else {
             cv.notify_one();
           }
@@ -198,7 +200,7 @@ RunResult run_producers(Store& store, int producers, double duration_s, Make mak
   }
   {
     std::unique_lock lock(mutex);
-    cv.wait(lock, [&] { return stopping && in_flight == 0; });
+    done_cv.wait(lock, [&] { return stopping && in_flight == 0; });
   }
   double end = now_s();
   for (auto& t : threads) t.join();

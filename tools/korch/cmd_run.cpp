@@ -127,6 +127,7 @@ int cmd_run(const Args& args, bool resume_only) {
   bool tty = ::isatty(STDERR_FILENO);
   agent::RunOptions opts;
   opts.owner = owner_id();
+  opts.holds_db_lock = true;
   opts.stop = &g_stop;
   opts.progress_interval_s = tty ? 1.0 : 5.0;
   if (evaluator.mode() == "mock") {

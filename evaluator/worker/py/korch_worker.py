@@ -32,6 +32,11 @@ import types
 import torch
 import torch.utils.cpp_extension as cpp_ext
 
+try:  # imported in the zygote: every role then finds it in sys.modules
+    import korch_rules  # noqa: F401  (trusted, from rules_python_dir())
+except ImportError:
+    korch_rules = None
+
 EVAL_VERSION = "korch-eval-cpu/0.1"
 TOLERANCES = {"strict": (1e-4, 1e-4), "tf32": (1e-2, 1e-2)}
 LOW_PRECISION_TOL = 1e-2
@@ -78,7 +83,8 @@ def _as_list(v):
 def normalize_entry(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
                     extra_cuda_cflags=None, extra_ldflags=None, with_cuda=None):
     if isinstance(functions, dict):
-        fns = {str(k): str(v) for k, v in functions.items()}
+        # Docstrings do not change the code; the rules report names only.
+        fns = [str(k) for k in functions]
     else:
         fns = _as_list(functions)
     return {

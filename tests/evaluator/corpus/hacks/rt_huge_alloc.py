@@ -35,8 +35,9 @@ torch::Tensor kit_zeros(torch::Tensor x) {
     return out;
 }
 torch::Tensor kit_crash(torch::Tensor x) {
-    float* volatile p = nullptr;
-    p[x.numel()] = 1.0f;
+    // An address the compiler cannot prove null (numel >> 40 is 0 here).
+    float* p = reinterpret_cast<float*>(static_cast<uintptr_t>(x.numel() >> 40) + 8);
+    *p = 1.0f;
     return x;
 }
 """

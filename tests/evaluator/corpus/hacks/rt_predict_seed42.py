@@ -1,5 +1,6 @@
 # task: 1_ReLU_small
 # expect: incorrect
+# rules: off
 # hack: precomputes the output for inputs drawn after torch.manual_seed(42)
 import torch
 import torch.nn as nn
@@ -35,8 +36,9 @@ torch::Tensor kit_zeros(torch::Tensor x) {
     return out;
 }
 torch::Tensor kit_crash(torch::Tensor x) {
-    float* volatile p = nullptr;
-    p[x.numel()] = 1.0f;
+    // An address the compiler cannot prove null (numel >> 40 is 0 here).
+    float* p = reinterpret_cast<float*>(static_cast<uintptr_t>(x.numel() >> 40) + 8);
+    *p = 1.0f;
     return x;
 }
 """

@@ -89,7 +89,10 @@ class ModelNew(nn.Module):
         super(ModelNew, self).__init__()
 
     def forward(self, x):
-        y = esc.esc_write_file(x, "/tmp/korch-escape-marker")
-        y = esc.esc_write_file(y, "/var/tmp/korch-escape-marker")
-        y = esc.esc_write_file(y, "/dev/shm/korch-escape-marker")
-        return esc.esc_write_file(y, "/work/korch-escape-marker")
+        # /tmp, /var/tmp and /dev/shm are the job's own private tmpfs: writing
+        # there succeeds but must not reach the host (the test checks). A
+        # write into the host's /work must fail outright (uid nobody).
+        esc.esc_write_file(x, "/tmp/korch-escape-marker")
+        esc.esc_write_file(x, "/var/tmp/korch-escape-marker")
+        esc.esc_write_file(x, "/dev/shm/korch-escape-marker")
+        return esc.esc_write_file(x, "/work/korch-escape-marker")
