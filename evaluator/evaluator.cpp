@@ -149,9 +149,7 @@ double reward_beat_baseline(bool correct, std::optional<double> ci_low) {
 Result<std::unique_ptr<Evaluator>> make_evaluator(const config::EvaluatorConfig& cfg,
                                                   const std::string& cache_dir) {
   if (cfg.mode == "mock") return make_mock_evaluator(cfg);
-#ifdef KORCH_HAVE_CPU_EVALUATOR
   if (cfg.mode == "cpu") return make_cpu_evaluator(cfg, cache_dir);
-#endif
   if (cfg.mode == "gpu") {
     return fail("evaluator.mode = \"gpu\" is not available in this build yet; use \"cpu\" or \"mock\"");
   }

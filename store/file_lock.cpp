@@ -36,7 +36,8 @@ Result<FileLock> FileLock::acquire(const std::string& path) {
                 " (another korch process uses this database)");
   }
   std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
     int err = errno;
     ::close(fd);
     return fail(path + ": cannot write pid to lock file: " + std::strerror(err));

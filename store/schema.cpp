@@ -1,5 +1,4 @@
 #include "store/schema_internal.hpp"
-
 #include "store/store.hpp"
 
 namespace korch::store::detail {

@@ -51,8 +51,8 @@ void Stmt::reset() {
 
 void Stmt::check_bind(int rc, int index) {
   if (rc != SQLITE_OK) {
-    throw SqliteError(rc, m_path + ": binding parameter " + std::to_string(index) + ": " +
-                              sqlite3_errmsg(m_db));
+    throw SqliteError(rc,
+                      m_path + ": binding parameter " + std::to_string(index) + ": " + sqlite3_errmsg(m_db));
   }
 }
 
@@ -65,9 +65,7 @@ void Stmt::bind_i64(int index, std::int64_t value) {
   check_bind(sqlite3_bind_int64(m_stmt, index, value), index);
 }
 
-void Stmt::bind_f64(int index, double value) {
-  check_bind(sqlite3_bind_double(m_stmt, index, value), index);
-}
+void Stmt::bind_f64(int index, double value) { check_bind(sqlite3_bind_double(m_stmt, index, value), index); }
 
 void Stmt::bind_null(int index) { check_bind(sqlite3_bind_null(m_stmt, index), index); }
 
@@ -94,8 +92,8 @@ Db::Db(const std::string& path, Mode mode, int busy_timeout_ms)
   flags |= mode == Mode::read_write ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READONLY;
   int rc = sqlite3_open_v2(path.c_str(), &m_db, flags, nullptr);
   if (rc != SQLITE_OK) {
-    std::string message = m_path + ": cannot open database: " +
-                          (m_db != nullptr ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc));
+    std::string message =
+        m_path + ": cannot open database: " + (m_db != nullptr ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc));
     sqlite3_close_v2(m_db);
     m_db = nullptr;
     throw SqliteError(rc, message);

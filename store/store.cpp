@@ -139,8 +139,8 @@ std::string excluded_set(std::string_view cols) {
 }
 
 std::string insert_sql(std::string_view table, std::string_view cols, std::string_view tail) {
-  return "INSERT INTO " + std::string(table) + " (" + std::string(cols) + ") VALUES (" +
-         placeholders(cols) + ") " + std::string(tail);
+  return "INSERT INTO " + std::string(table) + " (" + std::string(cols) + ") VALUES (" + placeholders(cols) +
+         ") " + std::string(tail);
 }
 
 // Filters that pick the episodes a snapshot query covers (alias e).
@@ -160,16 +160,16 @@ SnapshotSql make_snapshot_sql(std::string_view filter) {
   s.messages = "SELECT " + prefixed("m", k_message_cols) +
                " FROM episodes e JOIN messages m ON m.episode_id = e.id" + where +
                " AND m.epoch = (SELECT MAX(x.epoch) FROM messages x WHERE x.episode_id = e.id)";
-  s.turns = "SELECT " + prefixed("t", k_turn_cols) + " FROM episodes e JOIN turns t ON t.episode_id = e.id" +
-            where;
+  s.turns =
+      "SELECT " + prefixed("t", k_turn_cols) + " FROM episodes e JOIN turns t ON t.episode_id = e.id" + where;
   s.llm_calls = "SELECT " + prefixed("l", k_llm_call_cols) +
                 " FROM episodes e JOIN llm_calls l ON l.episode_id = e.id" + where;
   s.evaluations = "SELECT " + prefixed("v", k_evaluation_cols) +
                   " FROM episodes e JOIN evaluations v ON v.episode_id = e.id" + where;
-  s.finals = "SELECT " + prefixed("f", k_final_cols) + " FROM episodes e JOIN finals f ON f.episode_id = e.id" +
-             where;
-  s.events = "SELECT " + prefixed("v", k_event_cols) + " FROM episodes e JOIN events v ON v.episode_id = e.id" +
-             where + " ORDER BY v.rowid";
+  s.finals = "SELECT " + prefixed("f", k_final_cols) +
+             " FROM episodes e JOIN finals f ON f.episode_id = e.id" + where;
+  s.events = "SELECT " + prefixed("v", k_event_cols) +
+             " FROM episodes e JOIN events v ON v.episode_id = e.id" + where + " ORDER BY v.rowid";
   return s;
 }
 
@@ -195,11 +195,13 @@ struct Sql {
       "SELECT " + std::string(k_campaign_cols) + " FROM campaigns ORDER BY created_at, id";
   std::string list_tasks = "SELECT " + std::string(k_task_cols) +
                            " FROM tasks WHERE campaign_id = ?1 ORDER BY level, number, task_id";
-  std::string list_episodes = "SELECT " + std::string(k_episode_select) + " FROM " + std::string(k_episode_from) +
+  std::string list_episodes = "SELECT " + std::string(k_episode_select) + " FROM " +
+                              std::string(k_episode_from) +
                               " WHERE e.campaign_id = ?1 ORDER BY e.created_at, e.id";
   std::string get_evaluation =
       "SELECT " + std::string(k_evaluation_cols) + " FROM evaluations WHERE request_id = ?1";
-  std::string get_llm_call = "SELECT " + std::string(k_llm_call_cols) + " FROM llm_calls WHERE request_id = ?1";
+  std::string get_llm_call =
+      "SELECT " + std::string(k_llm_call_cols) + " FROM llm_calls WHERE request_id = ?1";
   std::string list_turns = "SELECT " + prefixed("t", k_turn_cols) +
                            " FROM episodes e JOIN turns t ON t.episode_id = e.id WHERE e.campaign_id = ?1"
                            " ORDER BY t.episode_id, t.turn";
@@ -460,7 +462,8 @@ std::vector<EpisodeSnapshot> load_snapshots(Db& db, const SnapshotSql& snap, con
   for (auto& s : out) {
     std::sort(s.messages.begin(), s.messages.end(),
               [](const MessageRow& a, const MessageRow& b) { return a.seq < b.seq; });
-    std::sort(s.turns.begin(), s.turns.end(), [](const TurnRow& a, const TurnRow& b) { return a.turn < b.turn; });
+    std::sort(s.turns.begin(), s.turns.end(),
+              [](const TurnRow& a, const TurnRow& b) { return a.turn < b.turn; });
     std::sort(s.llm_calls.begin(), s.llm_calls.end(), [](const LlmCallRow& a, const LlmCallRow& b) {
       return a.turn != b.turn ? a.turn < b.turn : a.started_at < b.started_at;
     });
@@ -495,7 +498,9 @@ void apply_op(Db& db, const WriteBatch::Op& op, CommitInfo& info) {
                 .run();
           },
           [&](const TaskRow& r) {
-            db.stmt(s.insert_task).bind(r.campaign_id, r.task_id, r.level, r.number, r.name, r.path, r.source).run();
+            db.stmt(s.insert_task)
+                .bind(r.campaign_id, r.task_id, r.level, r.number, r.name, r.path, r.source)
+                .run();
           },
           [&](const EpisodeRow& r) {
             db.stmt(s.insert_episode)
@@ -510,7 +515,8 @@ void apply_op(Db& db, const WriteBatch::Op& op, CommitInfo& info) {
           [&](const EpisodeUpdate& u) {
             // A final episode keeps its status; RETURNING tells what is stored.
             Stmt& q = db.stmt(
-                "UPDATE episodes SET status = CASE WHEN status = 'final' THEN status ELSE COALESCE(?2, status) END, "
+                "UPDATE episodes SET status = CASE WHEN status = 'final' THEN status ELSE COALESCE(?2, "
+                "status) END, "
                 "active_s = COALESCE(?3, active_s), tokens_used = COALESCE(?4, tokens_used), "
                 "cost_usd = COALESCE(?5, cost_usd), updated_at = ?6 WHERE id = ?1 RETURNING status");
             q.bind(u.id, u.status, u.active_s, u.tokens_used, u.cost_usd, now_unix());
@@ -522,7 +528,9 @@ void apply_op(Db& db, const WriteBatch::Op& op, CommitInfo& info) {
             }
           },
           [&](const MessageRow& r) {
-            db.stmt(s.insert_message).bind(r.episode_id, r.epoch, r.seq, r.role, r.kind, r.turn, r.content).run();
+            db.stmt(s.insert_message)
+                .bind(r.episode_id, r.epoch, r.seq, r.role, r.kind, r.turn, r.content)
+                .run();
           },
           [&](const TurnRow& r) {
             db.stmt(s.insert_turn)
@@ -580,8 +588,10 @@ CommitInfo apply_batch(Db& db, const WriteBatch& batch) {
 int recorded_version(Db& db) {
   auto version = db.query_i64("PRAGMA user_version");
   bool has_table =
-      db.query_i64("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") > 0;
-  if (has_table) version = std::max(version, db.query_i64("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
+      db.query_i64("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") >
+      0;
+  if (has_table)
+    version = std::max(version, db.query_i64("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
   return static_cast<int>(version);
 }
 
@@ -593,15 +603,18 @@ std::string newer_message(const std::string& path, int version) {
 // Applies the missing migrations in one write transaction.
 void migrate(Db& db) {
   Txn txn(db, Txn::Kind::immediate);
-  db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)",
-          "creating schema_migrations");
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)",
+      "creating schema_migrations");
   int version = recorded_version(db);
   if (version > k_schema_version) throw BatchError(newer_message(db.path(), version));
   if (version == k_schema_version) return;  // nothing to do; the txn rolls back
   for (const auto& m : detail::migrations()) {
     if (m.version <= version) continue;
     db.exec(m.sql, "applying migration " + std::to_string(m.version));
-    db.stmt("INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)").bind(m.version, now_unix()).run();
+    db.stmt("INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)")
+        .bind(m.version, now_unix())
+        .run();
     KLOG_INFO("[store] {}: applied schema migration {}", db.path(), m.version);
   }
   db.exec("PRAGMA user_version = " + std::to_string(k_schema_version), "setting user_version");
@@ -613,7 +626,8 @@ void migrate(Db& db) {
 // never wait for the writer.
 class ReadPool {
  public:
-  ReadPool(std::string path, int busy_timeout_ms) : m_path(std::move(path)), m_busy_timeout_ms(busy_timeout_ms) {}
+  ReadPool(std::string path, int busy_timeout_ms)
+      : m_path(std::move(path)), m_busy_timeout_ms(busy_timeout_ms) {}
 
   class Handle {
    public:
@@ -743,7 +757,8 @@ class StoreImpl final : public Store {
     });
   }
 
-  Result<void> heartbeat_lease(const std::string& campaign_id, const std::string& owner, double ttl_s) override {
+  Result<void> heartbeat_lease(const std::string& campaign_id, const std::string& owner,
+                               double ttl_s) override {
     auto r = run_task<std::string>([&](Db& db) -> std::string {
       Txn txn(db, Txn::Kind::immediate);
       double now = now_unix();
@@ -752,7 +767,8 @@ class StoreImpl final : public Store {
           .run();
       if (db.changes() == 0) {
         auto held = current_lease(db, campaign_id);
-        return "campaign " + campaign_id + ": lease lost" + (held ? " (now held by " + held->owner + ")" : "");
+        return "campaign " + campaign_id + ": lease lost" +
+               (held ? " (now held by " + held->owner + ")" : "");
       }
       txn.commit();
       return {};
@@ -809,8 +825,9 @@ class StoreImpl final : public Store {
   }
 
   Result<std::optional<EvaluationRow>> get_evaluation(const std::string& request_id) override {
-    return read<std::optional<EvaluationRow>>(
-        [&](Db& db) { return query_one<EvaluationRow>(db, sql().get_evaluation, read_evaluation, request_id); });
+    return read<std::optional<EvaluationRow>>([&](Db& db) {
+      return query_one<EvaluationRow>(db, sql().get_evaluation, read_evaluation, request_id);
+    });
   }
 
   Result<std::optional<LlmCallRow>> get_llm_call(const std::string& request_id) override {
@@ -870,7 +887,8 @@ class StoreImpl final : public Store {
       {
         Stmt& q = db.stmt(
             "SELECT count(*), COALESCE(SUM(l.prompt_tokens), 0), COALESCE(SUM(l.completion_tokens), 0), "
-            "TOTAL(l.cost_usd) FROM episodes e JOIN llm_calls l ON l.episode_id = e.id WHERE e.campaign_id = ?1");
+            "TOTAL(l.cost_usd) FROM episodes e JOIN llm_calls l ON l.episode_id = e.id WHERE e.campaign_id = "
+            "?1");
         q.bind(campaign_id);
         if (q.step()) {
           c.llm_calls = q.i64(0);
@@ -1097,7 +1115,8 @@ Result<std::unique_ptr<Store>> open_store(const Options& options) {
     auto mode = options.read_only ? Db::Mode::read_only : Db::Mode::read_write;
     auto db = std::make_unique<Db>(path, mode, options.busy_timeout_ms);
     if (!options.read_only && sqlite3_db_readonly(db->get(), "main") == 1) {
-      return fail(path + ": database file is read-only; open it read-only (status/export) or make it writable");
+      return fail(path +
+                  ": database file is read-only; open it read-only (status/export) or make it writable");
     }
     // Touches the file: a non-database fails here with SQLITE_NOTADB.
     int version = 0;
@@ -1115,8 +1134,10 @@ Result<std::unique_ptr<Store>> open_store(const Options& options) {
 
     db->exec("PRAGMA page_size = " + std::to_string(k_page_size), "setting page_size");
     std::string journal;
-    detail::retry_busy([&] { journal = db->query_text("PRAGMA journal_mode = WAL"); }, options.busy_timeout_ms);
-    if (upper(journal) != "WAL") return fail(path + ": cannot switch to WAL mode (journal_mode is " + journal + ")");
+    detail::retry_busy([&] { journal = db->query_text("PRAGMA journal_mode = WAL"); },
+                       options.busy_timeout_ms);
+    if (upper(journal) != "WAL")
+      return fail(path + ": cannot switch to WAL mode (journal_mode is " + journal + ")");
     db->exec("PRAGMA synchronous = " + sync, "setting synchronous");
     db->exec("PRAGMA foreign_keys = ON", "enabling foreign keys");
     db->exec("PRAGMA cache_size = -" + std::to_string(k_writer_cache_kib), "setting cache_size");

@@ -5,8 +5,10 @@
 // WriteBatch; the writer groups many batches into one `BEGIN IMMEDIATE`
 // transaction (group commit) and invokes each batch's callback only after the
 // COMMIT returned, so "committed" always means durable (synchronous=FULL by
-// default). Reads use a separate connection per calling thread and are
-// synchronous. Every public method is thread-safe.
+// default). Reads use a separate connection per calling thread (checked out
+// of a small pool for the duration of one read, in its own read transaction,
+// so a read sees one consistent snapshot) and are synchronous. Every public
+// method is thread-safe. Do not destroy a Store from one of its callbacks.
 //
 // Write-ahead contract (DESIGN §3): the engine commits a step's outcome before
 // it starts any later step that depends on it.
@@ -297,8 +299,12 @@ class Store {
   // --- writes (writer thread) ------------------------------------------------
   // Queues a batch; `done` runs on the writer thread after COMMIT (or with the
   // error if the transaction failed: then nothing of the batch was written).
+  // Batches commit in submission order. After close(), or on a read-only
+  // store, `done` runs at once on the caller's thread with an error.
+  // Exceptions thrown by `done` are logged and swallowed.
   virtual void commit(WriteBatch batch, CommitCallback done) = 0;
-  // Blocking form of commit().
+  // Blocking form of commit(). May be called from inside a commit callback
+  // (the batch then commits at once, in its own transaction).
   virtual Result<CommitInfo> commit_sync(WriteBatch batch) = 0;
   // Drains the queue and stops the writer thread. Idempotent.
   virtual void close() = 0;
@@ -306,6 +312,9 @@ class Store {
   // --- leases (one owner per campaign) ---------------------------------------
   // Takes the campaign's lease for `owner` if it is free, expired or already
   // ours. Returns the current holder when someone else holds a live lease.
+  // Runs in a BEGIN IMMEDIATE transaction on the writer thread, so it is
+  // exclusive across processes sharing the file. heartbeat_lease fails when
+  // the lease is no longer ours; release_lease is a no-op if it is not ours.
   virtual Result<std::optional<Lease>> acquire_lease(const std::string& campaign_id,
                                                      const std::string& owner, double ttl_s) = 0;
   virtual Result<void> heartbeat_lease(const std::string& campaign_id, const std::string& owner,

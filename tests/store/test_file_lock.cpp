@@ -1,11 +1,11 @@
 // Tests for store/file_lock.cpp, across real processes (fork).
-#include "store/file_lock.hpp"
-
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+
+#include "store/file_lock.hpp"
 
 namespace korch::store {
 namespace {
@@ -28,7 +28,9 @@ class FileLockTest : public ::testing::Test {
   std::string m_path;
 };
 
-TEST_F(FileLockTest, PathForDbAppendsLock) { EXPECT_EQ(FileLock::path_for_db("/x/korch.db"), "/x/korch.db.lock"); }
+TEST_F(FileLockTest, PathForDbAppendsLock) {
+  EXPECT_EQ(FileLock::path_for_db("/x/korch.db"), "/x/korch.db.lock");
+}
 
 TEST_F(FileLockTest, SecondAcquireInSameProcessFailsUntilReleased) {
   auto first = FileLock::acquire(m_path);
@@ -54,7 +56,8 @@ TEST_F(FileLockTest, ForkedChildCannotTakeParentsLock) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     auto r = FileLock::acquire(m_path);
-    bool names_parent = !r && r.error().message.find("pid " + std::to_string(::getppid())) != std::string::npos;
+    bool names_parent =
+        !r && r.error().message.find("pid " + std::to_string(::getppid())) != std::string::npos;
     ::_exit(names_parent ? 0 : 1);
   }
   int status = 0;

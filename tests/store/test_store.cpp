@@ -1,6 +1,4 @@
 // Tests for store/store.cpp against real SQLite files in a temp dir.
-#include "store/store.hpp"
-
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -12,13 +10,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <random>
 #include <set>
-#include <future>
 #include <thread>
 
 #include "store/sqlite_internal.hpp"
+#include "store/store.hpp"
 
 namespace korch::store {
 namespace {
@@ -65,56 +64,118 @@ class StoreTest : public ::testing::Test {
 // --- sample rows with every field set to a non-default value ---------------
 
 CampaignRow campaign(const std::string& id = "c-1") {
-  return CampaignRow{.id = id, .name = "camp " + id, .config_json = R"({"turns":5})",
-                     .secret_seed = 0xfedcba9876543210ULL, .created_at = 1000.5};
+  return CampaignRow{.id = id,
+                     .name = "camp " + id,
+                     .config_json = R"({"turns":5})",
+                     .secret_seed = 0xfedcba9876543210ULL,
+                     .created_at = 1000.5};
 }
 
 TaskRow task(const std::string& campaign_id = "c-1", const std::string& task_id = "L1/1") {
-  return TaskRow{.campaign_id = campaign_id, .task_id = task_id, .level = 1, .number = 7,
-                 .name = "matmul", .path = "/tasks/1_matmul.py", .source = "class Model: pass\n"};
+  return TaskRow{.campaign_id = campaign_id,
+                 .task_id = task_id,
+                 .level = 1,
+                 .number = 7,
+                 .name = "matmul",
+                 .path = "/tasks/1_matmul.py",
+                 .source = "class Model: pass\n"};
 }
 
 EpisodeRow episode(const std::string& id, const std::string& campaign_id = "c-1", double created = 1.0) {
-  return EpisodeRow{.id = id, .campaign_id = campaign_id, .task_id = "L1/1", .model_id = "m-a",
-                    .sample_index = 3, .system_prompt = "You write kernels.\n", .status = "running",
-                    .active_s = 12.5, .tokens_used = 4242, .cost_usd = 0.25, .created_at = created,
+  return EpisodeRow{.id = id,
+                    .campaign_id = campaign_id,
+                    .task_id = "L1/1",
+                    .model_id = "m-a",
+                    .sample_index = 3,
+                    .system_prompt = "You write kernels.\n",
+                    .status = "running",
+                    .active_s = 12.5,
+                    .tokens_used = 4242,
+                    .cost_usd = 0.25,
+                    .created_at = created,
                     .updated_at = created + 1};
 }
 
 MessageRow message(const std::string& ep, int epoch, int seq, const std::string& content = "") {
-  return MessageRow{.episode_id = ep, .epoch = epoch, .seq = seq, .role = seq % 2 ? "assistant" : "user",
-                    .kind = seq % 2 ? "reply" : "feedback", .turn = seq / 2 + 1,
-                    .content = content.empty() ? "msg " + std::to_string(epoch) + "/" + std::to_string(seq) : content};
+  return MessageRow{
+      .episode_id = ep,
+      .epoch = epoch,
+      .seq = seq,
+      .role = seq % 2 ? "assistant" : "user",
+      .kind = seq % 2 ? "reply" : "feedback",
+      .turn = seq / 2 + 1,
+      .content = content.empty() ? "msg " + std::to_string(epoch) + "/" + std::to_string(seq) : content};
 }
 
 TurnRow turn(const std::string& ep, int n, const std::string& code = "def f(): pass") {
-  return TurnRow{.episode_id = ep, .turn = n, .model_id = "m-a", .llm_request_id = "llm|" + ep + "|" + std::to_string(n),
-                 .action = "check", .parse_status = "code", .code = code, .code_sha = "abc123",
-                 .eval_request_id = "check|" + ep + "|" + std::to_string(n), .eval_status = "correct",
-                 .finish_reason = "stop", .prompt_tokens = 1000 + n, .completion_tokens = 200 + n,
-                 .llm_latency_s = 3.25, .at = 2000.0 + n};
+  return TurnRow{.episode_id = ep,
+                 .turn = n,
+                 .model_id = "m-a",
+                 .llm_request_id = "llm|" + ep + "|" + std::to_string(n),
+                 .action = "check",
+                 .parse_status = "code",
+                 .code = code,
+                 .code_sha = "abc123",
+                 .eval_request_id = "check|" + ep + "|" + std::to_string(n),
+                 .eval_status = "correct",
+                 .finish_reason = "stop",
+                 .prompt_tokens = 1000 + n,
+                 .completion_tokens = 200 + n,
+                 .llm_latency_s = 3.25,
+                 .at = 2000.0 + n};
 }
 
 LlmCallRow llm_call(const std::string& ep, int n, const std::string& state = "done") {
-  return LlmCallRow{.request_id = "llm|" + ep + "|" + std::to_string(n), .episode_id = ep, .turn = n,
-                    .model_id = "m-a", .state = state, .started_at = 10.0 + n, .finished_at = 20.0 + n,
-                    .content = "reply " + std::to_string(n), .reasoning = "thinking", .finish_reason = "stop",
-                    .prompt_tokens = 100, .completion_tokens = 50, .cached_tokens = 10, .reasoning_tokens = 5,
-                    .cost_usd = 0.125, .latency_s = 1.5, .http_attempts = 2,
+  return LlmCallRow{.request_id = "llm|" + ep + "|" + std::to_string(n),
+                    .episode_id = ep,
+                    .turn = n,
+                    .model_id = "m-a",
+                    .state = state,
+                    .started_at = 10.0 + n,
+                    .finished_at = 20.0 + n,
+                    .content = "reply " + std::to_string(n),
+                    .reasoning = "thinking",
+                    .finish_reason = "stop",
+                    .prompt_tokens = 100,
+                    .completion_tokens = 50,
+                    .cached_tokens = 10,
+                    .reasoning_tokens = 5,
+                    .cost_usd = 0.125,
+                    .latency_s = 1.5,
+                    .http_attempts = 2,
                     .attempts_json = R"([{"status":429,"error":"","latency_s":0.1}])",
-                    .provider_request_id = "prov-1", .failure = "", .error = "", .dup_possible = true, .sends = 2};
+                    .provider_request_id = "prov-1",
+                    .failure = "",
+                    .error = "",
+                    .dup_possible = true,
+                    .sends = 2};
 }
 
 EvaluationRow evaluation(const std::string& ep, const std::string& id, const std::string& state,
                          const std::string& verdict = "") {
-  return EvaluationRow{.request_id = id, .episode_id = ep, .kind = "submit", .code_sha = "abc123", .state = state,
-                       .owner = "host:1234", .attempts = 1, .verdict = verdict, .report_json = R"({"ok":true})",
-                       .evaluator_version = "ev-1", .created_at = 30.0, .finished_at = 31.0};
+  return EvaluationRow{.request_id = id,
+                       .episode_id = ep,
+                       .kind = "submit",
+                       .code_sha = "abc123",
+                       .state = state,
+                       .owner = "host:1234",
+                       .attempts = 1,
+                       .verdict = verdict,
+                       .report_json = R"({"ok":true})",
+                       .evaluator_version = "ev-1",
+                       .created_at = 30.0,
+                       .finished_at = 31.0};
 }
 
 FinalRow final_row(const std::string& ep, const std::string& reason = "submitted") {
-  return FinalRow{.episode_id = ep, .reason = reason, .verdict = "correct", .request_id = "kernel|" + ep + "|abc",
-                  .speedup = 1.75, .reward = 0.5, .correct = true, .at = 99.0};
+  return FinalRow{.episode_id = ep,
+                  .reason = reason,
+                  .verdict = "correct",
+                  .request_id = "kernel|" + ep + "|abc",
+                  .speedup = 1.75,
+                  .reward = 0.5,
+                  .correct = true,
+                  .at = 99.0};
 }
 
 // A campaign with its task and the given episodes, committed.
@@ -169,7 +230,8 @@ TEST_F(StoreTest, RoundTripsEveryRowType) {
   EXPECT_EQ(snap->epoch, 0);
   EXPECT_EQ(snap->turns, std::vector<TurnRow>{turn("e-1", 1)});
   EXPECT_EQ(snap->llm_calls, std::vector<LlmCallRow>{llm_call("e-1", 1)});
-  EXPECT_EQ(snap->evaluations, std::vector<EvaluationRow>{evaluation("e-1", "check|e-1|1|abc", "done", "correct")});
+  EXPECT_EQ(snap->evaluations,
+            std::vector<EvaluationRow>{evaluation("e-1", "check|e-1|1|abc", "done", "correct")});
   EXPECT_FALSE(snap->final.has_value());
   EXPECT_FALSE(store->load_episode("missing").value().has_value());
 
@@ -182,7 +244,8 @@ TEST_F(StoreTest, RoundTripsEveryRowType) {
   EXPECT_EQ(store->list_evaluations("c-1").value().size(), 1u);
   EXPECT_EQ(store->list_finals("c-1").value(), std::vector<FinalRow>{final_row("e-2")});
   EXPECT_EQ(store->list_events("c-1").value(),
-            (std::vector<EventRow>{{.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5}}));
+            (std::vector<EventRow>{
+                {.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5}}));
 
   auto final_snap = store->load_episode("e-2").value();
   ASSERT_TRUE(final_snap && final_snap->final);
@@ -227,7 +290,8 @@ TEST_F(StoreTest, DataSurvivesReopenAndMigrationRunsOnce) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* q = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &q, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &q, nullptr),
+            SQLITE_OK);
   ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int(q, 0), k_schema_version);
   EXPECT_EQ(sqlite3_column_int(q, 1), k_schema_version);
@@ -552,7 +616,8 @@ TEST_F(StoreTest, GroupCommitOf10000BatchesFrom8Threads) {
   for (auto& p : producers) p.join();
   {
     std::unique_lock lock(mutex);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return done == k_threads * k_per_thread; }));
+    ASSERT_TRUE(
+        cv.wait_for(lock, std::chrono::seconds(120), [&] { return done == k_threads * k_per_thread; }));
   }
   stop_reader = true;
   reader.join();
@@ -586,7 +651,8 @@ TEST_F(StoreTest, CallbackRunsOnlyAfterCommit) {
       sqlite3* db = nullptr;
       sqlite3_open_v2(m_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
       sqlite3_stmt* q = nullptr;
-      sqlite3_prepare_v2(db, "SELECT count(*) FROM turns WHERE episode_id = 'e-1' AND turn = ?1", -1, &q, nullptr);
+      sqlite3_prepare_v2(db, "SELECT count(*) FROM turns WHERE episode_id = 'e-1' AND turn = ?1", -1, &q,
+                         nullptr);
       sqlite3_bind_int(q, 1, i);
       if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 1) ++visible;
       sqlite3_finalize(q);

@@ -97,12 +97,22 @@ void check(const korch::Result<korch::store::CommitInfo>& r) {
 void seed(Store& store, int episodes) {
   WriteBatch b;
   b.put(korch::store::CampaignRow{.id = k_campaign, .name = "bench", .config_json = "{}", .created_at = 1});
-  b.put(korch::store::TaskRow{.campaign_id = k_campaign, .task_id = "L1/1", .level = 1, .number = 1,
-                              .name = "matmul", .path = "1_matmul.py", .source = "class Model: ..."});
+  b.put(korch::store::TaskRow{.campaign_id = k_campaign,
+                              .task_id = "L1/1",
+                              .level = 1,
+                              .number = 1,
+                              .name = "matmul",
+                              .path = "1_matmul.py",
+                              .source = "class Model: ..."});
   for (int i = 0; i < episodes; ++i) {
-    b.put(korch::store::EpisodeRow{.id = episode_id(i), .campaign_id = k_campaign, .task_id = "L1/1",
-                                   .model_id = "model-a", .sample_index = i, .system_prompt = payloads().user,
-                                   .status = "running", .created_at = static_cast<double>(i)});
+    b.put(korch::store::EpisodeRow{.id = episode_id(i),
+                                   .campaign_id = k_campaign,
+                                   .task_id = "L1/1",
+                                   .model_id = "model-a",
+                                   .sample_index = i,
+                                   .system_prompt = payloads().user,
+                                   .status = "running",
+                                   .created_at = static_cast<double>(i)});
     if (b.size() >= 2000) check(store.commit_sync(std::exchange(b, WriteBatch{})));
   }
   check(store.commit_sync(std::move(b)));
@@ -113,21 +123,50 @@ WriteBatch turn_batch(const std::string& ep, int turn) {
   const auto& p = payloads();
   WriteBatch b;
   std::string llm_id = "llm|" + ep + "|" + std::to_string(turn) + "|model-a";
-  b.put(korch::store::TurnRow{.episode_id = ep, .turn = turn, .model_id = "model-a", .llm_request_id = llm_id,
-                              .action = "check", .parse_status = "code", .code = p.code,
+  b.put(korch::store::TurnRow{.episode_id = ep,
+                              .turn = turn,
+                              .model_id = "model-a",
+                              .llm_request_id = llm_id,
+                              .action = "check",
+                              .parse_status = "code",
+                              .code = p.code,
                               .code_sha = "0123456789abcdef01234567",
                               .eval_request_id = "check|" + ep + "|" + std::to_string(turn),
-                              .eval_status = "correct", .finish_reason = "stop", .prompt_tokens = 12000,
-                              .completion_tokens = 1800, .llm_latency_s = 21.5, .at = 1e9});
-  b.put(korch::store::MessageRow{.episode_id = ep, .epoch = 0, .seq = 2 * turn, .role = "assistant",
-                                 .kind = "reply", .turn = turn, .content = p.reply});
-  b.put(korch::store::MessageRow{.episode_id = ep, .epoch = 0, .seq = 2 * turn + 1, .role = "user",
-                                 .kind = "feedback", .turn = turn, .content = p.user});
-  b.put(korch::store::LlmCallRow{.request_id = llm_id, .episode_id = ep, .turn = turn, .model_id = "model-a",
-                                 .state = "done", .started_at = 1e9, .finished_at = 1e9 + 21.5,
-                                 .content = p.llm, .finish_reason = "stop", .prompt_tokens = 12000,
-                                 .completion_tokens = 1800, .cost_usd = 0.02, .latency_s = 21.5,
-                                 .http_attempts = 1, .attempts_json = "[]"});
+                              .eval_status = "correct",
+                              .finish_reason = "stop",
+                              .prompt_tokens = 12000,
+                              .completion_tokens = 1800,
+                              .llm_latency_s = 21.5,
+                              .at = 1e9});
+  b.put(korch::store::MessageRow{.episode_id = ep,
+                                 .epoch = 0,
+                                 .seq = 2 * turn,
+                                 .role = "assistant",
+                                 .kind = "reply",
+                                 .turn = turn,
+                                 .content = p.reply});
+  b.put(korch::store::MessageRow{.episode_id = ep,
+                                 .epoch = 0,
+                                 .seq = 2 * turn + 1,
+                                 .role = "user",
+                                 .kind = "feedback",
+                                 .turn = turn,
+                                 .content = p.user});
+  b.put(korch::store::LlmCallRow{.request_id = llm_id,
+                                 .episode_id = ep,
+                                 .turn = turn,
+                                 .model_id = "model-a",
+                                 .state = "done",
+                                 .started_at = 1e9,
+                                 .finished_at = 1e9 + 21.5,
+                                 .content = p.llm,
+                                 .finish_reason = "stop",
+                                 .prompt_tokens = 12000,
+                                 .completion_tokens = 1800,
+                                 .cost_usd = 0.02,
+                                 .latency_s = 21.5,
+                                 .http_attempts = 1,
+                                 .attempts_json = "[]"});
   b.update(korch::store::EpisodeUpdate{.id = ep, .active_s = 21.5 * turn, .tokens_used = 13800 * turn});
   return b;
 }
@@ -153,7 +192,7 @@ RunResult run_producers(Store& store, int producers, double duration_s, Make mak
   std::mutex mutex;
   std::condition_variable cv;       // drivers: an episode is ready
   std::condition_variable done_cv;  // main: the run has drained
-  std::deque<int> ready;  // episodes whose last commit has returned
+  std::deque<int> ready;            // episodes whose last commit has returned
   std::vector<int> next_turn(static_cast<std::size_t>(producers), 1);
   std::vector<double> latencies;  // appended by callbacks (writer thread)
   latencies.reserve(1 << 20);
@@ -213,8 +252,8 @@ RunResult run_producers(Store& store, int producers, double duration_s, Make mak
 }
 
 void print_row(const char* scenario, const RunResult& r) {
-  std::printf("%-50s %9lld %7.2f %11.0f %9.2f %9.2f\n", scenario, static_cast<long long>(r.commits), r.seconds,
-              static_cast<double>(r.commits) / r.seconds, r.p50_ms, r.p99_ms);
+  std::printf("%-50s %9lld %7.2f %11.0f %9.2f %9.2f\n", scenario, static_cast<long long>(r.commits),
+              r.seconds, static_cast<double>(r.commits) / r.seconds, r.p50_ms, r.p99_ms);
   std::fflush(stdout);
 }
 
@@ -250,7 +289,9 @@ int main(int argc, char** argv) {
 
   std::printf("korch-bench-store: db %s, synchronous=FULL unless noted, %.1f s per scenario\n", db.c_str(),
               duration_s);
-  std::printf("turn = TurnRow(6 KB code) + assistant msg(6 KB) + user msg(2 KB) + LlmCallRow(6 KB) + EpisodeUpdate\n\n");
+  std::printf(
+      "turn = TurnRow(6 KB code) + assistant msg(6 KB) + user msg(2 KB) + LlmCallRow(6 KB) + "
+      "EpisodeUpdate\n\n");
   std::printf("%-50s %9s %7s %11s %9s %9s\n", "scenario", "commits", "secs", "commits/s", "p50 ms", "p99 ms");
 
   for (int producers : {1, 64, 1000}) {
@@ -258,8 +299,8 @@ int main(int argc, char** argv) {
     seed(*store, producers);
     auto r = run_producers(*store, producers, duration_s,
                            [](int ep, int turn) { return turn_batch(episode_id(ep), turn); });
-    std::string label = "turns, group commit, " + std::to_string(producers) + " producer" +
-                        (producers == 1 ? "" : "s");
+    std::string label =
+        "turns, group commit, " + std::to_string(producers) + " producer" + (producers == 1 ? "" : "s");
     print_row(label.c_str(), r);
   }
   {
@@ -298,21 +339,33 @@ int main(int argc, char** argv) {
     WriteBatch b;
     for (int i = 0; i < resume_episodes; ++i) {
       std::string ep = episode_id(i);
-      b.put(korch::store::MessageRow{.episode_id = ep, .epoch = 0, .seq = 1, .role = "user", .kind = "task",
+      b.put(korch::store::MessageRow{.episode_id = ep,
+                                     .epoch = 0,
+                                     .seq = 1,
+                                     .role = "user",
+                                     .kind = "task",
                                      .content = payloads().user});
       for (int t = 1; t <= k_resume_turns; ++t) {
         WriteBatch one = turn_batch(ep, t);
-        for (const auto& op : one.ops()) std::visit([&](const auto& row) {
-            using T = std::decay_t<decltype(row)>;
-            if constexpr (std::is_same_v<T, korch::store::EpisodeUpdate>) {
-              b.update(row);
-            } else {
-              b.put(row);
-            }
-          }, op);
-        b.put(korch::store::EvaluationRow{.request_id = "check|" + ep + "|" + std::to_string(t), .episode_id = ep,
-                                          .kind = "check", .code_sha = "0123", .state = "done", .attempts = 1,
-                                          .verdict = "correct", .report_json = R"({"max_abs_diff":1e-6})",
+        for (const auto& op : one.ops())
+          std::visit(
+              [&](const auto& row) {
+                using T = std::decay_t<decltype(row)>;
+                if constexpr (std::is_same_v<T, korch::store::EpisodeUpdate>) {
+                  b.update(row);
+                } else {
+                  b.put(row);
+                }
+              },
+              op);
+        b.put(korch::store::EvaluationRow{.request_id = "check|" + ep + "|" + std::to_string(t),
+                                          .episode_id = ep,
+                                          .kind = "check",
+                                          .code_sha = "0123",
+                                          .state = "done",
+                                          .attempts = 1,
+                                          .verdict = "correct",
+                                          .report_json = R"({"max_abs_diff":1e-6})",
                                           .evaluator_version = "v1"});
       }
       if (b.size() >= 20000) check(store->commit_sync(std::exchange(b, WriteBatch{})));
@@ -342,8 +395,9 @@ int main(int argc, char** argv) {
         for (const auto& t : s.turns) bytes += t.code.size();
         for (const auto& l : s.llm_calls) bytes += l.content.size();
       }
-      std::printf("\nload_unfinished pass %d: %zu episodes, %zu turns, %zu messages, %.0f MB of text in %.2f s",
-                  pass, snaps->size(), turns, messages, static_cast<double>(bytes) / 1e6, secs);
+      std::printf(
+          "\nload_unfinished pass %d: %zu episodes, %zu turns, %zu messages, %.0f MB of text in %.2f s", pass,
+          snaps->size(), turns, messages, static_cast<double>(bytes) / 1e6, secs);
     }
     std::printf("\n");
     std::error_code ec;

@@ -1,14 +1,39 @@
-// korch tasks validate (filled in with the evaluator's task checks).
+// korch tasks validate: the evaluator's task checks (nondeterministic,
+// nearly constant, input-independent, non-finite, over the memory budget).
 #include <cstdio>
 
 #include "config/tasks.hpp"
+#include "evaluator/validate.hpp"
 #include "tools/korch/cli.hpp"
+#include "util/log.hpp"
 
 namespace korch::cli {
 
 int cmd_tasks_validate(const Args& args, const std::vector<config::Task>& tasks) {
-  std::fprintf(stderr, "korch tasks validate: not wired yet\n");
-  return k_exit_error;
+  log::init(args.get("--log-level").value_or("warn"));
+  config::EvaluatorConfig cfg;
+  cfg.mode = args.get("--mode").value_or("cpu");
+  if (auto mb = args.get("--memory-budget-mb")) cfg.memory_budget_mb = std::stoll(*mb);
+  if (auto t = args.get("--timeout")) cfg.timeout_s = std::stod(*t);
+  auto cache = args.get("--cache-dir").value_or("/tmp/korch-validate-cache");
+  int flagged = 0;
+  for (auto& task : tasks) {
+    auto v = evaluator::validate_task(task, cfg, cache);
+    if (!v) {
+      std::fprintf(stderr, "korch tasks validate: %s\n", v.error().message.c_str());
+      return k_exit_error;
+    }
+    if (v->ok) {
+      std::printf("ok      %s  (%.1f MB, ref %.3f ms)\n", task.id.c_str(), v->estimated_bytes / 1e6, v->ref_time_ms);
+    } else {
+      ++flagged;
+      std::printf("FLAGGED %s\n", task.id.c_str());
+      for (auto& issue : v->issues) std::printf("        %s\n", issue.c_str());
+    }
+    std::fflush(stdout);
+  }
+  std::fprintf(stderr, "%zu task(s), %d flagged\n", tasks.size(), flagged);
+  return flagged ? k_exit_error : k_exit_ok;
 }
 
 }  // namespace korch::cli
