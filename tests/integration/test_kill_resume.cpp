@@ -156,3 +156,82 @@ TEST(KillResume, RandomSigkillsLoseAndRepeatNothing) {
 
 }  // namespace
 }  // namespace korch::testing
+
+namespace korch::testing {
+namespace {
+
+// Zygote pids recorded by evaluators in <cache>/run (zygote-<daemon>-<pid>.json).
+std::vector<int> recorded_zygotes(const std::string& cache) {
+  std::vector<int> pids;
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator(cache + "/run", ec)) {
+    auto name = e.path().filename().string();
+    if (!name.starts_with("zygote-")) continue;
+    auto j = nlohmann::json::parse(slurp(e.path().string()), nullptr, false);
+    if (j.is_object()) pids.push_back(j.value("zygote_pid", 0));
+  }
+  return pids;
+}
+
+bool is_live_worker(int pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  auto stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  if (stat.find(") Z ") != std::string::npos) return false;  // a zombie is not running
+  return slurp("/proc/" + std::to_string(pid) + "/cmdline").find("korch-worker") != std::string::npos;
+}
+
+// The same durability proof with the real CPU evaluator: kills land while
+// sandboxed workers compile, check and time candidates.
+TEST(KillResume, CpuEvaluatorKillsLeaveNoOrphansAndNoDoubleResults) {
+  if (!std::filesystem::exists(KORCH_WORKER_BIN)) GTEST_SKIP() << "korch-worker was not built";
+  TempDir dir;
+  auto d = dir.path().string();
+  FakeLlmProcess llm;
+  ASSERT_TRUE(llm.start(d, {"--script", "replay:" KORCH_SOURCE_DIR "/tests/integration/cpu_replay.json",
+                            "--latency-ms", "20"}));
+  auto cache = std::string(KORCH_TEST_CACHE) + "/kill-cpu";
+  std::ostringstream toml;
+  toml << "name = \"killcpu\"\ndb_path = \"" << d << "/cpu.db\"\nsamples_per_task = 4\nmax_turns = 2\n"
+       << "max_inflight_episodes = 2\nlog_level = \"warn\"\n"
+       << "[tasks]\nkernelbench_dir = \"" << KORCH_EXAMPLES_DIR << "/tasks\"\nids = \"1\"\n"
+       << "[evaluator]\nmode = \"cpu\"\nworkers = 2\ntimeout_s = 120\ncache_dir = \"" << cache << "\"\n"
+       << "[[models]]\nid = \"m1\"\nbase_url = \"" << llm.base_url() << "\"\nmodel = \"fake\"\n";
+  auto path = d + "/cpu.toml";
+  write_text(path, toml.str());
+
+  std::mt19937 rng(KORCH_KILL_SEED);
+  std::uniform_int_distribution<int> delay_ms(1500, 9000);
+  std::set<int> zygotes_of_killed_runs;
+  int kills = 0;
+  for (int i = 0; i < KORCH_CPU_KILL_COUNT; ++i) {
+    auto p = Process::start({KORCH_BIN, "run", path, "--no-progress"}, d + "/cpu.out", d + "/cpu.err");
+    auto rc = p.wait_for(std::chrono::milliseconds(delay_ms(rng)));
+    if (rc) {
+      ASSERT_EQ(*rc, 0) << slurp(d + "/cpu.err");
+      break;
+    }
+    p.signal(SIGKILL);
+    ASSERT_EQ(p.wait(), 128 + SIGKILL);
+    ++kills;
+    for (int z : recorded_zygotes(cache)) zygotes_of_killed_runs.insert(z);
+  }
+  auto final_run = run_capture({KORCH_BIN, "run", path, "--no-progress"}, d);
+  ASSERT_EQ(final_run.first, 0) << final_run.second;
+  std::printf("cpu kill test: %d kills, %zu zygotes recorded by killed runs\n", kills, zygotes_of_killed_runs.size());
+
+  // No orphaned worker: every zygote a killed korch left behind is gone
+  // after the restart, and the finished run left no record behind.
+  for (int z : zygotes_of_killed_runs) EXPECT_FALSE(is_live_worker(z)) << "orphaned korch-worker zygote " << z;
+  EXPECT_TRUE(recorded_zygotes(cache).empty());
+
+  auto db = d + "/cpu.db";
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
+  EXPECT_TRUE(query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1").empty());
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE state != 'done'")[0][0], "0");
+  // The replayed kernel is correct: every episode ends with a correct submission.
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM finals WHERE verdict = 'ok' AND correct = 1")[0][0], "4")
+      << final_run.second;
+}
+
+}  // namespace
+}  // namespace korch::testing

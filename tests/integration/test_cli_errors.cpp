@@ -1,0 +1,164 @@
+// Bad input gets one clear line and a non-zero exit, and nothing already
+// stored is lost (issue 2): real `korch` processes, real files.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "tests/integration/campaign_fixture.hpp"
+#include "util/sha256.hpp"
+
+namespace korch::testing {
+namespace {
+
+struct Outcome {
+  int rc = 0;
+  std::string err;
+};
+
+// Runs korch; as root, optionally as uid nobody (root ignores file modes).
+Outcome korch(const std::vector<std::string>& args, const std::string& dir, bool as_nobody = false) {
+  std::vector<std::string> argv = {KORCH_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto out = dir + "/korch.out";
+  auto err = dir + "/korch.err";
+  std::remove(err.c_str());
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (as_nobody && ::geteuid() == 0) {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(126);
+    }
+    std::freopen(out.c_str(), "w", stdout);
+    std::freopen(err.c_str(), "w", stderr);
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    ::execv(a[0], a.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(err)};
+}
+
+// The last non-empty line of stderr (progress and banners come before it).
+std::string last_line(const std::string& text) {
+  auto end = text.find_last_not_of('\n');
+  if (end == std::string::npos) return "";
+  auto start = text.rfind('\n', end);
+  return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+class CliErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_d = m_dir.path().string();
+    ::chmod(m_d.c_str(), 0777);
+    ASSERT_TRUE(m_llm.start(m_d, {"--script", "kernel"}));
+  }
+  std::string good_toml(const std::string& extra_top = "", const std::string& tasks_dir = "") {
+    std::ostringstream s;
+    s << "name = \"errors\"\ndb_path = \"" << m_d << "/k.db\"\nmax_turns = 2\nlog_level = \"warn\"\n" << extra_top
+      << "[tasks]\nkernelbench_dir = \"" << (tasks_dir.empty() ? std::string(KORCH_EXAMPLES_DIR) + "/tasks" : tasks_dir)
+      << "\"\n[evaluator]\nmode = \"mock\"\n"
+      << "[[models]]\nid = \"m1\"\nbase_url = \"" << m_llm.base_url() << "\"\nmodel = \"fake\"\n";
+    return s.str();
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    auto p = m_d + "/" + name;
+    write_text(p, text);
+    ::chmod(p.c_str(), 0644);
+    return p;
+  }
+  // A finished campaign in k.db; returns its export.
+  std::string populate() {
+    auto toml = write("good.toml", good_toml());
+    auto r = korch({"run", toml, "--no-progress"}, m_d);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    return export_of(toml);
+  }
+  std::string export_of(const std::string& toml) {
+    auto [rc, out] = run_capture({KORCH_BIN, "export", toml, "--format", "jsonl"}, m_d);
+    EXPECT_EQ(rc, 0) << out;
+    return out;
+  }
+
+  TempDir m_dir;
+  std::string m_d;
+  FakeLlmProcess m_llm;
+};
+
+TEST_F(CliErrors, MalformedTomlNamesFileAndLine) {
+  auto stored = populate();
+  auto toml = write("bad.toml", "name = \"errors\"\nmax_turns = [1,\n");
+  auto r = korch({"run", toml}, m_d);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find(toml + ":"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(export_of(write("good.toml", good_toml())), stored);
+}
+
+TEST_F(CliErrors, UnknownKeyIsRefusedWithASuggestion) {
+  auto toml = write("typo.toml", good_toml("max_turn = 3\n"));
+  auto r = korch({"run", toml}, m_d);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find(":5: unknown key 'max_turn'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("max_turns"), std::string::npos) << r.err;
+}
+
+TEST_F(CliErrors, MissingTaskDirectory) {
+  auto toml = write("nodir.toml", good_toml("", m_d + "/no-such-dir"));
+  auto r = korch({"run", toml}, m_d);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("no-such-dir"), std::string::npos) << r.err;
+}
+
+TEST_F(CliErrors, UnreachableLlmEndpoint) {
+  auto text = good_toml();
+  auto pos = text.find("http://127.0.0.1:");
+  text.replace(pos, text.find("/v1", pos) - pos, "http://127.0.0.1:9");
+  auto toml = write("down.toml", text);
+  auto r = korch({"run", toml, "--no-progress"}, m_d);
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_NE(last_line(r.err).find("unreachable"), std::string::npos) << r.err;
+  EXPECT_NE(last_line(r.err).find("127.0.0.1:9"), std::string::npos) << r.err;
+}
+
+TEST_F(CliErrors, CorruptDatabaseIsRefusedAndLeftAlone) {
+  auto db = m_d + "/k.db";
+  write_text(db, std::string(8192, 'x'));
+  auto before = sha256_hex(slurp(db));
+  auto r = korch({"run", write("good.toml", good_toml()), "--no-progress"}, m_d);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(last_line(r.err).find(db), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(sha256_hex(slurp(db)), before);
+}
+
+TEST_F(CliErrors, ReadOnlyDatabaseIsRefusedAndNothingStoredIsLost) {
+  auto stored = populate();
+  auto db = m_d + "/k.db";
+  ASSERT_EQ(::chmod(db.c_str(), 0444), 0);
+  auto before = sha256_hex(slurp(db));
+  auto r = korch({"run", m_d + "/good.toml", "--no-progress"}, m_d, /*as_nobody=*/true);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(last_line(r.err).find("k.db"), std::string::npos) << r.err;
+  EXPECT_EQ(sha256_hex(slurp(db)), before);
+  // Still readable, and everything is still there.
+  EXPECT_EQ(export_of(m_d + "/good.toml"), stored);
+}
+
+TEST_F(CliErrors, SecondRunOfADoneCampaignChangesNothing) {
+  auto stored = populate();
+  auto r = korch({"run", m_d + "/good.toml", "--no-progress"}, m_d);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(export_of(m_d + "/good.toml"), stored);
+}
+
+TEST_F(CliErrors, UsageErrorsExitTwo) {
+  EXPECT_EQ(korch({}, m_d).rc, 2);
+  EXPECT_EQ(korch({"frobnicate"}, m_d).rc, 2);
+  EXPECT_EQ(korch({"export", "--db", m_d + "/k.db", "--format", "xml"}, m_d).rc, 2);
+  EXPECT_EQ(korch({"--help"}, m_d).rc, 0);
+}
+
+}  // namespace
+}  // namespace korch::testing
