@@ -14,19 +14,22 @@ namespace {
 constexpr int k_kills = KORCH_KILL_COUNT;  // >= 50 in CI; more in tools/bench
 
 // KernelBench level 1 gives 12 distinct task prompts (so the scripted model
-// takes many different paths); without the shared copy, the 4 bundled tasks.
+// takes many different paths); without the shared copy, the 4 bundled tasks
+// with more samples, so the campaign still outlasts the kills.
+bool have_shared_kernelbench() { return std::filesystem::exists(KORCH_SHARED_KERNELBENCH "/level1"); }
+
 std::string task_section() {
-  if (std::filesystem::exists(KORCH_SHARED_KERNELBENCH "/level1")) {
-    return "[tasks]\nkernelbench_dir = \"" KORCH_SHARED_KERNELBENCH "\"\nlevels = [1]\nids = \"1-12\"\n";
+  if (have_shared_kernelbench()) {
+    return "samples_per_task = 5\n[tasks]\nkernelbench_dir = \"" KORCH_SHARED_KERNELBENCH
+           "\"\nlevels = [1]\nids = \"1-12\"\n";
   }
-  return "[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR "/tasks\"\nids = \"1-4\"\n";
+  return "samples_per_task = 15\n[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR "/tasks\"\nids = \"1-4\"\n";
 }
 
 std::string campaign_toml(const std::string& db, const std::string& base_url, const std::string& mode) {
   std::ostringstream s;
   s << "name = \"killtest\"\n"
     << "db_path = \"" << db << "\"\n"
-    << "samples_per_task = 5\n"
     << "max_turns = 4\n"
     << "max_inflight_episodes = 3\n"
     << "synchronous = \"FULL\"\n"
