@@ -1,0 +1,45 @@
+# task: 1_ReLU_small
+# expect: ok
+# The cpp_relu.py kernel (same sources, so the same compile-cache entry) run on a
+# flattened view and reshaped back: correct, and the output does not alias x.
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cpp_source = r"""
+#include <torch/extension.h>
+#include <vector>
+
+// fopen("/etc/passwd") and system("id") in a comment are only text.
+torch::Tensor relu_forward(torch::Tensor x) {
+    TORCH_CHECK(x.is_contiguous(), "x must be contiguous (no fopen here)");
+    TORCH_CHECK(x.scalar_type() == at::kFloat, "float32 expected");
+    auto out = torch::empty_like(x);
+    const float* src = x.data_ptr<float>();
+    float* dst = out.data_ptr<float>();
+    const int64_t n = x.numel();
+    for (int64_t i = 0; i < n; ++i) {
+        dst[i] = src[i] > 0.0f ? src[i] : 0.0f;  /* asm("nop") in a comment */
+    }
+    return out;
+}
+"""
+
+relu_ext = load_inline(
+    name="relu_ext",
+    cpp_sources=cpp_source,
+    functions=["relu_forward"],
+    extra_cflags=["-O3", "-std=c++17"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    """ReLU in C++. Calling eval() or open() is mentioned only in this docstring."""
+
+    def __init__(self):
+        super(ModelNew, self).__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.contiguous().view(-1)
+        return relu_ext.relu_forward(flat).view(x.shape)
