@@ -162,7 +162,17 @@ void move_fd(int fd, int target) {
   const std::string role = job.at("role");
   const std::string dir = job.at("dir");
   const std::uint64_t mb = 1024ull * 1024ull;
-  korch::worker::private_mounts(prot);
+  {
+    // The job dir is <cache>/jobs/<id>: keep the cache root (prebuilt
+    // libraries) and the harness's Python visible under a private /tmp.
+    auto real = [](const std::string& path) {
+      char buf[PATH_MAX];
+      return std::string(realpath(path.c_str(), buf) ? buf : path.c_str());
+    };
+    std::vector<std::string> keep = {real(dir + "/../.."), real(KORCH_WORKER_PYDIR),
+                                      real(korch::evaluator::rules_python_dir())};
+    korch::worker::private_mounts(prot, keep);
+  }
   if (env_is_whitelisted()) prot.push_back("env_whitelist");
 
   std::string job_text;

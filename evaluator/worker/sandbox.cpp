@@ -90,7 +90,27 @@ bool enter_namespaces(Protections& p) {
   return false;
 }
 
-void private_mounts(Protections& p) {
+namespace {
+
+constexpr const char* k_masked_roots[] = {"/tmp", "/var/tmp", "/dev/shm"};
+
+bool under_masked_root(const std::string& path) {
+  for (const char* root : k_masked_roots) {
+    std::string r = root;
+    if (path == r || path.rfind(r + "/", 0) == 0) return true;
+  }
+  return false;
+}
+
+void mkdir_p(const std::string& path) {
+  for (std::size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos == path.size() || path[pos] == '/') mkdir(path.substr(0, pos).c_str(), 0755);
+  }
+}
+
+}  // namespace
+
+void private_mounts(Protections& p, const std::vector<std::string>& keep) {
   bool mount_ns = false;
   for (auto& s : p) mount_ns = mount_ns || s == "mount_ns";
   if (!mount_ns) return;
@@ -101,6 +121,13 @@ void private_mounts(Protections& p) {
       mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=0") == 0) {
     p.push_back("private_proc");
   }
+  // Hold the kept directories open before they disappear under the tmpfs.
+  std::vector<std::pair<std::string, int>> kept;
+  for (auto& path : keep) {
+    if (path.empty() || !under_masked_root(path)) continue;
+    int fd = open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) kept.emplace_back(path, fd);
+  }
   bool tmp_ok = mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, k_tmpfs_opts) == 0;
   // Other world-writable places on the host.
   struct stat st {};
@@ -108,6 +135,12 @@ void private_mounts(Protections& p) {
     tmp_ok = tmp_ok && mount("tmpfs", "/var/tmp", "tmpfs", MS_NOSUID | MS_NODEV, k_tmpfs_opts) == 0;
   if (stat("/dev/shm", &st) == 0)
     tmp_ok = tmp_ok && mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, k_tmpfs_opts) == 0;
+  for (auto& [path, fd] : kept) {
+    mkdir_p(path);
+    std::string source = "/proc/self/fd/" + std::to_string(fd);
+    tmp_ok = tmp_ok && mount(source.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == 0;
+    close(fd);
+  }
   if (tmp_ok) p.push_back("private_tmp");
 }
 

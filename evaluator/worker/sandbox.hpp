@@ -21,8 +21,11 @@ enum class SeccompProfile { strict, compile };
 bool enter_namespaces(Protections& p);
 
 // Run in PID 1 of the new namespace: private mount propagation, a private
-// /proc, and private tmpfs on /tmp, /var/tmp and /dev/shm.
-void private_mounts(Protections& p);
+// /proc, and private tmpfs on /tmp, /var/tmp and /dev/shm. Directories in
+// `keep` that lie under one of those (a job dir or compile cache in /tmp, a
+// checkout in /tmp) are bind-mounted back at the same path, so the job still
+// sees them and nothing else of the host's temporary space.
+void private_mounts(Protections& p, const std::vector<std::string>& keep);
 
 // Drops to `uid` (gid = uid, no supplementary groups), sets NO_NEW_PRIVS,
 // RLIMIT_CORE=0, RLIMIT_AS (when as_bytes > 0), PR_SET_PDEATHSIG and loads
