@@ -79,7 +79,9 @@ struct Peer {
   pid_t pid = -1;
   int port = 0;
   bool start(const std::string& bin, int latency_ms, const std::string& reply_file, const std::string& dir) {
-    auto out = dir + "/peer.out";
+    // One output file per peer: a second peer must not read the first's port.
+    auto out = dir + "/peer-" + std::to_string(latency_ms) + ".out";
+    std::remove(out.c_str());
     std::fflush(nullptr);  // the child must not inherit unwritten output
     pid = ::fork();
     if (pid == 0) {
