@@ -507,6 +507,18 @@ Result<std::unique_ptr<Evaluator>> make_cpu_evaluator(const config::EvaluatorCon
   fs::create_directories(cache_dir + "/run", ec);
   if (ec) return fail("cannot create the evaluator cache at " + cache_dir + ": " + ec.message());
   const std::string abs = fs::absolute(cache_dir, ec).lexically_normal().string();
+  // Sandboxed workers run as unprivileged uids: every folder above the cache
+  // must be searchable by "others" (a cache under a 0700 home is not).
+  if (::geteuid() == 0) {
+    for (fs::path p = fs::path(abs).parent_path(); !p.empty(); p = p.parent_path()) {
+      auto st = fs::status(p, ec);
+      if (!ec && (st.permissions() & fs::perms::others_exec) == fs::perms::none) {
+        return fail("the evaluator cache " + abs + " is not reachable by the sandbox's unprivileged user: " +
+                    p.string() + " is not searchable by others; set evaluator.cache_dir (or --cache-dir) elsewhere");
+      }
+      if (p == p.root_path()) break;
+    }
+  }
   // The candidate runner (uid nobody) must reach the built libraries.
   fs::permissions(abs + "/cache", fs::perms::owner_all | fs::perms::group_read |
                                       fs::perms::group_exec | fs::perms::others_read |

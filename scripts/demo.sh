@@ -42,7 +42,7 @@ fi
 MODE=mock
 if [[ -x "$ROOT/$BUILD/evaluator/worker/korch-worker" ]] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
   MODE=cpu
-  SETS+=(--set "evaluator.cache_dir=${XDG_CACHE_HOME:-$HOME/.cache}/korch")
+  SETS+=(--set "evaluator.cache_dir=/var/tmp/korch-cache")
   echo "demo: evaluator = cpu (real sandboxed pipeline; the first run compiles each C++ candidate, ~30 s each)"
 else
   echo "demo: evaluator = mock (no worker or no torch here): verdicts and timings are FAKE"

@@ -1,6 +1,6 @@
 #pragma once
 // Shared helpers for the cpu evaluator tests: one evaluator per test binary on
-// the shared compile cache (KORCH_TEST_CACHE, under the build tree, so each
+// the shared compile cache (KORCH_TEST_CACHE, /var/tmp by default, so each
 // distinct native source compiles once per build tree), corpus headers, and
 // a blocking evaluate().
 #include <gtest/gtest.h>

@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "evaluator/cpu_evaluator.hpp"
 #include "evaluator/zygote.hpp"
 #include "tests/evaluator/eval_test_support.hpp"
 
@@ -148,6 +150,18 @@ TEST(Zygote, ReapsTheZygoteOfAKilledDaemon) {
   EXPECT_FALSE(std::filesystem::exists(run + "/zygote-dead.json"));
   EXPECT_TRUE(std::filesystem::exists(run + "/zygote-live.json"));
   std::filesystem::remove_all(run);
+}
+
+TEST(CacheDir, UnreachableByTheSandboxUserIsAClearError) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only root switches to the sandbox user";
+  char tmpl[] = "/var/tmp/korch-private-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);  // mode 0700, like a home directory
+  config::EvaluatorConfig cfg;
+  cfg.mode = "cpu";
+  auto ev = make_cpu_evaluator(cfg, std::string(tmpl) + "/cache");
+  ASSERT_FALSE(ev);
+  EXPECT_NE(ev.error().message.find("not searchable by others"), std::string::npos) << ev.error().message;
+  std::filesystem::remove_all(tmpl);
 }
 
 }  // namespace

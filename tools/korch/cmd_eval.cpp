@@ -15,11 +15,10 @@
 namespace korch::cli {
 namespace {
 
-std::string default_cache_dir() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/korch";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/korch";
-  return "/tmp/korch-cache";
-}
+// Shared by every `korch eval` of this machine (so identical code is never
+// compiled twice). Not under $HOME: the sandboxed workers run as an
+// unprivileged user that cannot enter a 0700 home.
+std::string default_cache_dir() { return "/var/tmp/korch-cache"; }
 
 void print_report_text(const evaluator::Report& r) {
   std::printf("status: %s%s\n", evaluator::to_string(r.status), r.mock ? " (MOCK: fake verdict)" : "");
