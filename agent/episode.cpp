@@ -294,6 +294,18 @@ Next dispatch_reply(EpisodeState& s, store::WriteBatch& batch, const Env& env, c
   return start_eval(s, batch, env, mode, parsed.code, id, false);
 }
 
+// The current turn's row, complete now that its evaluation is known.
+store::TurnRow evaluated_turn(const EpisodeState& s, const Attempt& a) {
+  auto turn = s.pending_turn;
+  turn.action = a.action;
+  turn.parse_status = "code";
+  turn.code = a.code;
+  turn.code_sha = ids::code_digest(a.code);
+  turn.eval_request_id = s.eval_request_id;
+  turn.eval_status = a.eval_status;
+  return turn;
+}
+
 evaluator::Report crash_report(const std::string& request_id, int attempts) {
   evaluator::Report r;
   r.request_id = request_id;
@@ -332,7 +344,10 @@ Step on_llm_result(EpisodeState& s, const llm::ChatResult& r, const Env& env) {
   row.model_id = s.turn_model;
   row.started_at = s.llm_started_at;
   row.finished_at = env.now;
-  row.content = r.content;
+  // The reply text is stored once, as the assistant message committed in the
+  // same batch (resume reads it from there); only a failed call keeps text
+  // here. Storing it twice halved durable turns/s (tools/bench).
+  if (r.outcome != llm::Outcome::ok) row.content = r.content;
   row.reasoning = r.reasoning;
   row.finish_reason = r.finish_reason;
   row.prompt_tokens = r.usage.prompt_tokens;
@@ -435,14 +450,7 @@ Step on_eval_result(EpisodeState& s, const evaluator::Report& report, const Env&
     a.eval_status = evaluator::to_string(report.status);
     a.result_text = prompts::render_report(report);
     a.passed = report.status == evaluator::Verdict::ok;
-    auto turn = s.pending_turn;
-    turn.action = "check";
-    turn.parse_status = "code";
-    turn.code = a.code;
-    turn.code_sha = ids::code_digest(a.code);
-    turn.eval_request_id = s.eval_request_id;
-    turn.eval_status = a.eval_status;
-    step.batch.put(std::move(turn));
+    step.batch.put(evaluated_turn(s, a));
     if (s.turn < s.spec->max_turns) {
       add_message(s, step.batch, "user", "feedback",
                   prompts::check_feedback(report, replies_left_after(s, s.turn)), s.turn);
@@ -455,14 +463,7 @@ Step on_eval_result(EpisodeState& s, const evaluator::Report& report, const Env&
   if (!s.eval_is_fallback) {
     auto& a = s.attempts.back();
     a.eval_status = evaluator::to_string(report.status);
-    auto turn = s.pending_turn;
-    turn.action = "submit";
-    turn.parse_status = "code";
-    turn.code = a.code;
-    turn.code_sha = ids::code_digest(a.code);
-    turn.eval_request_id = s.eval_request_id;
-    turn.eval_status = a.eval_status;
-    step.batch.put(std::move(turn));
+    step.batch.put(evaluated_turn(s, a));
   }
   finalize(s, step.batch, env, s.end_reason.empty() ? "submitted" : s.end_reason, &report);
   step.next = Finished{};
@@ -554,7 +555,15 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec, const stor
     s.turn = last_turn_row;
     step.next = resend_or_begin(advance(s, step.batch, env));
   } else if (call->state == "done") {
-    step.next = dispatch_reply(s, step.batch, env, call->content, call->finish_reason, call->prompt_tokens,
+    // The reply is the assistant message of that turn, committed with the call.
+    std::string reply = call->content;
+    for (auto it = snap.messages.rbegin(); it != snap.messages.rend(); ++it) {
+      if (it->role == "assistant" && it->turn == call->turn) {
+        reply = it->content;
+        break;
+      }
+    }
+    step.next = dispatch_reply(s, step.batch, env, reply, call->finish_reason, call->prompt_tokens,
                                call->completion_tokens, call->latency_s);
   } else {
     // Started (or failed transiently) without a stored reply: send it again

@@ -151,7 +151,8 @@ struct LlmCallRow {
   std::string state = "started";  // started | done | failed
   double started_at = 0;
   double finished_at = 0;
-  std::string content;
+  std::string content;             // failed calls only: a completed reply is stored once, as the
+                                    // episode's assistant message of this turn (agent/episode.cpp)
   std::string reasoning;
   std::string finish_reason;
   std::int64_t prompt_tokens = 0;
