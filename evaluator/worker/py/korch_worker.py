@@ -962,6 +962,17 @@ def validate_main(ctx_json):
         o1b = as_outputs(m2(*inputs(11)))
         if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(o1, o1b)):
             issues.append("nondeterministic: the same seed gives different outputs")
+        else:
+            # The same inputs again (fresh copies, in case forward works in
+            # place) with the generator moved on: a forward that draws random
+            # numbers (dropout in training mode, torch.rand) gives another
+            # output, and no candidate can match it.
+            x1c = inputs(11)
+            torch.rand(1)
+            o1c = as_outputs(m1(*x1c))
+            if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(o1, o1c)):
+                issues.append("nondeterministic: the same inputs give different outputs on a second call "
+                              "(random numbers in forward?)")
         x2 = inputs(12)
         o2 = as_outputs(m1(*x2))
         if all(isinstance(a, torch.Tensor) and a.shape == b.shape and torch.equal(a, b)
