@@ -572,14 +572,8 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec, const stor
     s.llm_sends = call->sends + 1;
     s.llm_started_at = env.now;
     s.phase = Phase::awaiting_llm;
-    bool dup = call->state == "started";
-    if (compact_mode) {
-      step.next = resend_or_begin(call_llm(s));
-      step.batch.put(intent_row(s, env, dup));
-    } else {
-      step.batch.put(intent_row(s, env, dup));
-      step.next = call_llm(s);
-    }
+    step.batch.put(intent_row(s, env, call->state == "started"));
+    step.next = resend_or_begin(call_llm(s));
     return step;
   }
 
@@ -588,19 +582,16 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec, const stor
     auto it = evals.find(run->request.request_id);
     if (it != evals.end()) {
       const auto& stored = *it->second;
+      std::optional<evaluator::Report> known;
       if (stored.state == "done") {
-        if (auto rep = evaluator::Report::from_json(stored.report_json)) {
-          auto rest = on_eval_result(s, *rep, env);
-          step.batch.append(std::move(rest.batch));
-          step.next = std::move(rest.next);
-          return step;
-        }
+        if (auto rep = evaluator::Report::from_json(stored.report_json)) known = std::move(*rep);
       } else if (stored.attempts >= k_max_eval_attempts) {
-        auto rep = crash_report(stored.request_id, stored.attempts);
-        auto rest = on_eval_result(s, rep, env);
+        known = crash_report(stored.request_id, stored.attempts);
+      }
+      if (known) {
+        auto rest = on_eval_result(s, *known, env);
         step.batch.append(std::move(rest.batch));
         step.next = std::move(rest.next);
-        return step;
       }
     }
   }

@@ -1,5 +1,6 @@
 #include "llm_clients/probe.hpp"
 
+#include <curl/curl.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -17,27 +18,29 @@ struct HostPort {
   std::string port;
 };
 
+// Host and port (the scheme's default when absent) of `url`, with libcurl's
+// URL parser, the same one the client uses (client.cpp, resolve_entry).
 Result<HostPort> split_url(const std::string& url) {
-  auto scheme_end = url.find("://");
-  if (scheme_end == std::string::npos) return fail(url + ": not a URL (expected http://host:port/...)");
-  auto scheme = url.substr(0, scheme_end);
-  auto rest = url.substr(scheme_end + 3);
-  auto slash = rest.find('/');
-  auto authority = rest.substr(0, slash);
-  if (auto at = authority.rfind('@'); at != std::string::npos) authority = authority.substr(at + 1);
+  CURLU* h = curl_url();
+  if (h == nullptr) return fail(url + ": out of memory");
+  char* host = nullptr;
+  char* port = nullptr;
   HostPort hp;
-  if (!authority.empty() && authority[0] == '[') {
-    auto close = authority.find(']');
-    hp.host = authority.substr(1, close - 1);
-    if (close + 1 < authority.size() && authority[close + 1] == ':') hp.port = authority.substr(close + 2);
-  } else if (auto colon = authority.rfind(':'); colon != std::string::npos) {
-    hp.host = authority.substr(0, colon);
-    hp.port = authority.substr(colon + 1);
-  } else {
-    hp.host = authority;
+  bool ok = curl_url_set(h, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+            curl_url_get(h, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+            curl_url_get(h, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK;
+  if (ok) {
+    hp.host = host;
+    hp.port = port;
+    // An IPv6 literal comes back as "[::1]"; getaddrinfo wants "::1".
+    if (hp.host.size() > 1 && hp.host.front() == '[' && hp.host.back() == ']') {
+      hp.host = hp.host.substr(1, hp.host.size() - 2);
+    }
   }
-  if (hp.port.empty()) hp.port = scheme == "https" ? "443" : "80";
-  if (hp.host.empty()) return fail(url + ": no host");
+  curl_free(host);
+  curl_free(port);
+  curl_url_cleanup(h);
+  if (!ok || hp.host.empty()) return fail(url + ": not a URL (expected http://host:port/...)");
   return hp;
 }
 

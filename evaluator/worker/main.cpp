@@ -141,6 +141,13 @@ bool env_is_whitelisted() {
   return true;
 }
 
+// `path` with symlinks resolved (itself when it does not resolve). Jobs see a
+// private /tmp, so a tree reached through a /tmp symlink would vanish.
+std::string real_path(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) ? std::string(buf) : path;
+}
+
 int open_or_die(const std::string& path, int flags, mode_t mode = 0600) {
   int fd = open(path.c_str(), flags | O_CLOEXEC, mode);
   if (fd < 0) die(path.c_str());
@@ -165,12 +172,8 @@ void move_fd(int fd, int target) {
   {
     // The job dir is <cache>/jobs/<id>: keep the cache root (prebuilt
     // libraries) and the harness's Python visible under a private /tmp.
-    auto real = [](const std::string& path) {
-      char buf[PATH_MAX];
-      return std::string(realpath(path.c_str(), buf) ? buf : path.c_str());
-    };
-    std::vector<std::string> keep = {real(dir + "/../.."), real(KORCH_WORKER_PYDIR),
-                                      real(korch::evaluator::rules_python_dir())};
+    std::vector<std::string> keep = {real_path(dir + "/../.."), real_path(KORCH_WORKER_PYDIR),
+                                      real_path(korch::evaluator::rules_python_dir())};
     korch::worker::private_mounts(prot, keep);
   }
   if (env_is_whitelisted()) prot.push_back("env_whitelist");
@@ -303,14 +306,8 @@ int zygote_main() {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) return 1;
   Py_InitializeEx(0);
-  // Real paths: jobs see a private /tmp, so a tree reached through a /tmp
-  // symlink would vanish from their view.
-  auto real = [](const char* p) {
-    char buf[PATH_MAX];
-    return std::string(realpath(p, buf) ? buf : p);
-  };
-  PyRun_SimpleString(("import sys; sys.path.insert(0, '" + real(KORCH_WORKER_PYDIR) +
-                      "'); sys.path.insert(0, '" + real(korch::evaluator::rules_python_dir()) +
+  PyRun_SimpleString(("import sys; sys.path.insert(0, '" + real_path(KORCH_WORKER_PYDIR) +
+                      "'); sys.path.insert(0, '" + real_path(korch::evaluator::rules_python_dir()) +
                       "')")
                          .c_str());
   g_harness = PyImport_ImportModule("korch_worker");

@@ -20,23 +20,11 @@ Outcome korch(const std::vector<std::string>& args, const std::string& dir, bool
   argv.insert(argv.end(), args.begin(), args.end());
   auto out = dir + "/korch.out";
   auto err = dir + "/korch.err";
+  std::remove(out.c_str());
   std::remove(err.c_str());
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (as_nobody && ::geteuid() == 0) {
-      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(126);
-    }
-    std::freopen(out.c_str(), "w", stdout);
-    std::freopen(err.c_str(), "w", stderr);
-    std::vector<char*> a;
-    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    ::execv(a[0], a.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(err)};
+  auto p = Process::start(argv, out, err, {}, as_nobody ? std::optional<uid_t>(65534) : std::nullopt);
+  int rc = p.wait();
+  return {rc, slurp(err)};
 }
 
 // The last non-empty line of stderr (progress and banners come before it).

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "tests/integration/campaign_fixture.hpp"
+#include "tools/reports/export.hpp"
 
 namespace korch::testing {
 namespace {
@@ -47,7 +48,8 @@ std::string campaign_toml(const std::string& db, const std::string& base_url, co
   return s.str();
 }
 
-// The export with the run-describing fields (docs/export.md) removed.
+// The export with the run-describing fields (docs/export.md, the exporter's
+// own list) removed.
 std::vector<nlohmann::json> normalized_export(const std::string& dir, const std::string& toml) {
   auto [rc, out] = run_capture({KORCH_BIN, "export", toml, "--format", "jsonl"}, dir);
   EXPECT_EQ(rc, 0) << out;
@@ -57,9 +59,7 @@ std::vector<nlohmann::json> normalized_export(const std::string& dir, const std:
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     auto j = nlohmann::json::parse(line);
-    for (auto* f : {"at", "llm_latency_s", "llm_http_attempts", "llm_sends", "dup_possible", "active_s", "finished_at"}) {
-      j.erase(f);
-    }
+    for (auto& f : reports::run_describing_fields()) j.erase(f);
     records.push_back(std::move(j));
   }
   return records;

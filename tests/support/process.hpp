@@ -22,11 +22,17 @@ class Process {
  public:
   // Starts argv[0] with `argv` and the parent's environment plus `env`
   // (set) — a value of "" unsets the variable. Output goes to the files.
+  // With `uid` (and when running as root), the child runs as that uid and
+  // gid, e.g. to test file modes that root would ignore.
   static Process start(const std::vector<std::string>& argv, const std::string& stdout_path,
-                       const std::string& stderr_path, const std::map<std::string, std::string>& env = {}) {
+                       const std::string& stderr_path, const std::map<std::string, std::string>& env = {},
+                       std::optional<uid_t> uid = std::nullopt) {
     pid_t pid = ::fork();
     if (pid == 0) {
       ::setpgid(0, 0);
+      if (uid && ::geteuid() == 0) {
+        if (::setgid(*uid) != 0 || ::setuid(*uid) != 0) ::_exit(126);
+      }
       int out = ::open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (out >= 0) ::dup2(out, STDOUT_FILENO);

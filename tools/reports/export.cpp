@@ -90,6 +90,13 @@ Result<void> write_export(store::Store& store, const std::string& campaign_id, E
     for (std::size_t i = 0; i < csv_header.size(); ++i) out << (i ? "," : "") << csv_header[i];
     out << '\n';
   }
+  auto emit = [&](const json& rec) {
+    if (format == ExportFormat::jsonl) {
+      out << rec.dump() << '\n';
+    } else {
+      write_csv_row(out, csv_header, rec);
+    }
+  };
   for (auto& ep : sorted) {
     auto& ts = turns_by_ep[ep.id];
     std::sort(ts.begin(), ts.end(), [](auto* a, auto* b) { return a->turn < b->turn; });
@@ -129,11 +136,7 @@ Result<void> write_export(store::Store& store, const std::string& campaign_id, E
       rec["dup_possible"] = call != call_by_id.end() && call->second->dup_possible;
       rec["at"] = t->at;
       rec["code"] = t->code;
-      if (format == ExportFormat::jsonl) {
-        out << rec.dump() << '\n';
-      } else {
-        write_csv_row(out, csv_header, rec);
-      }
+      emit(rec);
     }
     json rec;
     rec["type"] = "episode";
@@ -161,11 +164,7 @@ Result<void> write_export(store::Store& store, const std::string& campaign_id, E
     }
     rec["evaluator_version"] = version;
     rec["finished_at"] = fin != final_by_ep.end() ? json(fin->second->at) : json(nullptr);
-    if (format == ExportFormat::jsonl) {
-      out << rec.dump() << '\n';
-    } else {
-      write_csv_row(out, csv_header, rec);
-    }
+    emit(rec);
   }
   if (!out) return fail("export: write failed");
   return {};
