@@ -518,6 +518,10 @@ Result<void> validate_with(const CampaignConfig& cfg, const Locator& where, std:
     return fail(where("tasks.kernelbench_dir") +
                 "'tasks.kernelbench_dir' is required: set it under [tasks] or with KORCH_TASKS_KERNELBENCH_DIR");
   if (cfg.tasks.levels.empty()) return fail(where("tasks.levels") + "'tasks.levels' must not be empty");
+  if (cfg.evaluator.reward == "roofline" && cfg.evaluator.mode == "cpu")
+    return fail(where("evaluator.reward") +
+                "'evaluator.reward = \"roofline\"' needs the GPU's datasheet peaks: use it with "
+                "evaluator.mode = \"gpu\" (or \"mock\"); the cpu mode cannot compute t_min");
   if (auto ids = parse_id_ranges(cfg.tasks.ids); !ids)
     return fail(where("tasks.ids") + "'tasks.ids': " + ids.error().message);
 

@@ -1,5 +1,8 @@
-// The protected evaluator in cpu mode (DESIGN §5): rules → compile → measure,
-// each stage a sandboxed job forked from the korch-worker zygote.
+// The protected evaluator, cpu and gpu modes (DESIGN §5): rules → compile →
+// (gpu: Triton warm-up) → measure, each stage a sandboxed job forked from the
+// korch-worker zygote. gpu mode adds: facts about the GPU read from the device
+// at start (prompt, roofline, L2 size), a memory cgroup per job, the roofline
+// check (impossible_timing) and a GPU health check after a crash.
 //
 // Threads: evaluate() only enqueues. cfg.workers pipeline threads each run
 // one evaluation at a time. Compile jobs take m_timing shared; a submit-mode
@@ -25,7 +28,9 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "evaluator/roofline.hpp"
 #include "evaluator/zygote.hpp"
+#include "util/sha256.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
@@ -35,7 +40,9 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr const char* k_version = "korch-eval-cpu/0.1";
+constexpr const char* k_version = "korch-eval/0.2";
+constexpr double k_warm_timeout_s = 900;      // Triton compiles + autotuning of one candidate
+constexpr double k_gpuinfo_timeout_s = 120;
 constexpr double k_rules_timeout_s = 60;
 constexpr double k_compile_timeout_s = 900;   // a cold CPU compile is ~30 s, more under load
 constexpr double k_measure_grace_s = 15;      // the judge's own deadline comes first
@@ -109,11 +116,13 @@ std::vector<std::string> string_list(const json& j) {
 class CpuEvaluator final : public Evaluator {
  public:
   CpuEvaluator(config::EvaluatorConfig cfg, std::string cache_dir, std::unique_ptr<Zygote> z,
-               bool daemon_nondumpable)
+               bool daemon_nondumpable, json gpu)
       : m_cfg(std::move(cfg)), m_cache(std::move(cache_dir)), m_zygote(std::move(z)),
-        m_daemon_nondumpable(daemon_nondumpable) {
+        m_daemon_nondumpable(daemon_nondumpable), m_gpu(std::move(gpu)),
+        m_gpu_mode(m_cfg.mode == "gpu") {
     json v = json::parse(m_zygote->versions_json(), nullptr, false);
     if (!v.is_discarded()) m_versions = v;
+    if (m_gpu_mode) m_peaks = roofline::find_gpu(m_gpu.value("name", ""));
     const int n = std::max(1, m_cfg.workers);
     for (int i = 0; i < n; ++i) m_threads.emplace_back([this] { loop(); });
   }
@@ -135,9 +144,24 @@ class CpuEvaluator final : public Evaluator {
   }
 
   std::string version() const override { return k_version; }
-  std::string mode() const override { return "cpu"; }
+  std::string mode() const override { return m_gpu_mode ? "gpu" : "cpu"; }
 
   std::string device_description() const override {
+    if (m_gpu_mode) {
+      char buf[512];
+      std::snprintf(buf, sizeof buf,
+                    "%s (compute capability %s, %d SMs, %.0f MB L2, %.0f GB memory%s); torch %s, "
+                    "CUDA %s, Triton %s, Python %s. Kernels: Triton, or CUDA C++ built with "
+                    "torch.utils.cpp_extension.load_inline.",
+                    m_gpu.value("name", "GPU").c_str(), m_gpu.value("capability", "?").c_str(),
+                    m_gpu.value("sms", 0), m_gpu.value("l2_bytes", 0.0) / 1e6,
+                    m_gpu.value("memory_bytes", 0.0) / 1e9,
+                    m_peaks ? (", " + std::to_string(static_cast<int>(m_peaks->mem_bw_bytes_s / 1e9)) +
+                               " GB/s by its datasheet").c_str() : "",
+                    m_versions.value("torch", "?").c_str(), m_versions.value("cuda", "?").c_str(),
+                    m_versions.value("triton", "?").c_str(), m_versions.value("python", "?").c_str());
+      return buf;
+    }
     return "CPU (x86_64), one thread per side; torch " + m_versions.value("torch", "?") +
            ", Python " + m_versions.value("python", "?") + ", compiler: " +
            m_versions.value("compiler", "?") +
@@ -200,7 +224,7 @@ class CpuEvaluator final : public Evaluator {
     Report r;
     r.request_id = req.request_id;
     r.evaluator_version = k_version;
-    r.mode = "cpu";
+    r.mode = m_gpu_mode ? "gpu" : "cpu";
     r.rules_skipped = !req.rules;
     return r;
   }
@@ -210,12 +234,35 @@ class CpuEvaluator final : public Evaluator {
     j["tolerance"] = m_cfg.tolerance;
     j["torch_ops"] = m_cfg.torch_ops;
     j["memory_budget_mb"] = m_cfg.memory_budget_mb;
+    j["device"] = m_gpu_mode ? "cuda" : "cpu";
+    if (m_gpu_mode) {
+      j["l2_bytes"] = m_gpu.value("l2_bytes", 0);
+      j["runner_env"] = runner_env(req.code);
+    }
     return j;
+  }
+
+  // Triton's cache is per candidate (content-addressed by its code) and per
+  // GPU kind; the runners must not exec ldconfig to find libcuda.
+  json runner_env(const std::string& code) const {
+    const std::string dir = m_cache + "/triton/" + m_versions.value("arch", "gpu") + "-" +
+                            sha256_hex(code).substr(0, 24);
+    json env;
+    env["TRITON_CACHE_DIR"] = dir;
+    env["TRITON_HOME"] = dir;
+    env["TRITON_CACHE_AUTOTUNING"] = "1";
+    const std::string libcuda = m_versions.value("libcuda_dir", "");
+    if (!libcuda.empty()) env["TRITON_LIBCUDA_PATH"] = libcuda;
+    return env;
   }
 
   json spawn_extra() const {
     json e;
     e["memory_budget_mb"] = m_cfg.memory_budget_mb;
+    // gpu: RLIMIT_AS cannot confine a CUDA process (it reserves huge address
+    // ranges); a cgroup caps the job's host memory: three CUDA processes
+    // (~3 GB each) plus the task's data on the host.
+    if (m_gpu_mode) e["memory_limit_mb"] = 3 * 6144 + 4 * m_cfg.memory_budget_mb;
     return e;
   }
 
@@ -223,13 +270,7 @@ class CpuEvaluator final : public Evaluator {
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (m_daemon_nondumpable) evidence["daemon_nondumpable"] = true;
     r.evidence_json = evidence.dump();
-    if (m_cfg.reward == "beat_baseline") {
-      r.reward = reward_beat_baseline(r.correct, r.speedup_ci_low);
-    } else if (m_cfg.reward == "roofline" && r.t_min_ms && r.cand_time_ms) {
-      r.reward = reward_roofline(r.correct, *r.t_min_ms / 1e3, *r.cand_time_ms / 1e3);
-    } else {
-      r.reward = reward_speedup(r.correct, r.speedup);
-    }
+    r.reward = reward_for(m_cfg.reward, r);
   }
 
   // The stage outcome did not produce a result: name why, honestly.
@@ -254,9 +295,10 @@ class CpuEvaluator final : public Evaluator {
     json evidence = json::object();
     const std::string jobs_root = m_cache + "/jobs";
 
-    if (req.device != "cpu") {
+    const std::string device = m_gpu_mode ? "cuda" : "cpu";
+    if (!req.device.empty() && req.device != device) {
       r.status = Verdict::worker_crash;
-      r.error = "the cpu evaluator cannot evaluate on device '" + req.device + "'";
+      r.error = "the " + mode() + " evaluator cannot evaluate on device '" + req.device + "'";
       finish(r, t0, evidence);
       return r;
     }
@@ -363,64 +405,162 @@ class CpuEvaluator final : public Evaluator {
     }
     evidence["compile"] = compile_ev;
 
-    // 3. Measure: reference runner + candidate runner.
-    {
-      JobDir dir(jobs_root, "measure");
+    // 3. gpu: Triton compiles (and autotunes) the candidate's kernels in a
+    //    sandboxed warm-up before anything is timed; the runners may not exec.
+    if (m_gpu_mode && rules.value("language", "") == "triton") {
+      JobDir dir(jobs_root, "warm");
       json job = common_job(req);
-      job["mode"] = req.mode == Mode::check ? "check" : "submit";
       job["code"] = req.code;
       job["task_source"] = req.task.source;
-      job["task_name"] = req.task.name;
       job["prebuilt"] = prebuilt;
-      job["timeout_s"] = m_cfg.timeout_s;
+      job["triton_cache"] = job["runner_env"]["TRITON_CACHE_DIR"];
       (void)dir.write_job(job);
-      const double limit = m_cfg.timeout_s + k_measure_grace_s;
-      std::optional<std::uint64_t> seed;
-      if (req.mode == Mode::submit) seed = req.secret_seed;
       JobOutcome o;
-      if (req.mode == Mode::submit) {
-        std::unique_lock timing(m_timing);  // no compile runs while we time
-        o = m_zygote->run("measure", dir.path(), spawn_extra().dump(), seed, limit);
-      } else {
-        std::shared_lock shared(m_timing);
-        o = m_zygote->run("measure", dir.path(), spawn_extra().dump(), seed, limit);
+      {
+        std::shared_lock shared(m_timing);  // never while a timing job runs
+        o = m_zygote->run("warm", dir.path(), spawn_extra().dump(), std::nullopt, k_warm_timeout_s);
       }
       json res = json::parse(o.result_json, nullptr, false);
-      if (res.is_discarded() || !res.contains("verdict")) {
-        job_failed(r, o, "measure");
-        finish(r, t0, evidence);
-        return r;
-      }
-      auto v = verdict_from_string(res.value("verdict", "worker_crash"));
-      r.status = v.value_or(Verdict::worker_crash);
-      r.correct = res.value("correct", false) && r.status == Verdict::ok;
-      auto opt = [&](const char* k) -> std::optional<double> {
-        if (res.contains(k) && res[k].is_number()) return res[k].get<double>();
-        return std::nullopt;
-      };
-      r.speedup = opt("speedup");
-      r.speedup_ci_low = opt("speedup_ci_low");
-      r.speedup_ci_high = opt("speedup_ci_high");
-      r.ref_time_ms = opt("ref_time_ms");
-      r.cand_time_ms = opt("cand_time_ms");
-      r.max_abs_diff = opt("max_abs_diff");
-      r.max_rel_diff = opt("max_rel_diff");
-      r.mismatch_frac = opt("mismatch_frac");
-      r.error = res.value("error", "");
-      std::string detail = res.value("runtime_detail", "");
-      if (r.status != Verdict::ok && !o.candidate_log.empty())
-        detail += "\n--- candidate output ---\n" + o.candidate_log;
-      r.runtime_detail = tail(detail);
-      // The candidate runner's protections are the ones a cheat meets.
-      auto cp = string_list(res.value("candidate_protections", json::array()));
-      r.protections = cp.empty() ? string_list(res.value("protections", json::array())) : cp;
-      evidence["measure"] = res.value("evidence", json::object());
-      evidence["judge_protections"] = res.value("protections", json::array());
-      evidence["measure_wall_s"] = o.wall_s;
+      evidence["warm"] = {{"ok", !res.is_discarded() && res.value("ok", false)},
+                          {"wall_s", o.wall_s}, {"timed_out", o.timed_out}};
+      // A failed warm-up is not a verdict: the measure job meets the same
+      // error and reports it with the judge's evidence.
+      if (!res.is_discarded() && !res.value("ok", false))
+        evidence["warm"]["error"] = tail(res.value("error", ""), 1500);
+    }
+
+    // 4. Measure: the judge and two runners (reference, candidate).
+    json res = measure(req, prebuilt, r, evidence);
+    if (res.is_null()) {
+      finish(r, t0, evidence);
+      return r;
+    }
+    apply_measure(res, r, evidence);
+
+    // 5. gpu: the roofline. A time under k_impossible_fraction * t_min is
+    //    measured again; under it twice, the timing is what is broken.
+    if (m_gpu_mode) {
+      roofline_check(req, prebuilt, res, r, evidence);
+      if (r.status == Verdict::worker_crash || r.status == Verdict::timeout) health_check(evidence);
     }
     if (m_daemon_nondumpable) r.protections.push_back("daemon_nondumpable");
     finish(r, t0, evidence);
     return r;
+  }
+
+  // Runs the measure job; null (with r filled in) when it left no result.
+  json measure(const Request& req, const json& prebuilt, Report& r, json& evidence) {
+    JobDir dir(m_cache + "/jobs", "measure");
+    json job = common_job(req);
+    job["mode"] = req.mode == Mode::check ? "check" : "submit";
+    job["code"] = req.code;
+    job["task_source"] = req.task.source;
+    job["task_name"] = req.task.name;
+    job["prebuilt"] = prebuilt;
+    job["timeout_s"] = m_cfg.timeout_s;
+    (void)dir.write_job(job);
+    const double limit = m_cfg.timeout_s + k_measure_grace_s;
+    std::optional<std::uint64_t> seed;
+    if (req.mode == Mode::submit) seed = req.secret_seed;
+    JobOutcome o;
+    if (req.mode == Mode::submit || m_gpu_mode) {
+      std::unique_lock timing(m_timing);  // one GPU job at a time; no compile while timing
+      o = m_zygote->run("measure", dir.path(), spawn_extra().dump(), seed, limit);
+    } else {
+      std::shared_lock shared(m_timing);
+      o = m_zygote->run("measure", dir.path(), spawn_extra().dump(), seed, limit);
+    }
+    json res = json::parse(o.result_json, nullptr, false);
+    evidence["measure_wall_s"] = o.wall_s;
+    if (res.is_discarded() || !res.contains("verdict")) {
+      job_failed(r, o, "measure");
+      if (m_gpu_mode) health_check(evidence);
+      return nullptr;
+    }
+    if (!o.candidate_log.empty()) res["candidate_log"] = tail(o.candidate_log);
+    return res;
+  }
+
+  void apply_measure(const json& res, Report& r, json& evidence) const {
+    const std::string name = res.value("verdict", "");
+    auto v = verdict_from_string(name);
+    if (!v) {
+      // A verdict the daemon does not know is a protocol error, said plainly.
+      r.status = Verdict::worker_crash;
+      r.error = "the judge returned an unknown verdict '" + name + "' (worker/daemon version mismatch?)";
+      return;
+    }
+    r.status = *v;
+    r.correct = res.value("correct", false) && r.status == Verdict::ok;
+    auto opt = [&](const char* k) -> std::optional<double> {
+      if (res.contains(k) && res[k].is_number()) return res[k].get<double>();
+      return std::nullopt;
+    };
+    r.speedup = opt("speedup");
+    r.speedup_ci_low = opt("speedup_ci_low");
+    r.speedup_ci_high = opt("speedup_ci_high");
+    r.ref_time_ms = opt("ref_time_ms");
+    r.cand_time_ms = opt("cand_time_ms");
+    r.max_abs_diff = opt("max_abs_diff");
+    r.max_rel_diff = opt("max_rel_diff");
+    r.mismatch_frac = opt("mismatch_frac");
+    r.error = res.value("error", "");
+    std::string detail = res.value("runtime_detail", "");
+    if (r.status != Verdict::ok && res.contains("candidate_log"))
+      detail += "\n--- candidate output ---\n" + res.value("candidate_log", "");
+    r.runtime_detail = tail(detail);
+    // The candidate runner's protections are the ones a cheat meets.
+    auto cp = string_list(res.value("candidate_protections", json::array()));
+    r.protections = cp.empty() ? string_list(res.value("protections", json::array())) : cp;
+    evidence["measure"] = res.value("evidence", json::object());
+    evidence["judge_protections"] = res.value("protections", json::array());
+  }
+
+  void roofline_check(const Request& req, const json& prebuilt, const json& res, Report& r,
+                      json& evidence) {
+    if (!m_peaks) return;
+    const json work = res.value("evidence", json::object()).value("work", json::object());
+    if (!work.contains("flops")) return;
+    auto prec = roofline::precision_from(work.value("dtype", "float32"), m_cfg.tolerance);
+    if (!prec) return;
+    roofline::WorkEstimate w{work.value("flops", 0.0), work.value("bytes", 0.0)};
+    const double t_min = roofline::t_min_s(w, *m_peaks, *prec);
+    if (!(t_min > 0)) return;
+    r.t_min_ms = t_min * 1e3;
+    evidence["roofline"] = {{"gpu", m_peaks->name}, {"precision", roofline::to_string(*prec)},
+                            {"flops", w.flops}, {"bytes", w.bytes}, {"t_min_ms", t_min * 1e3}};
+    if (r.status != Verdict::ok || !r.cand_time_ms) return;
+    if (roofline::classify(*r.cand_time_ms / 1e3, t_min) == roofline::Classification::ok) return;
+    // Suspicious: measure again (a fresh judge, fresh runners).
+    json again_ev = json::object();
+    Report again = r;
+    json res2 = measure(req, prebuilt, again, again_ev);
+    double t2 = 0;
+    if (!res2.is_null() && res2.contains("cand_time_ms") && res2["cand_time_ms"].is_number())
+      t2 = res2["cand_time_ms"].get<double>() / 1e3;
+    evidence["roofline"]["remeasured_ms"] = t2 * 1e3;
+    if (t2 > 0 && roofline::classify(t2, t_min) == roofline::Classification::ok) return;
+    r.status = Verdict::impossible_timing;
+    r.correct = false;
+    r.error = "measured " + std::to_string(*r.cand_time_ms) + " ms (and again " +
+              std::to_string(t2 * 1e3) + " ms), under " +
+              std::to_string(roofline::k_impossible_fraction) + " x the roofline bound " +
+              std::to_string(t_min * 1e3) + " ms of " + m_peaks->name +
+              ": the timing, not the kernel, is broken";
+  }
+
+  // After a crash or a hang, the GPU is checked before its next lease.
+  void health_check(json& evidence) {
+    JobDir dir(m_cache + "/jobs", "health");
+    json job;
+    job["device"] = "cuda";
+    (void)dir.write_job(job);
+    JobOutcome o = m_zygote->run("gpuinfo", dir.path(), spawn_extra().dump(), std::nullopt,
+                                 k_gpuinfo_timeout_s);
+    json res = json::parse(o.result_json, nullptr, false);
+    const bool ok = !res.is_discarded() && res.value("ok", false) && res.value("health", false);
+    evidence["gpu_health_after"] = ok ? "ok" : "failed";
+    if (!ok) KLOG_ERROR("[eval] the GPU failed its health check after a crashed evaluation");
   }
 
   // Returns the cache manifest for `key`, building it when absent.
@@ -487,6 +627,9 @@ class CpuEvaluator final : public Evaluator {
   std::unique_ptr<Zygote> m_zygote;
   bool m_daemon_nondumpable;
   json m_versions = json::object();
+  json m_gpu;                                   // gpu mode: facts read from the device
+  bool m_gpu_mode = false;
+  std::optional<roofline::GpuPeaks> m_peaks;    // datasheet peaks of that GPU, when known
   std::shared_mutex m_timing;
   std::atomic<int> m_compiles{0};
 
@@ -530,7 +673,20 @@ Result<std::unique_ptr<Evaluator>> make_cpu_evaluator(const config::EvaluatorCon
   const char* fresh = getenv("KORCH_EVAL_FRESH_PROCESS");
   auto z = Zygote::start(find_worker_path(), abs + "/run", fresh && std::string(fresh) == "1");
   if (!z) return std::unexpected(z.error());
-  return std::unique_ptr<Evaluator>(new CpuEvaluator(cfg, abs, std::move(*z), nondumpable));
+  json gpu = json::object();
+  if (cfg.mode == "gpu") {
+    // The GPU's facts come from the device itself, in a sandboxed job.
+    JobDir dir(abs + "/jobs", "gpuinfo");
+    (void)dir.write_job(json{{"device", "cuda"}});
+    JobOutcome o = (*z)->run("gpuinfo", dir.path(), "{}", std::nullopt, k_gpuinfo_timeout_s);
+    gpu = json::parse(o.result_json, nullptr, false);
+    if (gpu.is_discarded() || !gpu.value("ok", false)) {
+      return fail("evaluator.mode = \"gpu\": no usable GPU: " +
+                  (gpu.is_discarded() ? tail(o.worker_log, 800) : gpu.value("error", "?")) +
+                  " (a worker built against a CPU-only torch cannot evaluate on a GPU)");
+    }
+  }
+  return std::unique_ptr<Evaluator>(new CpuEvaluator(cfg, abs, std::move(*z), nondumpable, gpu));
 }
 
 }  // namespace korch::evaluator

@@ -146,13 +146,17 @@ double reward_beat_baseline(bool correct, std::optional<double> ci_low) {
   return correct && ci_low && *ci_low > 1.0 ? 1.0 : 0.0;
 }
 
+double reward_for(std::string_view reward, const Report& r) {
+  if (reward == "beat_baseline") return reward_beat_baseline(r.correct, r.speedup_ci_low);
+  if (reward == "roofline" && r.t_min_ms && r.cand_time_ms)
+    return reward_roofline(r.correct, *r.t_min_ms / 1e3, *r.cand_time_ms / 1e3);
+  return reward_speedup(r.correct, r.speedup);
+}
+
 Result<std::unique_ptr<Evaluator>> make_evaluator(const config::EvaluatorConfig& cfg,
                                                   const std::string& cache_dir) {
   if (cfg.mode == "mock") return make_mock_evaluator(cfg);
-  if (cfg.mode == "cpu") return make_cpu_evaluator(cfg, cache_dir);
-  if (cfg.mode == "gpu") {
-    return fail("evaluator.mode = \"gpu\" is not available in this build yet; use \"cpu\" or \"mock\"");
-  }
+  if (cfg.mode == "cpu" || cfg.mode == "gpu") return make_cpu_evaluator(cfg, cache_dir);
   return fail("unknown evaluator.mode '" + cfg.mode + "' (expected mock, cpu or gpu)");
 }
 

@@ -42,7 +42,7 @@ struct Request {
   std::string code;              // the candidate module (defines ModelNew)
   std::uint64_t secret_seed = 0; // per-campaign, never shown to the model
   bool rules = true;             // false: skip static rules (sandbox testing; report says so)
-  std::string device = "cpu";    // "cpu" | "cuda"
+  std::string device;            // "cpu" | "cuda"; "" = the evaluator's own device
 };
 
 // Everything a verdict rests on. Rendered into feedback by prompts/ and stored
@@ -114,5 +114,10 @@ Result<std::unique_ptr<Evaluator>> make_evaluator(const config::EvaluatorConfig&
 double reward_speedup(bool correct, std::optional<double> speedup);
 double reward_roofline(bool correct, double t_min_s, double t_cand_s);
 double reward_beat_baseline(bool correct, std::optional<double> ci_low);
+// The campaign's reward option ("speedup" | "roofline" | "beat_baseline")
+// applied to a report: the one reward function every mode uses. `roofline`
+// needs r.t_min_ms (gpu mode); without it the speedup reward is used and the
+// config validation refuses `roofline` where no mode can compute t_min.
+double reward_for(std::string_view reward, const Report& r);
 
 }  // namespace korch::evaluator

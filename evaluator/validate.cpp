@@ -12,32 +12,45 @@ namespace {
 constexpr double k_validate_timeout_s = 300;
 }
 
-Result<TaskValidation> validate_task(const config::Task& task,
-                                     const config::EvaluatorConfig& cfg,
-                                     const std::string& cache_dir) {
+Result<std::unique_ptr<TaskValidator>> TaskValidator::start(const config::EvaluatorConfig& cfg,
+                                                            const std::string& cache_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::unique_ptr<TaskValidator> v(new TaskValidator());
+  v->m_cfg = cfg;
+  v->m_cache = fs::absolute(cache_dir, ec).lexically_normal().string();
+  fs::create_directories(v->m_cache + "/jobs", ec);
+  fs::create_directories(v->m_cache + "/run", ec);
+  reap_orphans(v->m_cache + "/run");
+  auto z = Zygote::start(find_worker_path(), v->m_cache + "/run");
+  if (!z) return std::unexpected(z.error());
+  v->m_zygote = std::move(*z);
+  return v;
+}
+
+TaskValidator::~TaskValidator() {
+  if (m_zygote) m_zygote->stop();
+}
+
+Result<TaskValidation> TaskValidator::validate(const config::Task& task) {
   namespace fs = std::filesystem;
   using json = nlohmann::json;
   std::error_code ec;
-  const std::string abs = fs::absolute(cache_dir, ec).lexically_normal().string();
-  fs::create_directories(abs + "/jobs", ec);
-  fs::create_directories(abs + "/run", ec);
-  reap_orphans(abs + "/run");
-  auto z = Zygote::start(find_worker_path(), abs + "/run");
-  if (!z) return std::unexpected(z.error());
-
-  const std::string dir = abs + "/jobs/validate-" + std::to_string(std::random_device{}());
+  const bool gpu = m_cfg.mode == "gpu";
+  const std::string dir = m_cache + "/jobs/validate-" + std::to_string(std::random_device{}());
   fs::create_directories(dir, ec);
   fs::permissions(dir, fs::perms::owner_all, ec);
   json job;
   job["task_source"] = task.source;
   job["task_name"] = task.name;
-  job["memory_budget_mb"] = cfg.memory_budget_mb;
+  job["memory_budget_mb"] = m_cfg.memory_budget_mb;
+  job["device"] = gpu ? "cuda" : "cpu";
   if (auto w = write_file_atomic(dir + "/job.json", job.dump()); !w) return std::unexpected(w.error());
   json extra;
-  extra["memory_budget_mb"] = cfg.memory_budget_mb;
-  JobOutcome o = (*z)->run("validate", dir, extra.dump(), std::nullopt,
-                           std::max(cfg.timeout_s, k_validate_timeout_s));
-  (*z)->stop();
+  extra["memory_budget_mb"] = m_cfg.memory_budget_mb;
+  if (gpu) extra["memory_limit_mb"] = 6144 + 4 * m_cfg.memory_budget_mb;
+  JobOutcome o = m_zygote->run("validate", dir, extra.dump(), std::nullopt,
+                               std::max(m_cfg.timeout_s, k_validate_timeout_s));
   fs::remove_all(dir, ec);
 
   TaskValidation v;
@@ -57,6 +70,14 @@ Result<TaskValidation> validate_task(const config::Task& task,
   for (auto& s : res.value("protections", json::array()))
     if (s.is_string()) v.protections.push_back(s.get<std::string>());
   return v;
+}
+
+Result<TaskValidation> validate_task(const config::Task& task,
+                                     const config::EvaluatorConfig& cfg,
+                                     const std::string& cache_dir) {
+  auto v = TaskValidator::start(cfg, cache_dir);
+  if (!v) return std::unexpected(v.error());
+  return (*v)->validate(task);
 }
 
 }  // namespace korch::evaluator

@@ -3,6 +3,7 @@
 // sandboxed worker and flags tasks a candidate could pass without computing
 // anything, or that the evaluator cannot judge.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,27 @@ struct TaskValidation {
   std::vector<std::string> protections;
 };
 
-// Fails only when the worker cannot run at all (missing korch-worker, dead
-// zygote); problems with the task itself are issues. Blocking; starts its
-// own zygote (seconds).
+class Zygote;
+
+// Validates many tasks with one warm worker zygote (torch is imported once).
+// cfg.mode "gpu" runs each reference on the GPU. Not thread-safe.
+class TaskValidator {
+ public:
+  static Result<std::unique_ptr<TaskValidator>> start(const config::EvaluatorConfig& cfg,
+                                                      const std::string& cache_dir);
+  ~TaskValidator();
+  // Fails only when the worker cannot run at all; problems with the task
+  // itself are issues.
+  Result<TaskValidation> validate(const config::Task& task);
+
+ private:
+  TaskValidator() = default;
+  config::EvaluatorConfig m_cfg;
+  std::string m_cache;
+  std::unique_ptr<Zygote> m_zygote;
+};
+
+// One task with a zygote of its own (seconds of start-up).
 Result<TaskValidation> validate_task(const config::Task& task,
                                      const config::EvaluatorConfig& cfg,
                                      const std::string& cache_dir);

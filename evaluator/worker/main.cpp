@@ -38,6 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -55,6 +56,9 @@
 namespace korch::evaluator {
 const char* rules_python_dir();
 }
+#ifdef KORCH_WORKER_CUDA
+extern "C" PyObject* korch_init_cuda_module();
+#endif
 
 namespace {
 
@@ -64,7 +68,8 @@ using korch::worker::SeccompProfile;
 
 constexpr int k_control_fd = 3;
 constexpr std::uint32_t k_uid_candidate = 65534;  // nobody
-constexpr std::uint32_t k_uid_judge = 65533;      // the reference runner
+constexpr std::uint32_t k_uid_judge = 65533;      // the judge (trusted harness, reference outputs)
+constexpr std::uint32_t k_uid_ref_runner = 65531; // the reference runner (times the reference)
 constexpr std::uint32_t k_uid_compile = 65532;    // the compiler
 constexpr std::size_t k_max_message = 1 << 20;
 
@@ -164,6 +169,17 @@ void move_fd(int fd, int target) {
   close(fd);
 }
 
+// Bytes of address space this process maps now (/proc/self/statm, field 1).
+std::uint64_t mapped_bytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long long pages = 0;
+  if (f) {
+    if (std::fscanf(f, "%llu", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  return pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
 // PID 1 of the job's namespace. Never returns.
 [[noreturn]] void run_job(const json& job, Protections prot, int seed_fd) {
   const std::string role = job.at("role");
@@ -190,71 +206,123 @@ void move_fd(int fd, int target) {
   // The result file is opened as root; the role writes to the fd.
   int result_fd = open_or_die(dir + "/result.json", O_WRONLY | O_CREAT | O_TRUNC);
 
+  const json job_json = json::parse(job_text, nullptr, false);
+  const bool gpu_job = job_json.is_object() && job_json.value("device", "cpu") == "cuda";
+
   json ctx;
   ctx["result_fd"] = result_fd;
   ctx["job"] = job_text;
-  const std::uint64_t as_base = job.value("as_base_mb", 4096ull) * mb;
+  // RLIMIT_AS counts address space already mapped at fork: torch 2.x with
+  // CUDA maps several GB of libraries before any job runs, so a fixed base
+  // failed every later dlopen ("failed to map segment from shared object").
+  // The base is what this process maps now plus headroom for the role.
+  const std::uint64_t as_base = mapped_bytes() + job.value("as_headroom_mb", 2048ull) * mb;
   const std::uint64_t budget = job.value("memory_budget_mb", 4096ull) * mb;
 
   if (role == "measure") {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) die("socketpair");
-    int cand_log = open_or_die(dir + "/candidate.log", O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    PyOS_BeforeFork();
-    pid_t c = fork();
-    if (c < 0) die("fork candidate");
-    if (c == 0) {
-      PyOS_AfterFork_Child();
-      // The candidate runner: nothing of the judge's is reachable from here.
-      close(sv[0]);
-      close(result_fd);
-      if (seed_fd >= 0) close(seed_fd);
-      move_fd(cand_log, 1);
-      dup2(1, 2);
-      move_fd(sv[1], 4);
-      Protections cp = prot;
-      korch::worker::drop_privileges(cp, k_uid_candidate, as_base + 2 * budget,
-                                     SeccompProfile::strict);
-      json cctx;
-      cctx["sock_fd"] = 4;
-      cctx["protections"] = cp;
-      call_harness("candidate_main", cctx.dump());
-      std::fflush(nullptr);
-      _exit(0);
-    }
-    PyOS_AfterFork_Parent();
-    close(sv[1]);
-    close(cand_log);
-    korch::worker::drop_privileges(prot, k_uid_judge, as_base + 4 * budget,
+    // Two runners, forked alike and sandboxed alike, so that a reference call
+    // and a candidate call pay exactly the same harness costs (transport,
+    // process state, timing); the judge only ever compares their times.
+    //   C: the candidate runner (uid nobody)  R: the reference runner
+    std::vector<int> judge_ends;  // closed in every later runner
+    auto fork_runner = [&](std::uint32_t uid, const char* log_name, const char* which) {
+      int sv[2];
+      if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) die("socketpair");
+      int log = open_or_die(dir + "/" + log_name, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      PyOS_BeforeFork();
+      pid_t pid = fork();
+      if (pid < 0) die("fork runner");
+      if (pid == 0) {
+        PyOS_AfterFork_Child();
+        // Nothing of the judge's is reachable from here.
+        close(sv[0]);
+        close(result_fd);
+        for (int fd : judge_ends) close(fd);
+        if (seed_fd >= 0) close(seed_fd);
+        move_fd(log, 1);
+        dup2(1, 2);
+        move_fd(sv[1], 4);
+        Protections cp = prot;
+        korch::worker::drop_privileges(cp, uid, gpu_job ? 0 : as_base + 2 * budget,
+                                       SeccompProfile::strict);
+        json cctx;
+        cctx["sock_fd"] = 4;
+        cctx["which"] = which;
+        cctx["device"] = gpu_job ? "cuda" : "cpu";
+        cctx["protections"] = cp;
+        cctx["env"] = job_json.value("runner_env", json::object());
+        call_harness("runner_main", cctx.dump());
+        std::fflush(nullptr);
+        _exit(0);
+      }
+      PyOS_AfterFork_Parent();
+      close(sv[1]);
+      close(log);
+      judge_ends.push_back(sv[0]);
+      return std::pair<pid_t, int>{pid, sv[0]};
+    };
+    auto [c, cand_sock] = fork_runner(k_uid_candidate, "candidate.log", "candidate");
+    auto [r, ref_sock] = fork_runner(k_uid_ref_runner, "reference.log", "reference");
+    korch::worker::drop_privileges(prot, k_uid_judge, gpu_job ? 0 : as_base + 4 * budget,
                                    SeccompProfile::strict);
     if (prctl(PR_SET_DUMPABLE, 0) == 0) prot.push_back("judge_nondumpable");
-    ctx["sock_fd"] = sv[0];
     ctx["seed_fd"] = seed_fd;
     ctx["cand_pid"] = c;
+    ctx["ref_pid"] = r;
     ctx["protections"] = prot;
+    ctx["sock_fd"] = cand_sock;
+    ctx["ref_sock_fd"] = ref_sock;
     call_harness("reference_main", ctx.dump());
     std::fflush(nullptr);
     kill(c, SIGKILL);
+    kill(r, SIGKILL);
     _exit(0);
   }
   if (seed_fd >= 0) {
     ctx["seed_fd"] = seed_fd;
   }
+  const char* entry = "rules_main";
   if (role == "compile") {
     const std::string build = job.at("build_dir");
     mkdir(build.c_str(), 0755);
     if (chown(build.c_str(), k_uid_compile, k_uid_compile) != 0) die("chown build dir");
     korch::worker::drop_privileges(prot, k_uid_compile, 0, SeccompProfile::compile);
+    entry = "compile_main";
+  } else if (role == "warm") {
+    // Runs the candidate once so Triton compiles its kernels into the job's
+    // cache (Triton runs ptxas and a C compiler: exec is allowed here, and only
+    // here, for candidate code). Not timed; the measure job's runners then
+    // load what it built and may not exec.
+    const std::string cache = job_json.value("triton_cache", "");
+    if (!cache.empty()) {
+      mkdir(cache.c_str(), 0755);
+      if (chown(cache.c_str(), k_uid_candidate, k_uid_candidate) != 0) die("chown triton cache");
+    }
+    korch::worker::drop_privileges(prot, k_uid_candidate, gpu_job ? 0 : as_base,
+                                   SeccompProfile::compile);
+    entry = "warm_main";
+  } else if (role == "gpuinfo") {
+    korch::worker::drop_privileges(prot, k_uid_judge, 0, SeccompProfile::strict);
+    entry = "gpuinfo_main";
+  } else if (role == "validate") {
+    korch::worker::drop_privileges(prot, k_uid_candidate, gpu_job ? 0 : as_base,
+                                   SeccompProfile::strict);
+    entry = "validate_main";
   } else {
     korch::worker::drop_privileges(prot, k_uid_candidate, as_base, SeccompProfile::strict);
   }
   ctx["protections"] = prot;
-  call_harness(role == "compile" ? "compile_main" : role == "validate" ? "validate_main"
-                                                                       : "rules_main",
-               ctx.dump());
+  call_harness(entry, ctx.dump());
   std::fflush(nullptr);
   _exit(0);
 }
+
+std::string cgroup_name_for(pid_t zygote, const std::string& job_id) {
+  std::string n = "job-" + std::to_string(zygote) + "-";
+  for (char ch : job_id) n += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return n;
+}
+std::string cgroup_name(const std::string& job_id) { return cgroup_name_for(getppid(), job_id); }
 
 // The first child: enters namespaces, forks PID 1, waits for it.
 [[noreturn]] void job_process(const json& job, int seed_fd) {
@@ -284,6 +352,11 @@ void move_fd(int fd, int target) {
     close_range(3, ~0u, 0);
   }
   Protections prot;
+  // Memory: a cgroup where one can be made (root, cgroup v2), named after the
+  // job so the zygote can remove it when the job is gone.
+  const std::uint64_t limit_mb = job.value("memory_limit_mb", 0ull);
+  if (limit_mb > 0)
+    korch::worker::join_memory_cgroup(prot, cgroup_name(job.value("job", "")), limit_mb << 20);
   bool pid_ns = korch::worker::enter_namespaces(prot);
   if (!pid_ns) run_job(job, prot, seed_fd);
   PyOS_BeforeFork();
@@ -305,8 +378,12 @@ int zygote_main() {
   // Dies with the daemon.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) return 1;
+#ifdef KORCH_WORKER_CUDA
+  PyImport_AppendInittab("_korch_cuda", korch_init_cuda_module);
+#endif
   Py_InitializeEx(0);
-  PyRun_SimpleString(("import sys; sys.path.insert(0, '" + real_path(KORCH_WORKER_PYDIR) +
+  PyRun_SimpleString(("import sys; sys.path.insert(0, '" + real_path(KORCH_FLOPS_PYDIR) +
+                      "'); sys.path.insert(0, '" + real_path(KORCH_WORKER_PYDIR) +
                       "'); sys.path.insert(0, '" + real_path(korch::evaluator::rules_python_dir()) +
                       "')")
                          .c_str());
@@ -351,6 +428,9 @@ int zygote_main() {
         ev["code"] = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         ev["signal"] = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         send_msg(k_control_fd, ev);
+        // The job's first process was the cgroup's; its children died with it
+        // (PID 1 of the job's namespace), so the group is empty now.
+        korch::worker::remove_memory_cgroup(cgroup_name_for(getpid(), it->second));
         jobs.erase(it);
       }
     }

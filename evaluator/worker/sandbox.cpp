@@ -164,4 +164,53 @@ void drop_privileges(Protections& p, std::uint32_t uid, std::uint64_t as_bytes,
   if (load_seccomp(profile)) p.push_back("seccomp");
 }
 
+namespace {
+
+constexpr const char* k_cgroup_root = "/sys/fs/cgroup";
+constexpr const char* k_cgroup_parent = "/sys/fs/cgroup/korch";
+
+bool write_text(const std::string& path, const std::string& text) {
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
+bool join_memory_cgroup(Protections& p, const std::string& name, std::uint64_t bytes) {
+  if (bytes == 0 || name.empty() || name.find('/') != std::string::npos) return false;
+  // cgroup v2 only: the root lists its controllers here.
+  if (access((std::string(k_cgroup_root) + "/cgroup.controllers").c_str(), R_OK) != 0) return false;
+  mkdir(k_cgroup_parent, 0755);
+  // "No internal processes": the parent holds no process, only job groups.
+  (void)write_text(std::string(k_cgroup_root) + "/cgroup.subtree_control", "+memory");
+  (void)write_text(std::string(k_cgroup_parent) + "/cgroup.subtree_control", "+memory");
+  const std::string dir = std::string(k_cgroup_parent) + "/" + name;
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  if (!write_text(dir + "/memory.max", std::to_string(bytes))) {
+    rmdir(dir.c_str());
+    return false;
+  }
+  (void)write_text(dir + "/memory.swap.max", "0");
+  if (!write_text(dir + "/cgroup.procs", "0")) {
+    rmdir(dir.c_str());
+    return false;
+  }
+  p.push_back("cgroup_memory");
+  return true;
+}
+
+void remove_memory_cgroup(const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos) return;
+  rmdir((std::string(k_cgroup_parent) + "/" + name).c_str());
+}
+
+bool has_cgroup(const Protections& p) {
+  for (auto& s : p)
+    if (s == "cgroup_memory") return true;
+  return false;
+}
+
 }  // namespace korch::worker

@@ -33,4 +33,15 @@ void private_mounts(Protections& p, const std::vector<std::string>& keep);
 void drop_privileges(Protections& p, std::uint32_t uid, std::uint64_t as_bytes,
                      SeccompProfile profile);
 
+// cgroup v2 memory limit for one job (DESIGN §5: CUDA reserves huge address
+// ranges, so RLIMIT_AS cannot confine a GPU process). Run as root in the
+// job's first process: creates /sys/fs/cgroup/korch/<name> with memory.max =
+// `bytes` (swap off) and moves the calling process there; every process the
+// job forks inherits it. Pushes "cgroup_memory" when that took effect.
+bool join_memory_cgroup(Protections& p, const std::string& name, std::uint64_t bytes);
+// Removes the job's cgroup after its processes are gone (the zygote calls it).
+void remove_memory_cgroup(const std::string& name);
+// Whether `p` lists the cgroup step.
+bool has_cgroup(const Protections& p);
+
 }  // namespace korch::worker

@@ -17,8 +17,13 @@ int cmd_tasks_validate(const Args& args, const std::vector<config::Task>& tasks)
   if (auto t = args.get("--timeout")) cfg.timeout_s = std::stod(*t);
   auto cache = args.get("--cache-dir").value_or("/tmp/korch-validate-cache");
   int flagged = 0;
+  auto validator = evaluator::TaskValidator::start(cfg, cache);
+  if (!validator) {
+    std::fprintf(stderr, "korch tasks validate: %s\n", validator.error().message.c_str());
+    return k_exit_error;
+  }
   for (auto& task : tasks) {
-    auto v = evaluator::validate_task(task, cfg, cache);
+    auto v = (*validator)->validate(task);
     if (!v) {
       std::fprintf(stderr, "korch tasks validate: %s\n", v.error().message.c_str());
       return k_exit_error;

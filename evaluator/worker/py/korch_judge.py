@@ -1,0 +1,687 @@
+"""The judge (DESIGN §5): trusted; builds the reference, makes every input,
+computes reference outputs, drives both runners and compares.
+
+It never imports the candidate. The candidate runner receives only the
+current call's inputs; the judge takes its own copy of each output as soon as
+the call returns. Timing: interleaved blocks of reference-runner and
+candidate-runner calls, each call on a different input set, the L2 flushed
+before each GPU call; the runners report raw times and the judge (outside
+any runner) turns them into medians, a block-bootstrap 95% interval, and the
+cross-checks below.
+"""
+import hashlib
+import json
+import mmap
+import os
+import random
+import socket
+import time
+import traceback
+import types
+
+import torch
+
+import korch_transport as kt
+
+TOLERANCES = {"strict": (1e-4, 1e-4), "tf32": (1e-2, 1e-2)}
+LOW_PRECISION_TOL = 1e-2
+
+
+class Verdict(Exception):
+    def __init__(self, verdict, error, **evidence):
+        super().__init__(error)
+        self.verdict = verdict
+        self.error = error
+        self.evidence = evidence
+
+
+def derive(seed, label):
+    h = hashlib.sha256(("%d:%s" % (seed, label)).encode()).digest()
+    return int.from_bytes(h[:8], "little") & ((1 << 63) - 1)
+
+
+def load_task(source):
+    mod = types.ModuleType("korch_task")
+    exec(compile(source, "korch_task.py", "exec"), mod.__dict__)  # trusted reference
+    return mod
+
+
+def tensors_of(values):
+    return [v for v in values if isinstance(v, torch.Tensor)]
+
+
+def nbytes_of(values):
+    return sum(v.numel() * v.element_size() for v in tensors_of(values))
+
+
+def as_outputs(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    if n == 0:
+        return 0
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def same(a, b):
+    if a.is_floating_point() or a.is_complex():
+        return torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
+    return torch.equal(a, b)
+
+
+class Runner:
+    """The judge's end of one runner's channel."""
+
+    def __init__(self, judge, name, fd, pid):
+        self.judge = judge
+        self.name = name
+        self.ch = kt.Channel(fd)
+        self.pid = pid
+        self.protections = []
+
+    def recv(self):
+        self.ch.sock.settimeout(self.judge.remaining())
+        try:
+            return self.ch.recv()
+        except socket.timeout:
+            raise Verdict("timeout", "the %s runner did not answer before the evaluation's "
+                          "wall-clock limit" % self.name) from None
+        except (EOFError, ConnectionError, OSError):
+            self.died()
+
+    def died(self):
+        detail = ""
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            status = 0
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            try:
+                name = __import__("signal").Signals(sig).name
+            except Exception:  # noqa: BLE001
+                name = str(sig)
+            detail = "killed by signal %d (%s)" % (sig, name)
+        elif os.WIFEXITED(status):
+            detail = "exited with status %d" % os.WEXITSTATUS(status)
+        if self.name == "reference":
+            raise Verdict("worker_crash", "the reference runner died: " + detail, exit=detail)
+        raise Verdict("worker_crash", "the candidate runner crashed: " + detail, exit=detail)
+
+
+class Judge:
+    def __init__(self, ctx, job):
+        self.ctx = ctx
+        self.job = job
+        self.mode = job.get("mode", "submit")
+        self.dev = job.get("device", "cpu")
+        self.atol, self.rtol = TOLERANCES.get(job.get("tolerance", "strict"), TOLERANCES["strict"])
+        self.budget = int(job.get("memory_budget_mb", 4096)) << 20
+        self.deadline = time.monotonic() + float(job.get("timeout_s", 300))
+        self.evidence = {"trials": [], "families": []}
+        self.cand_protections = []
+        self.max_abs = 0.0
+        self.max_rel = 0.0
+        self.mismatch = 0.0
+        self.kernel_calls = 0
+        self.cand = self.refr = None
+        self.bufs = self.out_bufs = None
+        self.flush = None
+
+    def remaining(self):
+        return max(0.5, self.deadline - time.monotonic())
+
+    # -- calls
+    def call(self, runner, args, ablate=False, flush=False, want_output=True):
+        """One forward in `runner` on `args`. Returns (outputs, info); outputs
+        are the judge's own tensors."""
+        if self.dev == "cpu":
+            return self._call_cpu(runner, args, ablate)
+        return self._call_gpu(runner, args, ablate, flush, want_output)
+
+    def _call_cpu(self, runner, args, ablate):
+        header, fd, mm = kt.pack(args)
+        t0 = time.perf_counter_ns()
+        runner.ch.send({"op": "call", "args": header, "ablate": ablate}, [fd])
+        os.close(fd)
+        reply, fds = runner.recv()
+        rt = time.perf_counter_ns() - t0
+        try:
+            self._check_reply(runner, reply)
+            if not fds:
+                raise Verdict("runtime_error", "protocol violation: no output region")
+            omm = mmap.mmap(fds[0], os.fstat(fds[0]).st_size)
+            try:
+                outs = kt.unpack(reply.get("outputs", []), omm, copy=True)  # our own copy
+            except (ValueError, TypeError) as ex:
+                raise Verdict("runtime_error", "protocol violation: %s" % ex) from None
+            omm.close()
+            now = kt.unpack(header, mm, copy=False)
+            mutated = [i for i, (a, b) in enumerate(zip(args, now))
+                       if isinstance(a, torch.Tensor) and not same(a, b)]
+            del now
+            return outs, self._info(reply, rt, mutated)
+        finally:
+            for f in fds:
+                try:
+                    os.close(f)
+                except OSError:
+                    pass
+            del mm
+
+    def _call_gpu(self, runner, args, ablate, flush, want_output):
+        header, slot = [], 0
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                dst = self.bufs.tensor(slot, a.dtype, list(a.shape))
+                dst.copy_(a)
+                header.append({"t": "tensor", "dtype": kt.dtype_name(a.dtype),
+                               "shape": list(a.shape), "slot": slot,
+                               "nbytes": a.numel() * a.element_size()})
+                slot += 1
+            else:
+                header.append({"t": "py", "v": a})
+        if flush:
+            self.flush.zero_()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        runner.ch.send({"op": "call", "args": header, "ablate": ablate,
+                        "want_output": want_output})
+        reply, fds = runner.recv()
+        rt = time.perf_counter_ns() - t0
+        for f in fds:
+            os.close(f)
+        self._check_reply(runner, reply)
+        outs = []
+        for h in reply.get("outputs", []):
+            dt = kt.DTYPES.get(h.get("dtype"))
+            if dt is None:
+                raise Verdict("runtime_error", "protocol violation: dtype %r" % h.get("dtype"))
+            if h.get("copied"):
+                outs.append(self.out_bufs.tensor(int(h["slot"]), dt, [int(s) for s in h["shape"]]))
+            else:  # did not fit the reference's output slot: shape/dtype will say why
+                outs.append(torch.empty([int(s) for s in h["shape"]], dtype=dt, device="meta"))
+        mutated = []
+        slot = 0
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                if not same(a, self.bufs.tensor(slot, a.dtype, list(a.shape))):
+                    mutated.append(i)
+                slot += 1
+        return outs, self._info(reply, rt, mutated)
+
+    def _check_reply(self, runner, reply):
+        if not reply.get("ok"):
+            if runner is self.refr:
+                raise Verdict("worker_crash", "the reference runner failed",
+                              traceback=str(reply.get("error", ""))[-4000:])
+            raise Verdict("runtime_error", "the candidate raised an exception",
+                          traceback=str(reply.get("error", ""))[-4000:])
+
+    def _info(self, reply, rt, mutated):
+        t_ns = reply.get("t_ns")
+        if not isinstance(t_ns, int) or t_ns < 0 or t_ns > rt:
+            raise Verdict("impossible_timing", "the runner reported a time outside its round trip",
+                          reported_ns=t_ns, round_trip_ns=rt)
+        calls = int(reply.get("kernel_calls", 0) or 0)
+        return {"mutated": mutated, "alias": bool(reply.get("alias")),
+                "subclass": bool(reply.get("subclass")),
+                "foreign_storage": bool(reply.get("foreign_storage")),
+                "t_ns": t_ns, "rt_ns": rt, "host_ns": reply.get("host_ns"),
+                "sync_ns": reply.get("sync_ns"), "tuple": bool(reply.get("tuple")),
+                "kernel_calls": calls}
+
+    def call_candidate(self, args, ablate=False, flush=False):
+        outs, info = self.call(self.cand, args, ablate=ablate, flush=flush)
+        self.kernel_calls += info["kernel_calls"]
+        return outs, info
+
+    # -- comparisons
+    def compare(self, ref_out, outs, info, label, raise_on_fail=True):
+        """Returns None when the candidate's outputs pass, else a reason."""
+        refs = as_outputs(ref_out)
+        reason = None
+        if info["subclass"]:
+            reason = "the output is a tensor subclass"
+        elif info["foreign_storage"]:
+            reason = "the output does not own its storage (empty, null, or memory the " \
+                     "allocator does not own, which may be freed or reused after the call)"
+        elif info["alias"]:
+            reason = "the output aliases an input"
+        elif info["mutated"]:
+            reason = "the candidate modified its input(s) %s" % info["mutated"]
+        elif len(outs) != len(refs):
+            reason = "returned %d outputs, expected %d" % (len(outs), len(refs))
+        else:
+            for i, (r, c) in enumerate(zip(refs, outs)):
+                reason = self._compare_tensor(r, c)
+                if reason:
+                    reason = ("output %d: " % i if len(refs) > 1 else "") + reason
+                    break
+        self.evidence["trials"].append({"label": label, "ok": reason is None,
+                                        **({"reason": reason} if reason else {})})
+        if reason and raise_on_fail:
+            raise Verdict("incorrect", "%s: %s" % (label, reason))
+        return reason
+
+    def _compare_tensor(self, r, c):
+        if not isinstance(r, torch.Tensor):
+            return None
+        if tuple(c.shape) != tuple(r.shape):
+            return "shape %s, expected %s" % (list(c.shape), list(r.shape))
+        if c.dtype != r.dtype:
+            return "dtype %s, expected %s" % (c.dtype, r.dtype)
+        if c.device.type == "meta":
+            return "the output could not be handed over"
+        if not (r.is_floating_point() or r.is_complex()):
+            if not torch.equal(c, r):
+                self.mismatch = max(self.mismatch, float((c != r).double().mean()))
+                return "values differ (exact dtype %s)" % r.dtype
+            return None
+        atol, rtol = self.atol, self.rtol
+        if r.dtype in (torch.float16, torch.bfloat16):
+            atol = rtol = max(atol, LOW_PRECISION_TOL)
+        rf, cf = r.double(), c.double()
+        finite = torch.isfinite(rf)
+        if not torch.equal(torch.isfinite(cf), finite):
+            return "non-finite values where the reference is finite (or vice versa)"
+        if not torch.equal(torch.isnan(cf), torch.isnan(rf)):
+            return "NaN pattern differs"
+        rfz = torch.where(finite, rf, torch.zeros_like(rf))
+        cfz = torch.where(finite, cf, torch.zeros_like(cf))
+        if not bool(finite.all()) and not torch.equal(rf[~finite].nan_to_num(),
+                                                      cf[~finite].nan_to_num()):
+            return "infinities differ"
+        diff = (cfz - rfz).abs()
+        if diff.numel():
+            self.max_abs = max(self.max_abs, float(diff.max()))
+            self.max_rel = max(self.max_rel, float((diff / rfz.abs().clamp_min(1e-12)).max()))
+        bad = diff > (atol + rtol * rfz.abs())
+        if diff.numel():
+            self.mismatch = max(self.mismatch, float(bad.double().mean()))
+        if bool(bad.any()):
+            return "max |diff| %.3g exceeds atol %.0e / rtol %.0e at %d of %d elements" % (
+                float(diff.max()), atol, rtol, int(bad.sum()), bad.numel())
+        ref_norm = float(rfz.norm())
+        if ref_norm > 0:
+            rel = float((cfz - rfz).norm()) / ref_norm
+            if rel > rtol:
+                return "relative error norm %.3g > %.0e (||out-ref||/||ref||)" % (rel, rtol)
+        # Normalisation implied by the reference (softmax rows, unit vectors).
+        if r.dim() >= 1 and r.shape[-1] > 1:
+            rs = rfz.sum(-1)
+            if torch.allclose(rs, torch.ones_like(rs), atol=1e-4):
+                cs = cfz.sum(-1)
+                if not torch.allclose(cs, torch.ones_like(cs), atol=max(1e-3, 10 * atol)):
+                    return "rows do not sum to 1 as the reference's do"
+            rn = rfz.norm(dim=-1)
+            if torch.allclose(rn, torch.ones_like(rn), atol=1e-4):
+                cn = cfz.norm(dim=-1)
+                if not torch.allclose(cn, torch.ones_like(cn), atol=max(1e-3, 10 * atol)):
+                    return "rows are not unit-norm as the reference's are"
+        return None
+
+    # -- inputs
+    def gen_inputs(self, seed):
+        torch.manual_seed(seed)
+        try:
+            if self.dev == "cpu":
+                vals = list(self.task.get_inputs())
+            else:
+                with torch.device(self.dev):  # made on the GPU
+                    vals = list(self.task.get_inputs())
+                vals = [v.to(self.dev) if isinstance(v, torch.Tensor) else v for v in vals]
+            return vals
+        except (MemoryError, RuntimeError) as ex:
+            if "alloc" in str(ex).lower() or "out of memory" in str(ex).lower() or \
+                    isinstance(ex, MemoryError):
+                raise Verdict("task_too_large", "the task's inputs do not fit the memory budget "
+                              "(%d MB): %s" % (self.budget >> 20, str(ex)[:200])) from None
+            raise
+
+    def ref_forward(self, args):
+        with torch.no_grad():
+            try:
+                return self.ref(*args)
+            except (MemoryError, RuntimeError) as ex:
+                if "alloc" in str(ex).lower() or "out of memory" in str(ex).lower() or \
+                        isinstance(ex, MemoryError):
+                    raise Verdict("task_too_large", "the reference does not fit the memory "
+                                  "budget: %s" % str(ex)[:200]) from None
+                raise
+
+    def families(self, base):
+        """Adversarial inputs where the task's generator is too narrow."""
+        g = torch.Generator().manual_seed(derive(self.seed, "families"))
+        fams = []
+
+        def remap(fn):
+            return [fn(v) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                    for v in base]
+
+        def on(v, t):
+            return t.to(v.dtype).to(v.device)
+        fams.append(("signed", remap(lambda v: on(v, torch.rand(v.shape, generator=g) * 64 - 32))))
+        fams.append(("zeros", remap(torch.zeros_like)))
+        fams.append(("constant", remap(lambda v: torch.full_like(v, 3.0))))
+        fams.append(("sparse", remap(lambda v: on(v, torch.randn(v.shape, generator=g) * 8 *
+                                                  (torch.rand(v.shape, generator=g) < 0.1)))))
+        name = (self.job.get("task_name") or "").lower()
+        if "softmax" in name or "attention" in name:
+            def peaked(v):
+                w = torch.randn(v.shape, generator=g)
+                if v.dim() >= 1:
+                    w.view(-1, v.shape[-1])[:, 0] += 40
+                return on(v, w)
+            fams.append(("peaked", remap(peaked)))
+        if not any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in base):
+            return []
+        return fams
+
+    @staticmethod
+    def usable(ref_out):
+        outs = [o for o in as_outputs(ref_out) if isinstance(o, torch.Tensor)]
+        if not outs:
+            return False
+        for o in outs:
+            if not (o.is_floating_point() or o.is_complex()):
+                continue
+            if not bool(torch.isfinite(o).all()):
+                return False
+        flat = torch.cat([o.detach().double().reshape(-1) for o in outs])
+        return flat.numel() > 1 and float(flat.max() - flat.min()) > 0
+
+    # -- setup
+    def _read_seed(self):
+        seed_fd = self.ctx.get("seed_fd", -1)
+        if seed_fd is None or seed_fd < 0:
+            return 0
+        raw = b""
+        while True:
+            chunk = os.read(seed_fd, 64)
+            if not chunk:
+                break
+            raw += chunk
+        os.close(seed_fd)
+        return int(raw.decode().strip() or "0")
+
+    def _exchange(self, first, first_ref):
+        """GPU: the device buffers both runners use (inputs, output slots)."""
+        self.bufs = kt.DeviceBuffers(self.dev)
+        for a in tensors_of(first):
+            self.bufs.add(a.numel() * a.element_size())
+        self.out_bufs = kt.DeviceBuffers(self.dev)
+        for o in tensors_of(as_outputs(first_ref)):
+            self.out_bufs.add(o.numel() * o.element_size())
+        l2 = int(self.job.get("l2_bytes") or 0) or torch.cuda.get_device_properties(0).L2_cache_size
+        self.flush = torch.empty(max(2 * l2, 256 << 20), dtype=torch.uint8, device=self.dev)
+        return {"inputs": self.bufs.handles(), "outputs": self.out_bufs.handles()}
+
+    def _setup_runner(self, runner, msg):
+        hello, _ = runner.recv()
+        runner.protections = hello.get("protections", [])
+        runner.ch.send(msg)
+        reply, _ = runner.recv()
+        if not reply.get("ok"):
+            if runner is self.refr:
+                raise Verdict("worker_crash", "the reference runner could not build Model",
+                              traceback=str(reply.get("error", ""))[-4000:])
+            raise Verdict("runtime_error", "importing or constructing ModelNew failed",
+                          traceback=str(reply.get("error", ""))[-4000:])
+        return reply
+
+    # -- the pipeline
+    def run(self):
+        torch.set_num_threads(1)
+        torch.set_grad_enabled(False)
+        job = self.job
+        seed = self._read_seed()
+        public = self.mode == "check"
+        self.seed = seed
+        self.task = load_task(job["task_source"])
+        tf32 = job.get("tolerance", "strict") == "tf32"
+        if self.dev != "cpu":
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
+
+        init_seed = 42 if public else derive(seed, "init")
+        torch.manual_seed(init_seed if public else derive(seed, "init_inputs"))
+        init_inputs = list(self.task.get_init_inputs())
+        torch.manual_seed(init_seed)
+        self.ref = self.task.Model(*init_inputs)
+        if self.dev != "cpu" and isinstance(self.ref, torch.nn.Module):
+            self.ref = self.ref.to(self.dev)
+
+        # Memory estimate from one input set and its reference output.
+        first = self.gen_inputs(0 if public else derive(seed, "trial:0"))
+        first_ref = self.ref_forward(first)
+        est = 2 * nbytes_of(first) + 2 * nbytes_of(as_outputs(first_ref))
+        self.evidence["estimated_bytes"] = est
+        if est > self.budget:
+            raise Verdict("task_too_large", "inputs, pristine copies and outputs need %.1f MB, "
+                          "over the %d MB budget" % (est / 2**20, self.budget >> 20))
+        if self.dev != "cpu" and job.get("count_flops", True):
+            self._count_work(first)
+
+        self.cand = Runner(self, "candidate", self.ctx["sock_fd"], self.ctx["cand_pid"])
+        self.refr = Runner(self, "reference", self.ctx["ref_sock_fd"], self.ctx["ref_pid"])
+        setup = {"op": "setup", "prebuilt": job.get("prebuilt", {}), "device": self.dev,
+                 "tf32": tf32,
+                 "init_inputs": [v for v in init_inputs if not isinstance(v, torch.Tensor)]
+                 if all(not isinstance(v, torch.Tensor) for v in init_inputs) else [],
+                 "init_seed": init_seed}
+        if self.dev != "cpu":
+            setup["exchange"] = self._exchange(first, first_ref)
+        self._setup_runner(self.refr, dict(setup, code=job["task_source"], class_name="Model"))
+        reply = self._setup_runner(self.cand, dict(setup, code=job["code"], class_name="ModelNew"))
+        self.cand_protections = self.cand.protections
+        entry_modules = int(reply.get("entry_modules", 0)) + int(reply.get("triton_kernels", 0))
+        self.evidence["entry_modules"] = entry_modules
+
+        # Correctness.
+        n_trials = 1 if public else int(job.get("trials", 5))
+        for i in range(n_trials):
+            args = first if i == 0 else self.gen_inputs(derive(seed, "trial:%d" % i))
+            ref_out = first_ref if i == 0 else self.ref_forward(args)
+            outs, info = self.call_candidate(args)
+            self.compare(ref_out, outs, info, "trial %d" % i)
+        if public:
+            return {"verdict": "ok", "correct": True}
+
+        for name, args in self.families(first):
+            ref_out = self.ref_forward(args)
+            if not self.usable(ref_out):
+                self.evidence["families"].append({"family": name, "used": False})
+                continue
+            self.evidence["families"].append({"family": name, "used": True})
+            outs, info = self.call_candidate(args)
+            self.compare(ref_out, outs, info, "family '%s'" % name)
+
+        # no_kernel by ablation.
+        if entry_modules == 0:
+            raise Verdict("no_kernel", "the candidate defines no kernel (no load_inline library, "
+                          "no Triton kernel)")
+        if self.kernel_calls == 0:
+            raise Verdict("no_kernel", "the candidate's kernels are never called by forward")
+        ablation_passed = True
+        for i in range(2):
+            args = self.gen_inputs(derive(seed, "ablate:%d" % i))
+            ref_out = self.ref_forward(args)
+            outs, info = self.call_candidate(args, ablate=True)
+            if self.compare(ref_out, outs, info, "ablation %d" % i, raise_on_fail=False) is not None:
+                ablation_passed = False
+        if ablation_passed:
+            raise Verdict("no_kernel", "outputs stay correct with the candidate's kernels "
+                          "poisoned: the kernels do no real work")
+
+        timing = self.time_both()
+
+        # Correctness again on a fresh seed.
+        args = self.gen_inputs(derive(seed, "post"))
+        outs, info = self.call_candidate(args)
+        self.compare(self.ref_forward(args), outs, info, "after timing")
+        timing.update({"verdict": "ok", "correct": True})
+        return timing
+
+    def _count_work(self, first):
+        try:
+            import korch_flops
+            w = korch_flops.count(self.ref, first)
+            self.evidence["work"] = {"flops": float(w.get("flops", 0)),
+                                     "bytes": float(w.get("bytes", 0)),
+                                     "dtype": w.get("dtype", "float32")}
+        except Exception as ex:  # noqa: BLE001 - the roofline is then unknown
+            self.evidence["work"] = {"error": str(ex)[:300]}
+
+    # -- timing
+    def time_both(self):
+        job = self.job
+        n_sets = int(job.get("timing_sets", 4))
+        min_blocks = int(job.get("timing_blocks", 10))
+        max_blocks = int(job.get("timing_max_blocks", 60))
+        per_block = int(job.get("timing_block_calls", 5))
+        warmup = int(job.get("timing_warmup", 3))
+        target = float(job.get("timing_target_rel_ci", 0.01))
+        max_s = float(job.get("timing_max_s", 15))
+        sets = [self.gen_inputs(derive(self.seed, "timing:%d" % j)) for j in range(n_sets)]
+        refs = [self.ref_forward(s) for s in sets]
+        flush = self.dev != "cpu"
+        for k in range(warmup):
+            self.call(self.refr, sets[k % n_sets], flush=flush)
+            self.call_candidate(sets[k % n_sets], flush=flush)
+        samples = {"ref": [], "cand": []}   # per block: list of t_ns
+        extra = {"ref": [], "cand": []}     # (t, rt, host, sync) per call
+        k = 0
+        ref_disagree = 0
+        t_start = time.monotonic()
+        b = 0
+        while True:
+            for side in (("ref", "cand") if b % 2 == 0 else ("cand", "ref")):
+                block = []
+                for _ in range(per_block):
+                    j = k % n_sets
+                    k += 1
+                    if side == "ref":
+                        # Compared too, so that both runners see the same
+                        # traffic between their calls (and the reference
+                        # runner is checked against the judge).
+                        outs, info = self.call(self.refr, sets[j], flush=flush)
+                        if self.compare(refs[j], outs, info, "reference runner call %d" % k,
+                                        raise_on_fail=False) is not None:
+                            ref_disagree += 1
+                    else:
+                        outs, info = self.call_candidate(sets[j], flush=flush)
+                        self.compare(refs[j], outs, info, "timed call %d" % k)
+                    block.append(info["t_ns"])
+                    extra[side].append((info["t_ns"], info["rt_ns"], info.get("host_ns"),
+                                        info.get("sync_ns")))
+                samples[side].append(block)
+            b += 1
+            if b < min_blocks or b % 2:
+                continue
+            if b >= max_blocks or time.monotonic() - t_start > max_s or \
+                    time.monotonic() > self.deadline - 10:
+                break
+            lo, hi, s = self._interval(samples, 200)
+            if s > 0 and (hi - lo) / 2 / s <= target:
+                break
+        self.evidence["trials"] = [t for t in self.evidence["trials"]
+                                   if not t["label"].startswith(("timed call", "reference runner"))] + \
+            [{"label": "timed calls", "ok": True, "count": sum(map(len, samples["cand"]))}]
+        if ref_disagree:
+            # A reference that disagrees with itself is the task's problem
+            # (korch tasks validate flags it), never the candidate's.
+            self.evidence["reference_runner_disagreements"] = ref_disagree
+        lo, hi, speedup = self._interval(samples, 1000)
+        ref_all = [t for blk in samples["ref"] for t in blk]
+        cand_all = [t for blk in samples["cand"] for t in blk]
+        med_ref, med_cand = median(ref_all), max(median(cand_all), 1)
+        overhead = {s: median([rt - t for t, rt, _, _ in extra[s]]) / 1e3 for s in extra}
+        timing_ev = {"ref_ns": ref_all, "cand_ns": cand_all, "blocks": b,
+                     "block_calls": per_block, "timing_s": time.monotonic() - t_start,
+                     "harness_overhead_us": overhead,
+                     "threads": torch.get_num_threads(), "l2_flush": flush}
+        if self.dev != "cpu":
+            for s in extra:
+                timing_ev[s + "_host_ns_median"] = median([h for _, _, h, _ in extra[s] if h])
+                timing_ev[s + "_sync_ns_median"] = median([y for _, _, _, y in extra[s] if y])
+        self.evidence["timing"] = timing_ev
+        self._cross_check(extra, med_cand)
+        return {"speedup": speedup, "speedup_ci_low": lo, "speedup_ci_high": hi,
+                "ref_time_ms": med_ref / 1e6, "cand_time_ms": med_cand / 1e6}
+
+    def _interval(self, samples, n_boot):
+        """Ratio of pooled medians and a block-bootstrap 95% interval: blocks,
+        not single calls, are resampled, so drift between blocks widens the
+        interval instead of hiding in it."""
+        ref_b, cand_b = samples["ref"], samples["cand"]
+        point = median([t for blk in ref_b for t in blk]) / \
+            max(median([t for blk in cand_b for t in blk]), 1)
+        rng = random.Random(derive(self.seed, "bootstrap:%d" % len(ref_b)))
+        boots = []
+        n = min(len(ref_b), len(cand_b))
+        for _ in range(n_boot):
+            idx = [rng.randrange(n) for _ in range(n)]
+            r = median([t for i in idx for t in ref_b[i]])
+            c = max(median([t for i in idx for t in cand_b[i]]), 1)
+            boots.append(r / c)
+        boots.sort()
+        return boots[int(0.025 * n_boot)], boots[int(0.975 * n_boot) - 1], point
+
+    def _cross_check(self, extra, med_cand):
+        """Work the candidate's timed window does not see. Each side's gaps are
+        measured the same way, so the reference's gaps are the baseline."""
+        def gap(side, idx):
+            vals = [x[idx] - x[0] for x in extra[side] if x[idx] is not None]
+            return median(vals) if vals else 0
+        checks = [("rt", 1, "its round trip")]
+        if self.dev != "cpu":
+            checks += [("host", 2, "the host clock around the call"),
+                       ("sync", 3, "a device-wide synchronisation (work on another stream?)")]
+        for name, idx, what in checks:
+            g_c, g_r = gap("cand", idx), gap("ref", idx)
+            slack = max(50_000 if self.dev != "cpu" else 1_000_000, 0.25 * med_cand)
+            if g_c > 2 * g_r + slack:
+                raise Verdict("impossible_timing",
+                              "the candidate's measured time misses work that %s sees: median gap "
+                              "%.1f us vs the reference's %.1f us" % (what, g_c / 1e3, g_r / 1e3),
+                              gap_ns={"cand": g_c, "ref": g_r, "check": name})
+
+
+def reference_main(ctx_json):
+    import korch_worker as kw
+    ctx = json.loads(ctx_json)
+    job = json.loads(ctx["job"])
+    judge = Judge(ctx, job)
+    result = {}
+    try:
+        result = judge.run()
+    except Verdict as v:
+        result = {"verdict": v.verdict, "correct": False, "error": v.error}
+        if "traceback" in v.evidence:
+            result["runtime_detail"] = v.evidence.pop("traceback")
+        judge.evidence.update(v.evidence)
+    except BaseException:  # noqa: BLE001
+        detail = traceback.format_exc()
+        verdict = "worker_crash"
+        if "CUDA error" in detail or "illegal" in detail.lower():
+            # A sticky CUDA error in the judge's context came from the
+            # candidate's kernels (same GPU): the daemon health-checks the GPU.
+            detail = "CUDA error after a candidate call:\n" + detail
+        result = {"verdict": verdict, "correct": False,
+                  "error": "the reference runner failed", "runtime_detail": kw.tail(detail)}
+    result.update({"max_abs_diff": judge.max_abs, "max_rel_diff": judge.max_rel,
+                   "mismatch_frac": judge.mismatch, "evidence": judge.evidence,
+                   "candidate_protections": judge.cand_protections,
+                   "protections": ctx.get("protections", [])})
+    for r in (judge.cand, judge.refr):
+        try:
+            if r is not None:
+                r.ch.send({"op": "exit"})
+        except Exception:  # noqa: BLE001
+            pass
+    kw.write_result(ctx, result)
+    return ""

@@ -1,0 +1,366 @@
+"""The runners: the only processes that run the model being timed (DESIGN §5).
+
+Two runners serve one evaluation, forked alike and sandboxed alike: the
+candidate runner imports the candidate's module and builds ModelNew; the
+reference runner imports the task and builds Model. The judge sends both the
+same messages and times both the same way, so whatever the harness costs a
+call (transport, output hand-over, synchronisation) it costs both sides
+equally, and the speedup compares only the models.
+
+Timing inside a runner (raw numbers only; the judge turns them into medians):
+  cpu  t_ns = perf_counter around forward
+  gpu  synchronize; host t0; event start; forward; event end (current stream);
+       wait for end -> host t1; device-wide sync -> host t2;
+       ev_ns = start->end, host_ns = t1 - t0, sync_ns = t2 - t0
+The judge cross-checks ev_ns against host_ns and sync_ns (work hidden on
+another stream, or host-side work the events do not see).
+
+Protocol (judge -> runner): setup, call, exit; replies are JSON objects.
+"""
+import importlib.machinery
+import importlib.util
+import mmap
+import os
+import sys
+import time
+import traceback
+import types
+
+import torch
+import torch.utils.cpp_extension as cpp_ext
+
+import korch_transport as kt
+
+# Bound now, before any candidate code runs: a candidate that rebinds module
+# attributes later does not change what the harness calls.
+_perf_ns = time.perf_counter_ns
+_Event = None
+
+_PREBUILT = {}
+_STATE = {"ablate": False, "kernel_calls": 0, "loaded": 0, "triton_kernels": 0}
+
+
+def _tail(text, n=4000):
+    return (text or "")[-n:]
+
+
+# ----------------------------------------------------------------------------- ablation
+
+def _poison(value):
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point() or value.is_complex():
+            return torch.full_like(value, float("nan"))
+        if value.dtype == torch.bool:
+            return torch.logical_not(value)
+        return torch.full_like(value, 0x5A5A)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_poison(v) for v in value)
+    return value
+
+
+def _ablated_call(fn, args, kwargs):
+    """Runs a kernel entry point, then poisons whatever it wrote: its result
+    and every tensor argument it changed (out-parameters)."""
+    tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+    before = [t.clone() for t in tensors]
+    r = fn(*args, **kwargs)
+    for t, b in zip(tensors, before):
+        if not torch.equal(t, b):
+            t.copy_(_poison(t))
+    return _poison(r)
+
+
+def _wrap_entry(fn):
+    def entry_point(*args, **kwargs):
+        _STATE["kernel_calls"] += 1
+        if not _STATE["ablate"]:
+            return fn(*args, **kwargs)
+        return _ablated_call(fn, args, kwargs)
+    return entry_point
+
+
+def _instrument_triton():
+    """Counts Triton launches and poisons their outputs under ablation."""
+    try:
+        from triton.runtime.jit import JITFunction
+    except Exception:  # noqa: BLE001 - no triton: nothing to instrument
+        return
+    original = JITFunction.run
+
+    def run(self, *args, **kwargs):
+        if kwargs.get("warmup"):
+            return original(self, *args, **kwargs)
+        _STATE["kernel_calls"] += 1
+        if not _STATE["ablate"]:
+            return original(self, *args, **kwargs)
+        return _ablated_call(lambda *a, **k: original(self, *a, **k), args, kwargs)
+    JITFunction.run = run
+
+
+def _count_triton_kernels(mod):
+    try:
+        from triton.runtime.jit import KernelInterface
+    except Exception:  # noqa: BLE001
+        return 0
+    return sum(1 for v in vars(mod).values() if isinstance(v, KernelInterface))
+
+
+# ----------------------------------------------------------------------------- load_inline shim
+
+def shim_load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
+                     extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None,
+                     build_directory=None, verbose=False, with_cuda=None, is_python_module=True,
+                     with_pytorch_error_handling=True, keep_intermediates=True, **_ignored):
+    """Trusted stand-in for torch.utils.cpp_extension.load_inline: loads the
+    library the compile stage built for exactly these arguments; never builds."""
+    import korch_worker as kw
+    entry = kw.normalize_entry(name, cpp_sources, cuda_sources, functions, extra_cflags,
+                               extra_cuda_cflags, extra_ldflags, with_cuda)
+    key = kw.cache_key(entry)
+    info = _PREBUILT.get(key)
+    if info is None:
+        raise RuntimeError("korch: load_inline(%r) was called with arguments that differ from the "
+                           "statically resolved ones; no prebuilt library (key %s)" % (name, key[:12]))
+    path = os.path.join(info["dir"], info["so"])
+    loader = importlib.machinery.ExtensionFileLoader(info["module"], path)
+    spec = importlib.util.spec_from_file_location(info["module"], path, loader=loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    proxy = types.ModuleType(name)
+    for attr in dir(mod):
+        if attr.startswith("_"):
+            continue
+        fn = getattr(mod, attr)
+        if callable(fn):
+            setattr(proxy, attr, _wrap_entry(fn))
+    _STATE["loaded"] += 1
+    return proxy
+
+
+# ----------------------------------------------------------------------------- setup
+
+def load_model(msg, which):
+    """Imports the module from a real file (Triton reads its source with
+    inspect) and builds the model with the judge's seed."""
+    global _PREBUILT
+    _PREBUILT = msg.get("prebuilt", {})
+    cpp_ext.load_inline = shim_load_inline
+    if which == "candidate":
+        _instrument_triton()
+    name = "korch_" + which
+    mod_dir = "/tmp/" + name
+    os.makedirs(mod_dir, mode=0o700, exist_ok=True)
+    path = os.path.join(mod_dir, name + ".py")
+    with open(path, "w") as f:
+        f.write(msg["code"])
+    sys.path.insert(0, mod_dir)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    cls_name = msg.get("class_name", "ModelNew")
+    if not hasattr(mod, cls_name):
+        raise RuntimeError("the %s module defines no %s" % (which, cls_name))
+    torch.manual_seed(int(msg["init_seed"]))
+    model = getattr(mod, cls_name)(*msg.get("init_inputs", []))
+    device = msg.get("device", "cpu")
+    if device != "cpu" and isinstance(model, torch.nn.Module):
+        model = model.to(device)
+    _STATE["triton_kernels"] = _count_triton_kernels(mod)
+    return model
+
+
+def apply_env(env):
+    for k, v in (env or {}).items():
+        os.environ[str(k)] = str(v)
+
+
+# ----------------------------------------------------------------------------- calls
+
+def _output_checks(outs, device, input_ranges):
+    """What the judge cannot see from its side: ownership and aliasing."""
+    info = {"subclass": False, "alias": False, "foreign_storage": False}
+    for o in outs:
+        if not isinstance(o, torch.Tensor):
+            raise TypeError("forward returned %s, not a tensor" % type(o).__name__)
+        if type(o) is not torch.Tensor and type(o) is not torch.nn.Parameter:
+            info["subclass"] = True
+        if o.device.type != device:
+            raise TypeError("output on device %s, expected %s" % (o.device, device))
+        if o.numel() == 0:
+            continue
+        # torch >= 2.0: untyped_storage(); torch 1.13 (the CPU CI): storage().
+        st = o.untyped_storage() if hasattr(o, "untyped_storage") else o.storage()
+        if st.size() == 0 or o.data_ptr() == 0:
+            info["foreign_storage"] = True
+        elif device != "cpu" and not st.resizable():
+            # from_blob / external memory: not owned by the allocator, may be
+            # freed or reused after the call returns.
+            info["foreign_storage"] = True
+        lo, hi = st.data_ptr(), st.data_ptr() + st.nbytes()
+        for a, b in input_ranges:
+            if lo < b and hi > a:
+                info["alias"] = True
+    return info
+
+
+def call_cpu(model, msg, fds):
+    fd = fds[0]
+    size = os.fstat(fd).st_size
+    # Populated up front: first-touch page faults are not the model's time.
+    mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
+    os.close(fd)
+    args = kt.unpack(msg["args"], mm, copy=False)
+    base = torch.frombuffer(mm, dtype=torch.uint8, count=1).data_ptr()
+    _STATE["ablate"] = bool(msg.get("ablate"))
+    calls0 = _STATE["kernel_calls"]
+    t0 = _perf_ns()
+    out = model(*args)
+    t1 = _perf_ns()
+    _STATE["ablate"] = False
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    reply = {"ok": True, "t_ns": t1 - t0, "kernel_calls": _STATE["kernel_calls"] - calls0,
+             "tuple": isinstance(out, (tuple, list))}
+    reply.update(_output_checks(outs, "cpu", [(base, base + size)]))
+    plain = [torch.Tensor(o).detach() if reply["subclass"] else o.detach() for o in outs]
+    header, ofd, omm = kt.pack(plain)
+    reply["outputs"] = header
+    return reply, [ofd], omm
+
+
+def call_gpu(model, msg, bufs, out_bufs, input_ranges):
+    args = kt.device_args(msg["args"], bufs)
+    _STATE["ablate"] = bool(msg.get("ablate"))
+    calls0 = _STATE["kernel_calls"]
+    start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+    torch.cuda.synchronize()
+    h0 = _perf_ns()
+    start.record()
+    out = model(*args)
+    end.record()
+    end.synchronize()
+    h1 = _perf_ns()
+    import _korch_cuda
+    _korch_cuda.device_sync()  # work on any other stream, and sticky errors
+    h2 = _perf_ns()
+    _STATE["ablate"] = False
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    reply = {"ok": True, "ev_ns": int(start.elapsed_time(end) * 1e6), "host_ns": h1 - h0,
+             "sync_ns": h2 - h0, "kernel_calls": _STATE["kernel_calls"] - calls0,
+             "tuple": isinstance(out, (tuple, list))}
+    reply["t_ns"] = reply["ev_ns"]
+    reply.update(_output_checks(outs, "cuda", input_ranges))
+    headers = []
+    for i, o in enumerate(outs):
+        h = {"t": "tensor", "dtype": kt.dtype_name(o.dtype), "shape": list(o.shape),
+             "nbytes": o.numel() * o.element_size(), "slot": i, "copied": False}
+        if msg.get("want_output", True) and i < len(out_bufs.sizes) and \
+                h["nbytes"] <= out_bufs.sizes[i] and kt.DTYPES.get(h["dtype"]) is not None:
+            dst = out_bufs.tensor(i, o.dtype, list(o.shape))
+            dst.copy_(o.detach())
+            h["copied"] = True
+        headers.append(h)
+    torch.cuda.synchronize()
+    reply["outputs"] = headers
+    return reply
+
+
+def runner_main(ctx_json):
+    import json
+    global _Event
+    ctx = json.loads(ctx_json)
+    which = ctx.get("which", "candidate")
+    apply_env(ctx.get("env"))
+    torch.set_num_threads(1)
+    torch.set_grad_enabled(False)
+    ch = kt.Channel(ctx["sock_fd"])
+    model = None
+    device = "cpu"
+    bufs = out_bufs = None
+    input_ranges = []
+    ch.send({"op": "hello", "protections": ctx.get("protections", [])})
+    if ctx.get("device", "cpu") != "cpu":
+        # Initialise CUDA while the judge makes its inputs, not after.
+        torch.cuda.init()
+        torch.empty(1, device="cuda")
+    while True:
+        try:
+            msg, fds = ch.recv()
+        except EOFError:
+            return ""
+        op = msg.get("op")
+        if op == "exit":
+            return ""
+        if op == "setup":
+            try:
+                device = msg.get("device", "cpu")
+                if device != "cpu":
+                    _Event = torch.cuda.Event
+                    # The same numerics on both sides: TF32 only under the tf32 profile.
+                    torch.backends.cuda.matmul.allow_tf32 = bool(msg.get("tf32"))
+                    torch.backends.cudnn.allow_tf32 = bool(msg.get("tf32"))
+                    ex = msg.get("exchange", {})
+                    bufs = kt.OpenedBuffers(ex.get("inputs", []), device)
+                    out_bufs = kt.OpenedBuffers(ex.get("outputs", []), device)
+                    input_ranges = [(p, p + n) for p, n in zip(bufs.ptrs, bufs.sizes)]
+                model = load_model(msg, which)
+                ch.send({"ok": True, "entry_modules": _STATE["loaded"],
+                         "triton_kernels": _STATE["triton_kernels"]})
+            except BaseException:  # noqa: BLE001
+                ch.send({"ok": False, "error": _tail(traceback.format_exc())})
+            continue
+        if op != "call":
+            ch.send({"ok": False, "error": "unknown op"})
+            continue
+        omm = None
+        try:
+            if device == "cpu":
+                reply, ofds, omm = call_cpu(model, msg, fds)
+                ch.send(reply, ofds)
+                for f in ofds:
+                    os.close(f)
+                omm.close()
+            else:
+                ch.send(call_gpu(model, msg, bufs, out_bufs, input_ranges))
+        except BaseException:  # noqa: BLE001
+            _STATE["ablate"] = False
+            ch.send({"ok": False, "error": _tail(traceback.format_exc())})
+
+
+# ----------------------------------------------------------------------------- Triton warm-up
+
+def warm_main(ctx_json):
+    """Runs the candidate on public inputs so Triton compiles (and autotunes)
+    every kernel into the candidate's cache before anything is timed. Runs
+    sandboxed as the candidate; the only role where candidate code may exec
+    (ptxas, the C compiler Triton builds its launchers with)."""
+    import json
+    import korch_worker as kw
+    ctx = json.loads(ctx_json)
+    job = json.loads(ctx["job"])
+    apply_env(job.get("runner_env"))
+    torch.set_num_threads(1)
+    torch.set_grad_enabled(False)
+    res = {"ok": False}
+    t0 = time.monotonic()
+    try:
+        task = kw.load_task(job["task_source"])
+        torch.manual_seed(42)
+        init = list(task.get_init_inputs())
+        model = load_model({"code": job["code"], "prebuilt": job.get("prebuilt", {}),
+                            "init_inputs": init if all(not isinstance(v, torch.Tensor) for v in init)
+                            else [], "init_seed": 42, "device": job.get("device", "cuda")},
+                           "candidate")
+        torch.manual_seed(0)
+        with torch.device(job.get("device", "cuda")):
+            args = list(task.get_inputs())
+        args = [a.to(job.get("device", "cuda")) if isinstance(a, torch.Tensor) else a for a in args]
+        for _ in range(2):
+            model(*args)
+        torch.cuda.synchronize()
+        res = {"ok": True, "triton_kernels": _STATE["triton_kernels"]}
+    except BaseException:  # noqa: BLE001
+        res = {"ok": False, "error": _tail(traceback.format_exc())}
+    res["warm_s"] = time.monotonic() - t0
+    kw.write_result(ctx, res)
+    return ""

@@ -1,0 +1,185 @@
+"""How tensors travel between the judge and the runners (DESIGN §5).
+
+CPU: every call's tensors travel in a fresh memfd (SCM_RIGHTS); the receiver
+maps it. GPU: the judge owns every device buffer a runner touches, allocated
+with cudaMalloc through the trusted _korch_cuda module and exported once as
+CUDA IPC handles; before each call the judge writes that call's inputs into
+the exchange buffers, and after it the runner's trusted harness copies the
+outputs into the judge's output slots. A runner therefore never sees another
+call's inputs, and the judge reads outputs from its own memory.
+
+Headers are JSON: {"t": "tensor", "dtype", "shape", "off", "nbytes"} (CPU) or
+{"t": "tensor", "dtype", "shape", "slot", "nbytes"} (GPU), {"t": "py", "v"}.
+"""
+import base64
+import json
+import math
+import mmap
+import os
+import socket
+
+import torch
+
+ALIGN = 64
+MAX_MSG = 16 << 20
+
+DTYPES = {n: getattr(torch, n) for n in (
+    "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8",
+    "bool", "complex64", "complex128")}
+
+
+def dtype_name(dt):
+    return str(dt).replace("torch.", "")
+
+
+def element_size(dt):
+    return torch.empty((), dtype=dt).element_size()
+
+
+# ----------------------------------------------------------------------------- CPU: memfd
+
+def pack(values):
+    """Packs a list of tensors / JSON scalars into (header, memfd, mmap)."""
+    header, total = [], 0
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            nbytes = v.numel() * v.element_size()
+            header.append({"t": "tensor", "dtype": dtype_name(v.dtype), "shape": list(v.shape),
+                           "off": total, "nbytes": nbytes})
+            total += (nbytes + ALIGN - 1) // ALIGN * ALIGN
+        else:
+            header.append({"t": "py", "v": v})
+    fd = os.memfd_create("korch", os.MFD_CLOEXEC)
+    size = max(total, ALIGN)
+    os.ftruncate(fd, size)
+    mm = mmap.mmap(fd, size)
+    for v, h in zip(values, header):
+        if h["t"] == "tensor" and v.numel() > 0:
+            dst = torch.frombuffer(mm, dtype=v.dtype, count=v.numel(), offset=h["off"])
+            dst.copy_(v.detach().reshape(-1))
+            del dst
+    return header, fd, mm
+
+
+def unpack(header, mm, copy):
+    out = []
+    for h in header:
+        if h.get("t") == "tensor":
+            dt = DTYPES.get(h["dtype"])
+            if dt is None:
+                raise ValueError("unsupported dtype %r" % h["dtype"])
+            shape = [int(s) for s in h["shape"]]
+            numel = math.prod(shape)
+            if numel * element_size(dt) != h["nbytes"] or h["off"] < 0 or \
+                    h["off"] + h["nbytes"] > len(mm):
+                raise ValueError("tensor header does not match its region")
+            if numel == 0:
+                t = torch.empty(shape, dtype=dt)
+            else:
+                t = torch.frombuffer(mm, dtype=dt, count=numel, offset=h["off"]).view(shape)
+                if copy:
+                    t = t.clone()
+            out.append(t)
+        else:
+            out.append(h.get("v"))
+    return out
+
+
+# ----------------------------------------------------------------------------- GPU: IPC
+
+class _CudaArray:
+    """A raw device allocation as torch.as_tensor understands it."""
+
+    def __init__(self, ptr, nbytes):
+        self.__cuda_array_interface__ = {"shape": (max(int(nbytes), 1),), "typestr": "|u1",
+                                         "data": (int(ptr), False), "version": 2,
+                                         "strides": None}
+
+
+def wrap_device(ptr, nbytes, dtype, shape, device):
+    """A tensor of `dtype`/`shape` viewing the first bytes of a raw allocation."""
+    raw = torch.as_tensor(_CudaArray(ptr, nbytes), device=device)
+    numel = math.prod(shape)
+    need = numel * element_size(dtype)
+    if need > nbytes:
+        raise ValueError("%d bytes do not fit a %d-byte buffer" % (need, nbytes))
+    if numel == 0:
+        return torch.empty(shape, dtype=dtype, device=device)
+    return raw[:need].view(dtype).view(shape)
+
+
+class DeviceBuffers:
+    """Judge side: device allocations shared with the runners by IPC handle."""
+
+    def __init__(self, device):
+        import _korch_cuda  # trusted, built into korch-worker
+        self.kc = _korch_cuda
+        self.device = device
+        self.ptrs = []
+        self.sizes = []
+
+    def add(self, nbytes):
+        nbytes = max(int(nbytes), ALIGN)
+        self.ptrs.append(self.kc.alloc(nbytes))
+        self.sizes.append(nbytes)
+        return len(self.ptrs) - 1
+
+    def tensor(self, slot, dtype, shape):
+        return wrap_device(self.ptrs[slot], self.sizes[slot], dtype, list(shape), self.device)
+
+    def handles(self):
+        return [{"handle": base64.b64encode(self.kc.export(p)).decode(), "nbytes": n}
+                for p, n in zip(self.ptrs, self.sizes)]
+
+
+class OpenedBuffers:
+    """Runner side: the judge's buffers, opened once."""
+
+    def __init__(self, handles, device):
+        import _korch_cuda
+        self.device = device
+        self.ptrs = [_korch_cuda.open(base64.b64decode(h["handle"])) for h in handles]
+        self.sizes = [int(h["nbytes"]) for h in handles]
+
+    def tensor(self, slot, dtype, shape):
+        if not 0 <= slot < len(self.ptrs):
+            raise ValueError("no buffer %r" % slot)
+        return wrap_device(self.ptrs[slot], self.sizes[slot], dtype, list(shape), self.device)
+
+
+def device_args(header, bufs):
+    out = []
+    for h in header:
+        if h.get("t") == "tensor":
+            dt = DTYPES.get(h["dtype"])
+            if dt is None:
+                raise ValueError("unsupported dtype %r" % h["dtype"])
+            out.append(bufs.tensor(int(h["slot"]), dt, [int(s) for s in h["shape"]]))
+        else:
+            out.append(h.get("v"))
+    return out
+
+
+# ----------------------------------------------------------------------------- channel
+
+class Channel:
+    """One JSON object per SOCK_SEQPACKET datagram, with optional fds."""
+
+    def __init__(self, fd, timeout=None):
+        self.sock = socket.socket(fileno=fd)
+        self.sock.settimeout(timeout)
+
+    def send(self, obj, fds=()):
+        data = json.dumps(obj).encode()
+        if fds:
+            socket.send_fds(self.sock, [data], list(fds))
+        else:
+            self.sock.sendall(data)
+
+    def recv(self):
+        data, fds, _flags, _addr = socket.recv_fds(self.sock, MAX_MSG, 4)
+        if not data:
+            for fd in fds:
+                os.close(fd)
+            raise EOFError("peer closed")
+        return json.loads(data), fds

@@ -1,0 +1,58 @@
+# task: level1/88_MinGPTNewGelu.py
+# expect: rule_violation
+# mode: gpu
+# hack: the real kernel runs on a private stream made with cudaStreamCreate
+# and nothing waits for it, so events recorded on the current stream time an
+# (almost) empty window. Caught statically: native_stream_event_graph.
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP_SRC = r"""
+#include <torch/extension.h>
+
+torch::Tensor new_gelu(torch::Tensor x);
+"""
+
+CUDA_SRC = r"""
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+#include <math.h>
+
+__global__ void new_gelu_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        const float v = x[i];
+        y[i] = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    }
+}
+
+torch::Tensor new_gelu(torch::Tensor x) {
+    static cudaStream_t side = nullptr;
+    if (side == nullptr) cudaStreamCreate(&side);
+    torch::Tensor xc = x.contiguous();
+    torch::Tensor y = torch::empty_like(xc);
+    const int64_t n = xc.numel();
+    const int threads = 256;
+    const int64_t blocks = (n + threads - 1) / threads;
+    new_gelu_kernel<<<(unsigned int)blocks, threads, 0, side>>>(
+        xc.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+"""
+
+side_ext = load_inline(
+    name="side_stream_gelu_ext",
+    cpp_sources=CPP_SRC,
+    cuda_sources=CUDA_SRC,
+    functions=["new_gelu"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return side_ext.new_gelu(x)

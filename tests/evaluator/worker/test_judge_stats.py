@@ -1,0 +1,93 @@
+"""The judge's statistics, on synthetic raw times (no worker, no sandbox).
+
+These are the numbers a verdict rests on: the speedup, its block-bootstrap
+interval, and the cross-checks that turn hidden work into impossible_timing.
+"""
+import os
+import random
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "evaluator", "worker", "py"))
+
+import korch_judge as kj  # noqa: E402
+
+
+def judge(device="cpu"):
+    j = kj.Judge({"protections": []}, {"device": device})
+    j.seed = 7
+    return j
+
+
+def blocks(rng, n_blocks, per_block, mean_ns, sd_frac, drift=0.0):
+    out = []
+    for b in range(n_blocks):
+        level = mean_ns * (1 + drift * (b % 3 - 1))
+        out.append([int(rng.gauss(level, sd_frac * mean_ns)) for _ in range(per_block)])
+    return out
+
+
+class Interval(unittest.TestCase):
+    def test_equal_work_interval_contains_one(self):
+        rng = random.Random(1)
+        s = {"ref": blocks(rng, 20, 5, 100_000, 0.02), "cand": blocks(rng, 20, 5, 100_000, 0.02)}
+        lo, hi, point = judge()._interval(s, 1000)
+        self.assertLess(abs(point - 1.0), 0.02)
+        self.assertLessEqual(lo, 1.0)
+        self.assertGreaterEqual(hi, 1.0)
+
+    def test_real_speedup_interval_excludes_one(self):
+        rng = random.Random(2)
+        s = {"ref": blocks(rng, 20, 5, 200_000, 0.02), "cand": blocks(rng, 20, 5, 100_000, 0.02)}
+        lo, hi, point = judge()._interval(s, 1000)
+        self.assertAlmostEqual(point, 2.0, delta=0.05)
+        self.assertGreater(lo, 1.5)
+        self.assertLess(hi, 2.5)
+
+    def test_drift_between_blocks_widens_the_interval(self):
+        rng = random.Random(3)
+        calm = {"ref": blocks(rng, 20, 5, 100_000, 0.01), "cand": blocks(rng, 20, 5, 100_000, 0.01)}
+        rng = random.Random(3)
+        drifting = {"ref": blocks(rng, 20, 5, 100_000, 0.01, drift=0.05),
+                    "cand": blocks(random.Random(4), 20, 5, 100_000, 0.01, drift=-0.05)}
+        lo1, hi1, _ = judge()._interval(calm, 1000)
+        lo2, hi2, _ = judge()._interval(drifting, 1000)
+        self.assertGreater(hi2 - lo2, hi1 - lo1)
+
+
+class CrossCheck(unittest.TestCase):
+    def extra(self, t, rt, host=None, sync=None, n=20):
+        return [(t, rt, host, sync)] * n
+
+    def test_equal_overheads_pass(self):
+        j = judge("cuda")
+        j._cross_check({"ref": self.extra(100_000, 180_000, 110_000, 120_000),
+                        "cand": self.extra(90_000, 170_000, 100_000, 110_000)}, 90_000)
+
+    def test_side_stream_work_is_impossible_timing(self):
+        j = judge("cuda")
+        # The events on the current stream see 5 us; a device-wide sync sees 2 ms.
+        with self.assertRaises(kj.Verdict) as cm:
+            j._cross_check({"ref": self.extra(2_000_000, 2_100_000, 2_010_000, 2_020_000),
+                            "cand": self.extra(5_000, 2_100_000, 15_000, 2_010_000)}, 5_000)
+        self.assertEqual(cm.exception.verdict, "impossible_timing")
+
+    def test_host_side_wait_is_impossible_timing(self):
+        j = judge("cuda")
+        with self.assertRaises(kj.Verdict) as cm:
+            j._cross_check({"ref": self.extra(2_000_000, 2_100_000, 2_010_000, 2_020_000),
+                            "cand": self.extra(5_000, 2_100_000, 2_000_000, 2_010_000)}, 5_000)
+        self.assertEqual(cm.exception.verdict, "impossible_timing")
+
+    def test_cpu_round_trip_gap_is_impossible_timing(self):
+        j = judge("cpu")
+        with self.assertRaises(kj.Verdict):
+            j._cross_check({"ref": self.extra(1_000_000, 1_300_000),
+                            "cand": self.extra(10_000, 9_000_000)}, 10_000)
+        j._cross_check({"ref": self.extra(1_000_000, 1_300_000),
+                        "cand": self.extra(900_000, 1_250_000)}, 900_000)
+
+
+if __name__ == "__main__":
+    unittest.main()
