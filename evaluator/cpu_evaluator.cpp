@@ -233,13 +233,25 @@ class CpuEvaluator final : public Evaluator {
     json j;
     j["tolerance"] = m_cfg.tolerance;
     j["torch_ops"] = m_cfg.torch_ops;
-    j["memory_budget_mb"] = m_cfg.memory_budget_mb;
+    j["memory_budget_mb"] = budget_mb();
     j["device"] = m_gpu_mode ? "cuda" : "cpu";
     if (m_gpu_mode) {
       j["l2_bytes"] = m_gpu.value("l2_bytes", 0);
       j["runner_env"] = runner_env(req.code);
+      // KORCH_RUNNER_EXEC=1 lets runners exec (Triton's ptxas) if the
+      // prepared no-exec path fails on some Triton version; off by default.
+      const char* ex = std::getenv("KORCH_RUNNER_EXEC");
+      j["runner_exec"] = ex && std::string(ex) == "1";
     }
     return j;
+  }
+
+  // gpu: the budget is of GPU memory, at least 40% of the device's (a
+  // KernelBench level-1 task holds 6 GB inputs and outputs per input set).
+  std::int64_t budget_mb() const {
+    if (!m_gpu_mode) return m_cfg.memory_budget_mb;
+    const auto device_mb = static_cast<std::int64_t>(m_gpu.value("memory_bytes", 0.0) / (1 << 20));
+    return std::max<std::int64_t>(m_cfg.memory_budget_mb, device_mb * 2 / 5);
   }
 
   // Triton's cache is per candidate (content-addressed by its code) and per
@@ -262,7 +274,7 @@ class CpuEvaluator final : public Evaluator {
     // gpu: RLIMIT_AS cannot confine a CUDA process (it reserves huge address
     // ranges); a cgroup caps the job's host memory: three CUDA processes
     // (~3 GB each) plus the task's data on the host.
-    if (m_gpu_mode) e["memory_limit_mb"] = 3 * 6144 + 4 * m_cfg.memory_budget_mb;
+    if (m_gpu_mode) e["memory_limit_mb"] = 3 * 6144 + 2 * m_cfg.memory_budget_mb;
     return e;
   }
 
@@ -648,6 +660,7 @@ Result<std::unique_ptr<Evaluator>> make_cpu_evaluator(const config::EvaluatorCon
   fs::create_directories(cache_dir + "/cache", ec);
   fs::create_directories(cache_dir + "/jobs", ec);
   fs::create_directories(cache_dir + "/run", ec);
+  fs::create_directories(cache_dir + "/triton", ec);
   if (ec) return fail("cannot create the evaluator cache at " + cache_dir + ": " + ec.message());
   const std::string abs = fs::absolute(cache_dir, ec).lexically_normal().string();
   // Sandboxed workers run as unprivileged uids: every folder above the cache

@@ -243,14 +243,19 @@ std::uint64_t mapped_bytes() {
         dup2(1, 2);
         move_fd(sv[1], 4);
         Protections cp = prot;
-        korch::worker::drop_privileges(cp, uid, gpu_job ? 0 : as_base + 2 * budget,
-                                       SeccompProfile::strict);
         json cctx;
         cctx["sock_fd"] = 4;
         cctx["which"] = which;
         cctx["device"] = gpu_job ? "cuda" : "cpu";
-        cctx["protections"] = cp;
         cctx["env"] = job_json.value("runner_env", json::object());
+        // Trusted preparation before the sandbox closes (no candidate code
+        // has run): Triton asks ptxas for its version when it hashes a
+        // kernel, which a runner that may not exec could not do later.
+        if (gpu_job) call_harness("runner_prepare", cctx.dump());
+        const bool may_exec = job_json.value("runner_exec", false);
+        korch::worker::drop_privileges(cp, uid, gpu_job ? 0 : as_base + 2 * budget,
+                                       may_exec ? SeccompProfile::compile : SeccompProfile::strict);
+        cctx["protections"] = cp;
         call_harness("runner_main", cctx.dump());
         std::fflush(nullptr);
         _exit(0);

@@ -24,7 +24,9 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--mode", default="submit")
     ap.add_argument("--cache-dir", default="/var/tmp/korch-cache")
-    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--timeout", type=float, default=900, help="per korch eval process")
+    ap.add_argument("--eval-timeout", type=float, default=120,
+                    help="the evaluation's own wall-clock limit (korch eval --timeout)")
     ap.add_argument("--only", default="", help="substring filter on file names")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
@@ -38,7 +40,10 @@ def main():
         code = os.path.join(base, e["file"])
         t0 = time.monotonic()
         cmd = [a.korch, "eval", "--task", task, "--code", code, "--mode", a.mode,
-               "--device", a.device, "--json", "--cache-dir", a.cache_dir]
+               "--device", a.device, "--json", "--cache-dir", a.cache_dir,
+               "--timeout", str(e.get("timeout_s", a.eval_timeout))]
+        if e.get("memory_budget_mb"):
+            cmd += ["--memory-budget-mb", str(e["memory_budget_mb"])]
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
             out = p.stdout.strip().splitlines()

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Named suites for the GPU machine; logs and JSON go to $OUT (or
-# /tmp/korch-gpu-out). Build first with scripts/gpu/build.sh.
+# Named suites for the GPU machine; each prints its log on stdout (tee it to
+# $OUT/<suite>.log); corpus results also go to $OUT/corpus.json. Build first
+# with scripts/gpu/build.sh.
 #   scripts/gpu/suite.sh diag        machine facts + a CPU-mode evaluation
+#   scripts/gpu/suite.sh campaign    korch run over level-1 tasks (replay server), report, export
+#   scripts/gpu/suite.sh validate    korch tasks validate on the GPU (levels 1-3)
 #   scripts/gpu/suite.sh ctest       the CTest suite (GPU tests included)
 #   scripts/gpu/suite.sh smoke       a few small candidates in cpu and gpu mode
 #   scripts/gpu/suite.sh corpus      every GPU corpus candidate through korch eval --device cuda
@@ -21,12 +24,12 @@ korch_eval() {  # task code mode device -> JSON line on stdout
 
 case ${1:-diag} in
   diag)
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$OUT/nvidia-smi.txt"
-    timeout 180 "$PY" scripts/gpu/probe.py > "$OUT/probe.json" 2> "$OUT/probe.err"; echo "probe rc=$?"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+    timeout 180 "$PY" scripts/gpu/probe.py; echo "probe rc=$?"
     for i in 1 2; do
       timeout 300 /usr/bin/time -f "wall %e s" "$B/bin/korch" eval --task examples/tasks/1_ReLU_small.py \
         --code tests/evaluator/corpus/good/cpp_relu.py --device cpu --mode submit --json \
-        --cache-dir "$KORCH_CACHE_DIR" 2>&1 | tee "$OUT/cpu_relu_$i.json"
+        --cache-dir "$KORCH_CACHE_DIR" 2>&1 | cut -c1-3000
     done
     ;;
   smoke)
@@ -36,17 +39,35 @@ case ${1:-diag} in
       n=$(basename "$c" .py)
       dev=cuda; [[ $n == cpp_relu ]] && dev=cpu
       timeout 400 "$B/bin/korch" eval --task examples/tasks/1_ReLU_small.py --code "$c" --device $dev \
-        --mode submit --json --cache-dir "$KORCH_CACHE_DIR" > "$OUT/smoke_$n.json" 2> "$OUT/smoke_$n.err"
-      echo "smoke $n ($dev): rc=$? $(head -c 600 "$OUT/smoke_$n.json")"
+        --mode submit --json --cache-dir "$KORCH_CACHE_DIR" > /tmp/smoke_$n.json 2> /tmp/smoke_$n.err
+      echo "== smoke $n ($dev): rc=$?"; cut -c1-4000 /tmp/smoke_$n.json; tail -5 /tmp/smoke_$n.err
     done
     ;;
   corpus)
     timeout 3000 "$PY" scripts/gpu/run_corpus.py --korch "$B/bin/korch" \
       --manifest tests/evaluator/corpus/gpu/manifest.json --kernelbench .gpu-deps/kernelbench \
-      --cache-dir "$KORCH_CACHE_DIR" --out "$OUT/corpus.json" "${@:2}" 2>&1 | tee "$OUT/corpus.log"
+      --cache-dir "$KORCH_CACHE_DIR" --out "$OUT/corpus.json" "${@:2}" 2>&1
+    ;;
+  campaign)
+    # korch run over level-1 tasks on the GPU, answered by the replay server.
+    W=$(mktemp -d /var/tmp/korch-campaign.XXXX)
+    "$B/tests/support/korch-fake-llm" --port 0 --script replay:examples/gpu/replay.json >"$W/replay.out" 2>"$W/replay.err" &
+    FAKE=$!
+    for _ in $(seq 100); do grep -q '^PORT ' "$W/replay.out" 2>/dev/null && break; sleep 0.1; done
+    PORT=$(awk '/^PORT /{print $2; exit}' "$W/replay.out")
+    SETS=(--set "models.replay.base_url=http://127.0.0.1:$PORT/v1" --set "db_path=$W/campaign.db"
+          --set "tasks.kernelbench_dir=$(pwd)/.gpu-deps/kernelbench" --set "evaluator.cache_dir=$KORCH_CACHE_DIR")
+    timeout 1500 "$B/bin/korch" run examples/gpu/campaign.toml "${SETS[@]}" 2>&1 | tail -5
+    "$B/bin/korch" report --db "$W/campaign.db" 2>&1
+    "$B/bin/korch" export --db "$W/campaign.db" --format jsonl --out "$OUT/campaign_export.jsonl"
+    kill $FAKE
+    ;;
+  validate)
+    timeout 1500 "$B/bin/korch" tasks validate .gpu-deps/kernelbench --levels "${2:-1,2,3}" --mode gpu \
+      --cache-dir "$KORCH_CACHE_DIR" 2>&1
     ;;
   ctest)
-    (cd "$B" && ctest --output-on-failure --timeout 900 -j 4 "${@:2}") 2>&1 | tee "$OUT/ctest.log"
+    (cd "$B" && ctest --output-on-failure --timeout 900 -j 4 "${@:2}") 2>&1
     ;;
   *)
     echo "suite.sh: unknown suite '$1'" >&2; exit 2;;

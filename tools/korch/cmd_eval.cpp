@@ -74,6 +74,7 @@ int cmd_eval(const Args& args) {
   cfg.mode = args.get("--evaluator").value_or(device == "cuda" ? "gpu" : "cpu");
   if (auto t = args.get("--timeout")) cfg.timeout_s = std::stod(*t);
   if (auto t = args.get("--tolerance")) cfg.tolerance = *t;
+  if (auto mb = args.get("--memory-budget-mb")) cfg.memory_budget_mb = std::stoll(*mb);
   if (auto r = args.get("--reward")) cfg.reward = *r;
   auto ev = evaluator::make_evaluator(cfg, args.get("--cache-dir").value_or(default_cache_dir()));
   if (!ev) {

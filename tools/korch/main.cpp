@@ -25,9 +25,10 @@ Usage:
   korch config show CAMPAIGN.toml [--set KEY=VALUE]...
       Every configuration value and where it came from.
   korch tasks list DIR [--levels 1,2] [--ids 1-10]
-  korch tasks validate DIR [--levels 1] [--ids 1-3] [--mode cpu]
+  korch tasks validate DIR [--levels 1] [--ids 1-3] [--mode cpu|gpu]
   korch eval --task FILE --code FILE [--mode check|submit] [--device cpu|cuda]
-             [--rules on|off] [--evaluator cpu|mock] [--json]
+             [--rules on|off] [--evaluator cpu|gpu|mock] [--timeout S]
+             [--memory-budget-mb N] [--tolerance strict|tf32] [--json]
       One evaluation from the command line.
   korch serve
       The daemon (HTTP API, dashboard): not part of this build yet.

@@ -265,6 +265,37 @@ def call_gpu(model, msg, bufs, out_bufs, input_ranges):
     return reply
 
 
+def runner_prepare(ctx_json):
+    """Runs as root in the runner's namespaces, before its uid, seccomp
+    filter and candidate exist: warms what Triton would otherwise exec for
+    (ptxas --version, cached by functools.lru_cache for the process)."""
+    import json
+    ctx = json.loads(ctx_json)
+    apply_env(ctx.get("env"))
+    if "TRITON_CACHE_DIR" not in (ctx.get("env") or {}):
+        return ""
+    try:
+        import triton  # noqa: F401
+        from triton.backends.nvidia import compiler as nv
+        for name in ("get_ptxas_version", "get_ptxas"):
+            fn = getattr(nv, name, None)
+            if fn is not None:
+                for args in ((), (90,)):
+                    try:
+                        fn(*args)
+                        break
+                    except Exception:  # noqa: BLE001 - best effort; the runner reports what fails
+                        pass
+        try:
+            from triton import knobs
+            _ = knobs.nvidia.ptxas.version
+        except Exception:  # noqa: BLE001
+            pass
+    except Exception:  # noqa: BLE001
+        pass
+    return ""
+
+
 def runner_main(ctx_json):
     import json
     global _Event

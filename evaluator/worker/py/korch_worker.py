@@ -383,4 +383,4 @@ def gpuinfo_main(ctx_json):
 
 # The roles that live in their own files.
 from korch_judge import load_task, nbytes_of, as_outputs, reference_main  # noqa: E402,F401
-from korch_runner import runner_main, warm_main  # noqa: E402,F401
+from korch_runner import runner_main, runner_prepare, warm_main  # noqa: E402,F401
