@@ -238,8 +238,8 @@ class CpuEvaluator final : public Evaluator {
     if (m_gpu_mode) {
       j["l2_bytes"] = m_gpu.value("l2_bytes", 0);
       j["runner_env"] = runner_env(req.code);
-      // KORCH_RUNNER_EXEC=1 lets runners exec (Triton's ptxas) if the
-      // prepared no-exec path fails on some Triton version; off by default.
+      // KORCH_RUNNER_EXEC=1 lets every runner exec; by default only a
+      // Triton candidate's runners may (see measure()).
       const char* ex = std::getenv("KORCH_RUNNER_EXEC");
       j["runner_exec"] = ex && std::string(ex) == "1";
     }
@@ -442,7 +442,8 @@ class CpuEvaluator final : public Evaluator {
     }
 
     // 4. Measure: the judge and two runners (reference, candidate).
-    json res = measure(req, prebuilt, r, evidence);
+    const bool triton = rules.value("language", "") == "triton";
+    json res = measure(req, prebuilt, r, evidence, triton);
     if (res.is_null()) {
       finish(r, t0, evidence);
       return r;
@@ -452,7 +453,7 @@ class CpuEvaluator final : public Evaluator {
     // 5. gpu: the roofline. A time under k_impossible_fraction * t_min is
     //    measured again; under it twice, the timing is what is broken.
     if (m_gpu_mode) {
-      roofline_check(req, prebuilt, res, r, evidence);
+      roofline_check(req, prebuilt, res, r, evidence, triton);
       if (r.status == Verdict::worker_crash || r.status == Verdict::timeout) health_check(evidence);
     }
     if (m_daemon_nondumpable) r.protections.push_back("daemon_nondumpable");
@@ -461,9 +462,19 @@ class CpuEvaluator final : public Evaluator {
   }
 
   // Runs the measure job; null (with r filled in) when it left no result.
-  json measure(const Request& req, const json& prebuilt, Report& r, json& evidence) {
+  // triton: the runners may exec. Measured on the H200 (Triton 3.6): even
+  // after the sandboxed warm-up filled the candidate's cache, Triton's
+  // launcher build in the runner ran gcc again ("Operation not permitted:
+  // /usr/bin/gcc"), so a no-exec runner cannot run Triton there yet. The
+  // rules already keep subprocess/os/ctypes out of the candidate's Python and
+  // the symbol allowlist keeps exec out of native code; uid, namespaces, no
+  // network and no_new_privs still hold. The report says "runner_may_exec".
+  json measure(const Request& req, const json& prebuilt, Report& r, json& evidence,
+               bool triton = false) {
     JobDir dir(m_cache + "/jobs", "measure");
     json job = common_job(req);
+    if (m_gpu_mode && triton) job["runner_exec"] = true;
+    if (job.value("runner_exec", false)) evidence["runner_may_exec"] = true;
     job["mode"] = req.mode == Mode::check ? "check" : "submit";
     job["code"] = req.code;
     job["task_source"] = req.task.source;
@@ -529,7 +540,7 @@ class CpuEvaluator final : public Evaluator {
   }
 
   void roofline_check(const Request& req, const json& prebuilt, const json& res, Report& r,
-                      json& evidence) {
+                      json& evidence, bool triton) {
     if (!m_peaks) return;
     const json work = res.value("evidence", json::object()).value("work", json::object());
     if (!work.contains("flops")) return;
@@ -546,7 +557,7 @@ class CpuEvaluator final : public Evaluator {
     // Suspicious: measure again (a fresh judge, fresh runners).
     json again_ev = json::object();
     Report again = r;
-    json res2 = measure(req, prebuilt, again, again_ev);
+    json res2 = measure(req, prebuilt, again, again_ev, triton);
     double t2 = 0;
     if (!res2.is_null() && res2.contains("cand_time_ms") && res2["cand_time_ms"].is_number())
       t2 = res2["cand_time_ms"].get<double>() / 1e3;

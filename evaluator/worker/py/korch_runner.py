@@ -27,7 +27,6 @@ import traceback
 import types
 
 import torch
-import torch.utils.cpp_extension as cpp_ext
 
 import korch_transport as kt
 
@@ -38,6 +37,12 @@ _Event = None
 
 _PREBUILT = {}
 _STATE = {"ablate": False, "kernel_calls": 0, "loaded": 0, "triton_kernels": 0}
+# (proxy module, name, raw function, counting wrapper) of every entry point,
+# and Triton's launch method with and without the counting wrapper: timed
+# calls run uninstrumented, so the candidate pays nothing the reference does
+# not (the counters and ablation serve only the untimed checks).
+_ENTRIES = []
+_TRITON_RUN = {}
 
 
 def _tail(text, n=4000):
@@ -95,6 +100,14 @@ def _instrument_triton():
             return original(self, *args, **kwargs)
         return _ablated_call(lambda *a, **k: original(self, *a, **k), args, kwargs)
     JITFunction.run = run
+    _TRITON_RUN.update({"cls": JITFunction, "raw": original, "wrapped": run})
+
+
+def _instrument(on):
+    for proxy, name, raw, wrapped in _ENTRIES:
+        setattr(proxy, name, wrapped if on else raw)
+    if _TRITON_RUN:
+        _TRITON_RUN["cls"].run = _TRITON_RUN["wrapped" if on else "raw"]
 
 
 def _count_triton_kernels(mod):
@@ -132,7 +145,9 @@ def shim_load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra
             continue
         fn = getattr(mod, attr)
         if callable(fn):
-            setattr(proxy, attr, _wrap_entry(fn))
+            wrapped = _wrap_entry(fn)
+            setattr(proxy, attr, wrapped)
+            _ENTRIES.append((proxy, attr, fn, wrapped))
     _STATE["loaded"] += 1
     return proxy
 
@@ -143,6 +158,7 @@ def load_model(msg, which):
     """Imports the module from a real file (Triton reads its source with
     inspect) and builds the model with the judge's seed."""
     global _PREBUILT
+    import torch.utils.cpp_extension as cpp_ext  # after the fork (see korch_worker)
     _PREBUILT = msg.get("prebuilt", {})
     cpp_ext.load_inline = shim_load_inline
     if which == "candidate":
@@ -212,6 +228,7 @@ def call_cpu(model, msg, fds):
     os.close(fd)
     args = kt.unpack(msg["args"], mm, copy=False)
     base = torch.frombuffer(mm, dtype=torch.uint8, count=1).data_ptr()
+    _instrument(msg.get("instrument", True))
     _STATE["ablate"] = bool(msg.get("ablate"))
     calls0 = _STATE["kernel_calls"]
     t0 = _perf_ns()
@@ -230,6 +247,7 @@ def call_cpu(model, msg, fds):
 
 def call_gpu(model, msg, bufs, out_bufs, input_ranges):
     args = kt.device_args(msg["args"], bufs)
+    _instrument(msg.get("instrument", True))
     _STATE["ablate"] = bool(msg.get("ablate"))
     calls0 = _STATE["kernel_calls"]
     start, end = _Event(enable_timing=True), _Event(enable_timing=True)

@@ -23,7 +23,11 @@ import time
 import traceback
 
 import torch
-import torch.utils.cpp_extension as cpp_ext
+
+# torch.utils.cpp_extension is imported only in the roles that use it: on
+# torch 2.x its import queries CUDA (registering torch's "bad fork" handler)
+# and starts threads, and every child the zygote forks would then refuse to
+# initialise CUDA, or deadlock.
 
 try:  # imported in the zygote: every role then finds it in sys.modules
     import korch_rules  # noqa: F401  (trusted, from rules_python_dir())
@@ -218,6 +222,7 @@ def rules_main(ctx_json):
 # ----------------------------------------------------------------------------- compile
 
 def compile_main(ctx_json):
+    import torch.utils.cpp_extension as cpp_ext
     ctx = json.loads(ctx_json)
     job = json.loads(ctx["job"])
     entry = job["entry"]
