@@ -2615,10 +2615,29 @@ def check(source: str, *, tolerance: str = "strict", torch_ops: str = "allow") -
     return result
 
 
+def lint_file(path: str, *, tolerance: str = "strict", torch_ops: str = "allow") -> dict:
+    """`korch lint`'s record for one file: {"file", "ok", "violations"}.
+    Reads the file as bytes; a file that is not UTF-8 is a source_encoding
+    violation (the worker writes candidates as UTF-8)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        src = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return {"file": path, "ok": False,
+                "violations": [violation("source_encoding", raw[:e.start].count(b"\n") + 1,
+                                         f"byte {e.start} is not UTF-8")]}
+    res = check(src, tolerance=tolerance, torch_ops=torch_ops)
+    return {"file": path, "ok": res["ok"], "violations": res["violations"]}
+
+
 def main(argv: list[str]) -> int:
     import argparse
     ap = argparse.ArgumentParser(description="korch static rules")
     ap.add_argument("file", nargs="?", help="candidate module to check")
+    ap.add_argument("--lint", nargs="+", metavar="FILE",
+                    help="check each FILE; print one JSON object per file per line "
+                         "({file, ok, violations}); exit 1 if any has a violation")
     ap.add_argument("--dump-table", action="store_true", help="print the rule table as JSON")
     ap.add_argument("--tolerance", default="strict", choices=TOLERANCES)
     ap.add_argument("--torch-ops", default="allow", choices=TORCH_OPS_POLICIES)
@@ -2638,8 +2657,15 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"ok": not v, "undefined": syms, "needed": needed_libraries(args.symbols),
                           "violations": v}, indent=1))
         return 0 if not v else 1
+    if args.lint:
+        any_bad = False
+        for path in args.lint:
+            rec = lint_file(path, tolerance=args.tolerance, torch_ops=args.torch_ops)
+            any_bad |= not rec["ok"]
+            print(json.dumps(rec, ensure_ascii=False), flush=True)
+        return 1 if any_bad else 0
     if not args.file:
-        ap.error("give a FILE, --dump-table or --symbols")
+        ap.error("give a FILE, --lint FILE..., --dump-table or --symbols")
     with open(args.file, encoding="utf-8") as f:
         src = f.read()
     res = check(src, tolerance=args.tolerance, torch_ops=args.torch_ops)

@@ -239,6 +239,20 @@ class RuleTableTest(unittest.TestCase):
         covered = set(CASES) | {"native_symbol"}  # native_symbol: SymbolTest below
         self.assertEqual(covered, {r.id for r in kr.RULES})
 
+    def test_every_rule_names_threat_and_fix(self):
+        for r in kr.RULES:
+            with self.subTest(rule=r.id):
+                self.assertTrue(r.threat and "\n" not in r.threat)
+                self.assertTrue(r.fix and "\n" not in r.fix)
+
+    def test_docs_list_every_rule(self):
+        """docs/rules.md carries the table (regenerate it from --dump-table)."""
+        doc = (REPO / "docs" / "rules.md").read_text(encoding="utf-8")
+        for r in kr.RULES:
+            with self.subTest(rule=r.id):
+                self.assertIn(f"| `{r.id}` |", doc)
+                self.assertIn(r.threat.replace("|", "\\|"), doc)
+
     def test_dump_table_cli(self):
         out = subprocess.run([sys.executable, str(REPO / "evaluator/rules/korch_rules.py"), "--dump-table"],
                              check=True, capture_output=True, text=True).stdout
