@@ -264,6 +264,12 @@ LEAF_DENY: dict[str, str] = {
     "DataSource": "file_os_network",
     "load_library": "custom_op_registration",
     "custom_op": "custom_op_registration",
+    "py_impl": "custom_op_registration",
+    "py_kernels": "custom_op_registration",
+    "register_kernel": "custom_op_registration",
+    "register_fake": "custom_op_registration",
+    "register_autograd": "custom_op_registration",
+    "impl_abstract": "custom_op_registration",
     "compile": "compile_jit",
     "profiler": "profiler",
     "as_subclass": "tensor_subclass",
@@ -830,8 +836,8 @@ def _private_part(qual: str) -> str | None:
         p = parts[i]
         if not p.startswith("_") or p == "_" or _is_dunder(p):
             continue
-        if any((".".join(parts[:i]) + ".").startswith(ok) for ok in PRIVATE_OK_UNDER):
-            continue
+        if any(".".join(parts[:i]) + "." == ok for ok in PRIVATE_OK_UNDER):
+            continue  # the op name itself, nothing below it
         return p
     return None
 
@@ -955,6 +961,7 @@ class _HarnessObjects:
         self.attrs: set[str] = set()
         self.returning: set[str] = set()
         self.defs: dict[str, list] = {}
+        self.assigned_attrs = {n.attr for n in ctx.walk(ast.Attribute) if isinstance(n.ctx, (ast.Store, ast.Del))}
         for n in ctx.walk(ast.FunctionDef, ast.AsyncFunctionDef):
             self.defs.setdefault(n.name, []).append(n)
             if any(_decorator_name(ctx, d) in TRITON_WRAPPERS for d in n.decorator_list):
@@ -1003,18 +1010,32 @@ class _HarnessObjects:
         return False
 
     def _callee_params(self, call) -> list[tuple[int, ast.AST]] | None:
-        """The candidate's own functions a call may reach, as (number of
-        leading parameters the call does not pass, def), or None when it
-        reaches something else (a library call)."""
+        """The candidate's own function a call certainly reaches, as (number
+        of leading parameters the call does not pass, def), or None when it
+        may reach something else (a library function that could store or
+        patch its argument). Certain: `f(...)` with `f` bound only by one
+        module-level def, or `self.m(...)` inside a class that defines `m`,
+        with no attribute named `m` ever assigned."""
+        ctx = self.ctx
         f = call.func
-        if isinstance(f, ast.Name) and f.id in self.defs and self.ctx.import_aliases.get(f.id) is None:
-            return [(0, d) for d in self.defs[f.id]]
-        if isinstance(f, ast.Attribute) and f.attr in self.defs and not self.ctx.qualname(f):
-            out = []
-            for d in self.defs[f.attr]:
-                static = any(isinstance(x, ast.Name) and x.id == "staticmethod" for x in d.decorator_list)
-                out.append((0 if static or not isinstance(self.ctx.parent(d), ast.ClassDef) else 1, d))
-            return out
+        if isinstance(f, ast.Name):
+            sites = ctx.bindings.get(f.id, [])
+            if (len(sites) == 1 and isinstance(sites[0][0], (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and sites[0][0] in ctx.tree.body):
+                return [(0, sites[0][0])]
+            return None
+        if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self"
+                and f.attr not in self.assigned_attrs):
+            fn = ctx.func_of.get(id(call))
+            while isinstance(fn, ast.Lambda):
+                fn = ctx.func_of.get(id(fn))
+            cls = ctx.parent(fn) if fn is not None else None
+            if isinstance(cls, ast.ClassDef):
+                own = [d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == f.attr]
+                if len(own) == 1:
+                    d = own[0]
+                    static = any(isinstance(x, ast.Name) and x.id == "staticmethod" for x in d.decorator_list)
+                    return [(0 if static else 1, d)]
         return None
 
     def _bind_targets(self, targets) -> bool:
@@ -1027,7 +1048,9 @@ class _HarnessObjects:
             elif isinstance(t, (ast.Starred, ast.Subscript)):
                 changed |= self._bind_targets([t.value])
             elif isinstance(t, ast.Name) and t.id not in self.names:
+                # Also as an attribute name: a class body's `e = ext` is `C.e`.
                 self.names.add(t.id)
+                self.attrs.add(t.id)
                 changed = True
             elif isinstance(t, ast.Attribute) and t.attr not in self.attrs:
                 self.attrs.add(t.attr)

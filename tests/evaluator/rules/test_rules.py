@@ -410,6 +410,20 @@ class HackTest(unittest.TestCase):
             top="@triton.jit\ndef _k(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n"
                 "def launch(kern, v):\n    kern.run = None\nlaunch(_k, 1)")
         self.expect(kernel_arg, "attribute_assignment")
+        # A name rebound to a library function, or a method name that is
+        # also a library method's, is not the candidate's function.
+        rebound = native() + ("\nimport functools\ndef helper(m, f):\n    pass\n"
+                              "helper = functools.update_wrapper\ndef fake():\n    pass\n"
+                              "fake.fwd = torch.relu\nhelper(ext, fake)\n")
+        self.expect(rebound, "attribute_assignment")
+        appended = native().replace("super().__init__()", "super().__init__()\n        self.items = []\n"
+                                    "        self.items.append(ext)\n        self.items[0].fwd = torch.relu") + (
+            "\nclass Other(nn.Module):\n    def append(self, m):\n        return m\n")
+        self.expect(appended, "attribute_assignment")
+        class_attr = native() + "\nclass Holder:\n    e = ext\nHolder.e.fwd = torch.relu\n"
+        self.expect(class_attr, "attribute_assignment")
+        self.expect(py(top="op = torch.ops.aten._softmax._op"), "private_name")
+        self.expect(py(top="k = torch.ops.aten.relu.default.py_impl"), "custom_op_registration")
         # Storing, calling, launching and reading them is how they are used.
         ok = native().replace("super().__init__()", "super().__init__()\n        self.ext = ext\n"
                               "        self.fn = self.ext.fwd\n        self.has = hasattr(ext, \"fwd\")")
@@ -418,6 +432,8 @@ class HackTest(unittest.TestCase):
         ok_kernel = "import triton\nimport triton.language as tl\n" + py(
             top="@triton.jit\ndef _k(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n"
                 "def launch(kern, v):\n    kern[(1,)](v, 1, BLOCK=128)\nlaunch(_k, torch.zeros(1))\n"
+                "class Runner(nn.Module):\n    def run(self, kern, v):\n        kern[(1,)](v, 1, BLOCK=128)\n"
+                "    def forward(self, v):\n        self.run(_k, v)\n        return v\n"
                 "ok = isinstance(torch.zeros(1), (torch.Tensor, nn.Parameter))\n"
                 "def typed(v: torch.Tensor) -> torch.Tensor:\n    return v")
         res = kr.check(ok_kernel)
