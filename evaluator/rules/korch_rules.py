@@ -102,11 +102,35 @@ KNOWN_MODULES = ALLOWED_IMPORTS | frozenset({
 })
 
 # Builtins that evaluate code, reach namespaces or bypass attribute rules.
+# Refused only where the name resolves to the builtin: a parameter, local or
+# module-level binding of the same name (`forward(self, input)`) shadows it.
 BANNED_BUILTINS = frozenset({
     "exec", "eval", "compile", "open", "__import__", "globals", "locals",
     "vars", "breakpoint", "input", "setattr", "delattr", "type", "help",
     "exit", "quit", "memoryview",
 })
+
+# Dunder names and attributes that reach interpreter internals: the class
+# graph (`().__class__.__bases__[0].__subclasses__()` walks to os), function
+# globals, code and closures, the builtins namespace, generic attribute
+# access that bypasses the static attribute rules, mutable function
+# defaults, module loaders. Refused wherever they appear (attribute, name,
+# literal getattr, definition). Other dunders (`__name__`, `__init__`,
+# `__call__`, `__version__` ...) reach nothing and are allowed.
+INTERNALS = frozenset({
+    "__class__", "__bases__", "__base__", "__mro__", "__subclasses__", "__globals__",
+    "__builtins__", "__dict__", "__code__", "__closure__", "__func__", "__self__",
+    "__getattribute__", "__getattr__", "__setattr__", "__delattr__", "__import__",
+    "__build_class__", "__loader__", "__spec__", "__path__", "__defaults__",
+    "__kwdefaults__", "__reduce__", "__reduce_ex__", "__traceback__", "__thisclass__",
+    "__objclass__", "__self_class__", "__init_subclass__", "__class_getitem__",
+})
+# Plain attribute names with the same reach: `type.mro()` lists base classes.
+INTERNALS_ATTRS = frozenset({"mro"})
+
+# Where a private `_x` member of a library module is nothing but an operator
+# name: `torch.ops.aten._softmax` calls the ATen op, it reaches no internals.
+PRIVATE_OK_UNDER = ("torch.ops.aten.",)
 
 # Qualified paths (after alias resolution) and the rule each belongs to.
 DENY_PATHS: dict[str, str] = {
@@ -240,6 +264,12 @@ LEAF_DENY: dict[str, str] = {
     "DataSource": "file_os_network",
     "load_library": "custom_op_registration",
     "custom_op": "custom_op_registration",
+    "py_impl": "custom_op_registration",
+    "py_kernels": "custom_op_registration",
+    "register_kernel": "custom_op_registration",
+    "register_fake": "custom_op_registration",
+    "register_autograd": "custom_op_registration",
+    "impl_abstract": "custom_op_registration",
     "compile": "compile_jit",
     "profiler": "profiler",
     "as_subclass": "tensor_subclass",
@@ -306,10 +336,15 @@ LOAD_INLINE_ALLOWED = frozenset({
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
+    """One static rule. `message` says what is refused, `threat` the escape
+    or measurement hack it stops (and, for rules that match narrowly, which
+    other guard covers the rest), `fix` how a correct candidate complies."""
     id: str
     message: str
     stage: str  # python | load_inline | flags | native | symbols
     check: Callable[["Context"], Iterable[tuple[int, str]]] | None = None
+    threat: str = ""
+    fix: str = ""
 
 
 @dataclasses.dataclass
@@ -338,6 +373,12 @@ class Context:
         self.bindings: dict[str, list[tuple[ast.AST, ast.AST | None]]] = {}
         self._collect_bindings()
         self.module_classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        # `Alias = SomeClass` at module level: the alias is that class.
+        self.class_aliases = {
+            n.targets[0].id: self.module_classes[n.value.id] for n in tree.body
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+            and isinstance(n.value, ast.Name) and n.value.id in self.module_classes}
+        self.scopes = _Scopes(tree)
         self.events = list(self._attribute_events())
         self.load_inline_calls: list[dict] = []
         self.native_units: list[dict] = []
@@ -461,6 +502,178 @@ class Context:
                 self.flag_units.append({"kind": kind, "flags": entry[kind], "line": call.lineno})
 
 
+class _Scope:
+    """One Python scope: module, class, function (def or lambda) or
+    comprehension, with the names bound in it."""
+
+    def __init__(self, kind: str, parent: "_Scope | None"):
+        self.kind = kind
+        self.parent = parent
+        self.bound: set[str] = set()
+        self.deleted: set[str] = set()
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+        # Module and class scopes: name -> index of the first body statement
+        # that binds it unconditionally (a name bound only under `if`, `for`
+        # or `while` may still be unbound there, and then the builtin shows
+        # through).
+        self.definite: dict[str, int] = {}
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def _target_names(target) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for e in target.elts:
+            yield from _target_names(e)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value)
+
+
+def _definite_bindings(stmt) -> Iterator[str]:
+    """Names that a module- or class-level statement binds whenever it
+    completes (so later statements of that body see them bound)."""
+    if isinstance(stmt, ast.Assign):
+        for t in stmt.targets:
+            yield from _target_names(t)
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+        if getattr(stmt, "value", None) is not None:
+            yield from _target_names(stmt.target)
+    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        for a in stmt.names:
+            if a.name != "*":
+                yield a.asname or a.name.split(".")[0]
+    elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield stmt.name
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        for item in stmt.items:
+            if item.optional_vars is not None:
+                yield from _target_names(item.optional_vars)
+
+
+class _Scopes:
+    """Python's name resolution, enough to tell whether a name refers to the
+    builtin of that name: a function's parameters and locals (an unbound
+    local raises, it never falls back to builtins), enclosing functions'
+    names, and module or class names bound unconditionally before use."""
+
+    def __init__(self, tree: ast.Module):
+        self.info: dict[int, tuple[_Scope, int, int | None]] = {}
+        self.module = _Scope("module", None)
+        self._body(tree.body, self.module)
+        for i, stmt in enumerate(tree.body):
+            self._visit(stmt, self.module, i, None)
+
+    @staticmethod
+    def _body(body, scope):
+        for i, stmt in enumerate(body):
+            for name in _definite_bindings(stmt):
+                scope.definite.setdefault(name, i)
+
+    def _visit(self, node, scope, mi, ci):
+        v = self._visit
+        if isinstance(node, ast.Name):
+            self.info[id(node)] = (scope, mi, ci)
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                scope.bound.add(node.id)
+                if isinstance(node.ctx, ast.Del):
+                    scope.deleted.add(node.id)
+            return
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            if not isinstance(node, ast.Lambda):
+                scope.bound.add(node.name)
+                for d in node.decorator_list:
+                    v(d, scope, mi, ci)
+                if node.returns is not None:
+                    v(node.returns, scope, mi, ci)
+            a = node.args
+            for d in list(a.defaults) + [d for d in a.kw_defaults if d is not None]:
+                v(d, scope, mi, ci)
+            fs = _Scope("function", scope)
+            for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
+                fs.bound.add(arg.arg)
+                if arg.annotation is not None:
+                    v(arg.annotation, scope, mi, ci)
+            for stmt in (node.body if isinstance(node.body, list) else [node.body]):
+                v(stmt, fs, mi, None)
+            return
+        if isinstance(node, ast.ClassDef):
+            scope.bound.add(node.name)
+            for e in list(node.bases) + [k.value for k in node.keywords] + list(node.decorator_list):
+                v(e, scope, mi, ci)
+            cs = _Scope("class", scope)
+            self._body(node.body, cs)
+            for i, stmt in enumerate(node.body):
+                v(stmt, cs, mi, i)
+            return
+        if isinstance(node, _COMPREHENSIONS):
+            v(node.generators[0].iter, scope, mi, ci)
+            cs = _Scope("comprehension", scope)
+            for k, g in enumerate(node.generators):
+                v(g.target, cs, mi, ci)
+                if k:
+                    v(g.iter, cs, mi, ci)
+                for cond in g.ifs:
+                    v(cond, cs, mi, ci)
+            for part in ((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)):
+                v(part, cs, mi, ci)
+            return
+        if isinstance(node, ast.NamedExpr):
+            target_scope = scope
+            while target_scope.kind == "comprehension":
+                target_scope = target_scope.parent
+            self.info[id(node.target)] = (scope, mi, ci)
+            target_scope.bound.add(node.target.id)
+            v(node.value, scope, mi, ci)
+            return
+        if isinstance(node, ast.Global):
+            scope.globals.update(node.names)
+        elif isinstance(node, ast.Nonlocal):
+            scope.nonlocals.update(node.names)
+        elif isinstance(node, ast.alias):
+            scope.bound.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            scope.bound.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            scope.bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            scope.bound.add(node.rest)
+        for child in ast.iter_child_nodes(node):
+            v(child, scope, mi, ci)
+
+    def is_builtin(self, node: ast.Name) -> bool:
+        """True if the name, where it is read, can refer to the builtin."""
+        where = self.info.get(id(node))
+        if where is None:
+            return True
+        scope, mi, ci = where
+        name = node.id
+        s = scope
+        while s is not None:
+            if name in s.globals:
+                s = self.module
+            if s.kind in ("function", "comprehension"):
+                if name in s.nonlocals:
+                    s = s.parent
+                    continue
+                if name in s.bound:
+                    return False
+            elif s.kind == "class":
+                # Only code directly in the class body sees the class's names.
+                first = s.definite.get(name)
+                if (s is scope and ci is not None and first is not None and first < ci
+                        and name not in s.deleted):
+                    return False
+            else:  # module
+                first = s.definite.get(name)
+                return not (first is not None and first < mi and name not in s.deleted)
+            s = s.parent
+        return True
+
+
 def _outer_parts(node) -> list:
     """Children of a def/lambda evaluated in the enclosing scope."""
     parts: list = []
@@ -577,8 +790,11 @@ def _check_match(ctx):
 
 
 def _check_banned_builtin(ctx):
+    # Scope-aware: `def forward(self, input)` or a local `vars = ...` binds a
+    # name of the candidate's own; only a read that can reach the builtin
+    # (module scope unbound, or bound only conditionally) is refused.
     for n in ctx.walk(ast.Name):
-        if n.id in BANNED_BUILTINS:
+        if n.id in BANNED_BUILTINS and isinstance(n.ctx, ast.Load) and ctx.scopes.is_builtin(n):
             yield n.lineno, f"`{n.id}`"
     for node, attr, qual in ctx.events:
         if qual in DENY_PATHS and DENY_PATHS[qual] == "banned_builtin" or LEAF_DENY.get(attr) == "banned_builtin":
@@ -587,7 +803,7 @@ def _check_banned_builtin(ctx):
 
 def _check_dynamic_getattr(ctx):
     for n in ctx.walk(ast.Name):
-        if n.id not in ("getattr", "hasattr"):
+        if n.id not in ("getattr", "hasattr") or not ctx.scopes.is_builtin(n):
             continue
         call = ctx.parent(n)
         if not (isinstance(call, ast.Call) and call.func is n and _literal_getattr(call) is not None):
@@ -597,36 +813,47 @@ def _check_dynamic_getattr(ctx):
             yield node.lineno, f"`{attr}`"
 
 
-def _is_private(name: str) -> bool:
-    return name.startswith("_") and name not in ("__init__", "_")
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def _check_internals(ctx):
+    for n in ctx.nodes:
+        if isinstance(n, ast.Name) and n.id in INTERNALS:
+            yield n.lineno, f"`{n.id}`"
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name in INTERNALS:
+            yield n.lineno, f"definition of `{n.name}`"
+    for node, attr, qual in ctx.events:
+        if attr in INTERNALS or attr in INTERNALS_ATTRS:
+            yield node.lineno, f"`.{attr}`"
+
+
+def _private_part(qual: str) -> str | None:
+    """The first private `_x` component of an imported path after its root
+    (`torch._C.foo` -> `_C`), or None. Dunders are the internals rule's."""
+    parts = qual.split(".")
+    for i in range(1, len(parts)):
+        p = parts[i]
+        if not p.startswith("_") or p == "_" or _is_dunder(p):
+            continue
+        if any(".".join(parts[:i]) + "." == ok for ok in PRIVATE_OK_UNDER):
+            continue  # the op name itself, nothing below it
+        return p
+    return None
 
 
 def _check_private(ctx):
-    for n in ctx.nodes:
-        name = None
-        if isinstance(n, ast.Name):
-            name = n.id
-        elif isinstance(n, ast.arg):
-            name = n.arg
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            name = n.name
-        elif isinstance(n, ast.keyword):
-            name = n.arg
-        elif isinstance(n, ast.alias):
-            for part in (n.name.split(".") + [n.asname or ""]):
-                if part and _is_private(part):
-                    yield ctx_line(ctx, n), f"`{part}`"
-            continue
-        elif isinstance(n, ast.ImportFrom) and n.module:
-            for part in n.module.split("."):
-                if _is_private(part):
-                    yield n.lineno, f"`{part}`"
-            continue
-        if name and _is_private(name):
-            yield ctx_line(ctx, n), f"`{name}`"
+    # Private names the candidate defines itself (`_relu_kernel`, `_BLOCK`,
+    # `self._make_layer`, a class `_Impl`, a module-level `_cpp_src`) are its
+    # own business. What is refused is a private member of a module the
+    # candidate imports: torch._C, torch._dynamo, F._verify_batch_size ...
+    # (from a Python value that is not a module, `x._foo` reaches that
+    # object's own state only: covered by the judge's output checks).
     for node, attr, qual in ctx.events:
-        if _is_private(attr) or attr == "_":
-            yield node.lineno, f"`.{attr}`"
+        if qual:
+            part = _private_part(qual)
+            if part is not None:
+                yield node.lineno, f"`{qual}`"
 
 
 def ctx_line(ctx, node) -> int:
@@ -649,12 +876,23 @@ def _check_defines_model(ctx):
             yield ctx_line(ctx, n), "parameter Model"
 
 
+def _model_new_alias(ctx, node) -> bool:
+    """`ModelNew = SomeClass` at module level, SomeClass a module-level class
+    of the candidate: KernelBench loads the attribute, an alias is fine."""
+    p = ctx.parent(node)
+    return (isinstance(p, ast.Assign) and p in ctx.tree.body and len(p.targets) == 1
+            and p.targets[0] is node and isinstance(p.value, ast.Name)
+            and p.value.id in ctx.module_classes and p.value.id != "ModelNew")
+
+
 def _check_model_new(ctx):
+    sites = ctx.bindings.get("ModelNew", [])
     defs = [n for n in ctx.tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
-    if not defs:
-        yield 1, "no module-level `class ModelNew`"
-    elif len(ctx.bindings.get("ModelNew", [])) != 1:
-        yield defs[0].lineno, "`ModelNew` is bound more than once"
+    aliases = [n for n, _ in sites if isinstance(n, ast.Name) and _model_new_alias(ctx, n)]
+    if not defs and not aliases:
+        yield 1, "no module-level `class ModelNew` (nor `ModelNew = <a class of this module>`)"
+    elif len(sites) != 1:
+        yield (defs or aliases)[0].lineno, "`ModelNew` is bound more than once"
 
 
 def _check_tensor_subclass(ctx):
@@ -697,31 +935,275 @@ def _check_class_keyword(ctx):
             yield n.lineno, f"class {n.name}(..., {k.arg or '**'}=...)"
 
 
-def _enclosing_method_self(ctx, node) -> bool:
-    """True if `node` sits in a method (def directly in a class) whose first
-    parameter is `self`."""
-    f = ctx.func_of.get(id(node))
-    while f is not None and isinstance(f, ast.Lambda):
-        f = ctx.func_of.get(id(f))
-    if f is None:
+# Classes the harness itself uses on the candidate's outputs in the candidate
+# process (tensor methods, storages) and Triton's kernel objects (what the
+# no_kernel ablation stubs). A function that receives one of these could
+# patch it, so they may not be handled as plain values.
+TRITON_WRAPPERS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
+HARNESS_CLASS_LEAVES = TENSOR_BASE_LEAVES | frozenset({
+    "Buffer", "Storage", "JITFunction", "Autotuner", "Heuristics", "KernelInterface",
+})
+
+
+class _HarnessObjects:
+    """Which names and attributes may hold an object the harness stubs or
+    inspects in the candidate process: the module returned by `load_inline`
+    (the ablation replaces its entry points), `@triton.jit` kernels (the same
+    for launches), and library tensor classes (the output checks call their
+    methods). Tracked through assignments (`self.ext = ext`), returns and
+    calls of the candidate's own functions; any other use as a plain value
+    (in a container, as an argument to a library call, in a lambda) is an
+    escape, because where it lands it could be patched unseen."""
+
+    def __init__(self, ctx: "Context"):
+        self.ctx = ctx
+        self.names: set[str] = set()
+        self.attrs: set[str] = set()
+        self.returning: set[str] = set()
+        self.defs: dict[str, list] = {}
+        self.assigned_attrs = {n.attr for n in ctx.walk(ast.Attribute) if isinstance(n.ctx, (ast.Store, ast.Del))}
+        for n in ctx.walk(ast.FunctionDef, ast.AsyncFunctionDef):
+            self.defs.setdefault(n.name, []).append(n)
+            if any(_decorator_name(ctx, d) in TRITON_WRAPPERS for d in n.decorator_list):
+                self.names.add(n.name)
+        self.annotation_nodes = set()
+        for n in ctx.nodes:
+            ann = []
+            if isinstance(n, ast.arg) and n.annotation is not None:
+                ann.append(n.annotation)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.returns is not None:
+                ann.append(n.returns)
+            elif isinstance(n, ast.AnnAssign):
+                ann.append(n.annotation)
+            for a in ann:
+                self.annotation_nodes.update(id(x) for x in ast.walk(a))
+        for _ in range(16):
+            if not self._propagate():
+                break
+
+    # -- what holds such an object ---------------------------------------
+    def tainted(self, e) -> bool:
+        ctx = self.ctx
+        if isinstance(e, ast.Name):
+            return e.id in self.names
+        if isinstance(e, ast.Attribute):
+            return e.attr in self.attrs
+        if isinstance(e, ast.Call):
+            lit = _literal_getattr(e)
+            if lit is not None:
+                return lit in self.attrs
+            if ctx.is_load_inline_call(e):
+                return True
+            if ctx.qualname(e.func) in TRITON_WRAPPERS:
+                return True  # triton.jit(fn) outside a decorator
+            if isinstance(e.func, ast.Call) and self.tainted(e.func):
+                return True  # triton.autotune(...)(fn)
+            callee = e.func.id if isinstance(e.func, ast.Name) else (
+                e.func.attr if isinstance(e.func, ast.Attribute) else None)
+            return callee in self.returning
+        if isinstance(e, ast.IfExp):
+            return self.tainted(e.body) or self.tainted(e.orelse)
+        if isinstance(e, ast.BoolOp):
+            return any(self.tainted(v) for v in e.values)
+        if isinstance(e, ast.NamedExpr):
+            return self.tainted(e.value)
         return False
-    cls = ctx.parent(f)
-    args = f.args.posonlyargs + f.args.args
-    return isinstance(cls, ast.ClassDef) and bool(args) and args[0].arg == "self"
+
+    def _callee_params(self, call) -> list[tuple[int, ast.AST]] | None:
+        """The candidate's own function a call certainly reaches, as (number
+        of leading parameters the call does not pass, def), or None when it
+        may reach something else (a library function that could store or
+        patch its argument). Certain: `f(...)` with `f` bound only by one
+        module-level def, or `self.m(...)` inside a class that defines `m`,
+        with no attribute named `m` ever assigned."""
+        ctx = self.ctx
+        f = call.func
+        if isinstance(f, ast.Name):
+            sites = ctx.bindings.get(f.id, [])
+            if (len(sites) == 1 and isinstance(sites[0][0], (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and sites[0][0] in ctx.tree.body):
+                return [(0, sites[0][0])]
+            return None
+        if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self"
+                and f.attr not in self.assigned_attrs):
+            fn = ctx.func_of.get(id(call))
+            while isinstance(fn, ast.Lambda):
+                fn = ctx.func_of.get(id(fn))
+            cls = ctx.parent(fn) if fn is not None else None
+            if isinstance(cls, ast.ClassDef):
+                own = [d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == f.attr]
+                if len(own) == 1:
+                    d = own[0]
+                    static = any(isinstance(x, ast.Name) and x.id == "staticmethod" for x in d.decorator_list)
+                    return [(0 if static else 1, d)]
+        return None
+
+    def _bind_targets(self, targets) -> bool:
+        """Track the names and attributes an assignment stores into (for
+        `x[k] = ...`, the container `x`)."""
+        changed = False
+        for t in targets:
+            if isinstance(t, (ast.Tuple, ast.List)):
+                changed |= self._bind_targets(t.elts)
+            elif isinstance(t, (ast.Starred, ast.Subscript)):
+                changed |= self._bind_targets([t.value])
+            elif isinstance(t, ast.Name) and t.id not in self.names:
+                # Also as an attribute name: a class body's `e = ext` is `C.e`.
+                self.names.add(t.id)
+                self.attrs.add(t.id)
+                changed = True
+            elif isinstance(t, ast.Attribute) and t.attr not in self.attrs:
+                self.attrs.add(t.attr)
+                changed = True
+        return changed
+
+    def _propagate(self) -> bool:
+        ctx = self.ctx
+        changed = False
+        for n in ctx.nodes:
+            if isinstance(n, ast.Assign) and self.tainted(n.value):
+                changed |= self._bind_targets(n.targets)
+            elif isinstance(n, (ast.AnnAssign, ast.NamedExpr)) and n.value is not None and self.tainted(n.value):
+                changed |= self._bind_targets([n.target])
+            elif isinstance(n, (ast.With, ast.AsyncWith)):
+                for item in n.items:
+                    if item.optional_vars is not None and self.tainted(item.context_expr):
+                        changed |= self._bind_targets([item.optional_vars])
+            elif isinstance(n, ast.Return) and n.value is not None and self.tainted(n.value):
+                f = ctx.func_of.get(id(n))
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name not in self.returning:
+                    self.returning.add(f.name)
+                    changed = True
+            elif isinstance(n, ast.Call):
+                targets = self._callee_params(n)
+                if targets is None:
+                    continue
+                for skip, d in targets:
+                    params = d.args.posonlyargs + d.args.args
+                    for i, a in enumerate(n.args):
+                        if isinstance(a, ast.Starred) or not self.tainted(a):
+                            continue
+                        k = i + skip
+                        name = params[k].arg if k < len(params) else (d.args.vararg.arg if d.args.vararg else None)
+                        if name and name not in self.names:
+                            self.names.add(name)
+                            changed = True
+                    for kw in n.keywords:
+                        if kw.arg and self.tainted(kw.value) and kw.arg not in self.names:
+                            self.names.add(kw.arg)
+                            changed = True
+        return changed
+
+    # -- escapes -----------------------------------------------------------
+    def _use_is_safe(self, e) -> bool:
+        ctx = self.ctx
+        p = ctx.parent(e)
+        while isinstance(p, (ast.IfExp, ast.BoolOp)) and e is not getattr(p, "test", None):
+            e, p = p, ctx.parent(p)
+        if isinstance(p, ast.Attribute) and p.value is e:
+            return True  # ext.fwd, kernel.fn read
+        if isinstance(p, ast.Subscript) and p.value is e:
+            return True  # kernel[grid]
+        if isinstance(p, ast.Call):
+            if p.func is e:
+                return True
+            if _literal_getattr(p) is not None and p.args[0] is e:
+                return True
+            return self._callee_params(p) is not None  # tracked into the parameter
+        if isinstance(p, ast.keyword):
+            call = ctx.parent(p)
+            return isinstance(call, ast.Call) and self._callee_params(call) is not None
+        if isinstance(p, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.Return)) and p.value is e:
+            return True  # tracked into the target / the function's calls
+        if isinstance(p, ast.withitem) and p.context_expr is e:
+            return True
+        if isinstance(p, (ast.Compare, ast.Expr, ast.If, ast.While, ast.Assert, ast.IfExp)):
+            return True
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and e in p.decorator_list:
+            return True  # @triton.autotune(...)
+        if isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not):
+            return True
+        return False
+
+    def escapes(self) -> Iterator[tuple[int, str]]:
+        ctx = self.ctx
+        for n in ctx.nodes:
+            if isinstance(n, (ast.Name, ast.Attribute)) and not isinstance(n.ctx, ast.Load):
+                continue
+            if not isinstance(n, (ast.Name, ast.Attribute, ast.Call)):
+                continue
+            if self.tainted(n):
+                if not self._use_is_safe(n):
+                    yield n.lineno, f"`{_segment(ctx, n) or '?'}` (a load_inline extension or Triton kernel) used as a value"
+                continue
+            if isinstance(n, ast.Call) and _literal_getattr(n) is None:
+                continue
+            q = ctx.qualname(n)
+            leaf = (q or "").split(".")[-1]
+            if not q or not (leaf in HARNESS_CLASS_LEAVES or leaf.endswith("Storage")):
+                continue
+            if id(n) in self.annotation_nodes:
+                continue
+            p = ctx.parent(n)
+            if isinstance(p, ast.Attribute) and p.value is n:
+                continue  # torch.Tensor.add (a read; writing it is refused below)
+            if isinstance(p, ast.Call) and (p.func is n or _literal_getattr(p) is not None):
+                continue
+            if isinstance(p, ast.Tuple):
+                p = ctx.parent(p)
+            if (isinstance(p, ast.Call) and isinstance(p.func, ast.Name)
+                    and p.func.id in ("isinstance", "issubclass") and ctx.scopes.is_builtin(p.func)):
+                continue
+            if isinstance(p, ast.ClassDef):
+                continue  # a base: the tensor_subclass rule's
+            yield n.lineno, f"the tensor class `{q}` used as a value"
+
+
+def _write_chain(ctx, target):
+    """(root expression, attribute names between the root and the written
+    attribute) of an attribute target such as `self.conv.weight.data`."""
+    hops = []
+    b = target.value
+    while True:
+        if isinstance(b, ast.Attribute):
+            hops.append(b.attr)
+            b = b.value
+        elif isinstance(b, ast.Subscript):
+            b = b.value
+        elif isinstance(b, ast.Call) and _literal_getattr(b) is not None:
+            hops.append(_literal_getattr(b))
+            b = b.args[0]
+        else:
+            return b, hops
 
 
 def _check_attribute_assignment(ctx):
+    # Threat: monkeypatching objects the candidate did not create -- torch,
+    # triton and numpy modules and classes (F.relu = ..., torch.Tensor.add =
+    # ..., torch.backends.cudnn.x = ...), the load_inline extension and
+    # Triton kernels -- which the harness code in the candidate process uses
+    # to stub entry points (the no_kernel ablation) and to check outputs.
+    # The candidate's own objects are fair game: `self.x = ...`,
+    # `self.conv.weight.data = ...`, a local module's `conv.bias = None`,
+    # `ctx.saved = ...`, attributes of its own classes. Modules never become
+    # values (module_as_value), library tensor classes, extensions and
+    # kernels are tracked (_HarnessObjects), so a write through a name the
+    # candidate bound reaches one of them only if that name is tracked.
+    # Patching a library class the harness does not use (nn.GELU.forward)
+    # changes only the candidate's own computation, which the judge checks.
+    harness = _HarnessObjects(ctx)
+    yield from harness.escapes()
     for n in ctx.walk(ast.Attribute):
         if not isinstance(n.ctx, (ast.Store, ast.Del)):
             continue
         verb = "delete" if isinstance(n.ctx, ast.Del) else "assign"
-        if not (isinstance(n.value, ast.Name) and n.value.id == "self"):
-            yield n.lineno, f"{verb} `{_segment(ctx, n)}`"
-        elif not _enclosing_method_self(ctx, n):
-            yield n.lineno, f"{verb} `self.{n.attr}` outside a method"
-    for n in ctx.walk(ast.Name):
-        if n.id == "self" and isinstance(n.ctx, (ast.Store, ast.Del)):
-            yield n.lineno, "`self` is rebound"
+        if ctx.qualname(n) or ctx.qualname(n.value):
+            yield n.lineno, f"{verb} `{_segment(ctx, n)}` (a module or class the candidate did not create)"
+            continue
+        root, hops = _write_chain(ctx, n)
+        if (isinstance(root, ast.Name) and root.id in harness.names) or any(h in harness.attrs for h in hops) \
+                or (isinstance(root, ast.Call) and harness.tainted(root)):
+            yield n.lineno, f"{verb} `{_segment(ctx, n)}` (into a load_inline extension or Triton kernel)"
     for n in ctx.walk(ast.Subscript):
         if isinstance(n.ctx, (ast.Store, ast.Del)) and ctx.qualname(n.value):
             yield n.lineno, f"item assignment on `{_segment(ctx, n.value)}`"
@@ -733,10 +1215,11 @@ def _check_attribute_assignment(ctx):
 
 
 def _check_class_attribute_access(ctx):
+    classes = {**ctx.module_classes, **ctx.class_aliases}
     for n in ctx.walk(ast.Attribute):
-        if not (isinstance(n.value, ast.Name) and n.value.id in ctx.module_classes):
+        if not (isinstance(n.value, ast.Name) and n.value.id in classes):
             continue
-        cls = ctx.module_classes[n.value.id]
+        cls = classes[n.value.id]
         for item in cls.body:
             if (isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == n.attr
                     and not any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in item.decorator_list)):
@@ -1155,6 +1638,9 @@ _FLAG_PATTERNS = [
     r"--extended-lambda",
     r"--expt-extended-lambda",
 ]
+# The toolkit's own math libraries by name (no -L, no paths): what the
+# library may then call is still decided by the undefined-symbol allowlist.
+LDFLAGS_ALLOWED = frozenset({"-lcublas", "-lcublasLt", "-lcurand"})
 _FAST_MATH = [r"--?use_fast_math", r"-ffast-math", r"--?ftz=true", r"--?prec-div=false",
               r"--?prec-sqrt=false"]
 _PRECISE_MATH = [r"--?ftz=false", r"--?prec-div=true", r"--?prec-sqrt=true", r"--?fmad=(true|false)"]
@@ -1165,7 +1651,9 @@ def check_flags(kind: str, flags: list[str], strict: bool) -> list[Finding]:
     out = []
     if kind == "extra_ldflags":
         for f in flags:
-            out.append(Finding("compiler_flag", 0, f"linker flag {f!r} (extra_ldflags must be empty)"))
+            if f not in LDFLAGS_ALLOWED:
+                out.append(Finding("compiler_flag", 0, f"linker flag {f!r} (extra_ldflags may name only "
+                                                       f"{', '.join(sorted(LDFLAGS_ALLOWED))})"))
         return out
     for i, f in enumerate(flags):
         if any(re.fullmatch(p, f) for p in _FAST_MATH):
@@ -1199,16 +1687,55 @@ def _check_flag_units(rule_id):
 # Native (C++/CUDA) sources
 # ---------------------------------------------------------------------------
 
+# #include reads a file at compile time (its text can surface in the compile
+# log, so a path names what to leak) and system headers declare the OS. Only
+# headers by name from: torch/ATen/c10, the CUDA toolkit (runtime and driver
+# API headers, cuBLAS, cuRAND, CUB, libcu++, math constants, fp16/bf16,
+# WMMA, cooperative groups), and the C/C++ standard library minus files,
+# threads, clocks and signals. What the code then calls is checked by the
+# identifier rules below and, after compiling, by the symbol allowlist.
 NATIVE_INCLUDES = frozenset({
-    "torch/extension.h", "torch/torch.h", "torch/types.h", "cuda_runtime.h",
-    "cuda_runtime_api.h", "cuda_fp16.h", "cuda_bf16.h", "cub/cub.cuh",
-    "math.h", "cmath", "vector", "algorithm", "cstdint", "stdint.h", "limits",
-    "climits", "limits.h", "cfloat", "float.h", "type_traits", "utility",
-    "array", "tuple", "mma.h", "cooperative_groups.h",
-    "device_launch_parameters.h", "cstddef", "cassert", "assert.h", "cstring",
-    "string", "numeric", "initializer_list", "optional", "functional",
+    # torch
+    "torch/extension.h", "torch/torch.h", "torch/types.h", "torch/all.h",
+    # CUDA toolkit
+    "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "cuda_fp16.h", "cuda_fp16.hpp",
+    "cuda_bf16.h", "cuda_bf16.hpp", "cuda_fp8.h", "cuda_fp8.hpp", "cublas_v2.h", "cublas.h",
+    "cublas_api.h", "cublasLt.h", "curand.h", "curand_kernel.h", "curand_philox4x32_x.h",
+    "curand_normal.h", "curand_uniform.h", "math_constants.h", "device_functions.h",
+    "device_launch_parameters.h", "vector_types.h", "vector_functions.h", "mma.h",
+    "cooperative_groups.h", "cuda_pipeline.h", "cuda_pipeline_primitives.h",
+    "cuda_awbarrier.h", "sm_20_intrinsics.h", "sm_30_intrinsics.h", "sm_32_intrinsics.h",
+    "sm_35_intrinsics.h", "sm_60_atomic_functions.h", "sm_61_intrinsics.h",
+    "cuda_texture_types.h", "texture_fetch_functions.h", "builtin_types.h", "driver_types.h",
+    "host_defines.h", "cuComplex.h", "library_types.h",
+    # C standard library
+    "math.h", "stdint.h", "limits.h", "float.h", "assert.h", "stddef.h", "stdio.h",
+    "stdlib.h", "string.h", "stdbool.h", "stdarg.h", "inttypes.h", "ctype.h", "errno.h",
+    # C++ standard library
+    "cmath", "cstdint", "climits", "cfloat", "cassert", "cstddef", "cstdio", "cstdlib",
+    "cstring", "cstdarg", "cinttypes", "cctype", "cerrno", "iostream", "ostream", "istream",
+    "sstream", "iomanip", "ios", "iosfwd", "string", "string_view", "vector", "array",
+    "tuple", "utility", "algorithm", "numeric", "functional", "memory", "limits",
+    "type_traits", "initializer_list", "optional", "variant", "map", "unordered_map", "set",
+    "unordered_set", "list", "deque", "queue", "stack", "bitset", "iterator", "stdexcept",
+    "exception", "new", "complex", "ratio", "cstdbool", "typeinfo", "random",
 })
-NATIVE_INCLUDE_PREFIXES = ("ATen/", "c10/", "cuda/std/", "cub/", "cooperative_groups/")
+NATIVE_INCLUDE_PREFIXES = ("ATen/", "c10/", "cuda/std/", "cub/block/", "cub/warp/", "cub/thread/",
+                           "cub/iterator/", "cooperative_groups/")
+NATIVE_INCLUDES = NATIVE_INCLUDES | frozenset({
+    "cub/util_type.cuh", "cub/util_ptx.cuh", "cub/util_macro.cuh", "cub/config.cuh",
+    "cuda/barrier", "cuda/pipeline", "cuda/atomic", "cuda/annotated_ptr", "cuda/functional",
+    "cuda/cmath", "cuda/type_traits",
+})
+# Headers that look like the toolkit's but make the library import what the
+# symbol allowlist refuses: CUB's device-wide algorithms (and cub/cub.cuh,
+# which includes them) load the driver API with dlopen/dlsym and read the
+# environment (seen with CUDA 13 on the H200 machine). Refused here with a
+# hint, rather than later as an opaque native_symbol violation.
+NATIVE_INCLUDE_HINTS = {
+    "cub/cub.cuh": "include the block- or warp-level header you use (cub/block/block_reduce.cuh, cub/block/block_scan.cuh)",
+    "cub/device/": "CUB device-wide algorithms load the driver API (dlopen/dlsym); use cub/block/ or cub/warp/ primitives",
+}
 
 N_STREAM_PREFIXES = ("cudaStream", "cudaEvent", "cudaGraph", "cuStream", "cuEvent", "cuGraph")
 N_STREAM_NAMES = frozenset({
@@ -1234,18 +1761,23 @@ N_SYSCALL = frozenset({
     "mount", "pivot_root", "getauxval",
 })
 N_SYSCALL_PREFIXES = ("SYS_", "__NR_", "__libc_", "__syscall", "RTLD_")
+# Opening, naming or reading files. Writing to the streams the process
+# already has (printf, std::cout, fprintf(stderr, ...)) is allowed, like
+# Python's print: with no way to open a FILE*, stdout and stderr are the only
+# ones there are.
 N_FILE = frozenset({
-    "fopen", "fopen64", "freopen", "fdopen", "open", "open64", "openat",
+    "fopen", "fopen64", "freopen", "freopen64", "fdopen", "fmemopen", "open_memstream",
+    "open", "open64", "openat",
     "openat2", "creat", "ifstream", "ofstream", "fstream", "basic_ifstream",
-    "basic_ofstream", "basic_fstream", "filebuf", "basic_filebuf", "FILE",
+    "basic_ofstream", "basic_fstream", "filebuf", "basic_filebuf",
     "filesystem", "remove", "rename", "renameat", "unlink", "unlinkat",
     "rmdir", "mkdir", "mkdirat", "chmod", "fchmod", "chown", "truncate",
-    "ftruncate", "fwrite", "fread", "fputs", "fputc", "fgets", "fgetc",
-    "fprintf", "vfprintf", "fscanf", "fclose", "fflush", "fseek", "ftell",
+    "ftruncate", "fread", "fgets", "fgetc",
+    "fscanf", "fclose", "fseek", "ftell",
     "rewind", "opendir", "readdir", "closedir", "scandir", "stat", "lstat",
     "fstat", "statx", "access", "faccessat", "realpath", "symlink", "link",
     "readlink", "tmpfile", "tmpnam", "mkstemp", "mkdtemp", "stdin", "from_file",
-    "stdout", "stderr",
+    "cin", "wcin",
 })
 N_GETENV = frozenset({
     "getenv", "secure_getenv", "environ", "__environ", "_environ", "setenv",
@@ -1484,7 +2016,8 @@ def check_native_source(text: str, *, kind: str = "cpp_sources", strict: bool = 
                 out.append(Finding("native_include", ln, f"#include {rest} (computed include)"))
             elif (".." in header or header.startswith("/") or "\\" in header
                   or not (header in NATIVE_INCLUDES or header.startswith(NATIVE_INCLUDE_PREFIXES))):
-                out.append(Finding("native_include", ln, f"#include <{header}>"))
+                hint = next((h for k, h in NATIVE_INCLUDE_HINTS.items() if header.startswith(k)), None)
+                out.append(Finding("native_include", ln, f"#include <{header}>" + (f" ({hint})" if hint else "")))
         elif name == "pragma":
             word = rest.split()[0] if rest.split() else ""
             if word == "omp":
@@ -1540,8 +2073,17 @@ C_ALLOWED = frozenset(
     cudaDeviceGetAttribute cudaFuncSetAttribute cudaFuncGetAttributes cudaFuncSetCacheConfig
     cudaFuncSetSharedMemConfig cudaOccupancyMaxActiveBlocksPerMultiprocessor
     cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags cudaMemGetInfo cudaRuntimeGetVersion
-    cudaDriverGetVersion cudaPointerGetAttributes""".split())
+    cudaDriverGetVersion cudaPointerGetAttributes
+    printf vprintf puts putchar putc _IO_putc fputs fputc fprintf vfprintf fwrite fflush
+    __printf_chk __vprintf_chk __fprintf_chk __vfprintf_chk stdout stderr""".split())
 C_ALLOWED_PREFIXES = ("__cxa_", "_Unwind_", "__cuda", "__isoc23_strto", "__isoc99_sscanf", "__isoc23_sscanf")
+
+# cuBLAS / cuBLASLt compute calls (libtorch_cuda already loads the
+# libraries; `-lcublas` may name them too). Not the calls that move work to
+# another stream or write log files.
+CUBLAS_PREFIXES = ("cublas", "cublasLt")
+CUBLAS_DENY_PREFIXES = ("cublasSetStream", "cublasSetKernelStream", "cublasLogger",
+                        "cublasSetLoggerCallback", "cublasGetLoggerCallback", "cublasLtLogger")
 
 TORCH_NAMESPACES = frozenset({"c10", "at", "torch", "caffe2"})
 TORCH_SYMBOL_DENY = frozenset({
@@ -1568,11 +2110,13 @@ STD_ALLOWED = frozenset({
     "__once_callable", "__once_call", "condition_variable", "mutex", "__throw_",
     "operator", "string", "_Sp_counted_base", "__shared_count", "__weak_count",
     "ios_base_library_init", "__throw_bad_alloc", "basic_streambuf",
+    # the process's own output streams, like Python's print
+    "cout", "cerr", "clog", "wcout", "wcerr", "endl", "ends", "flush",
 })
 STD_DENY = frozenset({
     "basic_ifstream", "basic_ofstream", "basic_fstream", "basic_filebuf", "__basic_file",
     "filesystem", "thread", "jthread", "this_thread", "__future_base", "future", "async",
-    "random_device", "cout", "cerr", "clog", "cin", "wcout", "wcerr",
+    "random_device", "cin", "wcin",
 })
 
 _STD_SUBST = {"St": ["std"], "Sa": ["std", "allocator"], "Sb": ["std", "basic_string"],
@@ -1619,6 +2163,10 @@ def _symbol_ok(sym: str) -> tuple[bool, str]:
     if not sym.startswith("_Z"):
         if sym in C_ALLOWED or sym.startswith(C_ALLOWED_PREFIXES):
             return True, ""
+        if sym.startswith(CUBLAS_PREFIXES):
+            if sym.startswith(CUBLAS_DENY_PREFIXES):
+                return False, "cuBLAS stream or logger call"
+            return True, ""
         return False, "not on the allowlist"
     if sym.startswith(("_Znw", "_Zna", "_Zdl", "_Zda")):
         return True, ""
@@ -1663,7 +2211,6 @@ def check_symbols(undefined_symbols: list[str], allow_extra: Iterable[str] = ())
     `allow_extra`: exact names pulled in by korch's own binding glue
     (pybind11 / libpython / torch_python), allowed in addition."""
     extra = {s.split("@")[0] for s in allow_extra}
-    rule = RULES_BY_ID["native_symbol"]
     out = []
     for raw in undefined_symbols:
         sym = raw.split("@")[0].strip()
@@ -1671,7 +2218,7 @@ def check_symbols(undefined_symbols: list[str], allow_extra: Iterable[str] = ())
             continue
         ok, why = _symbol_ok(sym)
         if not ok:
-            out.append({"rule": rule.id, "message": f"{rule.message}: {sym} ({why})", "line": 0})
+            out.append(violation("native_symbol", 0, f"{sym} ({why})"))
     return out
 
 
@@ -1835,68 +2382,203 @@ def needed_libraries(so_path: str) -> list[str]:
 # The table
 # ---------------------------------------------------------------------------
 
+# Each row: Rule(id, message, stage, check, threat=..., fix=...). `message`
+# is what the system prompt lists; `threat` names the escape or measurement
+# hack; `fix` is what a violation tells the author to do.
 RULES: list[Rule] = [
-    Rule("syntax_error", "the module must be valid Python", "python"),
-    Rule("source_encoding", "the module must be UTF-8 (no other coding declaration)", "python", _check_source_encoding),
-    Rule("non_ascii_identifier", "identifiers must be ASCII (Python NFKC-folds look-alikes such as `ｅｖａｌ`)", "python", _check_non_ascii_identifier),
-    Rule("import_not_allowed", "only torch, torch.nn, torch.nn.functional, torch.utils.cpp_extension, triton, triton.language, math, numpy, typing, functools, itertools, operator, collections, dataclasses and enum may be imported", "python", _check_imports),
-    Rule("star_import", "`from x import *` is not allowed", "python", _check_star_import),
-    Rule("try_except", "no try/except/finally (errors must surface)", "python", _check_try),
-    Rule("global_statement", "no global or nonlocal statements", "python", _check_global),
-    Rule("match_statement", "no match statements", "python", _check_match),
-    Rule("banned_builtin", "no exec/eval/compile/open/__import__/globals/locals/vars/breakpoint/input/setattr/delattr/type or other code-from-strings", "python", _check_banned_builtin),
-    Rule("dynamic_getattr", "getattr/hasattr need a string-literal name and must be called directly", "python", _check_dynamic_getattr),
-    Rule("private_name", "no private `_x` or dunder names or attributes (except __init__)", "python", _check_private),
-    Rule("defines_model", "the candidate must not define or refer to `Model` (the reference)", "python", _check_defines_model),
-    Rule("missing_model_new", "the module must define exactly one module-level `class ModelNew`", "python", _check_model_new),
-    Rule("tensor_subclass", "no tensor subclasses, __torch_function__ or __torch_dispatch__", "python", _check_tensor_subclass),
-    Rule("class_base", "classes may derive only from nn.Module (and torch.nn classes), autograd.Function, Enum, NamedTuple, object or classes of this module", "python", _check_class_base),
-    Rule("class_keyword", "no metaclass or other class keywords", "python", _check_class_keyword),
-    Rule("attribute_assignment", "attributes may be assigned or deleted only as `self.<name>` inside methods; no module state mutation", "python", _check_attribute_assignment),
-    Rule("class_attribute_access", "methods must be called on instances, not through the class", "python", _check_class_attribute_access),
-    Rule("decorator_not_allowed", "only @triton.jit, @triton.autotune, @triton.heuristics, @staticmethod, @functools.*, @torch.no_grad and @torch.inference_mode decorators", "python", _check_decorators),
-    Rule("string_annotation", "annotations must be expressions, not strings (strings can be evaluated later)", "python", _check_string_annotation),
-    Rule("banned_module", "no access to sys, os, builtins, inspect, gc, ctypes, importlib, pickle, subprocess, socket, threading, io, pathlib, ... or modules re-exported by other modules", "python", _check_banned_module),
-    Rule("module_as_value", "modules may only be used as `module.attribute`, never stored or passed", "python", _check_module_as_value),
-    Rule("threads_processes", "no threads, processes, distributed or thread-count changes", "python", _path_check("threads_processes")),
-    Rule("streams_events_graphs", "no CUDA streams, events or graphs", "python", _path_check("streams_events_graphs")),
-    Rule("compile_jit", "no torch.compile, torch.jit, torch.fx, jiterator or other compilers", "python", _path_check("compile_jit")),
-    Rule("torch_backends", "no torch.backends settings", "python", _path_check("torch_backends")),
-    Rule("profiler", "no profilers", "python", _path_check("profiler")),
-    Rule("custom_op_registration", "no custom operator registration or native library loading (torch.library, torch.ops.load_library, torch.classes)", "python", _path_check("custom_op_registration")),
-    Rule("cpp_extension_other", "only load_inline may be used from torch.utils.cpp_extension", "python", _path_check("cpp_extension_other")),
-    Rule("torch_utils", "nothing from torch.utils except cpp_extension.load_inline", "python", _path_check("torch_utils")),
-    Rule("triton_api", "only triton.jit/autotune/heuristics/Config/cdiv/next_power_of_2 and triton.language (no inline asm)", "python", _path_check("triton_api")),
-    Rule("file_os_network", "no file, OS or network access (torch.save/load/from_file, numpy load/save/memmap, tofile, hub ...)", "python", _path_check("file_os_network")),
-    Rule("seeding", "no seeding or RNG state access (torch.manual_seed, generators, numpy.random)", "python", _path_check("seeding")),
-    Rule("frame_access", "no frame, code or generator internals (gi_frame, f_back, f_globals, tb_frame ...)", "python", _check_frame_access),
-    Rule("precision_downgrade", "no half/bfloat16/int8/TF32/autocast under tolerance 'strict' (fp32 tasks)", "python", _check_precision),
-    Rule("load_inline_usage", "load_inline must be called directly, not stored or passed", "load_inline", _check_load_inline_usage),
-    Rule("load_inline_dynamic", "load_inline arguments must be statically resolvable (literals, module-level constants bound once, +, f-strings, .format, join)", "load_inline", _load_inline_findings("load_inline_dynamic")),
-    Rule("load_inline_argument", "load_inline takes name, cpp_sources, cuda_sources, functions, extra_cflags, extra_cuda_cflags, with_cuda, verbose (no include paths, build_directory or ldflags)", "load_inline", _load_inline_findings("load_inline_argument")),
-    Rule("compiler_flag", "compiler flags must be on the allowlist (-O*, -std=c++NN, -DNAME[=VALUE], -arch/-gencode, ...); extra_ldflags must be empty", "flags", _check_flag_units("compiler_flag")),
-    Rule("fast_math_strict", "fast-math flags are not allowed under tolerance 'strict'", "flags", _check_flag_units("fast_math_strict")),
-    Rule("native_stream_event_graph", "native code: no CUDA stream, event or graph APIs (use the current stream)", "native", _check_native("native_stream_event_graph")),
-    Rule("native_python_api", "native code: no Python C API or pybind11", "native", _check_native("native_python_api")),
-    Rule("native_syscall", "native code: no system calls, processes, dynamic loading, memory mapping or sockets", "native", _check_native("native_syscall")),
-    Rule("native_file_io", "native code: no file I/O", "native", _check_native("native_file_io")),
-    Rule("native_getenv", "native code: no environment access", "native", _check_native("native_getenv")),
-    Rule("native_asm", "native code: no inline assembly", "native", _check_native("native_asm")),
-    Rule("native_include", "native code: #include only allowlisted headers (torch/extension.h, ATen/, c10/, cuda_runtime.h, cuda_fp16.h, cub/, cmath, vector, ...)", "native", _check_native("native_include")),
-    Rule("native_macro", "native code: no token pasting (##), digraphs, trigraphs, universal character names or non-ASCII code", "native", _check_native("native_macro")),
-    Rule("native_preprocessor", "native code: no pragmas other than once/unroll, no _Pragma, __has_include or unknown directives", "native", _check_native("native_preprocessor")),
-    Rule("native_thread", "native code: no threads (std::thread, pthread, std::async, OpenMP)", "native", _check_native("native_thread")),
-    Rule("native_custom_op", "native code: no operator registration, global torch settings or load-time constructors", "native", _check_native("native_custom_op")),
-    Rule("native_driver_api", "native code: no CUDA driver API, NVRTC or IPC", "native", _check_native("native_driver_api")),
-    Rule("native_precision", "native code: no half/bfloat16/TF32 under tolerance 'strict'", "native", _check_native("native_precision")),
-    Rule("native_symbol", "the built library imports a symbol outside the allowlist", "symbols"),
+    Rule("syntax_error", "the module must be valid Python", "python",
+         threat="nothing can be checked in a module that does not parse",
+         fix="make the module parse with Python 3.11+ (`python3 -m py_compile FILE`)"),
+    Rule("source_encoding", "the module must be UTF-8 (no other coding declaration)", "python", _check_source_encoding,
+         threat="a coding cookie such as utf-7 makes the interpreter read different code than the rules did",
+         fix="save the file as UTF-8 and drop the coding declaration"),
+    Rule("non_ascii_identifier", "identifiers must be ASCII (Python NFKC-folds look-alikes such as `ｅｖａｌ`)", "python", _check_non_ascii_identifier,
+         threat="look-alike letters that Python folds into banned names (`ｅｖａｌ` is `eval`)",
+         fix="spell identifiers in ASCII; non-ASCII text belongs in strings and comments"),
+    Rule("import_not_allowed", "only torch, torch.nn, torch.nn.functional, torch.utils.cpp_extension, triton, triton.language, math, numpy, typing, functools, itertools, operator, collections, dataclasses and enum may be imported", "python", _check_imports,
+         threat="modules that reach the OS, files, processes, the network or the interpreter",
+         fix="import only the listed modules (write kernels with torch.utils.cpp_extension.load_inline or triton)"),
+    Rule("star_import", "`from x import *` is not allowed", "python", _check_star_import,
+         threat="names that the rules cannot see being bound",
+         fix="import the names you use explicitly (`from math import sqrt`)"),
+    Rule("try_except", "no try/except/finally (errors must surface)", "python", _check_try,
+         threat="a fallback that hides a failing kernel behind the reference implementation",
+         fix="remove the try block and let errors raise; check preconditions with `if` instead"),
+    Rule("global_statement", "no global or nonlocal statements", "python", _check_global,
+         threat="state that changes between calls (caching results across timed calls)",
+         fix="keep state on `self` in ModelNew, or pass it explicitly"),
+    Rule("match_statement", "no match statements", "python", _check_match,
+         threat="capture patterns that bind names the rules do not track",
+         fix="use if/elif instead of match"),
+    Rule("banned_builtin", "no exec/eval/compile/open/__import__/globals/locals/vars/breakpoint/input/setattr/delattr/type or other code-from-strings", "python", _check_banned_builtin,
+         threat="running code from strings, reaching namespaces, files or dynamic attributes through builtins; "
+                "a parameter or local of the same name (`forward(self, input)`) is the candidate's own and allowed",
+         fix="do not call these builtins; use attribute access, `isinstance`, and torch/triton APIs (naming a parameter `input` is fine)"),
+    Rule("dynamic_getattr", "getattr/hasattr need a string-literal name and must be called directly", "python", _check_dynamic_getattr,
+         threat="computed attribute names that the static rules cannot see",
+         fix='write the attribute directly (`torch.relu`) or use getattr with a literal name (`getattr(m, "weight")`)'),
+    Rule("interpreter_internals", "no dunder attributes or names that reach interpreter internals (__class__, __subclasses__, __globals__, __builtins__, __dict__, __code__, __getattribute__ ...)", "python", _check_internals,
+         threat="walking the class graph or function globals to reach os/builtins (`().__class__.__bases__[0].__subclasses__()`), "
+                "or setting attributes behind the static rules' back; other dunders (`__name__`, `__init__`, `__call__`) reach nothing and are allowed",
+         fix="use the public API of your objects; `isinstance` instead of `__class__`, explicit attributes instead of `__dict__`"),
+    Rule("private_name", "no private `_x` members of modules the candidate did not define (torch._C, torch._dynamo, F._x ...)", "python", _check_private,
+         threat="torch and triton internals (torch._C, torch._dynamo) that change global state, register hooks or skip the checks; "
+                "private names the candidate defines (`_kernel`, `self._make_layer`, `_cpp_src`) are its own and allowed; "
+                "`x._foo` on a value reaches only that object (its results are covered by the judge's output checks)",
+         fix="use the public torch/triton API (for an ATen op by name: torch.ops.aten.<op>); your own `_names` are fine"),
+    Rule("defines_model", "the candidate must not define or refer to `Model` (the reference)", "python", _check_defines_model,
+         threat="shadowing the reference so that it is compared with itself",
+         fix="name your classes differently (ModelNew, OptimizedModel ...)"),
+    Rule("missing_model_new", "the module must define exactly one module-level `class ModelNew` (or bind `ModelNew = <a class of this module>` once)", "python", _check_model_new,
+         threat="a `ModelNew` that is rebound, conditional or not the candidate's own class",
+         fix="define `class ModelNew(nn.Module)` at module level, or alias your class once: `ModelNew = OptimizedModel`"),
+    Rule("tensor_subclass", "no tensor subclasses, __torch_function__ or __torch_dispatch__", "python", _check_tensor_subclass,
+         threat="outputs whose comparisons or operators lie (a subclass whose allclose is always True)",
+         fix="return plain torch.Tensor outputs; subclass nn.Module, not Tensor/Parameter"),
+    Rule("class_base", "classes may derive only from nn.Module (and torch.nn classes), autograd.Function, Enum, NamedTuple, object or classes of this module", "python", _check_class_base,
+         threat="inheriting behaviour (dict, type, library internals) that the rules do not model",
+         fix="derive from nn.Module, torch.autograd.Function, object or your own classes"),
+    Rule("class_keyword", "no metaclass or other class keywords", "python", _check_class_keyword,
+         threat="metaclasses run code at class creation and change attribute access",
+         fix="remove `metaclass=` and other class keywords"),
+    Rule("attribute_assignment", "no assignment to attributes of modules, classes or objects the candidate did not create (F.relu = ..., torch.Tensor.add = ..., the load_inline extension, Triton kernels), nor handing tensor classes, the extension or kernels around as values", "python", _check_attribute_assignment,
+         threat="monkeypatching torch/triton or the extension's entry points and kernels, which the harness in the candidate process "
+                "stubs (no_kernel ablation) and uses to check outputs; writes to the candidate's own objects "
+                "(`self.x`, `self.conv.weight.data`, a local module) are allowed -- patching a library class the harness does not use "
+                "changes only the candidate's own computation, which the judge checks",
+         fix="keep state on your own objects (`self.x = ...`, `self.conv.weight.data = ...`); call library functions instead of replacing them, "
+             "and do not pass tensor classes, the extension or kernels around as values"),
+    Rule("class_attribute_access", "methods must be called on instances, not through the class", "python", _check_class_attribute_access,
+         threat="calling a method with a foreign object as `self` (`Patcher.put(nn.functional, abs)`) to patch it",
+         fix="create an instance and call the method on it (staticmethods may be called through the class)"),
+    Rule("decorator_not_allowed", "only @triton.jit, @triton.autotune, @triton.heuristics, @staticmethod, @functools.*, @torch.no_grad and @torch.inference_mode decorators", "python", _check_decorators,
+         threat="decorators run arbitrary code at definition time and can replace functions",
+         fix="use only the listed decorators; call helpers explicitly instead"),
+    Rule("string_annotation", "annotations must be expressions, not strings (strings can be evaluated later)", "python", _check_string_annotation,
+         threat="code hidden in strings that typing machinery evaluates later",
+         fix="write annotations as expressions (`x: torch.Tensor`), or leave them out"),
+    Rule("banned_module", "no access to sys, os, builtins, inspect, gc, ctypes, importlib, pickle, subprocess, socket, threading, io, pathlib, ... or modules re-exported by other modules", "python", _check_banned_module,
+         threat="OS, interpreter and file access reached through an attribute of an allowed module (`torch.os`)",
+         fix="do not reach modules through other modules; use only torch/triton/math/numpy APIs"),
+    Rule("module_as_value", "modules may only be used as `module.attribute`, never stored or passed", "python", _check_module_as_value,
+         threat="a module object in a variable escapes the static attribute checks (`c = torch.cuda; c.Stream()`)",
+         fix="write the full attribute path at each use (`torch.cuda.synchronize()`), or import the name (`from torch import nn`)"),
+    Rule("threads_processes", "no threads, processes, distributed or thread-count changes", "python", _path_check("threads_processes"),
+         threat="work done outside the timed call, or changing the thread budget the reference is timed with",
+         fix="compute in the calling thread; do not change thread counts"),
+    Rule("streams_events_graphs", "no CUDA streams, events or graphs", "python", _path_check("streams_events_graphs"),
+         threat="work on a side stream escapes the CUDA events on the current stream; graphs replay stale work",
+         fix="launch on the current stream (the default); do not create streams, events or graphs"),
+    Rule("compile_jit", "no torch.compile, torch.jit, torch.fx, jiterator or other compilers", "python", _path_check("compile_jit"),
+         threat="compilers that cache across processes and run code generation outside the sandboxed compile stage",
+         fix="write the kernel with load_inline (C++/CUDA) or triton.jit"),
+    Rule("torch_backends", "no torch.backends settings", "python", _path_check("torch_backends"),
+         threat="global settings (TF32, cudnn benchmark/determinism) that change precision or the reference's behaviour",
+         fix="do not touch torch.backends; pass precision choices to your own kernels"),
+    Rule("profiler", "no profilers", "python", _path_check("profiler"),
+         threat="profiler hooks observe and alter the harness's timing",
+         fix="remove profiler calls (korch measures timing itself)"),
+    Rule("custom_op_registration", "no custom operator registration or native library loading (torch.library, torch.ops.load_library, torch.classes)", "python", _path_check("custom_op_registration"),
+         threat="registering operators replaces ATen ops for the harness too; loading libraries bypasses the compile stage",
+         fix="expose kernels through load_inline(functions=[...]) and call them directly"),
+    Rule("cpp_extension_other", "only load_inline may be used from torch.utils.cpp_extension", "python", _path_check("cpp_extension_other"),
+         threat="load()/CppExtension build from files and paths outside the compile cache",
+         fix="use torch.utils.cpp_extension.load_inline with the sources as strings"),
+    Rule("torch_utils", "nothing from torch.utils except cpp_extension.load_inline", "python", _path_check("torch_utils"),
+         threat="torch.utils reaches data loaders, hooks, checkpoints and files",
+         fix="use only torch.utils.cpp_extension.load_inline"),
+    Rule("triton_api", "only triton.jit/autotune/heuristics/Config/cdiv/next_power_of_2 and triton.language (no inline asm)", "python", _path_check("triton_api"),
+         threat="triton.runtime/compiler internals (driver, caches, launchers) and inline assembly",
+         fix="use triton.jit, autotune, heuristics, Config, cdiv, next_power_of_2 and triton.language"),
+    Rule("file_os_network", "no file, OS or network access (torch.save/load/from_file, numpy load/save/memmap, tofile, hub ...)", "python", _path_check("file_os_network"),
+         threat="reading cached results or secrets, writing outside the job",
+         fix="compute outputs from the inputs; do not load or save files"),
+    Rule("seeding", "no seeding or RNG state access (torch.manual_seed, generators, numpy.random)", "python", _path_check("seeding"),
+         threat="predicting the judge's inputs by reseeding or reading RNG state",
+         fix="do not seed or read RNG state; weights are initialised by the harness with the reference's seed"),
+    Rule("frame_access", "no frame, code or generator internals (gi_frame, f_back, f_globals, tb_frame ...)", "python", _check_frame_access,
+         threat="reaching the caller's frame to rewrite the harness's variables (`sys._getframe(1).f_globals[...] = fake`)",
+         fix="do not touch frames, code objects or generator internals"),
+    Rule("precision_downgrade", "no half/bfloat16/int8/TF32/autocast under tolerance 'strict' (fp32 tasks)", "python", _check_precision,
+         threat="trading precision for speed on fp32 tasks",
+         fix='compute in float32 under strict tolerance (tl.dot(..., input_precision="ieee")); use tolerance tf32 if the campaign allows it'),
+    Rule("load_inline_usage", "load_inline must be called directly, not stored or passed", "load_inline", _check_load_inline_usage,
+         threat="calls with arguments the rules cannot resolve, building code the compile stage never saw",
+         fix="call load_inline(...) directly with its arguments written out"),
+    Rule("load_inline_dynamic", "load_inline arguments must be statically resolvable (literals, module-level constants bound once, +, f-strings, .format, join)", "load_inline", _load_inline_findings("load_inline_dynamic"),
+         threat="sources computed at run time would be compiled without the native checks",
+         fix="build the sources from string literals and module-level constants bound once (+, f-strings, .format, join)"),
+    Rule("load_inline_argument", "load_inline takes name, cpp_sources, cuda_sources, functions, extra_cflags, extra_cuda_cflags, extra_ldflags (toolkit libraries only), with_cuda, verbose (no include paths or build_directory)", "load_inline", _load_inline_findings("load_inline_argument"),
+         threat="include paths and build directories read or write files outside the compile cache",
+         fix="pass only name, cpp_sources, cuda_sources, functions (a list of entry points), extra_cflags, extra_cuda_cflags, extra_ldflags, with_cuda, verbose"),
+    Rule("compiler_flag", "compiler flags must be on the allowlist (-O*, -std=c++NN, -DNAME[=VALUE], -arch/-gencode, ...); extra_ldflags may only name -lcublas, -lcublasLt, -lcurand", "flags", _check_flag_units("compiler_flag"),
+         threat="flags that load plugins, change search paths, include or link arbitrary files (-B, -fplugin, -specs, -Wl,..., -include, -L)",
+         fix="use only -O*, -std=c++NN, -D/-U, -arch/-gencode, -lineinfo, warning flags ...; link only -lcublas/-lcublasLt/-lcurand"),
+    Rule("fast_math_strict", "fast-math flags are not allowed under tolerance 'strict'", "flags", _check_flag_units("fast_math_strict"),
+         threat="trading precision for speed on fp32 tasks",
+         fix="drop --use_fast_math/-ffast-math under strict tolerance (use intrinsics like __expf where the error is acceptable, or tolerance tf32)"),
+    Rule("native_stream_event_graph", "native code: no CUDA stream, event or graph APIs (use the current stream)", "native", _check_native("native_stream_event_graph"),
+         threat="work on a side stream escapes the CUDA events on the current stream",
+         fix="launch with <<<grid, block, smem, at::cuda::getCurrentCUDAStream()>>> (or the default stream); create no streams, events or graphs"),
+    Rule("native_python_api", "native code: no Python C API or pybind11", "native", _check_native("native_python_api"),
+         threat="reaching the interpreter (and the harness's objects) from native code",
+         fix="take and return torch::Tensor and scalars; load_inline writes the bindings"),
+    Rule("native_syscall", "native code: no system calls, processes, dynamic loading, memory mapping or sockets", "native", _check_native("native_syscall"),
+         threat="OS access from native code (the sandbox and seccomp are the backstop)",
+         fix="compute only; report errors with TORCH_CHECK instead of exit()"),
+    Rule("native_file_io", "native code: no file I/O (printing to stdout/stderr is fine)", "native", _check_native("native_file_io"),
+         threat="reading cached results or secrets, writing outside the job; writing to stdout/stderr is allowed like Python's print",
+         fix="do not open, name or read files; printf/std::cout/fprintf(stderr, ...) are fine"),
+    Rule("native_getenv", "native code: no environment access", "native", _check_native("native_getenv"),
+         threat="reading secrets from the environment",
+         fix="do not read environment variables; pass settings as arguments"),
+    Rule("native_asm", "native code: no inline assembly", "native", _check_native("native_asm"),
+         threat="raw system calls and instructions the source rules cannot see",
+         fix="use CUDA intrinsics (__shfl_sync, __ldg, atomicAdd ...) instead of asm"),
+    Rule("native_include", "native code: #include only torch/ATen/c10, the CUDA toolkit's headers (cuda.h, cuda_runtime.h, cublas_v2.h, curand_kernel.h, cub/block/, math_constants.h, mma.h ...) and the C/C++ standard library (no files, threads, clocks)", "native", _check_native("native_include"),
+         threat="#include reads any file a path names (its text lands in the compile log) and system headers declare the OS; "
+                "what included code may call is decided by the identifier rules and the undefined-symbol allowlist",
+         fix="include headers by name from torch, the CUDA toolkit or the C/C++ standard library; no paths, no OS headers"),
+    Rule("native_macro", "native code: no token pasting (##), digraphs, trigraphs, universal character names or non-ASCII code", "native", _check_native("native_macro"),
+         threat="spelling banned names that the identifier rules would not see (`fo##pen`)",
+         fix="write identifiers out in full ASCII; use #x stringification or plain macros instead of ##"),
+    Rule("native_preprocessor", "native code: no pragmas other than once/unroll, no _Pragma, __has_include or unknown directives", "native", _check_native("native_preprocessor"),
+         threat="pragmas that change optimisation or diagnostics and probing for files with __has_include",
+         fix="use only #pragma once and #pragma unroll; remove other pragmas"),
+    Rule("native_thread", "native code: no threads (std::thread, pthread, std::async, OpenMP)", "native", _check_native("native_thread"),
+         threat="work outside the timed call or across more CPU threads than the reference gets",
+         fix="compute in the calling thread; parallelise on the GPU"),
+    Rule("native_custom_op", "native code: no operator registration, global torch settings or load-time constructors", "native", _check_native("native_custom_op"),
+         threat="replacing ATen operators for the harness, or code that runs when the library loads",
+         fix="expose plain functions through load_inline(functions=[...])"),
+    Rule("native_driver_api", "native code: no CUDA driver API, NVRTC or IPC", "native", _check_native("native_driver_api"),
+         threat="driver calls that launch, load or share memory behind the runtime's and the harness's back",
+         fix="use the CUDA runtime API (<<<...>>> launches, cudaMalloc via torch allocations); including <cuda.h> for types is fine"),
+    Rule("native_precision", "native code: no half/bfloat16/TF32 under tolerance 'strict'", "native", _check_native("native_precision"),
+         threat="trading precision for speed on fp32 tasks",
+         fix="compute in float under strict tolerance; use tolerance tf32/fp16 if the campaign allows it"),
+    Rule("native_symbol", "the built library imports a symbol outside the allowlist", "symbols",
+         threat="macros and headers can spell calls the source rules never see: the compiled library's imports are checked "
+                "(libc math/memory/printf, CUDA runtime without streams/events/graphs, cuBLAS compute, torch, libstdc++ without files/threads)",
+         fix="call only torch/ATen, CUDA runtime, cuBLAS, libc math/memory and printf-style output from native code"),
 ]
 RULES_BY_ID = {r.id: r for r in RULES}
 assert len(RULES_BY_ID) == len(RULES), "duplicate rule id"
 
 
+assert all(r.threat and r.fix for r in RULES), "every rule names its threat and its fix"
+
+
 def rule_table() -> list[dict]:
-    return [{"id": r.id, "message": r.message, "stage": r.stage} for r in RULES]
+    return [{"id": r.id, "message": r.message, "stage": r.stage, "threat": r.threat, "fix": r.fix}
+            for r in RULES]
+
+
+def violation(rule_id: str, line: int, detail: str = "") -> dict:
+    """A violation record: the message says what is wrong and how to fix it."""
+    rule = RULES_BY_ID[rule_id]
+    msg = f"{rule.message}: {detail}" if detail else rule.message
+    return {"rule": rule.id, "line": int(line or 0), "message": f"{msg}. Fix: {rule.fix}", "fix": rule.fix}
 
 
 # ---------------------------------------------------------------------------
@@ -1926,9 +2608,7 @@ def check(source: str, *, tolerance: str = "strict", torch_ops: str = "allow") -
         tree = ast.parse(raw, filename="<candidate>")
     except (SyntaxError, ValueError) as e:
         line = getattr(e, "lineno", None) or 0
-        result["violations"].append({"rule": "syntax_error",
-                                     "message": f"{RULES_BY_ID['syntax_error'].message}: {e.msg if isinstance(e, SyntaxError) else e}",
-                                     "line": line})
+        result["violations"].append(violation("syntax_error", line, str(e.msg if isinstance(e, SyntaxError) else e)))
         return result
     ctx = Context(source, tree, tolerance, torch_ops)
     seen = set()
@@ -1941,8 +2621,7 @@ def check(source: str, *, tolerance: str = "strict", torch_ops: str = "allow") -
             if key in seen:
                 continue
             seen.add(key)
-            msg = f"{rule.message}: {detail}" if detail else rule.message
-            violations.append({"rule": rule.id, "message": msg, "line": int(line or 0)})
+            violations.append(violation(rule.id, line, detail))
     violations.sort(key=lambda v: (v["line"], v["rule"]))
     result["violations"] = violations
     result["ok"] = not violations
@@ -1959,10 +2638,29 @@ def check(source: str, *, tolerance: str = "strict", torch_ops: str = "allow") -
     return result
 
 
+def lint_file(path: str, *, tolerance: str = "strict", torch_ops: str = "allow") -> dict:
+    """`korch lint`'s record for one file: {"file", "ok", "violations"}.
+    Reads the file as bytes; a file that is not UTF-8 is a source_encoding
+    violation (the worker writes candidates as UTF-8)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        src = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return {"file": path, "ok": False,
+                "violations": [violation("source_encoding", raw[:e.start].count(b"\n") + 1,
+                                         f"byte {e.start} is not UTF-8")]}
+    res = check(src, tolerance=tolerance, torch_ops=torch_ops)
+    return {"file": path, "ok": res["ok"], "violations": res["violations"]}
+
+
 def main(argv: list[str]) -> int:
     import argparse
     ap = argparse.ArgumentParser(description="korch static rules")
     ap.add_argument("file", nargs="?", help="candidate module to check")
+    ap.add_argument("--lint", nargs="+", metavar="FILE",
+                    help="check each FILE; print one JSON object per file per line "
+                         "({file, ok, violations}); exit 1 if any has a violation")
     ap.add_argument("--dump-table", action="store_true", help="print the rule table as JSON")
     ap.add_argument("--tolerance", default="strict", choices=TOLERANCES)
     ap.add_argument("--torch-ops", default="allow", choices=TORCH_OPS_POLICIES)
@@ -1982,8 +2680,15 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"ok": not v, "undefined": syms, "needed": needed_libraries(args.symbols),
                           "violations": v}, indent=1))
         return 0 if not v else 1
+    if args.lint:
+        any_bad = False
+        for path in args.lint:
+            rec = lint_file(path, tolerance=args.tolerance, torch_ops=args.torch_ops)
+            any_bad |= not rec["ok"]
+            print(json.dumps(rec, ensure_ascii=False), flush=True)
+        return 1 if any_bad else 0
     if not args.file:
-        ap.error("give a FILE, --dump-table or --symbols")
+        ap.error("give a FILE, --lint FILE..., --dump-table or --symbols")
     with open(args.file, encoding="utf-8") as f:
         src = f.read()
     res = check(src, tolerance=args.tolerance, torch_ops=args.torch_ops)

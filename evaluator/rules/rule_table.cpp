@@ -13,4 +13,6 @@ std::vector<RuleDoc> rule_docs() {
 
 const char* rules_python_dir() { return KORCH_RULES_PY_DIR; }
 
+const char* rules_python() { return KORCH_RULES_PYTHON_EXE; }
+
 }  // namespace korch::evaluator

@@ -13,6 +13,11 @@ namespace korch::evaluator {
 // module from here. Never null.
 const char* rules_python_dir();
 
+// The Python interpreter the build ran korch_rules.py with (CMake cache
+// KORCH_RULES_PYTHON, /usr/bin/python3 where present). `korch lint` runs
+// the rules with it. Never null.
+const char* rules_python();
+
 namespace detail {
 // One row of the generated table. `stage` is python | load_inline | flags |
 // native | symbols.

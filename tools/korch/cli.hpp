@@ -35,6 +35,9 @@ int cmd_report(const Args& args);
 int cmd_config_show(const Args& args);
 int cmd_tasks(const Args& args);
 int cmd_eval(const Args& args);
+// `korch lint FILE...`: the static rules alone; 0 all pass, 1 a violation,
+// 2 bad usage, unreadable file or a checker that could not run.
+int cmd_lint(const Args& args);
 
 }  // namespace korch::cli
 

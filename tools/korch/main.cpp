@@ -30,6 +30,10 @@ Usage:
              [--rules on|off] [--evaluator cpu|gpu|mock] [--timeout S]
              [--memory-budget-mb N] [--tolerance strict|tf32] [--json]
       One evaluation from the command line.
+  korch lint FILE... [--json] [--tolerance strict|tf32] [--torch-ops allow|forbid]
+      The static rules alone (no compile, no torch): `file:line: [rule] message`
+      and how to fix it; --json prints one object per file. Exit 0 if every
+      file passes, 1 if any has a violation, 2 on bad usage or unreadable files.
   korch serve
       The daemon (HTTP API, dashboard): not part of this build yet.
 
@@ -81,6 +85,7 @@ int main(int argc, char** argv) {
     if (cmd == "config") return cmd_config_show(*args);
     if (cmd == "tasks") return cmd_tasks(*args);
     if (cmd == "eval") return cmd_eval(*args);
+    if (cmd == "lint") return cmd_lint(*args);
     if (cmd == "serve") {
       std::fprintf(stderr, "korch serve: the daemon (HTTP API, dashboard) is not part of this build yet; "
                            "use korch run\n");

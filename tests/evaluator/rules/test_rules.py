@@ -5,13 +5,16 @@
 Every rule in the table has a violation case and a near-miss that must pass
 (the near-miss is embedded in a complete, otherwise-clean candidate, so the
 whole module must come back ok). The corpus under tests/evaluator/corpus is
-checked too: every good/ file passes, every hacks/ file whose header says
-`# expect: rule_violation <id>` is rejected with that rule.
+checked too: every good/ and realistic/ file passes (realistic/ under the
+tolerance its `# tolerance:` header names, strict by default), every hacks/
+file whose header says `# expect: rule_violation <id>` is rejected with that
+rule.
 """
 from __future__ import annotations
 
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +28,8 @@ sys.path.insert(0, str(REPO / "evaluator" / "rules"))
 import korch_rules as kr  # noqa: E402
 
 CORPUS = REPO / "tests" / "evaluator" / "corpus"
+# The vendored KernelBench problems beside the checkout (absent in some clones).
+KERNELBENCH = REPO.parent / "shared" / "kernelbench"
 
 PY_TEMPLATE = '''import torch
 import torch.nn as nn
@@ -102,20 +107,44 @@ CASES: dict[str, tuple[str, str]] = {
                          py(top="def f():\n    g = 1\n    return g\nglobal_ = 'global g'")),
     "match_statement": (py(top="match 1:\n    case 1:\n        pass"), py(top="match = 1\ncase = match + 1")),
     "banned_builtin": (py(top='y = eval("1")'),
-                       py(top='y = "eval(1)"\ndef evaluate(v):\n    return v', body="self.eval()")),
+                       # Shadowing is not calling the builtin: a parameter `input`, a
+                       # local `vars`, a parameter `type` that is then called.
+                       py(top='y = "eval(1)"\ndef evaluate(v):\n    return v\n'
+                              'def apply(input, type):\n    vars = [input]\n    return type(vars[0])',
+                          body="self.eval()")),
     "dynamic_getattr": (py(top='name = "relu"\nf = getattr(torch, name)'),
                         py(top='f = getattr(torch, "relu")\nh = hasattr(torch, "relu")')),
-    "private_name": (py(top="c = torch._C"), py(top='x_ = "_private"\nname = "__init__"')),
+    "private_name": (py(top="c = torch._C"),
+                     # The candidate's own private names, and ATen ops by name.
+                     py(top='x_ = "_private"\nname = "__init__"\n_BLOCK = 256\n_cpp_src = "// src"\n'
+                            'def _helper(v):\n    return v\n'
+                            'class _Impl(nn.Module):\n    def _make_layer(self, n):\n        self._n = n\n'
+                            '        return self._helper2(n)\n    def _helper2(self, n):\n        return _helper(n)\n'
+                            'sm = torch.ops.aten._softmax')),
+    "interpreter_internals": (py(top="k = ().__class__"),
+                              py(top='if __name__ == "__main__":\n    print(ModelNew.__name__, torch.__version__)\n'
+                                     'class Box(nn.Module):\n    def __call__(self, v):\n        return v\n'
+                                     '    def __repr__(self):\n        return "Box"')),
     "defines_model": (py(top="class Model(nn.Module):\n    pass"),
                       py(top='class ModelHelper(nn.Module):\n    pass\ns = "class Model"')),
-    "missing_model_new": (py().replace("class ModelNew", "class ModelNew2"), py(top='NAME = "ModelNew"')),
+    "missing_model_new": (py().replace("class ModelNew", "class ModelNew2"),
+                          py(top='NAME = "ModelNew"').replace("class ModelNew(", "class OptimizedModel(")
+                          + "\n\nModelNew = OptimizedModel\n"),
     "tensor_subclass": (py(top="class T(torch.Tensor):\n    pass"),
                         py(top="class T(nn.Module):\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return x")),
     "class_base": (py(top="class T(dict):\n    pass"), py(top="class T(object):\n    pass\nclass U(T):\n    pass")),
     "class_keyword": (py(top="class T(nn.Module, metaclass=abc):\n    pass"),
                       py(top="class T(nn.Module):\n    metaclass = 1")),
     "attribute_assignment": (py(top="torch.relu = lambda v: v"),
-                             py(init="self.scale = 2.0\nself.items = [1]\nself.items[0] = 2")),
+                             # The candidate's own objects: self, its submodules' tensors,
+                             # a local module, an autograd ctx, its own class.
+                             py(top="class Fn(torch.autograd.Function):\n    @staticmethod\n"
+                                    "    def forward(ctx, v, alpha):\n        ctx.alpha = alpha\n        return v * alpha\n"
+                                    "class Cfg:\n    pass\nCfg.block = 128",
+                                init="self.scale = 2.0\nself.items = [1]\nself.items[0] = 2\n"
+                                     "self.conv = nn.Conv2d(3, 3, 3)\nself.conv.weight.data = self.conv.weight.data * 0.5\n"
+                                     "conv = nn.Linear(4, 4)\nconv.bias = None\nself.fc = conv\n"
+                                     "for p in self.fc.parameters():\n    p.requires_grad = False")),
     "class_attribute_access": (py(top="class H(nn.Module):\n    def go(self):\n        return 1\ny = H.go(None)"),
                                py(top="class H(nn.Module):\n    def go(self):\n        return 1\ny = H().go()")),
     "decorator_not_allowed": (py(top="@property\ndef f():\n    return 1"),
@@ -153,7 +182,8 @@ CASES: dict[str, tuple[str, str]] = {
     "compiler_flag": (flags(cflags=["-O3", "-Wl,-rpath,/tmp"]),
                       flags(cflags=["-O3", "-DBLOCK=256", "-Wall", "-march=native", "-std=c++17"],
                             cuda=["-O3", "-arch=sm_90", "--expt-relaxed-constexpr", "-gencode",
-                                  "arch=compute_90,code=sm_90", "-Xptxas=-v"])),
+                                  "arch=compute_90,code=sm_90", "-Xptxas=-v"],
+                            ldflags=["-lcublas", "-lcublasLt", "-lcurand"])),
     "fast_math_strict": (flags(cflags=["-ffast-math"]), flags(cflags=["-O3", "-funroll-loops"])),
     "native_stream_event_graph": (native("cudaStream_t s;\nvoid f() { cudaStreamCreate(&s); }"),
                                   native('// cudaStreamCreate in a comment\nconst char* k = "cudaEventRecord";\n'
@@ -164,10 +194,20 @@ CASES: dict[str, tuple[str, str]] = {
                        native("int sys_call_count = 0; // syscall(SYS_open)\n"
                               "struct S { int n; }; int g(S* s) { return s->n; }")),
     "native_file_io": (native('void f() { FILE* fp = fopen("/etc/passwd", "r"); }'),
-                       native('const char* p = "fopen"; /* fopen */ int fopen_count = 0;')),
+                       # Printing to the streams the process has is not file I/O.
+                       native('#include <cstdio>\n#include <iostream>\n'
+                              'const char* p = "fopen"; /* fopen */ int fopen_count = 0;\n'
+                              'void report(int n) { printf("%d\\n", n); fprintf(stderr, "n=%d\\n", n);'
+                              ' std::cout << n << std::endl; fflush(stdout); }')),
     "native_getenv": (native('const char* e = getenv("HOME");'), native("int getenv_calls = 0;")),
     "native_asm": (native('void f() { asm volatile("nop"); }'), native("int asm_free = 0; // asm")),
-    "native_include": (native("#include <fstream>"), native("#include <cmath>\n#include <ATen/ATen.h>")),
+    "native_include": (native("#include <fstream>"),
+                       # The toolkit's own headers and the standard library.
+                       native("#include <cmath>\n#include <ATen/ATen.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
+                              "#include <cublas_v2.h>\n#include <curand_kernel.h>\n#include <math_constants.h>\n"
+                              "#include <cub/block/block_reduce.cuh>\n#include <cuda_fp16.h>\n#include <mma.h>\n"
+                              "#include <cooperative_groups.h>\n#include <cstdio>\n#include <iostream>\n#include <vector>\n"
+                              "#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAGuard.h>")),
     "native_macro": (native('#define F(a,b) a##b\nvoid g() { F(fo,pen)("x","r"); }'),
                      native("#define SQR(a) ((a)*(a))\nfloat sq(float v) { return SQR(v); }\n"
                             "const char* s = \"a##b\"; int n = 1'000'000;")),
@@ -198,6 +238,20 @@ class RuleTableTest(unittest.TestCase):
     def test_every_rule_has_cases(self):
         covered = set(CASES) | {"native_symbol"}  # native_symbol: SymbolTest below
         self.assertEqual(covered, {r.id for r in kr.RULES})
+
+    def test_every_rule_names_threat_and_fix(self):
+        for r in kr.RULES:
+            with self.subTest(rule=r.id):
+                self.assertTrue(r.threat and "\n" not in r.threat)
+                self.assertTrue(r.fix and "\n" not in r.fix)
+
+    def test_docs_list_every_rule(self):
+        """docs/rules.md carries the table (regenerate it from --dump-table)."""
+        doc = (REPO / "docs" / "rules.md").read_text(encoding="utf-8")
+        for r in kr.RULES:
+            with self.subTest(rule=r.id):
+                self.assertIn(f"| `{r.id}` |", doc)
+                self.assertIn(r.threat.replace("|", "\\|"), doc)
 
     def test_dump_table_cli(self):
         out = subprocess.run([sys.executable, str(REPO / "evaluator/rules/korch_rules.py"), "--dump-table"],
@@ -262,7 +316,7 @@ class HackTest(unittest.TestCase):
 
     def test_fstring_expressions(self):
         self.expect(py(top="s = f\"{__import__('os')}\""), "banned_builtin")
-        self.expect(py(top="s = f\"{__import__('os')}\""), "private_name")
+        self.expect(py(top="s = f\"{__import__('os')}\""), "interpreter_internals")
         self.expect(py(top="s = f'{x!r:>{eval(\"1\")}}'"), "banned_builtin")
 
     def test_computed_getattr(self):
@@ -271,9 +325,45 @@ class HackTest(unittest.TestCase):
         self.expect(py(top='f = getattr(torch, "_C")'), "private_name")
 
     def test_dunder_escapes(self):
-        self.expect(py(top="k = ().__class__.__bases__[0].__subclasses__()"), "private_name")
-        self.expect(py(top='b = __builtins__["eval"]'), "private_name")
-        self.expect(py(top="if __name__ == '__main__':\n    pass"), "private_name")
+        self.expect(py(top="k = ().__class__.__bases__[0].__subclasses__()"), "interpreter_internals")
+        self.expect(py(top='b = __builtins__["eval"]'), "interpreter_internals")
+        self.expect(py(top="def f():\n    pass\ng = f.__globals__"), "interpreter_internals")
+        self.expect(py(top='d = torch.nn.functional.__dict__'), "interpreter_internals")
+        self.expect(py(top='v = torch.__getattr__("_dynamo")'), "interpreter_internals")
+        self.expect(py(top="m = torch.Tensor.mro()"), "interpreter_internals")
+        self.expect(py(top="import torch.nn.functional as F\nd = F.gelu.__kwdefaults__"), "interpreter_internals")
+        self.expect(py(top='x = getattr(torch, "__dict__")'), "interpreter_internals")
+        # `if __name__ == "__main__":` reads a harmless dunder.
+        res = kr.check(py(top="if __name__ == '__main__':\n    print(torch.__version__)"))
+        self.assertTrue(res["ok"], res["violations"])
+
+    def test_private_members_of_modules(self):
+        self.expect(py(top="import torch._dynamo"), "private_name")
+        self.expect(py(top="from torch import _C"), "private_name")
+        self.expect(py(top="from torch._C import _nn"), "private_name")
+        self.expect(py(top="import torch.nn.functional as F\nf = F._verify_batch_size"), "private_name")
+        self.expect(py(top="f = torch.Tensor._make_subclass"), "private_name")
+        self.expect(py(top="import torch.nn.functional as _F\nf = _F._pad"), "private_name")
+
+    def test_builtins_resolve_by_scope(self):
+        # Bound only conditionally, deleted, or bound after use: the builtin shows through.
+        self.expect(py(top='if len("x") == 2:\n    eval = None\ny = eval("1")'), "banned_builtin")
+        self.expect(py(top='eval = None\ndel eval\ny = eval("1")'), "banned_builtin")
+        self.expect(py(top="y = vars()\nvars = dict"), "banned_builtin")
+        self.expect(py(top="for vars in [1]:\n    pass\ny = vars(torch)"), "banned_builtin")
+        self.expect(py(top="class C:\n    if len('x') == 2:\n        type = int\n    t = type(1)"), "banned_builtin")
+        self.expect(py(top="def f(v=type):\n    return v"), "banned_builtin")
+        self.expect(py(top="def f():\n    return [open for _ in range(1)]"), "banned_builtin")
+        # The candidate's own bindings: parameters, locals, enclosing functions,
+        # module names bound before use, comprehension variables.
+        ok = py(top="def f(input, type, vars):\n    return type(input), vars\n"
+                    "def g():\n    compile = len\n    def h():\n        return compile('ab')\n    return h()\n"
+                    "input = 3\ndef k():\n    return input + 1\n"
+                    "z = [type for type in (int, float)]\n"
+                    "class C:\n    vars = 1\n    w = vars + 1",
+                body="input = x\nx = torch.relu(input)")
+        res = kr.check(ok)
+        self.assertTrue(res["ok"], res["violations"])
 
     def test_model_and_subclasses(self):
         self.expect(py(top="class Model(nn.Module):\n    pass"), "defines_model")
@@ -286,8 +376,68 @@ class HackTest(unittest.TestCase):
         self.expect(py(top="import torch.nn.functional as F\nF.relu = torch.abs"), "attribute_assignment")
         self.expect(py(top="del torch.relu"), "attribute_assignment")
         self.expect(py(top="for torch.relu in [torch.abs]:\n    pass"), "attribute_assignment")
-        self.expect(py(top="def f(self):\n    self.relu = 1"), "attribute_assignment")
+        self.expect(py(top="torch.backends.cudnn.benchmark = True"), "attribute_assignment")
+        self.expect(py(top="torch.Tensor.add = lambda a, b: a"), "attribute_assignment")
+        self.expect(py(top="from torch import Tensor\nTensor.detach = lambda t: t"), "attribute_assignment")
         self.expect(py(top="import numpy as np\nnp.sctypeDict.update({})"), "attribute_assignment")
+        # A tensor class handled as a value could be patched where it lands.
+        self.expect(py(top="T = torch.Tensor\nT.detach = lambda t: t"), "attribute_assignment")
+        self.expect(py(top="def f(self):\n    self.detach = 1\nf(torch.Tensor)"), "attribute_assignment")
+        self.expect(py(top="K = [nn.Parameter]"), "attribute_assignment")
+        self.expect(py(top='T = getattr(torch, "Tensor")'), "attribute_assignment")
+
+    def test_patching_extension_and_kernels(self):
+        # The ablation stubs the extension's entry points and Triton kernels:
+        # writing into them, or handing them to code that could, is refused.
+        ext_patch = native() + "\next.fwd = torch.relu\n"
+        self.expect(ext_patch, "attribute_assignment")
+        self_patch = native().replace("super().__init__()", "super().__init__()\n        self.ext = ext\n"
+                                      "        self.ext.fwd = torch.relu")
+        self.expect(self_patch, "attribute_assignment")
+        alias_patch = native() + "\nmod = ext\nmod.fwd = torch.relu\n"
+        self.expect(alias_patch, "attribute_assignment")
+        passed = native() + "\ndef patch(m):\n    m.fwd = torch.relu\npatch(ext)\n"
+        self.expect(passed, "attribute_assignment")
+        listed = native() + "\nmods = [ext]\n"
+        self.expect(listed, "attribute_assignment")
+        built = native(pre="def build():\n    return load_inline(name=\"ext\", cpp_sources=\"x\", functions=[\"fwd\"])\n"
+                           "other = build()\nother.fwd = torch.relu\n")
+        self.expect(built, "attribute_assignment")
+        kernel = "import triton\nimport triton.language as tl\n" + py(
+            top="@triton.jit\ndef _k(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n_k.run = None")
+        self.expect(kernel, "attribute_assignment")
+        kernel_arg = "import triton\nimport triton.language as tl\n" + py(
+            top="@triton.jit\ndef _k(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n"
+                "def launch(kern, v):\n    kern.run = None\nlaunch(_k, 1)")
+        self.expect(kernel_arg, "attribute_assignment")
+        # A name rebound to a library function, or a method name that is
+        # also a library method's, is not the candidate's function.
+        rebound = native() + ("\nimport functools\ndef helper(m, f):\n    pass\n"
+                              "helper = functools.update_wrapper\ndef fake():\n    pass\n"
+                              "fake.fwd = torch.relu\nhelper(ext, fake)\n")
+        self.expect(rebound, "attribute_assignment")
+        appended = native().replace("super().__init__()", "super().__init__()\n        self.items = []\n"
+                                    "        self.items.append(ext)\n        self.items[0].fwd = torch.relu") + (
+            "\nclass Other(nn.Module):\n    def append(self, m):\n        return m\n")
+        self.expect(appended, "attribute_assignment")
+        class_attr = native() + "\nclass Holder:\n    e = ext\nHolder.e.fwd = torch.relu\n"
+        self.expect(class_attr, "attribute_assignment")
+        self.expect(py(top="op = torch.ops.aten._softmax._op"), "private_name")
+        self.expect(py(top="k = torch.ops.aten.relu.default.py_impl"), "custom_op_registration")
+        # Storing, calling, launching and reading them is how they are used.
+        ok = native().replace("super().__init__()", "super().__init__()\n        self.ext = ext\n"
+                              "        self.fn = self.ext.fwd\n        self.has = hasattr(ext, \"fwd\")")
+        res = kr.check(ok)
+        self.assertTrue(res["ok"], res["violations"])
+        ok_kernel = "import triton\nimport triton.language as tl\n" + py(
+            top="@triton.jit\ndef _k(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n"
+                "def launch(kern, v):\n    kern[(1,)](v, 1, BLOCK=128)\nlaunch(_k, torch.zeros(1))\n"
+                "class Runner(nn.Module):\n    def run(self, kern, v):\n        kern[(1,)](v, 1, BLOCK=128)\n"
+                "    def forward(self, v):\n        self.run(_k, v)\n        return v\n"
+                "ok = isinstance(torch.zeros(1), (torch.Tensor, nn.Parameter))\n"
+                "def typed(v: torch.Tensor) -> torch.Tensor:\n    return v")
+        res = kr.check(ok_kernel)
+        self.assertTrue(res["ok"], res["violations"])
 
     def test_module_escape(self):
         self.expect(py(top="mods = [torch]"), "module_as_value")
@@ -370,6 +520,15 @@ class HackTest(unittest.TestCase):
         for rule, code in cases.items():
             with self.subTest(rule=rule):
                 self.expect(native(code), rule)
+        # CUB's device-wide layer loads the driver API: refused with a hint.
+        res = kr.check(native("#include <cub/cub.cuh>"))
+        self.assertIn("native_include", rules_of(res))
+        self.assertIn("cub/block/", res["violations"][0]["message"])
+        self.expect(native("#include <cub/device/device_reduce.cuh>"), "native_include")
+        self.expect(native("#include <thread>"), "native_include")
+        self.expect(native("#include <unistd.h>"), "native_include")
+        self.expect(native("#include <cstdio>\nvoid f() { FILE* f = fdopen(3, \"w\"); }"), "native_file_io")
+        self.expect(native("#include <iostream>\nvoid f() { int v; std::cin >> v; }"), "native_file_io")
         # A line splice inside an identifier is joined before checking.
         self.expect(native('void f() { fo\\\npen("x", "r"); }'), "native_file_io")
         self.expect(native("void f() { \\u0066open(0, 0); }"), "native_macro")
@@ -400,6 +559,12 @@ class SymbolTest(unittest.TestCase):
         "cudaLaunchKernel", "__cudaRegisterFatBinary", "__cudaPushCallConfiguration",
         "__cudaPopCallConfiguration", "cudaGetLastError", "cudaGetErrorString",
         "_ZN3c104cuda20getCurrentCUDAStreamEa",
+        # printing to stdout/stderr, as Python's print may
+        "printf", "puts", "putchar", "__printf_chk", "fprintf", "__fprintf_chk", "fflush", "fwrite",
+        "stdout", "stderr", "_ZSt4cout", "_ZSt4cerr", "_ZSt4endlIcSt11char_traitsIcEERSt13basic_ostreamIT_T0_ES6_",
+        # cuBLAS compute
+        "cublasCreate_v2", "cublasDestroy_v2", "cublasSgemm_v2", "cublasSgemmStridedBatched",
+        "cublasGemmEx", "cublasLtMatmul",
     ]
 
     def test_typical_extension_passes(self):
@@ -411,7 +576,8 @@ class SymbolTest(unittest.TestCase):
                     "cudaStreamCreate", "cudaEventCreate", "cudaGraphLaunch", "cuLaunchKernel",
                     "_ZNSt14basic_ifstreamIcSt11char_traitsIcEEC1EPKcSt13_Ios_Openmode",
                     "_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE",
-                    "_ZNSt10filesystem6removeERKNS_7__cxx114pathE", "_ZSt4cout",
+                    "_ZNSt10filesystem6removeERKNS_7__cxx114pathE", "_ZSt3cin",
+                    "cublasSetStream_v2", "cublasLoggerConfigure", "curandCreateGenerator", "fopen64",
                     "_ZN5torch7Library4_defEON3c1014FunctionSchemaEPNS_11OperatorDefE",
                     "_ZN3c105utils7get_envEPKc", "_ZN2at15set_num_threadsEi",
                     "_ZN3c104cuda17getStreamFromPoolEba", "_ZN2at7Context18setAllowTF32CuBLASEb",
@@ -467,6 +633,36 @@ class SymbolTest(unittest.TestCase):
             with self.assertRaises(kr.ElfError):
                 kr.undefined_symbols_of_objects([str(a)])
 
+    def test_iostream_objects_pass_even_with_static_libstdcxx(self):
+        """printf and std::cout in a candidate import only allowed symbols. On a
+        toolchain that links libstdc++ statically (the H200 image's does), the
+        final .so also imports libstdc++'s own stdio (fopen64, read, write):
+        checking the candidate's objects (undefined_symbols_of_objects) keeps
+        that from being the reason a correct kernel fails."""
+        cxx = shutil.which("g++") or shutil.which("c++")
+        if not cxx:
+            self.skipTest("no C++ compiler")
+        with tempfile.TemporaryDirectory() as d:
+            src = pathlib.Path(d, "k.cpp")
+            src.write_text('#include <cstdio>\n#include <iostream>\n'
+                           'float scale(float x, int n) {\n'
+                           '  printf("n=%d\\n", n); fprintf(stderr, "x=%f\\n", x); fflush(stdout);\n'
+                           '  std::cout << "scale " << x << std::endl; std::cerr << n << "\\n";\n'
+                           '  return x * n;\n}\n')
+            obj = pathlib.Path(d, "k.o")
+            subprocess.run([cxx, "-c", "-fPIC", "-O2", "-o", str(obj), str(src)], check=True)
+            self.assertEqual(kr.check_symbols(kr.undefined_symbols_of_objects([str(obj)])), [])
+            so = pathlib.Path(d, "k.so")
+            subprocess.run([cxx, "-shared", "-fPIC", "-o", str(so), str(obj)], check=True)
+            self.assertEqual(kr.check_symbols(kr.undefined_symbols(str(so))), [])
+            # With libstdc++ linked in statically, the same library imports
+            # libc's locale and stdio internals: only the objects are the
+            # candidate's.
+            static_so = pathlib.Path(d, "k_static.so")
+            if subprocess.run([cxx, "-shared", "-fPIC", "-static-libstdc++", "-o", str(static_so), str(obj)],
+                              capture_output=True).returncode == 0:
+                self.assertNotEqual(kr.check_symbols(kr.undefined_symbols(str(static_so))), [])
+
     def test_not_elf(self):
         with tempfile.NamedTemporaryFile(suffix=".so") as f:
             f.write(b"not an elf")
@@ -511,6 +707,62 @@ class CorpusTest(unittest.TestCase):
                 self.assertFalse(res["ok"])
                 self.assertIn(rule, rules_of(res), res["violations"])
         self.assertGreaterEqual(n, 20)
+
+    def test_realistic_candidates_pass(self):
+        """Correct solutions in the styles models write for KernelBench
+        (levels 1-3): none may be rejected by the rules."""
+        files = corpus_files("realistic")
+        self.assertGreaterEqual(len(files), 60)
+        rejected = []
+        for path in files:
+            with self.subTest(file=path.name):
+                task = header(path, "task")
+                self.assertIsNotNone(task, "missing '# task: levelN/<problem>' header")
+                self.assertRegex(task, r"^level[1-3]/\d+_\w+$")
+                if KERNELBENCH.is_dir():
+                    self.assertTrue((KERNELBENCH / f"{task}.py").is_file(), task)
+                tolerance = header(path, "tolerance") or "strict"
+                res = kr.check(path.read_text(encoding="utf-8"), tolerance=tolerance)
+                if not res["ok"]:
+                    rejected.append(path.name)
+                self.assertTrue(res["ok"], res["violations"])
+        self.assertEqual(rejected, [])
+
+    def test_realistic_corpus_covers_the_styles(self):
+        """Each false-positive class the rules once had is represented."""
+        texts = {p.name: p.read_text(encoding="utf-8") for p in corpus_files("realistic")}
+        styles = {
+            "load_inline (C++/CUDA)": r"load_inline\(",
+            "Triton kernel": r"@triton\.jit",
+            "@triton.autotune": r"@triton\.autotune",
+            "@triton.heuristics": r"@triton\.heuristics",
+            "tl.constexpr parameter or constant": r"tl\.constexpr",
+            "private kernel name": r"def _\w+_kernel\(|def _\w+\(",
+            "private module-level source string": r"^_\w*(cpp|cuda)\w*\s*=",
+            "private class": r"^class _\w+",
+            "ResNet-style self._make_layer": r"self\._make_layer\(",
+            "ModelNew alias": r"^ModelNew = \w+",
+            "__main__ block": r'^if __name__ == "__main__":',
+            "shadowed builtin `input`": r"def forward\(self, input",
+            "shadowed builtin `vars`": r"\bvars = ",
+            "shadowed builtin `type`": r"\btype=",
+            "writes to a submodule's tensors": r"self\.\w+\.(weight|bias)\.data = ",
+            "<cuda.h>": r"#include <cuda\.h>",
+            "cuBLAS": r"#include <cublas_v2\.h>",
+            "math constants": r"#include <math_constants\.h>",
+            "CUB block primitives": r"#include <cub/block/",
+            "host-side stream output": r"std::cerr|printf\(",
+            "-lcublas": r'"-lcublas"',
+            "tolerance tf32 header": r"^# tolerance: tf32",
+            "library class as a default value": r"act_layer=nn\.\w+",
+        }
+        for style, pattern in styles.items():
+            with self.subTest(style=style):
+                hits = [n for n, t in texts.items() if re.search(pattern, t, re.M)]
+                self.assertTrue(hits, f"no realistic file shows {style} ({pattern})")
+        for level in ("level1/", "level2/", "level3/"):
+            n = sum(1 for t in texts.values() if f"# task: {level}" in t)
+            self.assertGreaterEqual(n, 8, level)
 
     def test_cli_on_corpus_file(self):
         path = corpus_files("good")[0]

@@ -1,4 +1,4 @@
-# expect: rule_violation private_name
+# expect: rule_violation interpreter_internals
 # task: 1_ReLU_small
 # hack: object subclasses walk to reach os
 import torch
