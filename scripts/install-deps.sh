@@ -11,6 +11,23 @@ PACKAGES=(
   python3 python3-dev pybind11-dev libtorch-dev python3-torch python3-numpy
 )
 
+# A GPU box brings its own CUDA torch (pip or a venv): then Debian's CPU
+# torch is not installed. KORCH_PYTHON names that interpreter; without it a
+# python3 on PATH whose torch has CUDA counts too. Package names are the same
+# on Debian 12 and Ubuntu 24.04.
+own_torch() {
+  local py=${KORCH_PYTHON:-python3}
+  "$py" -c 'import torch, sys; sys.exit(0 if torch.version.cuda else 1)' 2>/dev/null
+}
+if own_torch; then
+  echo "install-deps: using the CUDA torch of ${KORCH_PYTHON:-python3}; skipping Debian's CPU torch"
+  filtered=()
+  for p in "${PACKAGES[@]}"; do
+    case $p in libtorch-dev|python3-torch) ;; *) filtered+=("$p");; esac
+  done
+  PACKAGES=("${filtered[@]}")
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

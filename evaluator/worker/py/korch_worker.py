@@ -165,7 +165,8 @@ def glue_probe_entry():
 
 
 def cache_key(entry):
-    payload = {"entry": entry, "versions": versions(), "format": 1}
+    # format 2: the symbol check reads the objects (see compile_main).
+    payload = {"entry": entry, "versions": versions(), "format": 2}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -259,7 +260,14 @@ def compile_main(ctx_json):
         result.update({"module": captured["module"], "so": captured["so"]})
         try:
             import korch_rules
-            syms = korch_rules.undefined_symbols(so_path)
+            # The candidate's own objects say what its code calls. The final
+            # .so can import more than that: where the toolchain links
+            # libstdc++ statically (the H200 image), std::cout alone pulls in
+            # fopen64/read/write from libstdc++'s own code.
+            objs = sorted(os.path.join(build_dir, f) for f in os.listdir(build_dir)
+                          if f.endswith(".o"))
+            syms = korch_rules.undefined_symbols_of_objects(objs) if objs else \
+                korch_rules.undefined_symbols(so_path)
             result["undefined"] = sorted(set(syms))
             viol = [] if job.get("probe") else korch_rules.check_symbols(
                 syms, allow_extra=job.get("allow_extra", []))
