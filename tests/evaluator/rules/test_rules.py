@@ -708,6 +708,30 @@ class CorpusTest(unittest.TestCase):
                 self.assertIn(rule, rules_of(res), res["violations"])
         self.assertGreaterEqual(n, 20)
 
+    def test_gpu_corpus_keeps_the_rules_honest(self):
+        """The GPU corpus (tests/evaluator/corpus/gpu, run on a GPU by
+        scripts/gpu/suite.sh corpus): its correct candidates pass the rules,
+        hacks the rules must stop name their rule, and hacks left to the
+        judge (cached results, freed memory, decoys, crashes) pass the
+        rules, so the GPU run really exercises the judge."""
+        import json
+        gpu = CORPUS / "gpu"
+        entries = []
+        for name in ("manifest.json", "manifest_large.json"):
+            if (gpu / name).is_file():
+                entries += json.loads((gpu / name).read_text())
+        self.assertGreaterEqual(len(entries), 20)
+        for e in entries:
+            with self.subTest(file=e["file"]):
+                res = kr.check((gpu / e["file"]).read_text(encoding="utf-8"))
+                expect = e["expect"].split("|")
+                if e.get("rules"):
+                    self.assertFalse(res["ok"])
+                    for rule in e["rules"]:
+                        self.assertIn(rule, rules_of(res), res["violations"])
+                elif "rule_violation" not in expect:
+                    self.assertTrue(res["ok"], res["violations"])
+
     def test_realistic_candidates_pass(self):
         """Correct solutions in the styles models write for KernelBench
         (levels 1-3): none may be rejected by the rules."""
