@@ -66,6 +66,12 @@ def median(xs):
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
+def out_of_memory(ex):
+    """A host MemoryError, or torch's allocator failing (CPU or CUDA)."""
+    text = str(ex).lower()
+    return isinstance(ex, MemoryError) or "alloc" in text or "out of memory" in text
+
+
 def same(a, b):
     if a.is_floating_point() or a.is_complex():
         return torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
@@ -396,8 +402,7 @@ class Judge:
                 vals = [v.to(self.dev) if isinstance(v, torch.Tensor) else v for v in vals]
             return vals
         except (MemoryError, RuntimeError) as ex:
-            if "alloc" in str(ex).lower() or "out of memory" in str(ex).lower() or \
-                    isinstance(ex, MemoryError):
+            if out_of_memory(ex):
                 raise Verdict("task_too_large", "the task's inputs do not fit the memory budget "
                               "(%d MB): %s" % (self.budget >> 20, str(ex)[:200])) from None
             raise
@@ -407,8 +412,7 @@ class Judge:
             try:
                 return self.ref(*args)
             except (MemoryError, RuntimeError) as ex:
-                if "alloc" in str(ex).lower() or "out of memory" in str(ex).lower() or \
-                        isinstance(ex, MemoryError):
+                if out_of_memory(ex):
                     raise Verdict("task_too_large", "the reference does not fit the memory "
                                   "budget: %s" % str(ex)[:200]) from None
                 raise

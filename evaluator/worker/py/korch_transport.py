@@ -61,14 +61,19 @@ def pack(values):
     return header, fd, mm
 
 
+def header_tensor(h):
+    """(dtype, shape) of a tensor header entry; ValueError if unusable."""
+    dt = DTYPES.get(h.get("dtype"))
+    if dt is None:
+        raise ValueError("unsupported dtype %r" % h.get("dtype"))
+    return dt, [int(s) for s in h["shape"]]
+
+
 def unpack(header, mm, copy):
     out = []
     for h in header:
         if h.get("t") == "tensor":
-            dt = DTYPES.get(h["dtype"])
-            if dt is None:
-                raise ValueError("unsupported dtype %r" % h["dtype"])
-            shape = [int(s) for s in h["shape"]]
+            dt, shape = header_tensor(h)
             numel = math.prod(shape)
             if numel * element_size(dt) != h["nbytes"] or h["off"] < 0 or \
                     h["off"] + h["nbytes"] > len(mm):
@@ -151,10 +156,8 @@ def device_args(header, bufs):
     out = []
     for h in header:
         if h.get("t") == "tensor":
-            dt = DTYPES.get(h["dtype"])
-            if dt is None:
-                raise ValueError("unsupported dtype %r" % h["dtype"])
-            out.append(bufs.tensor(int(h["slot"]), dt, [int(s) for s in h["shape"]]))
+            dt, shape = header_tensor(h)
+            out.append(bufs.tensor(int(h["slot"]), dt, shape))
         else:
             out.append(h.get("v"))
     return out
