@@ -248,10 +248,10 @@ std::uint64_t mapped_bytes() {
         cctx["which"] = which;
         cctx["device"] = gpu_job ? "cuda" : "cpu";
         cctx["env"] = job_json.value("runner_env", json::object());
-        // Trusted preparation before the sandbox closes (no candidate code
-        // has run): Triton asks ptxas for its version when it hashes a
-        // kernel, which a runner that may not exec could not do later.
-        if (gpu_job) call_harness("runner_prepare", cctx.dump());
+        // Trusted preparation as root, before the sandbox closes and before
+        // any candidate code: imports that read files the sandbox hides
+        // (torch.utils.cpp_extension) and Triton's ptxas version query.
+        call_harness("prepare_main", cctx.dump());
         const bool may_exec = job_json.value("runner_exec", false);
         korch::worker::drop_privileges(cp, uid, gpu_job ? 0 : as_base + 2 * budget,
                                        may_exec ? SeccompProfile::compile : SeccompProfile::strict);
@@ -287,6 +287,13 @@ std::uint64_t mapped_bytes() {
     ctx["seed_fd"] = seed_fd;
   }
   const char* entry = "rules_main";
+  if (role == "compile" || role == "warm") {
+    // As for the runners: prepared as root in this process (after the fork,
+    // so a CUDA query at import cannot poison a child that needs CUDA).
+    json pctx;
+    pctx["env"] = job_json.value("runner_env", json::object());
+    call_harness("prepare_main", pctx.dump());
+  }
   if (role == "compile") {
     const std::string build = job.at("build_dir");
     mkdir(build.c_str(), 0755);
@@ -476,7 +483,7 @@ int zygote_main() {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--zygote") == 0) return zygote_main();
   if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
-    std::puts("korch-worker (korch-eval-cpu/0.1)");
+    std::puts("korch-worker (korch-eval/0.2)");
     return 0;
   }
   std::fprintf(stderr, "usage: korch-worker --zygote   (started by the korch daemon)\n");

@@ -43,7 +43,7 @@ TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
           << f.name << ": expected rule " << f.rule_id << ", got " << r.rule_id << ": " << r.error;
     }
     EXPECT_EQ(r.mode, "cpu");
-    EXPECT_EQ(r.evaluator_version, "korch-eval-cpu/0.1");
+    EXPECT_EQ(r.evaluator_version, "korch-eval/0.2");
     if (r.status == Verdict::ok) {
       EXPECT_TRUE(r.correct) << f.name;
       EXPECT_TRUE(r.speedup.has_value()) << f.name;

@@ -283,13 +283,18 @@ def call_gpu(model, msg, bufs, out_bufs, input_ranges):
     return reply
 
 
-def runner_prepare(ctx_json):
-    """Runs as root in the runner's namespaces, before its uid, seccomp
-    filter and candidate exist: warms what Triton would otherwise exec for
-    (ptxas --version, cached by functools.lru_cache for the process)."""
+def prepare_main(ctx_json):
+    """Runs as root in a job's namespaces, before its uid, seccomp filter
+    and any candidate code exist (runners, compile, warm-up):
+      - imports torch.utils.cpp_extension, whose import reads files the
+        sandbox hides (setuptools/sysconfig) and, on torch 2.x, queries
+        CUDA; it is never imported in the zygote (see korch_worker);
+      - warms what Triton would otherwise exec for (ptxas --version, cached
+        by functools.lru_cache for the process)."""
     import json
     ctx = json.loads(ctx_json)
     apply_env(ctx.get("env"))
+    import torch.utils.cpp_extension  # noqa: F401
     if "TRITON_CACHE_DIR" not in (ctx.get("env") or {}):
         return ""
     try:

@@ -24,9 +24,10 @@ import traceback
 
 import torch
 
-# torch.utils.cpp_extension is imported only in the roles that use it: on
-# torch 2.x its import queries CUDA (registering torch's "bad fork" handler)
-# and starts threads, and every child the zygote forks would then refuse to
+# torch.utils.cpp_extension is imported only in the jobs that use it, as root
+# before their sandbox closes (korch_runner.prepare_main): on torch 2.x its
+# import queries CUDA (registering torch's "bad fork" handler) and starts
+# threads, so every child of a zygote that imported it would refuse to
 # initialise CUDA, or deadlock.
 
 try:  # imported in the zygote: every role then finds it in sys.modules
@@ -396,4 +397,4 @@ def gpuinfo_main(ctx_json):
 
 # The roles that live in their own files.
 from korch_judge import load_task, nbytes_of, as_outputs, reference_main  # noqa: E402,F401
-from korch_runner import runner_main, runner_prepare, warm_main  # noqa: E402,F401
+from korch_runner import runner_main, prepare_main, warm_main  # noqa: E402,F401
