@@ -5,6 +5,7 @@
 #   scripts/gpu/suite.sh diag        machine facts + a CPU-mode evaluation
 #   scripts/gpu/suite.sh campaign    korch run over level-1 tasks (replay server), report, export
 #   scripts/gpu/suite.sh validate    korch tasks validate on the GPU (levels 1-3)
+#   scripts/gpu/suite.sh bench [N]   equal-work speedups on three sizes; zygote vs fresh process
 #   scripts/gpu/suite.sh ctest       the CTest suite (GPU tests included)
 #   scripts/gpu/suite.sh smoke       a few small candidates in cpu and gpu mode
 #   scripts/gpu/suite.sh corpus      every GPU corpus candidate through korch eval --device cuda
@@ -65,6 +66,20 @@ case ${1:-diag} in
   validate)
     timeout 1500 "$B/bin/korch" tasks validate .gpu-deps/kernelbench --levels "${2:-1,2,3}" --mode gpu \
       --cache-dir "$KORCH_CACHE_DIR" 2>&1
+    ;;
+  bench)
+    # Overhead per evaluation (zygote vs a fresh process) and the equal-work
+    # speedup on three sizes of ReLU (small, medium, KernelBench level1/19).
+    "$B/tools/bench/korch-bench-eval" --device cuda --mode submit --repeat "${2:-5}" \
+      --code tests/evaluator/corpus/equal_work/relu_at.py --cache "$KORCH_CACHE_DIR" \
+      --task examples/tasks/1_ReLU_small.py --task examples/tasks/6_ReLU_large.py \
+      --task .gpu-deps/kernelbench/level1/19_ReLU.py 2>&1 | grep -v '^\[W'
+    "$B/tools/bench/korch-bench-eval" --device cuda --mode check --repeat 5 --fresh \
+      --code tests/evaluator/corpus/good/triton_relu.py --cache "$KORCH_CACHE_DIR" \
+      --task examples/tasks/1_ReLU_small.py 2>&1 | grep -v '^\[W'
+    "$B/tools/bench/korch-bench-eval" --device cuda --mode check --repeat 5 \
+      --code tests/evaluator/corpus/good/triton_relu.py --cache "$KORCH_CACHE_DIR" \
+      --task examples/tasks/1_ReLU_small.py 2>&1 | grep -v '^\[W'
     ;;
   ctest)
     (cd "$B" && ctest --output-on-failure --timeout 900 -j 4 "${@:2}") 2>&1
