@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "config/campaign.hpp"
-#include "llm_clients/client.hpp"
+#include "llm_clients/types.hpp"
 
 namespace korch::llm {
 
