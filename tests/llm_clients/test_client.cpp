@@ -17,6 +17,7 @@
 
 #include "tests/llm_clients/client_test_util.hpp"
 #include "tests/support/fake_openai_server.hpp"
+#include "util/log.hpp"
 
 namespace korch::llm {
 namespace {
@@ -153,6 +154,31 @@ TEST_F(ClientTest, RetriesTransientFailuresWithTheSameRequestId) {
   for (const auto& req : m_server->recent_requests()) EXPECT_EQ(req.request_id, "retry-1");
   EXPECT_EQ(client->stats().retries, 2);
   EXPECT_EQ(client->stats().limit_changes, 0);  // 5xx does not shrink the limit
+}
+
+// `--log-level debug` shows the client's debug lines: the level is set at run
+// time and a retry's debug line reaches a capturing sink (KLOG_DEBUG used to
+// be compiled out).
+TEST_F(ClientTest, RetryDebugLineReachesSinkWhenLevelSetAtRunTime) {
+  auto stream = std::make_shared<std::ostringstream>();
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(*stream);
+  auto previous = spdlog::default_logger();
+  const auto previous_level = spdlog::get_level();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+  log::set_level("debug");
+
+  start_server();
+  auto client = client_with(model());
+  m_server->fail_next(1, Fault::http_503);
+  ChatResult r = run_one(*client, {"m", "debug-1", {{"user", "u"}}});
+  client->shutdown();
+  spdlog::set_default_logger(previous);
+  spdlog::set_level(previous_level);
+
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.error;
+  const std::string text = stream->str();
+  EXPECT_NE(text.find("[llm m] request debug-1 attempt 1 failed (HTTP 503"), std::string::npos) << text;
+  EXPECT_NE(text.find("retry in"), std::string::npos) << text;
 }
 
 TEST_F(ClientTest, EveryTransientFaultKindIsRetried) {
