@@ -13,9 +13,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <queue>
@@ -57,7 +57,8 @@ std::string lower(std::string_view s) {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
     s.remove_suffix(1);
   }
   return s;
@@ -73,12 +74,9 @@ TransportError classify_curl(CURLcode code) {
   switch (code) {
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_CONNECT:
-      return TransportError::connect;
-    case CURLE_OPERATION_TIMEDOUT:
-      return TransportError::timeout;
-    default:
-      return TransportError::reset;
+    case CURLE_COULDNT_CONNECT: return TransportError::connect;
+    case CURLE_OPERATION_TIMEDOUT: return TransportError::timeout;
+    default: return TransportError::reset;
   }
 }
 
@@ -107,7 +105,7 @@ struct Call {
   std::string retry_after_ms;
   std::string provider_request_id;
   std::string content_type;
-  std::string abort_reason;   // set when the loop aborts the transfer
+  std::string abort_reason;  // set when the loop aborts the transfer
   char errbuf[CURL_ERROR_SIZE] = {};
 };
 
@@ -283,7 +281,8 @@ void CurlChatClient::shutdown() {
   }
   const std::uint64_t one = 1;
   [[maybe_unused]] auto n = write(m_wake.get(), &one, sizeof one);
-  if (std::this_thread::get_id() == m_thread.get_id()) return;  // from a callback: the loop exits by itself
+  if (std::this_thread::get_id() == m_thread.get_id())
+    return;  // from a callback: the loop exits by itself
   std::call_once(m_join_once, [this] {
     if (m_thread.joinable()) m_thread.join();
   });
@@ -389,7 +388,8 @@ int CurlChatClient::on_socket(CURL*, curl_socket_t fd, int what, void* self_ptr,
 
 int CurlChatClient::on_timer(CURLM*, long timeout_ms, void* self_ptr) {
   auto* self = static_cast<CurlChatClient*>(self_ptr);
-  self->m_curl_deadline_s = timeout_ms < 0 ? -1 : now_s() + static_cast<double>(timeout_ms) / 1000.0;
+  self->m_curl_deadline_s =
+      timeout_ms < 0 ? -1 : now_s() + static_cast<double>(timeout_ms) / 1000.0;
   return 0;
 }
 
@@ -435,7 +435,8 @@ size_t CurlChatClient::on_write(char* data, size_t size, size_t n, void* call_pt
       call->mode_decided = true;
       long status = 0;
       curl_easy_getinfo(call->easy.get(), CURLINFO_RESPONSE_CODE, &status);
-      call->is_sse = status >= 200 && status < 300 && call->content_type.starts_with("text/event-stream");
+      call->is_sse =
+          status >= 200 && status < 300 && call->content_type.starts_with("text/event-stream");
       if (call->is_sse) call->stream = std::make_unique<StreamAssembler>();
     }
     if (call->is_sse) {
@@ -523,14 +524,16 @@ void CurlChatClient::start_attempt(Call* call) {
   curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &CurlChatClient::on_write);
   curl_easy_setopt(easy, CURLOPT_WRITEDATA, call);
   curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, call->errbuf);
-  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(cfg.connect_timeout_s * 1000));
+  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(cfg.connect_timeout_s * 1000));
   if (cfg.total_timeout_s > 0) {
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(cfg.total_timeout_s * 1000));
   }
   curl_easy_setopt(easy, CURLOPT_RESOLVER_START_FUNCTION, &on_resolver_start);
   curl_easy_setopt(easy, CURLOPT_RESOLVER_START_DATA, &m_resolver_starts);
   if (!ep->resolve.empty()) curl_easy_setopt(easy, CURLOPT_RESOLVE, ep->resolve.get());
-  if (CURLSH* share = ep->next_share(); share != nullptr) curl_easy_setopt(easy, CURLOPT_SHARE, share);
+  if (CURLSH* share = ep->next_share(); share != nullptr)
+    curl_easy_setopt(easy, CURLOPT_SHARE, share);
 
   ++ep->in_flight;
   m_active.insert(call);
@@ -538,7 +541,8 @@ void CurlChatClient::start_attempt(Call* call) {
   if (m_active.size() == 1) m_next_sweep_s = call->attempt_start_s + k_sweep_interval_s;
   const CURLMcode rc = curl_multi_add_handle(m_multi.get(), easy);
   if (rc != CURLM_OK) {
-    std::snprintf(call->errbuf, sizeof call->errbuf, "curl_multi_add_handle: %s", curl_multi_strerror(rc));
+    std::snprintf(call->errbuf, sizeof call->errbuf, "curl_multi_add_handle: %s",
+                  curl_multi_strerror(rc));
     finish_attempt(call, CURLE_FAILED_INIT);
   }
 }
@@ -549,7 +553,8 @@ void CurlChatClient::sweep_timeouts(double now) {
     const auto& cfg = call->ep->cfg;
     if (!call->got_first_byte) {
       if (cfg.first_byte_timeout_s > 0 && now - call->attempt_start_s > cfg.first_byte_timeout_s) {
-        expired.emplace_back(call, fmt::format("no first byte within {}s", cfg.first_byte_timeout_s));
+        expired.emplace_back(call,
+                             fmt::format("no first byte within {}s", cfg.first_byte_timeout_s));
       }
     } else if (cfg.stall_timeout_s > 0 && now - call->last_byte_s > cfg.stall_timeout_s) {
       expired.emplace_back(call, fmt::format("stalled: no bytes for {}s", cfg.stall_timeout_s));
@@ -580,9 +585,11 @@ void CurlChatClient::drain_done() {
 void CurlChatClient::note_limit_change(Endpoint* ep, int before, const char* why) {
   m_limit_changes.fetch_add(1, std::memory_order_relaxed);
   if (ep->limit.limit() < before) {
-    KLOG_WARN("[llm {}] concurrency limit {} -> {} ({})", ep->cfg.id, before, ep->limit.limit(), why);
+    KLOG_WARN("[llm {}] concurrency limit {} -> {} ({})", ep->cfg.id, before, ep->limit.limit(),
+              why);
   } else {
-    KLOG_DEBUG("[llm {}] concurrency limit {} -> {} ({})", ep->cfg.id, before, ep->limit.limit(), why);
+    KLOG_DEBUG("[llm {}] concurrency limit {} -> {} ({})", ep->cfg.id, before, ep->limit.limit(),
+               why);
   }
 }
 
@@ -610,17 +617,20 @@ void CurlChatClient::finish_attempt(Call* call, CURLcode code) {
     attempt.error = call->abort_reason;
   } else if (code != CURLE_OK) {
     failure.transport = classify_curl(code);
-    attempt.error = call->errbuf[0] != '\0' ? fmt::format("{}: {}", curl_easy_strerror(code), call->errbuf)
-                                            : std::string(curl_easy_strerror(code));
+    attempt.error = call->errbuf[0] != '\0'
+                        ? fmt::format("{}: {}", curl_easy_strerror(code), call->errbuf)
+                        : std::string(curl_easy_strerror(code));
   } else if (status >= 200 && status < 300) {
-    parsed = call->is_sse && call->stream ? call->stream->finish() : parse_completion(call->response);
+    parsed =
+        call->is_sse && call->stream ? call->stream->finish() : parse_completion(call->response);
     if (!parsed.ok) {
       failure.transport = TransportError::protocol;
       attempt.error = parsed.error;
     }
   } else {
     const std::string summary = summarize_error_body(call->response);
-    attempt.error = summary.empty() ? fmt::format("HTTP {}", status) : fmt::format("HTTP {}: {}", status, summary);
+    attempt.error = summary.empty() ? fmt::format("HTTP {}", status)
+                                    : fmt::format("HTTP {}: {}", status, summary);
     failure.body = call->response;
     failure.retry_after = call->retry_after;
     failure.retry_after_ms = call->retry_after_ms;
@@ -640,7 +650,8 @@ void CurlChatClient::finish_attempt(Call* call, CURLcode code) {
     const int before = ep->limit.limit();
     if (ep->limit.on_success()) note_limit_change(ep, before, "success");
     if (r.finish_reason == "length") {
-      KLOG_DEBUG("[llm {}] request {} hit max_tokens (finish_reason=length)", cfg.id, call->request.request_id);
+      KLOG_DEBUG("[llm {}] request {} hit max_tokens (finish_reason=length)", cfg.id,
+                 call->request.request_id);
     }
     complete(call, Outcome::ok, "");
     return;
@@ -655,25 +666,25 @@ void CurlChatClient::finish_attempt(Call* call, CURLcode code) {
   limits.base_delay_s = k_backoff_base_s;
   limits.cap_s = cfg.retry_cap_s;
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  const RetryDecision decision =
-      decide_retry(failure, static_cast<int>(call->result.attempts.size()), limits,
-                   [&] { return uniform(m_rng); }, std::chrono::system_clock::now());
+  const RetryDecision decision = decide_retry(
+      failure, static_cast<int>(call->result.attempts.size()), limits,
+      [&] { return uniform(m_rng); }, std::chrono::system_clock::now());
   switch (decision.action) {
     case RetryAction::retry:
       m_retries.fetch_add(1, std::memory_order_relaxed);
       KLOG_DEBUG("[llm {}] request {} attempt {} failed ({}); retry in {:.3f}s", cfg.id,
-                 call->request.request_id, call->result.attempts.size(), attempt.error, decision.delay_s);
+                 call->request.request_id, call->result.attempts.size(), attempt.error,
+                 decision.delay_s);
       m_retry_timers.emplace(now + decision.delay_s, call);
       return;
     case RetryAction::context_overflow:
       complete(call, Outcome::context_overflow, attempt.error);
       return;
-    case RetryAction::permanent:
-      complete(call, Outcome::permanent, attempt.error);
-      return;
+    case RetryAction::permanent: complete(call, Outcome::permanent, attempt.error); return;
     case RetryAction::exhausted:
       complete(call, Outcome::exhausted,
-               fmt::format("gave up after {} attempts: {}", call->result.attempts.size(), attempt.error));
+               fmt::format("gave up after {} attempts: {}", call->result.attempts.size(),
+                           attempt.error));
       return;
   }
 }
@@ -687,14 +698,15 @@ void CurlChatClient::complete(Call* call, Outcome outcome, std::string error) {
   result.error = call->ep->redact(std::move(error));
   result.latency_s = now_s() - call->submit_s;
   if (outcome != Outcome::ok && outcome != Outcome::cancelled) {
-    KLOG_WARN("[llm {}] request {} {} after {} attempt(s): {}", call->ep->cfg.id, call->request.request_id,
-              to_string(outcome), result.attempts.size(), result.error);
+    KLOG_WARN("[llm {}] request {} {} after {} attempt(s): {}", call->ep->cfg.id,
+              call->request.request_id, to_string(outcome), result.attempts.size(), result.error);
   }
   m_completed.fetch_add(1, std::memory_order_relaxed);
   try {
     call->done(std::move(result));
   } catch (const std::exception& e) {
-    KLOG_ERROR("[llm {}] callback for {} threw: {}", call->ep->cfg.id, call->request.request_id, e.what());
+    KLOG_ERROR("[llm {}] callback for {} threw: {}", call->ep->cfg.id, call->request.request_id,
+               e.what());
   } catch (...) {
     KLOG_ERROR("[llm {}] callback for {} threw", call->ep->cfg.id, call->request.request_id);
   }

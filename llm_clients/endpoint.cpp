@@ -53,8 +53,7 @@ std::string resolve_entry(const std::string& url, std::string& error) {
   for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
     char text[INET6_ADDRSTRLEN] = {};
     if (ai->ai_family == AF_INET) {
-      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(ai->ai_addr)->sin_addr, text,
-                sizeof text);
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(ai->ai_addr)->sin_addr, text, sizeof text);
       addrs.emplace_back(text);
     } else if (ai->ai_family == AF_INET6) {
       inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(ai->ai_addr)->sin6_addr, text,
@@ -126,8 +125,7 @@ Result<void> EndpointRegistry::add(const config::ModelConfig& model) {
   if (!entry.empty() && ep->resolve.append(entry.c_str())) {
     KLOG_INFO("[llm {}] resolved once: {}", model.id, entry);
   } else if (!error.empty()) {
-    KLOG_WARN("[llm {}] {}; libcurl will resolve per connection", model.id,
-              ep->redact(error));
+    KLOG_WARN("[llm {}] {}; libcurl will resolve per connection", model.id, ep->redact(error));
   }
   std::lock_guard lock(m_mutex);
   m_models.emplace(model.id, std::move(ep));

@@ -20,7 +20,8 @@ struct AddrinfoDeleter {
 
 // Connects `ai`'s non-blocking socket within `timeout_s`; 0 or an errno.
 int try_connect(const addrinfo& ai, double timeout_s) {
-  curl::Fd fd(::socket(ai.ai_family, ai.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai.ai_protocol));
+  curl::Fd fd(
+      ::socket(ai.ai_family, ai.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai.ai_protocol));
   if (!fd.valid()) return errno;
   if (::connect(fd.get(), ai.ai_addr, ai.ai_addrlen) == 0) return 0;
   if (errno != EINPROGRESS) return errno;

@@ -15,7 +15,8 @@ Result<HostPort> split_url(const std::string& url) {
   char* port_raw = nullptr;
   const bool ok = curl_url_get(handle.get(), CURLUPART_HOST, &host_raw, 0) == CURLUE_OK;
   curl::String host(host_raw);
-  if (!ok || curl_url_get(handle.get(), CURLUPART_PORT, &port_raw, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+  if (!ok ||
+      curl_url_get(handle.get(), CURLUPART_PORT, &port_raw, CURLU_DEFAULT_PORT) != CURLUE_OK) {
     return invalid();
   }
   curl::String port(port_raw);

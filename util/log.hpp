@@ -33,8 +33,8 @@ std::string redact(std::string text, std::initializer_list<std::string_view> sec
 // One macro per level. KLOG_DEBUG does not use SPDLOG_DEBUG: that one is
 // removed by the preprocessor unless SPDLOG_ACTIVE_LEVEL is defined, which
 // made `--log-level debug` show nothing.
-#define KLOG_AT(level, ...)                                                \
-  do {                                                                     \
+#define KLOG_AT(level, ...)                                              \
+  do {                                                                   \
     if (::korch::log::enabled(level)) ::spdlog::log(level, __VA_ARGS__); \
   } while (0)
 #define KLOG_DEBUG(...) KLOG_AT(::spdlog::level::debug, __VA_ARGS__)

@@ -50,11 +50,13 @@ INSTANTIATE_TEST_SUITE_P(
         // More cached than prompt tokens (a provider quirk): never a negative count.
         CostCase{"cached_exceeds_prompt", 2, 8, 1, usage(100, 0, 300), 300 * 1e-6},
         // Reasoning tokens are part of completion_tokens, priced once.
-        CostCase{"reasoning_inside_completion", 1, 4, 0, [] {
+        CostCase{"reasoning_inside_completion", 1, 4, 0,
+                 [] {
                    auto u = usage(0, 250'000);
                    u.reasoning_tokens = 200'000;
                    return u;
-                 }(), 1.0}),
+                 }(),
+                 1.0}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

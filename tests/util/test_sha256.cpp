@@ -15,7 +15,9 @@ struct Vector {
 
 class Sha256Vectors : public ::testing::TestWithParam<Vector> {};
 
-TEST_P(Sha256Vectors, MatchesKnownDigest) { EXPECT_EQ(sha256_hex(GetParam().input), GetParam().hex); }
+TEST_P(Sha256Vectors, MatchesKnownDigest) {
+  EXPECT_EQ(sha256_hex(GetParam().input), GetParam().hex);
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Fips180, Sha256Vectors,
