@@ -393,12 +393,19 @@ int CurlChatClient::on_timer(CURLM*, long timeout_ms, void* self_ptr) {
   return 0;
 }
 
-size_t CurlChatClient::on_header(char* data, size_t size, size_t n, void* call_ptr) {
+// Every header line and body chunk shows the attempt alive (first-byte and
+// stall timeouts, sweep_timeouts).
+Call* mark_alive(void* call_ptr) {
   auto* call = static_cast<Call*>(call_ptr);
+  call->got_first_byte = true;
+  call->last_byte_s = now_s();
+  return call;
+}
+
+size_t CurlChatClient::on_header(char* data, size_t size, size_t n, void* call_ptr) {
   const size_t len = size * n;
   try {
-    call->got_first_byte = true;
-    call->last_byte_s = now_s();
+    Call* call = mark_alive(call_ptr);
     std::string_view line(data, len);
     if (line.starts_with("HTTP/")) {  // a new response (e.g. after 100 Continue)
       call->retry_after.clear();
@@ -426,11 +433,9 @@ size_t CurlChatClient::on_header(char* data, size_t size, size_t n, void* call_p
 }
 
 size_t CurlChatClient::on_write(char* data, size_t size, size_t n, void* call_ptr) {
-  auto* call = static_cast<Call*>(call_ptr);
   const size_t len = size * n;
   try {
-    call->got_first_byte = true;
-    call->last_byte_s = now_s();
+    Call* call = mark_alive(call_ptr);
     if (!call->mode_decided) {
       call->mode_decided = true;
       long status = 0;
