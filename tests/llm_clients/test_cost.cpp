@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 namespace korch::llm {
@@ -16,6 +17,8 @@ struct CostCase {
   Usage usage;
   double expected_usd;
 };
+
+void PrintTo(const CostCase& c, std::ostream* os) { *os << c.name; }
 
 class CostUsd : public ::testing::TestWithParam<CostCase> {};
 

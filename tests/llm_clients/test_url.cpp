@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 namespace korch::llm {
@@ -14,6 +15,8 @@ struct UrlCase {
   std::string port;
   bool ipv6 = false;
 };
+
+void PrintTo(const UrlCase& c, std::ostream* os) { *os << c.url; }
 
 class SplitUrl : public ::testing::TestWithParam<UrlCase> {};
 
