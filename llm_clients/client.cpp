@@ -1,13 +1,11 @@
-// The libcurl implementation of ChatClient: one multi handle driven by one
-// event-loop thread through curl_multi_socket_action + epoll (the
-// "hiperfifo" pattern), so thousands of transfers cost one thread. Every
-// mutable structure below is touched only by that thread, except the
-// submission queue (m_mutex) and the model table (m_models_mutex).
+// The libcurl implementation of ChatClient, its event loop: one multi
+// handle driven by one event-loop thread through curl_multi_socket_action +
+// epoll (the "hiperfifo" pattern), so thousands of transfers cost one
+// thread. Every mutable structure below is touched only by that thread,
+// except the submission queue (m_mutex) and the endpoint registry (its own
+// lock; endpoint.hpp). Pricing is cost.hpp, URL parsing url.hpp.
 #include "llm_clients/client.hpp"
 
-#include <arpa/inet.h>
-#include <curl/curl.h>
-#include <netdb.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -15,12 +13,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <chrono>
 #include <cstring>
-#include <deque>
-#include <map>
 #include <mutex>
 #include <queue>
 #include <random>
@@ -28,42 +24,23 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "llm_clients/adaptive_limit.hpp"
+#include "llm_clients/cost.hpp"
+#include "llm_clients/curl_handles.hpp"
+#include "llm_clients/endpoint.hpp"
 #include "llm_clients/openai_wire.hpp"
 #include "llm_clients/retry_policy.hpp"
 #include "util/log.hpp"
 
 namespace korch::llm {
 
-const char* to_string(Outcome o) {
-  switch (o) {
-    case Outcome::ok: return "ok";
-    case Outcome::context_overflow: return "context_overflow";
-    case Outcome::permanent: return "permanent";
-    case Outcome::exhausted: return "exhausted";
-    case Outcome::cancelled: return "cancelled";
-  }
-  return "?";
-}
-
 namespace {
 
 // First exponential backoff step; ModelConfig::retry_cap_s caps it.
 constexpr double k_backoff_base_s = 0.5;
-// A 429 burst shrinks an endpoint's limit at most once per this window.
-constexpr double k_limit_cooldown_s = 1.0;
 // How often in-flight transfers are checked for first-byte / stall timeouts.
 constexpr double k_sweep_interval_s = 0.02;
 // Longest the loop sleeps when nothing is scheduled.
 constexpr int k_max_wait_ms = 1000;
-// Connections of one endpoint are spread over connection pools of about
-// this many transfers each (a CURLSH sharing CURL_LOCK_DATA_CONNECT per
-// pool). libcurl 7.88 walks a transfer's whole connection cache when it
-// looks for a reusable connection and again in curl_multi_remove_handle, so
-// one cache of 5,000 connections costs ~0.3 ms of CPU per request; pools of
-// 64 keep that small. All pools belong to the one multi handle and loop.
-constexpr int k_connections_per_pool = 64;
-constexpr int k_max_pools_per_endpoint = 256;
 // Largest response body kept (a completion is far smaller).
 constexpr std::size_t k_max_body_bytes = 64u << 20;
 constexpr int k_epoll_batch = 256;
@@ -80,7 +57,8 @@ std::string lower(std::string_view s) {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
     s.remove_suffix(1);
   }
   return s;
@@ -96,16 +74,13 @@ TransportError classify_curl(CURLcode code) {
   switch (code) {
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_CONNECT:
-      return TransportError::connect;
-    case CURLE_OPERATION_TIMEDOUT:
-      return TransportError::timeout;
-    default:
-      return TransportError::reset;
+    case CURLE_COULDNT_CONNECT: return TransportError::connect;
+    case CURLE_OPERATION_TIMEDOUT: return TransportError::timeout;
+    default: return TransportError::reset;
   }
 }
 
-struct Endpoint;
+}  // namespace
 
 // One chat call, from submit() to its callback. Owned by the loop.
 struct Call {
@@ -113,12 +88,12 @@ struct Call {
   ChatCallback done;
   Endpoint* ep = nullptr;
   std::string body;
-  curl_slist* headers = nullptr;
+  curl::Slist headers;
   ChatResult result;
   double submit_s = 0;
 
   // The attempt in progress.
-  CURL* easy = nullptr;
+  curl::Easy easy;  // from the client's pool; returned when the attempt ends
   double attempt_start_s = 0;
   double last_byte_s = 0;
   bool got_first_byte = false;
@@ -130,90 +105,11 @@ struct Call {
   std::string retry_after_ms;
   std::string provider_request_id;
   std::string content_type;
-  std::string abort_reason;   // set when the loop aborts the transfer
+  std::string abort_reason;  // set when the loop aborts the transfer
   char errbuf[CURL_ERROR_SIZE] = {};
-
-  ~Call() {
-    if (headers != nullptr) curl_slist_free_all(headers);
-  }
 };
 
-// One registered model. Immutable after add_model() except the fields
-// marked "loop only".
-struct Endpoint {
-  config::ModelConfig cfg;
-  std::string url;
-  std::string api_key;          // never logged
-  curl_slist* resolve = nullptr;
-  std::vector<CURLSH*> pools;   // connection pools (see k_connections_per_pool)
-  // loop only:
-  std::size_t next_pool = 0;
-  AdaptiveLimit limit;
-  int in_flight = 0;
-  std::deque<Call*> waiting;
-
-  Endpoint(config::ModelConfig c, int max_limit)
-      : cfg(std::move(c)), limit(max_limit, k_limit_cooldown_s) {}
-  ~Endpoint() {
-    // The client cleans up every easy handle before the endpoints go.
-    for (CURLSH* pool : pools) curl_share_cleanup(pool);
-    if (resolve != nullptr) curl_slist_free_all(resolve);
-  }
-  std::string redact(std::string text) const { return log::redact(std::move(text), {api_key}); }
-};
-
-// Resolves `base_url`'s host once, returning a CURLOPT_RESOLVE entry
-// "host:port:addr[,addr]", or "" for IPv6 literals and failed lookups (then
-// libcurl resolves, sharing the multi handle's DNS cache).
-std::string resolve_entry(const std::string& base_url, std::string& error) {
-  CURLU* url = curl_url();
-  if (url == nullptr) return "";
-  std::string entry;
-  char* host = nullptr;
-  char* port = nullptr;
-  if (curl_url_set(url, CURLUPART_URL, base_url.c_str(), 0) == CURLUE_OK &&
-      curl_url_get(url, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-      curl_url_get(url, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
-    std::string h = host;
-    unsigned char buf[sizeof(in6_addr)];
-    if (inet_pton(AF_INET, h.c_str(), buf) == 1) {
-      // A literal address needs no lookup; the entry keeps libcurl from
-      // even calling its resolver for it.
-      entry = fmt::format("{}:{}:{}", h, port, h);
-    } else if (!h.empty() && h.front() != '[') {
-      addrinfo hints{};
-      hints.ai_family = AF_UNSPEC;
-      hints.ai_socktype = SOCK_STREAM;
-      addrinfo* res = nullptr;
-      int rc = getaddrinfo(h.c_str(), port, &hints, &res);
-      if (rc != 0) {
-        error = fmt::format("cannot resolve {}: {}", h, gai_strerror(rc));
-      } else {
-        std::vector<std::string> addrs;
-        for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-          char text[INET6_ADDRSTRLEN] = {};
-          if (ai->ai_family == AF_INET) {
-            inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(ai->ai_addr)->sin_addr, text, sizeof text);
-            addrs.emplace_back(text);
-          } else if (ai->ai_family == AF_INET6) {
-            inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(ai->ai_addr)->sin6_addr, text, sizeof text);
-            addrs.push_back(fmt::format("[{}]", text));
-          }
-        }
-        freeaddrinfo(res);
-        std::sort(addrs.begin(), addrs.end());
-        addrs.erase(std::unique(addrs.begin(), addrs.end()), addrs.end());
-        if (!addrs.empty()) entry = fmt::format("{}:{}:{}", h, port, fmt::join(addrs, ","));
-      }
-    }
-  } else {
-    error = "cannot parse base_url";
-  }
-  curl_free(host);
-  curl_free(port);
-  curl_url_cleanup(url);
-  return entry;
-}
+namespace {
 
 class CurlChatClient final : public ChatClient {
  public:
@@ -244,13 +140,16 @@ class CurlChatClient final : public ChatClient {
   void finish_attempt(Call* call, CURLcode code);
   void complete(Call* call, Outcome outcome, std::string error);
   void cancel_everything();
-  CURL* acquire_easy();
-  void release_easy(CURL* easy);
+  curl::Easy acquire_easy();
+  void release_easy(curl::Easy easy);
   void note_limit_change(Endpoint* ep, int before, const char* why);
 
-  CURLM* m_multi = nullptr;
-  int m_epoll = -1;
-  int m_wake = -1;
+  // Declaration order is destruction order reversed: the easy handles go
+  // first, then the multi handle, then the endpoints' connection pools.
+  EndpointRegistry m_endpoints;
+  curl::Fd m_epoll;
+  curl::Fd m_wake;
+  curl::Multi m_multi;
   std::thread m_thread;
 
   // Submission queue.
@@ -259,10 +158,6 @@ class CurlChatClient final : public ChatClient {
   bool m_stopping = false;
   std::once_flag m_join_once;
 
-  // Model table: entries are never removed while the client lives.
-  mutable std::mutex m_models_mutex;
-  std::map<std::string, std::unique_ptr<Endpoint>, std::less<>> m_models;
-
   // Loop-thread state.
   std::unordered_map<Call*, std::unique_ptr<Call>> m_calls;
   std::unordered_set<Call*> m_active;
@@ -270,7 +165,7 @@ class CurlChatClient final : public ChatClient {
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> m_retry_timers;
   double m_curl_deadline_s = -1;  // < 0: no curl timer
   double m_next_sweep_s = 0;
-  std::vector<CURL*> m_easy_pool;
+  std::vector<curl::Easy> m_easy_pool;
   std::mt19937_64 m_rng{std::random_device{}()};
 
   std::atomic<std::int64_t> m_submitted{0};
@@ -281,87 +176,47 @@ class CurlChatClient final : public ChatClient {
   std::atomic<std::int64_t> m_resolver_starts{0};
 };
 
-CurlChatClient::CurlChatClient() {
+// The global init must precede the first handle; a function-local once_flag
+// makes it safe from any thread.
+CURLM* init_multi() {
   static std::once_flag global_init;
   std::call_once(global_init, [] { curl_global_init(CURL_GLOBAL_ALL); });
-  m_multi = curl_multi_init();
-  m_epoll = epoll_create1(EPOLL_CLOEXEC);
-  m_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (m_multi == nullptr || m_epoll < 0 || m_wake < 0) throw Fatal("llm client: cannot create curl multi / epoll / eventfd");
+  return curl_multi_init();
+}
+
+// Every handle is owned by a member, so a throw below releases what was
+// already created; the loop thread starts last.
+CurlChatClient::CurlChatClient()
+    : m_epoll(epoll_create1(EPOLL_CLOEXEC)),
+      m_wake(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      m_multi(init_multi()) {
+  if (m_multi == nullptr || !m_epoll.valid() || !m_wake.valid()) {
+    throw Fatal("llm client: cannot create curl multi / epoll / eventfd");
+  }
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = nullptr;  // nullptr marks the wake-up eventfd
-  epoll_ctl(m_epoll, EPOLL_CTL_ADD, m_wake, &ev);
-  curl_multi_setopt(m_multi, CURLMOPT_SOCKETFUNCTION, &CurlChatClient::on_socket);
-  curl_multi_setopt(m_multi, CURLMOPT_SOCKETDATA, this);
-  curl_multi_setopt(m_multi, CURLMOPT_TIMERFUNCTION, &CurlChatClient::on_timer);
-  curl_multi_setopt(m_multi, CURLMOPT_TIMERDATA, this);
+  epoll_ctl(m_epoll.get(), EPOLL_CTL_ADD, m_wake.get(), &ev);
+  curl_multi_setopt(m_multi.get(), CURLMOPT_SOCKETFUNCTION, &CurlChatClient::on_socket);
+  curl_multi_setopt(m_multi.get(), CURLMOPT_SOCKETDATA, this);
+  curl_multi_setopt(m_multi.get(), CURLMOPT_TIMERFUNCTION, &CurlChatClient::on_timer);
+  curl_multi_setopt(m_multi.get(), CURLMOPT_TIMERDATA, this);
   m_thread = std::thread([this] { run(); });
 }
 
-CurlChatClient::~CurlChatClient() {
-  shutdown();
-  for (CURL* easy : m_easy_pool) curl_easy_cleanup(easy);
-  curl_multi_cleanup(m_multi);
-  close(m_epoll);
-  close(m_wake);
-}
+// shutdown() removes every transfer from the multi handle and joins the
+// loop; the members then release the handles (see their declaration).
+CurlChatClient::~CurlChatClient() { shutdown(); }
 
 Result<void> CurlChatClient::add_model(const config::ModelConfig& model) {
-  if (model.id.empty()) return fail("model has no id");
-  if (model.base_url.empty()) return fail(fmt::format("model {}: base_url is empty", model.id));
-  std::string key;
-  if (!model.api_key_env.empty()) {
-    const char* value = std::getenv(model.api_key_env.c_str());
-    if (value == nullptr || *value == '\0') {
-      return fail(fmt::format("model {}: environment variable {} (API key) is not set", model.id,
-                              model.api_key_env));
-    }
-    key = value;
-  }
-  {
-    std::lock_guard lock(m_models_mutex);
-    if (auto it = m_models.find(model.id); it != m_models.end()) {
-      const auto& old = it->second->cfg;
-      if (old.base_url == model.base_url && old.model == model.model) return {};
-      return fail(fmt::format("model {} is already registered with another endpoint", model.id));
-    }
-  }
-  auto ep = std::make_unique<Endpoint>(model, std::max(1, model.concurrency));
-  ep->api_key = std::move(key);
-  const int pools = std::clamp((std::max(1, model.concurrency) + k_connections_per_pool - 1) / k_connections_per_pool,
-                               1, k_max_pools_per_endpoint);
-  for (int i = 0; i < pools; ++i) {
-    CURLSH* share = curl_share_init();
-    if (share == nullptr) break;
-    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
-    ep->pools.push_back(share);
-  }
-  std::string base = model.base_url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  ep->url = base + "/chat/completions";
-  std::string error;
-  const std::string entry = resolve_entry(ep->url, error);
-  if (!entry.empty()) {
-    ep->resolve = curl_slist_append(nullptr, entry.c_str());
-    KLOG_INFO("[llm {}] resolved once: {}", model.id, entry);
-  } else if (!error.empty()) {
-    KLOG_WARN("[llm {}] {}; libcurl will resolve per connection", model.id, ep->redact(error));
-  }
-  std::lock_guard lock(m_models_mutex);
-  m_models.emplace(model.id, std::move(ep));
-  return {};
+  return m_endpoints.add(model);
 }
 
 void CurlChatClient::submit(ChatRequest request, ChatCallback done) {
   m_submitted.fetch_add(1, std::memory_order_relaxed);
   auto call = std::make_unique<Call>();
   call->submit_s = now_s();
-  {
-    std::lock_guard lock(m_models_mutex);
-    auto it = m_models.find(request.model_id);
-    if (it != m_models.end()) call->ep = it->second.get();
-  }
+  call->ep = m_endpoints.find(request.model_id);
   auto reject = [this](ChatCallback& callback, Outcome outcome, std::string error) {
     ChatResult result;
     result.outcome = outcome;
@@ -381,14 +236,14 @@ void CurlChatClient::submit(ChatRequest request, ChatCallback done) {
   }
   const auto& cfg = call->ep->cfg;
   call->body = build_request_body(cfg, request.messages);
-  call->headers = curl_slist_append(call->headers, "Content-Type: application/json");
-  call->headers = curl_slist_append(call->headers, cfg.stream ? "Accept: text/event-stream" : "Accept: application/json");
-  call->headers = curl_slist_append(call->headers, "Expect:");
+  call->headers.append("Content-Type: application/json");
+  call->headers.append(cfg.stream ? "Accept: text/event-stream" : "Accept: application/json");
+  call->headers.append("Expect:");
   if (!request.request_id.empty()) {
-    call->headers = curl_slist_append(call->headers, ("X-Request-Id: " + request.request_id).c_str());
+    call->headers.append(("X-Request-Id: " + request.request_id).c_str());
   }
   if (!call->ep->api_key.empty()) {
-    call->headers = curl_slist_append(call->headers, ("Authorization: Bearer " + call->ep->api_key).c_str());
+    call->headers.append(("Authorization: Bearer " + call->ep->api_key).c_str());
   }
   call->request = std::move(request);
   call->done = std::move(done);
@@ -404,7 +259,7 @@ void CurlChatClient::submit(ChatRequest request, ChatCallback done) {
     return;
   }
   const std::uint64_t one = 1;
-  [[maybe_unused]] auto n = write(m_wake, &one, sizeof one);
+  [[maybe_unused]] auto n = write(m_wake.get(), &one, sizeof one);
 }
 
 ClientStats CurlChatClient::stats() const {
@@ -425,8 +280,9 @@ void CurlChatClient::shutdown() {
     m_stopping = true;
   }
   const std::uint64_t one = 1;
-  [[maybe_unused]] auto n = write(m_wake, &one, sizeof one);
-  if (std::this_thread::get_id() == m_thread.get_id()) return;  // from a callback: the loop exits by itself
+  [[maybe_unused]] auto n = write(m_wake.get(), &one, sizeof one);
+  if (std::this_thread::get_id() == m_thread.get_id())
+    return;  // from a callback: the loop exits by itself
   std::call_once(m_join_once, [this] {
     if (m_thread.joinable()) m_thread.join();
   });
@@ -479,12 +335,12 @@ void CurlChatClient::loop_once() {
   const int wait_ms = wait_s <= 0 ? 0 : static_cast<int>(std::ceil(wait_s * 1000.0));
 
   epoll_event events[k_epoll_batch];
-  const int n = epoll_wait(m_epoll, events, k_epoll_batch, wait_ms);
+  const int n = epoll_wait(m_epoll.get(), events, k_epoll_batch, wait_ms);
   int running = 0;
   for (int i = 0; i < n; ++i) {
     if (events[i].data.ptr == nullptr) {
       std::uint64_t value = 0;
-      [[maybe_unused]] auto r = read(m_wake, &value, sizeof value);
+      [[maybe_unused]] auto r = read(m_wake.get(), &value, sizeof value);
       continue;
     }
     int flags = 0;
@@ -492,12 +348,12 @@ void CurlChatClient::loop_once() {
     if (events[i].events & EPOLLOUT) flags |= CURL_CSELECT_OUT;
     if (events[i].events & (EPOLLERR | EPOLLHUP)) flags |= CURL_CSELECT_ERR;
     const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(events[i].data.ptr) - 1);
-    curl_multi_socket_action(m_multi, fd, flags, &running);
+    curl_multi_socket_action(m_multi.get(), fd, flags, &running);
   }
   now = now_s();
   if (m_curl_deadline_s >= 0 && now >= m_curl_deadline_s) {
     m_curl_deadline_s = -1;
-    curl_multi_socket_action(m_multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    curl_multi_socket_action(m_multi.get(), CURL_SOCKET_TIMEOUT, 0, &running);
   }
   drain_done();
   if (!m_active.empty() && now >= m_next_sweep_s) {
@@ -512,36 +368,44 @@ int CurlChatClient::on_socket(CURL*, curl_socket_t fd, int what, void* self_ptr,
   epoll_event ev{};
   ev.data.ptr = reinterpret_cast<void*>(static_cast<std::intptr_t>(fd) + 1);
   if (what == CURL_POLL_REMOVE) {
-    if (socketp != nullptr) epoll_ctl(self->m_epoll, EPOLL_CTL_DEL, fd, nullptr);
-    curl_multi_assign(self->m_multi, fd, nullptr);
+    if (socketp != nullptr) epoll_ctl(self->m_epoll.get(), EPOLL_CTL_DEL, fd, nullptr);
+    curl_multi_assign(self->m_multi.get(), fd, nullptr);
     return 0;
   }
   ev.events = 0;
   if (what & CURL_POLL_IN) ev.events |= EPOLLIN;
   if (what & CURL_POLL_OUT) ev.events |= EPOLLOUT;
   if (socketp == nullptr) {
-    if (epoll_ctl(self->m_epoll, EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST) {
-      epoll_ctl(self->m_epoll, EPOLL_CTL_MOD, fd, &ev);
+    if (epoll_ctl(self->m_epoll.get(), EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST) {
+      epoll_ctl(self->m_epoll.get(), EPOLL_CTL_MOD, fd, &ev);
     }
-    curl_multi_assign(self->m_multi, fd, self);  // non-null: registered
+    curl_multi_assign(self->m_multi.get(), fd, self);  // non-null: registered
   } else {
-    epoll_ctl(self->m_epoll, EPOLL_CTL_MOD, fd, &ev);
+    epoll_ctl(self->m_epoll.get(), EPOLL_CTL_MOD, fd, &ev);
   }
   return 0;
 }
 
 int CurlChatClient::on_timer(CURLM*, long timeout_ms, void* self_ptr) {
   auto* self = static_cast<CurlChatClient*>(self_ptr);
-  self->m_curl_deadline_s = timeout_ms < 0 ? -1 : now_s() + static_cast<double>(timeout_ms) / 1000.0;
+  self->m_curl_deadline_s =
+      timeout_ms < 0 ? -1 : now_s() + static_cast<double>(timeout_ms) / 1000.0;
   return 0;
 }
 
-size_t CurlChatClient::on_header(char* data, size_t size, size_t n, void* call_ptr) {
+// Every header line and body chunk shows the attempt alive (first-byte and
+// stall timeouts, sweep_timeouts).
+Call* mark_alive(void* call_ptr) {
   auto* call = static_cast<Call*>(call_ptr);
+  call->got_first_byte = true;
+  call->last_byte_s = now_s();
+  return call;
+}
+
+size_t CurlChatClient::on_header(char* data, size_t size, size_t n, void* call_ptr) {
   const size_t len = size * n;
   try {
-    call->got_first_byte = true;
-    call->last_byte_s = now_s();
+    Call* call = mark_alive(call_ptr);
     std::string_view line(data, len);
     if (line.starts_with("HTTP/")) {  // a new response (e.g. after 100 Continue)
       call->retry_after.clear();
@@ -569,16 +433,15 @@ size_t CurlChatClient::on_header(char* data, size_t size, size_t n, void* call_p
 }
 
 size_t CurlChatClient::on_write(char* data, size_t size, size_t n, void* call_ptr) {
-  auto* call = static_cast<Call*>(call_ptr);
   const size_t len = size * n;
   try {
-    call->got_first_byte = true;
-    call->last_byte_s = now_s();
+    Call* call = mark_alive(call_ptr);
     if (!call->mode_decided) {
       call->mode_decided = true;
       long status = 0;
-      curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &status);
-      call->is_sse = status >= 200 && status < 300 && call->content_type.starts_with("text/event-stream");
+      curl_easy_getinfo(call->easy.get(), CURLINFO_RESPONSE_CODE, &status);
+      call->is_sse =
+          status >= 200 && status < 300 && call->content_type.starts_with("text/event-stream");
       if (call->is_sse) call->stream = std::make_unique<StreamAssembler>();
     }
     if (call->is_sse) {
@@ -605,13 +468,7 @@ void CurlChatClient::fire_retry_timers(double now) {
 
 void CurlChatClient::start_ready() {
   // Endpoints are never removed, so the pointers stay valid.
-  std::vector<Endpoint*> endpoints;
-  {
-    std::lock_guard lock(m_models_mutex);
-    endpoints.reserve(m_models.size());
-    for (auto& [id, ep] : m_models) endpoints.push_back(ep.get());
-  }
-  for (Endpoint* ep : endpoints) {
+  for (Endpoint* ep : m_endpoints.all()) {
     while (!ep->waiting.empty() && ep->in_flight < ep->limit.limit()) {
       Call* call = ep->waiting.front();
       ep->waiting.pop_front();
@@ -620,15 +477,15 @@ void CurlChatClient::start_ready() {
   }
 }
 
-CURL* CurlChatClient::acquire_easy() {
-  if (m_easy_pool.empty()) return curl_easy_init();
-  CURL* easy = m_easy_pool.back();
+curl::Easy CurlChatClient::acquire_easy() {
+  if (m_easy_pool.empty()) return curl::Easy(curl_easy_init());
+  curl::Easy easy = std::move(m_easy_pool.back());
   m_easy_pool.pop_back();
-  curl_easy_reset(easy);
+  curl_easy_reset(easy.get());
   return easy;
 }
 
-void CurlChatClient::release_easy(CURL* easy) { m_easy_pool.push_back(easy); }
+void CurlChatClient::release_easy(curl::Easy easy) { m_easy_pool.push_back(std::move(easy)); }
 
 static int on_resolver_start(void*, void*, void* counter) {
   static_cast<std::atomic<std::int64_t>*>(counter)->fetch_add(1, std::memory_order_relaxed);
@@ -638,12 +495,12 @@ static int on_resolver_start(void*, void*, void* counter) {
 void CurlChatClient::start_attempt(Call* call) {
   Endpoint* ep = call->ep;
   const auto& cfg = ep->cfg;
-  CURL* easy = acquire_easy();
+  call->easy = acquire_easy();
+  CURL* easy = call->easy.get();
   if (easy == nullptr) {
     complete(call, Outcome::permanent, "curl_easy_init failed");
     return;
   }
-  call->easy = easy;
   call->attempt_start_s = now_s();
   call->last_byte_s = call->attempt_start_s;
   call->got_first_byte = false;
@@ -665,29 +522,32 @@ void CurlChatClient::start_attempt(Call* call) {
   curl_easy_setopt(easy, CURLOPT_POST, 1L);
   curl_easy_setopt(easy, CURLOPT_POSTFIELDS, call->body.data());
   curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(call->body.size()));
-  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, call->headers);
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, call->headers.get());
   curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
   curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &CurlChatClient::on_header);
   curl_easy_setopt(easy, CURLOPT_HEADERDATA, call);
   curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &CurlChatClient::on_write);
   curl_easy_setopt(easy, CURLOPT_WRITEDATA, call);
   curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, call->errbuf);
-  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(cfg.connect_timeout_s * 1000));
+  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(cfg.connect_timeout_s * 1000));
   if (cfg.total_timeout_s > 0) {
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(cfg.total_timeout_s * 1000));
   }
   curl_easy_setopt(easy, CURLOPT_RESOLVER_START_FUNCTION, &on_resolver_start);
   curl_easy_setopt(easy, CURLOPT_RESOLVER_START_DATA, &m_resolver_starts);
-  if (ep->resolve != nullptr) curl_easy_setopt(easy, CURLOPT_RESOLVE, ep->resolve);
-  if (!ep->pools.empty()) curl_easy_setopt(easy, CURLOPT_SHARE, ep->pools[ep->next_pool++ % ep->pools.size()]);
+  if (!ep->resolve.empty()) curl_easy_setopt(easy, CURLOPT_RESOLVE, ep->resolve.get());
+  if (CURLSH* share = ep->next_share(); share != nullptr)
+    curl_easy_setopt(easy, CURLOPT_SHARE, share);
 
   ++ep->in_flight;
   m_active.insert(call);
   m_http_attempts.fetch_add(1, std::memory_order_relaxed);
   if (m_active.size() == 1) m_next_sweep_s = call->attempt_start_s + k_sweep_interval_s;
-  const CURLMcode rc = curl_multi_add_handle(m_multi, easy);
+  const CURLMcode rc = curl_multi_add_handle(m_multi.get(), easy);
   if (rc != CURLM_OK) {
-    std::snprintf(call->errbuf, sizeof call->errbuf, "curl_multi_add_handle: %s", curl_multi_strerror(rc));
+    std::snprintf(call->errbuf, sizeof call->errbuf, "curl_multi_add_handle: %s",
+                  curl_multi_strerror(rc));
     finish_attempt(call, CURLE_FAILED_INIT);
   }
 }
@@ -698,7 +558,8 @@ void CurlChatClient::sweep_timeouts(double now) {
     const auto& cfg = call->ep->cfg;
     if (!call->got_first_byte) {
       if (cfg.first_byte_timeout_s > 0 && now - call->attempt_start_s > cfg.first_byte_timeout_s) {
-        expired.emplace_back(call, fmt::format("no first byte within {}s", cfg.first_byte_timeout_s));
+        expired.emplace_back(call,
+                             fmt::format("no first byte within {}s", cfg.first_byte_timeout_s));
       }
     } else if (cfg.stall_timeout_s > 0 && now - call->last_byte_s > cfg.stall_timeout_s) {
       expired.emplace_back(call, fmt::format("stalled: no bytes for {}s", cfg.stall_timeout_s));
@@ -717,7 +578,7 @@ void CurlChatClient::drain_done() {
   // still queued, so removing while many are queued would be quadratic.
   std::vector<std::pair<Call*, CURLcode>> done;
   int pending = 0;
-  while (CURLMsg* msg = curl_multi_info_read(m_multi, &pending)) {
+  while (CURLMsg* msg = curl_multi_info_read(m_multi.get(), &pending)) {
     if (msg->msg != CURLMSG_DONE) continue;
     Call* call = nullptr;
     curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &call);
@@ -729,21 +590,21 @@ void CurlChatClient::drain_done() {
 void CurlChatClient::note_limit_change(Endpoint* ep, int before, const char* why) {
   m_limit_changes.fetch_add(1, std::memory_order_relaxed);
   if (ep->limit.limit() < before) {
-    KLOG_WARN("[llm {}] concurrency limit {} -> {} ({})", ep->cfg.id, before, ep->limit.limit(), why);
+    KLOG_WARN("[llm {}] concurrency limit {} -> {} ({})", ep->cfg.id, before, ep->limit.limit(),
+              why);
   } else {
-    KLOG_DEBUG("[llm {}] concurrency limit {} -> {} ({})", ep->cfg.id, before, ep->limit.limit(), why);
+    KLOG_DEBUG("[llm {}] concurrency limit {} -> {} ({})", ep->cfg.id, before, ep->limit.limit(),
+               why);
   }
 }
 
 void CurlChatClient::finish_attempt(Call* call, CURLcode code) {
   Endpoint* ep = call->ep;
   const auto& cfg = ep->cfg;
-  CURL* easy = call->easy;
   long status = 0;
-  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-  curl_multi_remove_handle(m_multi, easy);
-  release_easy(easy);
-  call->easy = nullptr;
+  curl_easy_getinfo(call->easy.get(), CURLINFO_RESPONSE_CODE, &status);
+  curl_multi_remove_handle(m_multi.get(), call->easy.get());
+  release_easy(std::move(call->easy));
   --ep->in_flight;
   m_active.erase(call);
 
@@ -761,17 +622,20 @@ void CurlChatClient::finish_attempt(Call* call, CURLcode code) {
     attempt.error = call->abort_reason;
   } else if (code != CURLE_OK) {
     failure.transport = classify_curl(code);
-    attempt.error = call->errbuf[0] != '\0' ? fmt::format("{}: {}", curl_easy_strerror(code), call->errbuf)
-                                            : std::string(curl_easy_strerror(code));
+    attempt.error = call->errbuf[0] != '\0'
+                        ? fmt::format("{}: {}", curl_easy_strerror(code), call->errbuf)
+                        : std::string(curl_easy_strerror(code));
   } else if (status >= 200 && status < 300) {
-    parsed = call->is_sse && call->stream ? call->stream->finish() : parse_completion(call->response);
+    parsed =
+        call->is_sse && call->stream ? call->stream->finish() : parse_completion(call->response);
     if (!parsed.ok) {
       failure.transport = TransportError::protocol;
       attempt.error = parsed.error;
     }
   } else {
     const std::string summary = summarize_error_body(call->response);
-    attempt.error = summary.empty() ? fmt::format("HTTP {}", status) : fmt::format("HTTP {}: {}", status, summary);
+    attempt.error = summary.empty() ? fmt::format("HTTP {}", status)
+                                    : fmt::format("HTTP {}: {}", status, summary);
     failure.body = call->response;
     failure.retry_after = call->retry_after;
     failure.retry_after_ms = call->retry_after_ms;
@@ -787,15 +651,12 @@ void CurlChatClient::finish_attempt(Call* call, CURLcode code) {
     r.reasoning = std::move(parsed.reasoning);
     r.finish_reason = std::move(parsed.finish_reason);
     r.usage = parsed.usage;
-    const double cached_price = cfg.price_cached_per_mtok > 0 ? cfg.price_cached_per_mtok : cfg.price_prompt_per_mtok;
-    const auto uncached = std::max<std::int64_t>(0, r.usage.prompt_tokens - r.usage.cached_tokens);
-    r.cost_usd = (static_cast<double>(uncached) * cfg.price_prompt_per_mtok +
-                  static_cast<double>(r.usage.cached_tokens) * cached_price +
-                  static_cast<double>(r.usage.completion_tokens) * cfg.price_completion_per_mtok) / 1e6;
+    r.cost_usd = cost_usd(cfg, r.usage);
     const int before = ep->limit.limit();
     if (ep->limit.on_success()) note_limit_change(ep, before, "success");
     if (r.finish_reason == "length") {
-      KLOG_DEBUG("[llm {}] request {} hit max_tokens (finish_reason=length)", cfg.id, call->request.request_id);
+      KLOG_DEBUG("[llm {}] request {} hit max_tokens (finish_reason=length)", cfg.id,
+                 call->request.request_id);
     }
     complete(call, Outcome::ok, "");
     return;
@@ -810,25 +671,25 @@ void CurlChatClient::finish_attempt(Call* call, CURLcode code) {
   limits.base_delay_s = k_backoff_base_s;
   limits.cap_s = cfg.retry_cap_s;
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  const RetryDecision decision =
-      decide_retry(failure, static_cast<int>(call->result.attempts.size()), limits,
-                   [&] { return uniform(m_rng); }, std::chrono::system_clock::now());
+  const RetryDecision decision = decide_retry(
+      failure, static_cast<int>(call->result.attempts.size()), limits,
+      [&] { return uniform(m_rng); }, std::chrono::system_clock::now());
   switch (decision.action) {
     case RetryAction::retry:
       m_retries.fetch_add(1, std::memory_order_relaxed);
       KLOG_DEBUG("[llm {}] request {} attempt {} failed ({}); retry in {:.3f}s", cfg.id,
-                 call->request.request_id, call->result.attempts.size(), attempt.error, decision.delay_s);
+                 call->request.request_id, call->result.attempts.size(), attempt.error,
+                 decision.delay_s);
       m_retry_timers.emplace(now + decision.delay_s, call);
       return;
     case RetryAction::context_overflow:
       complete(call, Outcome::context_overflow, attempt.error);
       return;
-    case RetryAction::permanent:
-      complete(call, Outcome::permanent, attempt.error);
-      return;
+    case RetryAction::permanent: complete(call, Outcome::permanent, attempt.error); return;
     case RetryAction::exhausted:
       complete(call, Outcome::exhausted,
-               fmt::format("gave up after {} attempts: {}", call->result.attempts.size(), attempt.error));
+               fmt::format("gave up after {} attempts: {}", call->result.attempts.size(),
+                           attempt.error));
       return;
   }
 }
@@ -842,14 +703,15 @@ void CurlChatClient::complete(Call* call, Outcome outcome, std::string error) {
   result.error = call->ep->redact(std::move(error));
   result.latency_s = now_s() - call->submit_s;
   if (outcome != Outcome::ok && outcome != Outcome::cancelled) {
-    KLOG_WARN("[llm {}] request {} {} after {} attempt(s): {}", call->ep->cfg.id, call->request.request_id,
-              to_string(outcome), result.attempts.size(), result.error);
+    KLOG_WARN("[llm {}] request {} {} after {} attempt(s): {}", call->ep->cfg.id,
+              call->request.request_id, to_string(outcome), result.attempts.size(), result.error);
   }
   m_completed.fetch_add(1, std::memory_order_relaxed);
   try {
     call->done(std::move(result));
   } catch (const std::exception& e) {
-    KLOG_ERROR("[llm {}] callback for {} threw: {}", call->ep->cfg.id, call->request.request_id, e.what());
+    KLOG_ERROR("[llm {}] callback for {} threw: {}", call->ep->cfg.id, call->request.request_id,
+               e.what());
   } catch (...) {
     KLOG_ERROR("[llm {}] callback for {} threw", call->ep->cfg.id, call->request.request_id);
   }
@@ -857,17 +719,13 @@ void CurlChatClient::complete(Call* call, Outcome outcome, std::string error) {
 
 void CurlChatClient::cancel_everything() {
   for (Call* call : std::vector<Call*>(m_active.begin(), m_active.end())) {
-    curl_multi_remove_handle(m_multi, call->easy);
-    release_easy(call->easy);
-    call->easy = nullptr;
+    curl_multi_remove_handle(m_multi.get(), call->easy.get());
+    release_easy(std::move(call->easy));
     --call->ep->in_flight;
   }
   m_active.clear();
   m_retry_timers = {};
-  {
-    std::lock_guard lock(m_models_mutex);
-    for (auto& [id, ep] : m_models) ep->waiting.clear();
-  }
+  for (Endpoint* ep : m_endpoints.all()) ep->waiting.clear();
   std::vector<Call*> calls;
   calls.reserve(m_calls.size());
   for (auto& [raw, owned] : m_calls) calls.push_back(raw);

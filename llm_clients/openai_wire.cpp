@@ -200,8 +200,9 @@ void StreamAssembler::on_event(std::string_view event, std::string_view data) {
   json chunk = json::parse(data, nullptr, false);
   if (event == "error") {
     m_error = "stream error event: " +
-              (chunk.is_discarded() ? one_line(std::string(data), 200)
-                                    : one_line(error_text(chunk.contains("error") ? chunk["error"] : chunk), 200));
+              (chunk.is_discarded()
+                   ? one_line(std::string(data), 200)
+                   : one_line(error_text(chunk.contains("error") ? chunk["error"] : chunk), 200));
     return;
   }
   if (chunk.is_discarded() || !chunk.is_object()) {
@@ -218,7 +219,8 @@ void StreamAssembler::on_event(std::string_view event, std::string_view data) {
   if (choices == chunk.end() || !choices->is_array()) return;
   for (const json& choice : *choices) {
     if (!choice.is_object()) continue;
-    if (auto idx = choice.find("index"); idx != choice.end() && idx->is_number() && *idx != 0) continue;
+    if (auto idx = choice.find("index"); idx != choice.end() && idx->is_number() && *idx != 0)
+      continue;
     if (auto delta = choice.find("delta"); delta != choice.end() && delta->is_object()) {
       append_string(*delta, "content", m_result.content);
       append_string(*delta, "reasoning_content", m_result.reasoning);

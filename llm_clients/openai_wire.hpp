@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "config/campaign.hpp"
-#include "llm_clients/client.hpp"
+#include "llm_clients/types.hpp"
 
 namespace korch::llm {
 
@@ -24,9 +24,9 @@ std::string build_request_body(const config::ModelConfig& model,
 // JSON, an `error` object, empty `choices` or a missing message.
 struct ParsedCompletion {
   bool ok = false;
-  std::string error;          // one line when !ok
+  std::string error;  // one line when !ok
   std::string content;
-  std::string reasoning;      // reasoning_content or reasoning
+  std::string reasoning;  // reasoning_content or reasoning
   std::string finish_reason;
   Usage usage;
   bool has_usage = false;

@@ -15,9 +15,9 @@ namespace {
 // Phrases providers use when a prompt does not fit the context window
 // (OpenAI, vLLM, SGLang, Anthropic-compatible proxies, OpenRouter, Ollama).
 constexpr std::array<std::string_view, 9> k_context_overflow_phrases = {
-    "maximum context length",   "context_length_exceeded", "prompt is too long",
-    "context length",           "context window",          "too many tokens",
-    "reduce the length",        "input is too long",       "maximum input length",
+    "maximum context length", "context_length_exceeded", "prompt is too long",
+    "context length",         "context window",          "too many tokens",
+    "reduce the length",      "input is too long",       "maximum input length",
 };
 
 std::string lower(std::string_view s) {
@@ -90,8 +90,9 @@ bool is_transient(int http_status, TransportError transport) {
 bool is_context_overflow_body(std::string_view body) {
   if (body.empty()) return false;
   const std::string text = lower(body);
-  return std::any_of(k_context_overflow_phrases.begin(), k_context_overflow_phrases.end(),
-                     [&](std::string_view phrase) { return text.find(phrase) != std::string::npos; });
+  return std::any_of(
+      k_context_overflow_phrases.begin(), k_context_overflow_phrases.end(),
+      [&](std::string_view phrase) { return text.find(phrase) != std::string::npos; });
 }
 
 std::optional<double> parse_retry_after(std::string_view value,
@@ -105,8 +106,7 @@ std::optional<double> parse_retry_after(std::string_view value,
 }
 
 RetryDecision decide_retry(const AttemptFailure& failure, int attempts_made,
-                           const RetryLimits& limits,
-                           const std::function<double()>& uniform01,
+                           const RetryLimits& limits, const std::function<double()>& uniform01,
                            std::chrono::system_clock::time_point now) {
   RetryDecision decision;
   const int status = failure.http_status;
@@ -137,7 +137,8 @@ RetryDecision decide_retry(const AttemptFailure& failure, int attempts_made,
     return decision;
   }
   const int exponent = std::clamp(attempts_made - 1, 0, 30);
-  const double backoff = std::min(cap, std::max(0.0, limits.base_delay_s) * std::ldexp(1.0, exponent));
+  const double backoff =
+      std::min(cap, std::max(0.0, limits.base_delay_s) * std::ldexp(1.0, exponent));
   const double u = std::clamp(uniform01 ? uniform01() : 0.5, 0.0, 1.0);
   decision.delay_s = backoff * (0.5 + 0.5 * u);
   return decision;

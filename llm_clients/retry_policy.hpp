@@ -14,28 +14,28 @@ namespace korch::llm {
 
 // What went wrong below HTTP (or in the payload) on one attempt.
 enum class TransportError {
-  none,          // a complete HTTP response arrived
-  connect,       // could not connect / resolve
-  timeout,       // connect, first-byte, stall or total timeout
-  reset,         // connection reset or closed mid-response
-  protocol,      // 2xx but unusable payload: malformed JSON, empty choices,
-                 // truncated SSE stream, mid-stream error event
+  none,      // a complete HTTP response arrived
+  connect,   // could not connect / resolve
+  timeout,   // connect, first-byte, stall or total timeout
+  reset,     // connection reset or closed mid-response
+  protocol,  // 2xx but unusable payload: malformed JSON, empty choices,
+             // truncated SSE stream, mid-stream error event
 };
 const char* to_string(TransportError e);
 
 // Everything the policy looks at for one failed attempt.
 struct AttemptFailure {
-  int http_status = 0;            // 0 when no status line was received
+  int http_status = 0;  // 0 when no status line was received
   TransportError transport = TransportError::none;
-  std::string_view body;          // response body (error JSON), may be empty
-  std::string_view retry_after;   // "Retry-After" header value, "" if absent
+  std::string_view body;            // response body (error JSON), may be empty
+  std::string_view retry_after;     // "Retry-After" header value, "" if absent
   std::string_view retry_after_ms;  // "retry-after-ms" header value, "" if absent
 };
 
 struct RetryLimits {
-  int max_attempts = 6;      // attempts per call including the first (>= 1)
-  double base_delay_s = 0.5; // first exponential backoff step
-  double cap_s = 60;         // longest backoff or Retry-After honoured
+  int max_attempts = 6;       // attempts per call including the first (>= 1)
+  double base_delay_s = 0.5;  // first exponential backoff step
+  double cap_s = 60;          // longest backoff or Retry-After honoured
 };
 
 enum class RetryAction {
@@ -48,7 +48,7 @@ const char* to_string(RetryAction a);
 
 struct RetryDecision {
   RetryAction action = RetryAction::permanent;
-  double delay_s = 0;      // only for retry
+  double delay_s = 0;          // only for retry
   bool server_hinted = false;  // delay came from Retry-After / retry-after-ms
 };
 
@@ -76,8 +76,7 @@ std::optional<double> parse_retry_after(std::string_view value,
 // Retry-After, else min(cap, base * 2^(attempts_made-1)) * (0.5 + 0.5*u)
 // ("equal jitter").
 RetryDecision decide_retry(const AttemptFailure& failure, int attempts_made,
-                           const RetryLimits& limits,
-                           const std::function<double()>& uniform01,
+                           const RetryLimits& limits, const std::function<double()>& uniform01,
                            std::chrono::system_clock::time_point now);
 
 }  // namespace korch::llm

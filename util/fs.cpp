@@ -36,7 +36,8 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::string_vi
   }
   ::fsync(fd);
   ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(path.string() + ": " + std::strerror(errno));
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return fail(path.string() + ": " + std::strerror(errno));
   return {};
 }
 

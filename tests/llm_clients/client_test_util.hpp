@@ -15,7 +15,8 @@
 namespace korch::llm::testing_util {
 
 // A model on `base_url` with test-sized timeouts and backoffs.
-inline config::ModelConfig fast_model(const std::string& id, const std::string& base_url, bool stream) {
+inline config::ModelConfig fast_model(const std::string& id, const std::string& base_url,
+                                      bool stream) {
   config::ModelConfig m;
   m.id = id;
   m.base_url = base_url;
@@ -53,13 +54,14 @@ inline std::vector<ChatResult> run_many(ChatClient& client, const std::string& m
   std::vector<ChatResult> results(static_cast<std::size_t>(n));
   int done = 0;
   for (int i = 0; i < n; ++i) {
-    client.submit({model_id, fmt::format("{}-{}", prefix, i), {{"user", fmt::format("request {}", i)}}},
-                  [&, i](ChatResult r) {
-                    std::lock_guard lock(mutex);
-                    results[static_cast<std::size_t>(i)] = std::move(r);
-                    ++done;
-                    cv.notify_all();
-                  });
+    client.submit(
+        {model_id, fmt::format("{}-{}", prefix, i), {{"user", fmt::format("request {}", i)}}},
+        [&, i](ChatResult r) {
+          std::lock_guard lock(mutex);
+          results[static_cast<std::size_t>(i)] = std::move(r);
+          ++done;
+          cv.notify_all();
+        });
   }
   std::unique_lock lock(mutex);
   if (!cv.wait_for(lock, limit, [&] { return done == n; })) {

@@ -17,16 +17,17 @@
 
 #include "tests/llm_clients/client_test_util.hpp"
 #include "tests/support/fake_openai_server.hpp"
+#include "util/log.hpp"
 
 namespace korch::llm {
 namespace {
 
-using testing_util::fast_model;
-using testing_util::run_one;
 using korch::testing::FakeOpenAIServer;
 using korch::testing::FakeServerOptions;
 using korch::testing::Fault;
 using korch::testing::ScriptedReply;
+using testing_util::fast_model;
+using testing_util::run_one;
 
 constexpr const char* k_key_env = "KORCH_TEST_LLM_KEY";
 constexpr const char* k_key = "sk-test-SECRET-0123456789abcdef";
@@ -155,6 +156,32 @@ TEST_F(ClientTest, RetriesTransientFailuresWithTheSameRequestId) {
   EXPECT_EQ(client->stats().limit_changes, 0);  // 5xx does not shrink the limit
 }
 
+// `--log-level debug` shows the client's debug lines: the level is set at run
+// time and a retry's debug line reaches a capturing sink (KLOG_DEBUG used to
+// be compiled out).
+TEST_F(ClientTest, RetryDebugLineReachesSinkWhenLevelSetAtRunTime) {
+  auto stream = std::make_shared<std::ostringstream>();
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(*stream);
+  auto previous = spdlog::default_logger();
+  const auto previous_level = spdlog::get_level();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+  log::set_level("debug");
+
+  start_server();
+  auto client = client_with(model());
+  m_server->fail_next(1, Fault::http_503);
+  ChatResult r = run_one(*client, {"m", "debug-1", {{"user", "u"}}});
+  client->shutdown();
+  spdlog::set_default_logger(previous);
+  spdlog::set_level(previous_level);
+
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.error;
+  const std::string text = stream->str();
+  EXPECT_NE(text.find("[llm m] request debug-1 attempt 1 failed (HTTP 503"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("retry in"), std::string::npos) << text;
+}
+
 TEST_F(ClientTest, EveryTransientFaultKindIsRetried) {
   FakeServerOptions opts;
   opts.slow_first_byte = std::chrono::milliseconds(800);
@@ -163,10 +190,11 @@ TEST_F(ClientTest, EveryTransientFaultKindIsRetried) {
     auto m = model("m", stream);
     m.first_byte_timeout_s = 0.3;
     auto client = client_with(m);
-    for (Fault f : {Fault::rate_limit, Fault::rate_limit_retry_after, Fault::rate_limit_retry_after_ms,
-                    Fault::http_500, Fault::http_502, Fault::http_504, Fault::reset_mid_body,
-                    Fault::slow_first_byte, Fault::truncated_stream, Fault::stream_error_event,
-                    Fault::malformed_json, Fault::empty_choices}) {
+    for (Fault f :
+         {Fault::rate_limit, Fault::rate_limit_retry_after, Fault::rate_limit_retry_after_ms,
+          Fault::http_500, Fault::http_502, Fault::http_504, Fault::reset_mid_body,
+          Fault::slow_first_byte, Fault::truncated_stream, Fault::stream_error_event,
+          Fault::malformed_json, Fault::empty_choices}) {
       const std::string id = fmt::format("{}-{}", korch::testing::to_string(f), stream);
       m_server->fail_next(1, f);
       ChatResult r = run_one(*client, {"m", id, {{"user", "u"}}});
@@ -224,7 +252,8 @@ TEST_F(ClientTest, FirstByteTimeoutAbortsTheAttempt) {
   m_server->fail_next(1, Fault::slow_first_byte);
   auto t0 = std::chrono::steady_clock::now();
   ChatResult r = run_one(*client, {"m", "slow", {{"user", "u"}}});
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.outcome, Outcome::ok) << r.error;
   ASSERT_EQ(r.attempts.size(), 2u);
   EXPECT_NE(r.attempts[0].error.find("first byte"), std::string::npos) << r.attempts[0].error;
@@ -352,7 +381,8 @@ TEST_F(ClientTest, ShutdownCancelsEverythingAndLaterSubmitsToo) {
   for (int i = 0; i < 6; ++i) {
     auto p = std::make_shared<std::promise<ChatResult>>();
     futures.push_back(p->get_future());
-    client->submit({"m", fmt::format("cancel-{}", i), {{"user", "u"}}}, [p](ChatResult r) { p->set_value(std::move(r)); });
+    client->submit({"m", fmt::format("cancel-{}", i), {{"user", "u"}}},
+                   [p](ChatResult r) { p->set_value(std::move(r)); });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const auto t0 = std::chrono::steady_clock::now();
@@ -375,7 +405,8 @@ TEST_F(ClientTest, CallbacksMaySubmitMoreWork) {
   std::promise<ChatResult> second;
   client->submit({"m", "chain-1", {{"user", "u"}}}, [&](ChatResult first) {
     EXPECT_EQ(first.outcome, Outcome::ok);
-    client->submit({"m", "chain-2", {{"user", "u"}}}, [&](ChatResult r) { second.set_value(std::move(r)); });
+    client->submit({"m", "chain-2", {{"user", "u"}}},
+                   [&](ChatResult r) { second.set_value(std::move(r)); });
   });
   auto f = second.get_future();
   ASSERT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
@@ -402,11 +433,13 @@ TEST_F(ClientTest, ApiKeyNeverAppearsInErrorsOrLogs) {
     m.max_attempts = 2;
     m.first_byte_timeout_s = 0.2;
     auto client = client_with(m);
-    for (Fault f : {Fault::unauthorized, Fault::http_500, Fault::rate_limit_retry_after, Fault::reset_mid_body,
-                    Fault::malformed_json, Fault::slow_first_byte, Fault::context_overflow,
-                    Fault::stream_error_event, Fault::truncated_stream}) {
+    for (Fault f : {Fault::unauthorized, Fault::http_500, Fault::rate_limit_retry_after,
+                    Fault::reset_mid_body, Fault::malformed_json, Fault::slow_first_byte,
+                    Fault::context_overflow, Fault::stream_error_event, Fault::truncated_stream}) {
       m_server->fail_next(2, f);
-      results.push_back(run_one(*client, {"m", fmt::format("leak-{}-{}", korch::testing::to_string(f), s), {{"user", "u"}}}));
+      results.push_back(run_one(
+          *client,
+          {"m", fmt::format("leak-{}-{}", korch::testing::to_string(f), s), {{"user", "u"}}}));
     }
     // The unauthorized body really echoed the key: the client must have redacted it.
     m_server->fail_next(1, Fault::unauthorized);

@@ -56,7 +56,9 @@ TEST(ClientFaults, TwoThousandCallsAtThirtyPercentFaults) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < k_calls; ++i) {
     const std::string id = fmt::format("soak-{}", i);
-    client->submit({i % 2 == 0 ? "plain" : "sse", id, {{"system", "be brief"}, {"user", fmt::format("task {}", i)}}},
+    client->submit({i % 2 == 0 ? "plain" : "sse",
+                    id,
+                    {{"system", "be brief"}, {"user", fmt::format("task {}", i)}}},
                    [&, id](ChatResult r) {
                      std::lock_guard lock(mutex);
                      results.emplace(id, std::move(r));
@@ -65,10 +67,12 @@ TEST(ClientFaults, TwoThousandCallsAtThirtyPercentFaults) {
   }
   {
     std::unique_lock lock(mutex);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(90), [&] { return results.size() == k_calls; }))
+    ASSERT_TRUE(
+        cv.wait_for(lock, std::chrono::seconds(90), [&] { return results.size() == k_calls; }))
         << results.size() << " of " << k_calls << " calls finished";
   }
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   const auto server_log = server.all_attempts();
   std::map<Outcome, int> outcomes;
@@ -86,9 +90,12 @@ TEST(ClientFaults, TwoThousandCallsAtThirtyPercentFaults) {
     // The client's attempt count is exactly what the server saw.
     if (r.attempts.size() != log.size()) {
       std::string detail;
-      for (const auto& a : r.attempts) detail += fmt::format(" [client {} {} {:.3f}s]", a.http_status, a.error, a.latency_s);
-      for (const auto& a : log) detail += fmt::format(" [server {} {}]", korch::testing::to_string(a.fault), a.http_status);
-      ADD_FAILURE() << id << ": client attempts " << r.attempts.size() << " != server attempts " << log.size() << detail;
+      for (const auto& a : r.attempts)
+        detail += fmt::format(" [client {} {} {:.3f}s]", a.http_status, a.error, a.latency_s);
+      for (const auto& a : log)
+        detail += fmt::format(" [server {} {}]", korch::testing::to_string(a.fault), a.http_status);
+      ADD_FAILURE() << id << ": client attempts " << r.attempts.size() << " != server attempts "
+                    << log.size() << detail;
       continue;
     }
     if (log.size() > 1) ++retried_calls;
@@ -99,7 +106,8 @@ TEST(ClientFaults, TwoThousandCallsAtThirtyPercentFaults) {
     const AttemptRecord& last = log.back();
     switch (r.outcome) {
       case Outcome::ok:
-        // Exactly one completion delivered, on the last attempt, and its usage is what was recorded.
+        // Exactly one completion delivered, on the last attempt, and its usage is what was
+        // recorded.
         EXPECT_EQ(delivered, 1) << id;
         EXPECT_TRUE(last.delivered) << id;
         EXPECT_EQ(r.usage.prompt_tokens, last.usage.prompt_tokens) << id;
@@ -149,20 +157,24 @@ TEST(ClientFaults, TwoThousandCallsAtThirtyPercentFaults) {
   EXPECT_EQ(stats.resolver_starts, 0);
 
   // The plan really injected every kind of fault.
-  for (Fault f : {Fault::rate_limit, Fault::rate_limit_retry_after, Fault::rate_limit_retry_after_ms,
-                  Fault::http_500, Fault::http_502, Fault::http_503, Fault::http_504, Fault::reset_mid_body,
-                  Fault::slow_first_byte, Fault::truncated_stream, Fault::stream_error_event,
-                  Fault::malformed_json, Fault::empty_choices, Fault::finish_length}) {
+  for (Fault f :
+       {Fault::rate_limit, Fault::rate_limit_retry_after, Fault::rate_limit_retry_after_ms,
+        Fault::http_500, Fault::http_502, Fault::http_503, Fault::http_504, Fault::reset_mid_body,
+        Fault::slow_first_byte, Fault::truncated_stream, Fault::stream_error_event,
+        Fault::malformed_json, Fault::empty_choices, Fault::finish_length}) {
     EXPECT_GT(faults_seen[f], 0) << korch::testing::to_string(f);
   }
   EXPECT_GT(outcomes[Outcome::ok], k_calls * 9 / 10);
   EXPECT_GT(length_results, 0);
   EXPECT_GT(retried_calls, k_calls / 5);
-  std::printf("soak: %d calls in %.1fs; attempts %lld (server %lld); ok %d, permanent %d, context_overflow %d, "
-              "exhausted %d; retried calls %d; limit changes %lld\n",
-              k_calls, elapsed, static_cast<long long>(stats.http_attempts), static_cast<long long>(sstats.requests),
-              outcomes[Outcome::ok], outcomes[Outcome::permanent], outcomes[Outcome::context_overflow],
-              outcomes[Outcome::exhausted], retried_calls, static_cast<long long>(stats.limit_changes));
+  std::printf(
+      "soak: %d calls in %.1fs; attempts %lld (server %lld); ok %d, permanent %d, context_overflow "
+      "%d, "
+      "exhausted %d; retried calls %d; limit changes %lld\n",
+      k_calls, elapsed, static_cast<long long>(stats.http_attempts),
+      static_cast<long long>(sstats.requests), outcomes[Outcome::ok], outcomes[Outcome::permanent],
+      outcomes[Outcome::context_overflow], outcomes[Outcome::exhausted], retried_calls,
+      static_cast<long long>(stats.limit_changes));
   client->shutdown();
 }
 

@@ -114,7 +114,8 @@ class MockLlmTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     s_skip.clear();
-    const fs::path main_js = fs::path(KORCH_MOCK_LLM_DIR) / "node_modules/@dwmkerr/mock-llm/dist/main.js";
+    const fs::path main_js =
+        fs::path(KORCH_MOCK_LLM_DIR) / "node_modules/@dwmkerr/mock-llm/dist/main.js";
     if (!on_path("node")) {
       s_skip = "node is not installed; skipping the @dwmkerr/mock-llm tests";
       return;
@@ -136,7 +137,8 @@ class MockLlmTest : public ::testing::Test {
       FILE* out = std::freopen(log.c_str(), "w", stdout);
       if (out != nullptr) dup2(fileno(stdout), STDERR_FILENO);
       chdir(s_dir->path().c_str());
-      execlp("node", "node", main_js.c_str(), "--config", config.c_str(), static_cast<char*>(nullptr));
+      execlp("node", "node", main_js.c_str(), "--config", config.c_str(),
+             static_cast<char*>(nullptr));
       _exit(127);
     }
     httplib::Client probe("127.0.0.1", s_port);
@@ -176,7 +178,8 @@ class MockLlmTest : public ::testing::Test {
   }
 
   std::unique_ptr<ChatClient> client(bool stream, int max_attempts = 4) {
-    auto m = fast_model(stream ? "mock-sse" : "mock", fmt::format("http://127.0.0.1:{}/v1", s_port), stream);
+    auto m = fast_model(stream ? "mock-sse" : "mock", fmt::format("http://127.0.0.1:{}/v1", s_port),
+                        stream);
     m.model = "gpt-4";
     m.api_key_env = k_key_env;
     m.max_attempts = max_attempts;
@@ -206,7 +209,8 @@ TEST_F(MockLlmTest, RetriesTwo503sThenSucceeds) {
 
 TEST_F(MockLlmTest, NonStreamingEchoWithUsage) {
   auto c = client(false);
-  ChatResult r = run_one(*c, {model_id(false), "mock-1", {{"system", "s"}, {"user", "hello world"}}});
+  ChatResult r =
+      run_one(*c, {model_id(false), "mock-1", {{"system", "s"}, {"user", "hello world"}}});
   ASSERT_EQ(r.outcome, Outcome::ok) << r.error;
   EXPECT_EQ(r.content, "echo: hello world");
   EXPECT_EQ(r.finish_reason, "stop");
@@ -254,7 +258,8 @@ TEST_F(MockLlmTest, ErrorInsideAStreamIsAFailure) {
   EXPECT_EQ(r.outcome, Outcome::exhausted);
   ASSERT_EQ(r.attempts.size(), 2u);
   EXPECT_EQ(r.attempts[0].http_status, 200);
-  EXPECT_NE(r.attempts[0].error.find("Incorrect API key"), std::string::npos) << r.attempts[0].error;
+  EXPECT_NE(r.attempts[0].error.find("Incorrect API key"), std::string::npos)
+      << r.attempts[0].error;
   EXPECT_TRUE(r.content.empty());
 }
 

@@ -45,7 +45,8 @@ TEST(ParseCompletion, ReadsContentReasoningFinishAndUsage) {
 }
 
 TEST(ParseCompletion, ReasoningFieldAndNullContent) {
-  auto p = parse_completion(R"({"choices":[{"message":{"content":null,"reasoning":"r"},"finish_reason":"stop"}]})");
+  auto p = parse_completion(
+      R"({"choices":[{"message":{"content":null,"reasoning":"r"},"finish_reason":"stop"}]})");
   ASSERT_TRUE(p.ok);
   EXPECT_EQ(p.content, "");
   EXPECT_EQ(p.reasoning, "r");
@@ -72,7 +73,9 @@ TEST(SummarizeErrorBody, OneLineAndBounded) {
 TEST(SseParser, HandlesLineEndingsCommentsMultilineAndSplits) {
   std::vector<std::pair<std::string, std::string>> events;
   SseParser p([&](std::string_view e, std::string_view d) { events.emplace_back(e, d); });
-  const std::string stream = ": comment\r\n\r\ndata: a\r\ndata: b\r\n\r\nevent: error\ndata:{\"x\":1}\n\ndata: c\r\rid: 7\nretry: 5\n\n";
+  const std::string stream =
+      ": comment\r\n\r\ndata: a\r\ndata: b\r\n\r\nevent: error\ndata:{\"x\":1}\n\ndata: c\r\rid: "
+      "7\nretry: 5\n\n";
   // Feed byte by byte to exercise every split point.
   for (char c : stream) p.feed(std::string_view(&c, 1));
   p.finish();
@@ -110,8 +113,9 @@ TEST(StreamAssembler, AssemblesContentReasoningAndUsage) {
   s.feed(c2.substr(0, 7));
   s.feed(c2.substr(7));
   s.feed(chunk("{}", "stop"));
-  s.feed(R"(data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}})"
-         "\n\n");
+  s.feed(
+      R"(data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}})"
+      "\n\n");
   s.feed("data: [DONE]\n\n");
   auto r = s.finish();
   ASSERT_TRUE(r.ok) << r.error;

@@ -84,31 +84,39 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"retry_after_ms", 429, N, "", "", "1500", 1, 0.9, R, 1.5, true},
         Case{"retry_after_ms_beats_seconds", 429, N, "", "7", "20", 1, 0.9, R, 0.02, true},
         Case{"retry_after_capped", 429, N, "", "3600", "", 1, 0.9, R, 10.0, true},
-        Case{"retry_after_http_date", 429, N, "", "Mon, 01 Jan 2024 00:00:04 GMT", "", 1, 0.9, R, 4.0, true},
-        Case{"retry_after_past_date", 429, N, "", "Sun, 31 Dec 2023 23:00:00 GMT", "", 1, 0.9, R, 0.0, true},
+        Case{"retry_after_http_date", 429, N, "", "Mon, 01 Jan 2024 00:00:04 GMT", "", 1, 0.9, R,
+             4.0, true},
+        Case{"retry_after_past_date", 429, N, "", "Sun, 31 Dec 2023 23:00:00 GMT", "", 1, 0.9, R,
+             0.0, true},
         Case{"retry_after_garbage", 429, N, "", "soon", "", 1, 1.0, R, 0.5, false},
         // Never retried.
-        Case{"400", 400, N, R"({"error":{"message":"bad field"}})", "", "", 1, 0, RetryAction::permanent, 0, false},
+        Case{"400", 400, N, R"({"error":{"message":"bad field"}})", "", "", 1, 0,
+             RetryAction::permanent, 0, false},
         Case{"401", 401, N, "", "", "", 1, 0, RetryAction::permanent, 0, false},
         Case{"403", 403, N, "", "", "", 1, 0, RetryAction::permanent, 0, false},
         Case{"404", 404, N, "", "", "", 1, 0, RetryAction::permanent, 0, false},
         Case{"422", 422, N, "", "", "", 1, 0, RetryAction::permanent, 0, false},
         Case{"401_with_retry_after", 401, N, "", "1", "", 1, 0, RetryAction::permanent, 0, false},
         // Context overflow (400 with a context-length body).
-        Case{"ctx_openai", 400, N,
-             R"({"error":{"message":"This model's maximum context length is 8192 tokens","code":"context_length_exceeded"}})",
-             "", "", 1, 0, RetryAction::context_overflow, 0, false},
-        Case{"ctx_code_only", 400, N, R"({"error":{"code":"context_length_exceeded"}})", "", "", 1, 0,
+        Case{
+            "ctx_openai", 400, N,
+            R"({"error":{"message":"This model's maximum context length is 8192 tokens","code":"context_length_exceeded"}})",
+            "", "", 1, 0, RetryAction::context_overflow, 0, false},
+        Case{"ctx_code_only", 400, N, R"({"error":{"code":"context_length_exceeded"}})", "", "", 1,
+             0, RetryAction::context_overflow, 0, false},
+        Case{"ctx_anthropic", 400, N,
+             R"({"error":{"message":"prompt is too long: 210000 tokens > 200000"}})", "", "", 1, 0,
              RetryAction::context_overflow, 0, false},
-        Case{"ctx_anthropic", 400, N, R"({"error":{"message":"prompt is too long: 210000 tokens > 200000"}})", "",
-             "", 1, 0, RetryAction::context_overflow, 0, false},
         Case{"ctx_vllm_case", 400, N, "Maximum Context Length exceeded", "", "", 1, 0,
              RetryAction::context_overflow, 0, false},
-        Case{"ctx_on_500_is_transient", 500, N, "maximum context length", "", "", 1, 1.0, R, 0.5, false},
+        Case{"ctx_on_500_is_transient", 500, N, "maximum context length", "", "", 1, 1.0, R, 0.5,
+             false},
         // Exhaustion (max_attempts 4).
         Case{"exhausted_429", 429, N, "", "", "", 4, 0, RetryAction::exhausted, 0, false},
-        Case{"exhausted_connect", 0, TransportError::connect, "", "", "", 5, 0, RetryAction::exhausted, 0, false},
-        Case{"permanent_beats_exhausted", 404, N, "", "", "", 4, 0, RetryAction::permanent, 0, false}),
+        Case{"exhausted_connect", 0, TransportError::connect, "", "", "", 5, 0,
+             RetryAction::exhausted, 0, false},
+        Case{"permanent_beats_exhausted", 404, N, "", "", "", 4, 0, RetryAction::permanent, 0,
+             false}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(RetryPolicy, ParsesRetryAfterForms) {
@@ -130,7 +138,8 @@ TEST(RetryPolicy, JitterStaysWithinHalfToFullBackoff) {
   for (int attempt = 1; attempt <= 6; ++attempt) {
     const double full = std::min(100.0, std::ldexp(1.0, attempt - 1));
     for (double u : {0.0, 0.25, 0.999}) {
-      auto d = decide_retry(f, attempt, limits, [u] { return u; }, fixed_now());
+      auto d = decide_retry(
+          f, attempt, limits, [u] { return u; }, fixed_now());
       ASSERT_EQ(d.action, RetryAction::retry);
       EXPECT_GE(d.delay_s, full * 0.5 - 1e-12);
       EXPECT_LE(d.delay_s, full + 1e-12);
@@ -142,15 +151,24 @@ TEST(RetryPolicy, CapLimitsExponentialBackoff) {
   RetryLimits limits{.max_attempts = 50, .base_delay_s = 1, .cap_s = 3};
   AttemptFailure f;
   f.transport = TransportError::timeout;
-  EXPECT_DOUBLE_EQ(decide_retry(f, 10, limits, [] { return 1.0; }, fixed_now()).delay_s, 3.0);
-  EXPECT_DOUBLE_EQ(decide_retry(f, 40, limits, [] { return 0.0; }, fixed_now()).delay_s, 1.5);
+  EXPECT_DOUBLE_EQ(decide_retry(
+                       f, 10, limits, [] { return 1.0; }, fixed_now())
+                       .delay_s,
+                   3.0);
+  EXPECT_DOUBLE_EQ(decide_retry(
+                       f, 40, limits, [] { return 0.0; }, fixed_now())
+                       .delay_s,
+                   1.5);
 }
 
 TEST(RetryPolicy, MaxAttemptsOfOneNeverRetries) {
   RetryLimits limits{.max_attempts = 1, .base_delay_s = 1, .cap_s = 1};
   AttemptFailure f;
   f.http_status = 429;
-  EXPECT_EQ(decide_retry(f, 1, limits, [] { return 0.5; }, fixed_now()).action, RetryAction::exhausted);
+  EXPECT_EQ(decide_retry(
+                f, 1, limits, [] { return 0.5; }, fixed_now())
+                .action,
+            RetryAction::exhausted);
 }
 
 }  // namespace

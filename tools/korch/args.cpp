@@ -1,6 +1,7 @@
 #include "tools/korch/cli.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace korch::cli {
 
@@ -15,6 +16,12 @@ std::vector<std::string> Args::all(const std::string& name) const {
   auto [b, e] = flags.equal_range(name);
   for (auto it = b; it != e; ++it) out.push_back(it->second);
   return out;
+}
+
+int report_failure(std::string_view verb, const Error& error, std::string_view context) {
+  std::fprintf(stderr, "korch %.*s: %.*s%s\n", static_cast<int>(verb.size()), verb.data(),
+               static_cast<int>(context.size()), context.data(), error.message.c_str());
+  return exit_code(error.kind);
 }
 
 std::optional<Args> parse_args(int argc, char** argv, int first, const std::vector<std::string>& switches,

@@ -5,7 +5,10 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "util/error.hpp"
 
 namespace korch::cli {
 
@@ -15,6 +18,22 @@ inline constexpr int k_exit_error = 1;       // a failure (store, evaluator, I/O
 inline constexpr int k_exit_usage = 2;       // bad arguments or bad config
 inline constexpr int k_exit_aborted = 3;     // the run stopped on a campaign-wide failure
 inline constexpr int k_exit_interrupted = 130;  // Ctrl-C / SIGTERM: the store is resumable
+
+// The exit code of a failure of `kind`: the one place that maps error kinds
+// to exit codes.
+constexpr int exit_code(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::failure: return k_exit_error;
+    case ErrorKind::invalid: return k_exit_usage;
+    case ErrorKind::unavailable: return k_exit_aborted;
+    case ErrorKind::interrupted: return k_exit_interrupted;
+  }
+  return k_exit_error;
+}
+
+// Prints "korch <verb>: <context><message>" as one line on stderr and returns
+// exit_code(error.kind).
+int report_failure(std::string_view verb, const Error& error, std::string_view context = {});
 
 struct Args {
   std::vector<std::string> positional;

@@ -58,10 +58,8 @@ int cmd_run(const Args& args, bool resume_only) {
     return k_exit_usage;
   }
   auto loaded = config::load_campaign(args.positional[0], config::process_environment(), args.all("--set"));
-  if (!loaded) {
-    std::fprintf(stderr, "korch %s: %s\n", verb, loaded.error().message.c_str());
-    return k_exit_usage;
-  }
+  // Every failure of the loader is bad configuration.
+  if (!loaded) return report_failure(verb, with_kind(loaded.error(), ErrorKind::invalid));
   const auto& cfg = loaded->config;
   log::init(args.get("--log-level").value_or(cfg.log_level));
   for (auto& w : loaded->warnings) KLOG_WARN("{}", w);
@@ -69,18 +67,12 @@ int cmd_run(const Args& args, bool resume_only) {
   ::prctl(PR_SET_DUMPABLE, 0);
 
   auto lock = store::FileLock::acquire(store::FileLock::path_for_db(cfg.db_path));
-  if (!lock) {
-    std::fprintf(stderr, "korch %s: %s\n", verb, lock.error().message.c_str());
-    return k_exit_error;
-  }
+  if (!lock) return report_failure(verb, lock.error());
   store::Options so;
   so.path = cfg.db_path;
   so.synchronous = cfg.synchronous;
   auto st = store::Store::open(so);
-  if (!st) {
-    std::fprintf(stderr, "korch %s: %s\n", verb, st.error().message.c_str());
-    return k_exit_error;
-  }
+  if (!st) return report_failure(verb, st.error());
   auto& store = **st;
   auto campaign_id = ids::campaign_id(cfg.name);
   if (resume_only) {
@@ -93,27 +85,19 @@ int cmd_run(const Args& args, bool resume_only) {
   }
 
   auto ev = evaluator::make_evaluator(cfg.evaluator, evaluator_cache_dir(cfg));
-  if (!ev) {
-    std::fprintf(stderr, "korch %s: evaluator: %s\n", verb, ev.error().message.c_str());
-    return k_exit_error;
-  }
+  if (!ev) return report_failure(verb, ev.error(), "evaluator: ");
   auto& evaluator = **ev;
   auto plan = agent::plan_campaign(cfg, evaluator);
-  if (!plan) {
-    std::fprintf(stderr, "korch %s: %s\n", verb, plan.error().message.c_str());
-    return k_exit_usage;
-  }
+  // A plan fails only on its input (tasks, models, budgets).
+  if (!plan) return report_failure(verb, with_kind(plan.error(), ErrorKind::invalid));
 
   auto client = llm::make_curl_client();
   for (auto& m : cfg.models) {
     if (auto r = client->add_model(m); !r) {
-      std::fprintf(stderr, "korch %s: model %s: %s\n", verb, m.id.c_str(), r.error().message.c_str());
-      return k_exit_usage;
+      return report_failure(verb, r.error(), fmt::format("model {}: ", m.id));
     }
     if (auto r = llm::probe_endpoint(m.base_url, k_probe_timeout_s); !r) {
-      std::fprintf(stderr, "korch %s: LLM endpoint of model %s unreachable: %s\n", verb, m.id.c_str(),
-                   r.error().message.c_str());
-      return k_exit_aborted;
+      return report_failure(verb, r.error(), fmt::format("LLM endpoint of model {} unreachable: ", m.id));
     }
   }
 
@@ -155,10 +139,7 @@ int cmd_run(const Args& args, bool resume_only) {
   client->shutdown();
   evaluator.shutdown();
   store.close();
-  if (!result) {
-    std::fprintf(stderr, "korch %s: %s\n", verb, result.error().message.c_str());
-    return k_exit_error;
-  }
+  if (!result) return report_failure(verb, result.error());
   auto& p = result->progress;
   switch (result->status) {
     case agent::RunStatus::completed:
