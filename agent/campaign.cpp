@@ -396,13 +396,16 @@ class Runner {
   }
 
   void on_eval(const std::string& id, evaluator::Report r) {
-    if (stopping()) return;  // not recorded: resume re-runs it
+    // Stopping: not recorded and not counted as a failure (whatever the
+    // report says, e.g. a worker killed by the evaluator's shutdown); resume
+    // re-runs the evaluation.
+    if (stopping()) return;
     auto it = m_slots.find(id);
     if (it == m_slots.end()) return;
-    bool submit = it->second.state.eval_mode == evaluator::Mode::submit;
-    if (submit && !r.correct) ++m_progress.failed;
     auto env = env_for(it->second);
-    execute(id, on_eval_result(it->second.state, r, env));
+    auto step = on_eval_result(it->second.state, r, env);
+    if (std::holds_alternative<Finished>(step.next) && !r.correct) ++m_progress.failed;
+    execute(id, std::move(step));
   }
 
   void abort_run(std::string reason) {

@@ -119,7 +119,7 @@ std::string passing_code(const EpisodeState& s) {
   return {};
 }
 
-store::LlmCallRow intent_row(const EpisodeState& s, const Env& env, bool dup_possible) {
+store::LlmCallRow intent_row(const EpisodeState& s, const Env& env) {
   store::LlmCallRow row;
   row.request_id = s.llm_request_id;
   row.episode_id = s.spec->episode_id;
@@ -128,7 +128,7 @@ store::LlmCallRow intent_row(const EpisodeState& s, const Env& env, bool dup_pos
   row.state = "started";
   row.started_at = env.now;
   row.sends = s.llm_sends;
-  row.dup_possible = dup_possible;
+  row.dup_possible = s.llm_dup_possible;
   return row;
 }
 
@@ -159,32 +159,48 @@ void finalize(EpisodeState& s, store::WriteBatch& batch, const Env& env, const s
   update_episode(s, batch, "final");
 }
 
-Next start_eval(EpisodeState& s, store::WriteBatch& batch, const Env& env, evaluator::Mode mode,
-                std::string code, std::string request_id, bool fallback) {
-  s.phase = Phase::awaiting_eval;
-  s.eval_mode = mode;
-  s.eval_code = std::move(code);
-  s.eval_request_id = std::move(request_id);
-  s.eval_is_fallback = fallback;
-  auto seen = s.stored_eval_attempts.find(s.eval_request_id);
-  s.eval_attempts = (seen == s.stored_eval_attempts.end() ? 0 : seen->second) + 1;
+// The row of the evaluation in flight, in `state`, with its counts.
+store::EvaluationRow evaluation_row(const EpisodeState& s, const Env& env, std::string state) {
   store::EvaluationRow row;
   row.request_id = s.eval_request_id;
   row.episode_id = s.spec->episode_id;
-  row.kind = mode == evaluator::Mode::submit ? "submit" : "check";
+  row.kind = s.eval_mode == evaluator::Mode::submit ? "submit" : "check";
   row.code_sha = ids::code_digest(s.eval_code);
-  row.state = "running";
+  row.state = std::move(state);
   row.owner = env.owner;
   row.attempts = s.eval_attempts;
+  row.failures = s.eval_failures;
   row.created_at = env.now;
-  batch.put(std::move(row));
+  return row;
+}
+
+// Marks the evaluation in flight running (one more start; its failures stay
+// what they were) and asks for it.
+Next run_eval(EpisodeState& s, store::WriteBatch& batch, const Env& env) {
+  s.phase = Phase::awaiting_eval;
+  ++s.eval_attempts;
+  batch.put(evaluation_row(s, env, "running"));
   evaluator::Request req;
   req.request_id = s.eval_request_id;
-  req.mode = mode;
+  req.mode = s.eval_mode;
   req.task = *s.spec->task;
   req.code = s.eval_code;
   req.secret_seed = env.secret_seed;
   return RunEval{std::move(req)};
+}
+
+Next start_eval(EpisodeState& s, store::WriteBatch& batch, const Env& env, evaluator::Mode mode,
+                std::string code, std::string request_id, bool fallback) {
+  s.eval_mode = mode;
+  s.eval_code = std::move(code);
+  s.eval_request_id = std::move(request_id);
+  s.eval_is_fallback = fallback;
+  // A resumed evaluation keeps its counts: the interrupted start stays
+  // counted as a start, never as a failure.
+  auto seen = s.stored_eval_counts.find(s.eval_request_id);
+  s.eval_attempts = seen == s.stored_eval_counts.end() ? 0 : seen->second.first;
+  s.eval_failures = seen == s.stored_eval_counts.end() ? 0 : seen->second.second;
+  return run_eval(s, batch, env);
 }
 
 Next begin_turn(EpisodeState& s, store::WriteBatch& batch, const Env& env, int turn);
@@ -247,8 +263,9 @@ Next begin_turn(EpisodeState& s, store::WriteBatch& batch, const Env& env, int t
   s.overflow_retry = false;
   s.llm_request_id = ids::llm_request_id(s.spec->episode_id, turn, s.turn_model);
   s.llm_sends = 1;
+  s.llm_dup_possible = false;
   s.llm_started_at = env.now;
-  batch.put(intent_row(s, env, false));
+  batch.put(intent_row(s, env));
   update_episode(s, batch);
   return call_llm(s);
 }
@@ -306,12 +323,13 @@ store::TurnRow evaluated_turn(const EpisodeState& s, const Attempt& a) {
   return turn;
 }
 
-evaluator::Report crash_report(const std::string& request_id, int attempts) {
+// The result of an evaluation found at resume with the cap of observed
+// failures already reached (their reports were not kept).
+evaluator::Report crash_report(const std::string& request_id, int failures) {
   evaluator::Report r;
   r.request_id = request_id;
   r.status = evaluator::Verdict::worker_crash;
-  r.error = fmt::format("the evaluation was interrupted {} times (its worker or the daemon died); giving up",
-                        attempts);
+  r.error = fmt::format("the evaluation's worker ended without a result {} times; giving up", failures);
   return r;
 }
 
@@ -366,6 +384,7 @@ Step on_llm_result(EpisodeState& s, const llm::ChatResult& r, const Env& env) {
   row.attempts_json = attempts_json + "]";
   row.provider_request_id = r.provider_request_id;
   row.sends = s.llm_sends;
+  row.dup_possible = s.llm_dup_possible;
   row.error = r.error;
 
   if (r.outcome == llm::Outcome::cancelled) {
@@ -383,8 +402,9 @@ Step on_llm_result(EpisodeState& s, const llm::ChatResult& r, const Env& env) {
       s.overflow_retry = true;
       s.llm_request_id = ids::llm_request_id(s.spec->episode_id, s.turn, s.turn_model) + std::string(k_overflow_suffix);
       s.llm_sends = 1;
+      s.llm_dup_possible = false;
       s.llm_started_at = env.now;
-      step.batch.put(intent_row(s, env, false));
+      step.batch.put(intent_row(s, env));
       update_episode(s, step.batch);
       step.next = call_llm(s);
       return step;
@@ -429,19 +449,29 @@ Step on_llm_result(EpisodeState& s, const llm::ChatResult& r, const Env& env) {
 
 Step on_eval_result(EpisodeState& s, const evaluator::Report& report, const Env& env) {
   Step step;
+  if (report.interrupted) {
+    // Not a result: the evaluator stopped under it. Nothing is recorded or
+    // counted; the evaluation stays `running` and re-runs on resume.
+    step.next = AbortCampaign{fmt::format("the evaluator shut down during evaluation {}", s.eval_request_id)};
+    return step;
+  }
   s.active_s += env.active_delta_s;
-  store::EvaluationRow row;
-  row.request_id = s.eval_request_id;
-  row.episode_id = s.spec->episode_id;
-  row.kind = s.eval_mode == evaluator::Mode::submit ? "submit" : "check";
-  row.code_sha = ids::code_digest(s.eval_code);
-  row.state = "done";
-  row.owner = env.owner;
-  row.attempts = s.eval_attempts;
+  if (report.status == evaluator::Verdict::worker_crash) {
+    // A failure this (live) korch observed: it counts toward the cap.
+    ++s.eval_failures;
+    if (s.eval_failures < k_max_eval_attempts) {
+      add_event(s, step.batch, env, "eval_failure", s.turn,
+                fmt::format("{} (failure {} of {}): {}", s.eval_request_id, s.eval_failures, k_max_eval_attempts,
+                            report.error.substr(0, report.error.find('\n'))));
+      update_episode(s, step.batch);
+      step.next = run_eval(s, step.batch, env);
+      return step;
+    }
+  }
+  auto row = evaluation_row(s, env, "done");
   row.verdict = evaluator::to_string(report.status);
   row.report_json = report.to_json();
   row.evaluator_version = report.evaluator_version;
-  row.created_at = env.now;
   row.finished_at = env.now;
   step.batch.put(std::move(row));
 
@@ -505,7 +535,7 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec, const stor
   std::map<std::string, const store::EvaluationRow*> evals;
   for (auto& e : snap.evaluations) {
     evals[e.request_id] = &e;
-    if (e.state != "done") s.stored_eval_attempts[e.request_id] = e.attempts;
+    if (e.state != "done") s.stored_eval_counts[e.request_id] = {e.attempts, e.failures};
   }
   for (auto& t : snap.turns) {
     Attempt a{t.turn, t.model_id, t.action, t.parse_status, t.code, t.eval_request_id, t.eval_status, "", false};
@@ -567,12 +597,14 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec, const stor
                                call->completion_tokens, call->latency_s);
   } else {
     // Started (or failed transiently) without a stored reply: send it again
-    // under the same id. `started` means a reply may have been produced and
-    // paid for before the process died.
+    // under the same id. `started` means the earlier send's outcome was never
+    // committed: it may have reached the server, and a reply may have been
+    // produced and paid for before the process died or stopped.
     s.llm_sends = call->sends + 1;
+    s.llm_dup_possible = call->dup_possible || call->state == "started";
     s.llm_started_at = env.now;
     s.phase = Phase::awaiting_llm;
-    step.batch.put(intent_row(s, env, call->state == "started"));
+    step.batch.put(intent_row(s, env));
     step.next = resend_or_begin(call_llm(s));
     return step;
   }
@@ -585,8 +617,8 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec, const stor
       std::optional<evaluator::Report> known;
       if (stored.state == "done") {
         if (auto rep = evaluator::Report::from_json(stored.report_json)) known = std::move(*rep);
-      } else if (stored.attempts >= k_max_eval_attempts) {
-        known = crash_report(stored.request_id, stored.attempts);
+      } else if (stored.failures >= k_max_eval_attempts) {
+        known = crash_report(stored.request_id, stored.failures);
       }
       if (known) {
         auto rest = on_eval_result(s, *known, env);

@@ -12,6 +12,8 @@
 //        │         next:  RunEval(check|ep|t|sha) or RunEval(kernel|ep|sha)
 //   on_eval_result  batch: evaluation row (done), turn row, feedback message,
 //                          and advance(t)'s rows; or the final row
+//                   (a worker_crash below the cap: the row back to running
+//                    and RunEval again; see k_max_eval_attempts)
 // resume() rebuilds the state from a store snapshot and returns the step an
 // uninterrupted run would have taken next; a step whose outcome is already
 // stored is never repeated.
@@ -50,8 +52,19 @@ struct EpisodeSpec {
   std::string system_prompt;       // for a new episode; resume uses the stored one
 };
 
-// Evaluation attempts before a `running` evaluation whose worker died is
-// given up as worker_crash (DESIGN §3).
+// The attempt cap of an evaluation (DESIGN §3). Only a failure that a live
+// korch observed counts toward it: a report with Verdict::worker_crash (the
+// worker ended without a result) delivered while korch runs and is not
+// stopping. Such an evaluation is run again under the same request id, and
+// the k_max_eval_attempts-th observed failure is recorded as its result.
+// Every other verdict, timeout included, is the candidate's own and is
+// recorded at once.
+// An evaluation whose korch died or was stopped (kill -9, Ctrl-C, a crash, a
+// reboot) has no result and did not fail: it re-runs on resume without
+// counting, so interrupting korch never changes a result. A report marked
+// Report::interrupted (the evaluator shut down under it) is never recorded
+// or counted either. EvaluationRow::failures holds the count;
+// EvaluationRow::attempts counts every start (docs/export.md).
 inline constexpr int k_max_eval_attempts = 3;
 
 struct Attempt {
@@ -86,17 +99,20 @@ struct EpisodeState {
   std::string llm_request_id;
   bool overflow_retry = false;
   int llm_sends = 0;
+  bool llm_dup_possible = false;           // may have reached the server more than once
   double llm_started_at = 0;
 
   // The evaluation in flight.
   std::string eval_request_id;
   evaluator::Mode eval_mode = evaluator::Mode::check;
   std::string eval_code;
-  int eval_attempts = 0;
+  int eval_attempts = 0;                   // starts of this evaluation (EvaluationRow::attempts)
+  int eval_failures = 0;                   // observed failures (EvaluationRow::failures)
   bool eval_is_fallback = false;
   std::string end_reason;                  // why the loop ended (for the final row)
   store::TurnRow pending_turn;             // the current turn's row, written with its evaluation
-  std::map<std::string, int> stored_eval_attempts;  // resume: attempts already made per request id
+  // resume: (attempts, failures) of the unfinished evaluations, by request id
+  std::map<std::string, std::pair<int, int>> stored_eval_counts;
 
   std::int64_t tokens_used = 0;
   double cost_usd = 0;
@@ -141,6 +157,10 @@ Step resume(EpisodeState& state, std::shared_ptr<const EpisodeSpec> spec,
 
 Step on_llm_result(EpisodeState& state, const llm::ChatResult& result, const Env& env);
 
+// Records the evaluation's result and moves on. A worker_crash report counts
+// as an observed failure and, below the cap, runs the evaluation again. A
+// report marked interrupted records nothing and asks to stop the run
+// (AbortCampaign): the evaluation re-runs when the campaign resumes.
 Step on_eval_result(EpisodeState& state, const evaluator::Report& report, const Env& env);
 
 }  // namespace korch::agent

@@ -140,6 +140,7 @@ class CpuEvaluator final : public Evaluator {
     Report r = base_report(request);
     r.status = Verdict::worker_crash;
     r.error = "the evaluator is shut down";
+    r.interrupted = true;
     done(std::move(r));
   }
 
@@ -185,6 +186,7 @@ class CpuEvaluator final : public Evaluator {
     for (auto& [req, cb] : left) {
       Report r = base_report(req);
       r.error = "the evaluator shut down before this evaluation started";
+      r.interrupted = true;
       try {
         cb(std::move(r));
       } catch (...) {
@@ -210,6 +212,13 @@ class CpuEvaluator final : public Evaluator {
         r = base_report(item.first);
         r.status = Verdict::worker_crash;
         r.error = std::string("evaluator error: ") + e.what();
+      }
+      {
+        // shutdown() kills the workers of evaluations in flight: what such a
+        // run reports (a crash, or a verdict about a killed candidate) is not
+        // a result.
+        std::lock_guard lk(m_mu);
+        if (m_stopping) r.interrupted = true;
       }
       try {
         item.second(std::move(r));

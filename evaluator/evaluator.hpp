@@ -72,6 +72,12 @@ struct Report {
   bool rules_skipped = false; // the static rules were not run (--rules off)
   std::optional<double> t_min_ms;  // roofline lower bound, when known
   std::string evidence_json;  // stage-specific evidence (JSON object text)
+  // Not a result: the evaluation did not run to its end because the
+  // evaluator was shutting down (its workers are killed, its queue dropped).
+  // Whatever the verdict fields say, the engine never records or counts such
+  // a report; the evaluation runs again when the campaign resumes. Not part
+  // of the JSON encoding (such a report is never stored).
+  bool interrupted = false;
 
   // JSON encoding used for storage and `korch eval --json`.
   std::string to_json() const;
@@ -94,7 +100,9 @@ class Evaluator {
   virtual std::string mode() const = 0;
   // Facts for the system prompt: target device and software versions.
   virtual std::string device_description() const = 0;
-  // Stops accepting work and waits for in-flight evaluations (killing workers).
+  // Stops accepting work and waits for in-flight evaluations (killing
+  // workers). Their callbacks, and those of evaluations queued or submitted
+  // after it, get a Report with interrupted = true.
   virtual void shutdown() = 0;
 };
 

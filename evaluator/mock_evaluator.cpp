@@ -64,6 +64,18 @@ Report mock_report(const config::EvaluatorConfig& cfg, const Request& req) {
   return r;
 }
 
+Report interrupted_report(const Request& req) {
+  Report r;
+  r.request_id = req.request_id;
+  r.mode = "mock";
+  r.mock = true;
+  r.evaluator_version = k_mock_version;
+  r.status = Verdict::worker_crash;
+  r.error = "mock: the evaluator shut down before this evaluation finished";
+  r.interrupted = true;
+  return r;
+}
+
 // One dispatcher thread delivers reports when their simulated latency has
 // elapsed; with zero latency it delivers immediately, in order.
 class MockEvaluator final : public Evaluator {
@@ -79,9 +91,13 @@ class MockEvaluator final : public Evaluator {
                    std::chrono::duration<double>(m_cfg.mock_latency_s));
     {
       std::lock_guard lock(m_mutex);
-      m_jobs.push(Job{due, m_seq++, std::move(request), std::move(done)});
+      if (!m_stopping) {
+        m_jobs.push(Job{due, m_seq++, std::move(request), std::move(done)});
+        m_cv.notify_one();
+        return;
+      }
     }
-    m_cv.notify_one();
+    done(interrupted_report(request));
   }
 
   std::string version() const override { return k_mock_version; }
@@ -118,14 +134,17 @@ class MockEvaluator final : public Evaluator {
         continue;
       }
       auto due = m_jobs.top().due;
-      if (!m_stopping && std::chrono::steady_clock::now() < due) {
+      bool early = std::chrono::steady_clock::now() < due;
+      if (!m_stopping && early) {
         m_cv.wait_until(lock, due);
         continue;
       }
       Job job = std::move(const_cast<Job&>(m_jobs.top()));
       m_jobs.pop();
       lock.unlock();
-      auto report = mock_report(m_cfg, job.request);
+      // On shutdown, evaluations not yet due are answered at once, as
+      // interrupted (like a real evaluator's killed workers).
+      auto report = early ? interrupted_report(job.request) : mock_report(m_cfg, job.request);
       try {
         job.done(std::move(report));
       } catch (...) {

@@ -156,8 +156,18 @@ CREATE TABLE leases (
 );
 )sql";
 
+// Version 2: evaluations.failures. Until version 1, evaluations.attempts
+// (every start) was what the attempt cap counted, so each kill or Ctrl-C
+// during an evaluation brought it closer to worker_crash. Only failures a
+// live korch observed count now (agent/episode.hpp); existing rows start at
+// zero, so interruptions recorded by older versions no longer count.
+constexpr std::string_view k_migration_2 = R"sql(
+ALTER TABLE evaluations ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr Migration k_migrations[] = {
     {1, k_migration_1},
+    {2, k_migration_2},
 };
 
 static_assert(sizeof(k_migrations) / sizeof(k_migrations[0]) == k_schema_version,

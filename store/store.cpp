@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <initializer_list>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -86,7 +87,7 @@ constexpr std::string_view k_llm_call_cols =
     "latency_s, http_attempts, attempts_json, provider_request_id, failure, error, dup_possible, sends";
 constexpr std::string_view k_evaluation_cols =
     "request_id, episode_id, kind, code_sha, state, owner, attempts, verdict, report_json, "
-    "evaluator_version, created_at, finished_at";
+    "evaluator_version, created_at, finished_at, failures";
 constexpr std::string_view k_event_cols = "episode_id, turn, kind, detail, at";
 constexpr std::string_view k_final_cols =
     "episode_id, reason, verdict, request_id, speedup, reward, correct, at";
@@ -127,13 +128,20 @@ std::string placeholders(std::string_view cols) {
   return out;
 }
 
-// "x = excluded.x, ..." for every column but the first (the key).
-std::string excluded_set(std::string_view cols) {
+// "x = excluded.x, ..." for every column but the first (the key). Columns
+// named in `sticky` keep the larger of the stored and the new value
+// ("x = MAX(table.x, excluded.x)").
+std::string excluded_set(std::string_view table, std::string_view cols,
+                         std::initializer_list<std::string_view> sticky = {}) {
   std::string out;
   auto list = split_cols(cols);
   for (std::size_t i = 1; i < list.size(); ++i) {
     if (!out.empty()) out += ", ";
-    out += list[i] + " = excluded." + list[i];
+    if (std::find(sticky.begin(), sticky.end(), list[i]) != sticky.end()) {
+      out += list[i] + " = MAX(" + std::string(table) + "." + list[i] + ", excluded." + list[i] + ")";
+    } else {
+      out += list[i] + " = excluded." + list[i];
+    }
   }
   return out;
 }
@@ -181,11 +189,12 @@ struct Sql {
   std::string insert_turn = insert_sql("turns", k_turn_cols, "ON CONFLICT DO NOTHING");
   std::string upsert_llm_call =
       insert_sql("llm_calls", k_llm_call_cols,
-                 "ON CONFLICT (request_id) DO UPDATE SET " + excluded_set(k_llm_call_cols) +
+                 "ON CONFLICT (request_id) DO UPDATE SET " +
+                     excluded_set("llm_calls", k_llm_call_cols, {"dup_possible"}) +
                      " WHERE llm_calls.state != 'done'");
   std::string upsert_evaluation =
       insert_sql("evaluations", k_evaluation_cols,
-                 "ON CONFLICT (request_id) DO UPDATE SET " + excluded_set(k_evaluation_cols) +
+                 "ON CONFLICT (request_id) DO UPDATE SET " + excluded_set("evaluations", k_evaluation_cols) +
                      " WHERE evaluations.state != 'done'");
   std::string insert_event = insert_sql("events", k_event_cols, "");
   std::string insert_final = insert_sql("finals", k_final_cols, "ON CONFLICT DO NOTHING");
@@ -342,6 +351,7 @@ EvaluationRow read_evaluation(const Stmt& q) {
   r.evaluator_version = q.text(9);
   r.created_at = q.f64(10);
   r.finished_at = q.f64(11);
+  r.failures = q.i32(12);
   return r;
 }
 
@@ -554,7 +564,7 @@ void apply_op(Db& db, const WriteBatch::Op& op, CommitInfo& info) {
           [&](const EvaluationRow& r) {
             db.stmt(s.upsert_evaluation)
                 .bind(r.request_id, r.episode_id, r.kind, r.code_sha, r.state, r.owner, r.attempts, r.verdict,
-                      r.report_json, r.evaluator_version, r.created_at, r.finished_at)
+                      r.report_json, r.evaluator_version, r.created_at, r.finished_at, r.failures)
                 .run();
             if (db.changes() == 0) info.conflicts.push_back("evaluation " + r.request_id + " is done");
           },

@@ -20,6 +20,8 @@
 //    changed again (a later put is reported in CommitInfo::conflicts).
 //  - llm_calls: primary key request_id; a row in state "done" is never
 //    changed again (a later put is reported in CommitInfo::conflicts).
+//    dup_possible is sticky: once stored true, a later put keeps it true
+//    (it records what already happened on the wire).
 //  - messages: primary key (episode, epoch, seq); duplicates are ignored.
 //  - finals: primary key episode; the first final wins (a later one is
 //    reported in CommitInfo::conflicts). Inserting a final also sets the
@@ -49,7 +51,7 @@ namespace korch::store {
 
 // Newest schema version this binary understands. A database with a larger
 // recorded version is refused by open().
-inline constexpr int k_schema_version = 1;
+inline constexpr int k_schema_version = 2;
 
 struct Options {
   std::string path;
@@ -166,7 +168,11 @@ struct LlmCallRow {
   std::string provider_request_id;
   std::string failure;            // "" | context_overflow | permanent | exhausted
   std::string error;
-  bool dup_possible = false;      // re-sent after a restart found it started-not-finished
+  // True when this request may have reached the provider more than once: an
+  // earlier send's outcome was never committed (korch was killed or stopped
+  // with the call in flight) and the call was sent again under the same id.
+  // False for a call sent once. Kept by every later write of the row.
+  bool dup_possible = false;
   int sends = 1;                  // how many times this id was sent (restarts)
 
   friend bool operator==(const LlmCallRow&, const LlmCallRow&) = default;
@@ -179,7 +185,12 @@ struct EvaluationRow {
   std::string code_sha;
   std::string state = "queued";   // queued | running | done
   std::string owner;              // "<host>:<pid>" of the process running it
-  int attempts = 0;
+  int attempts = 0;               // times started, interrupted starts included (informational)
+  // Failures a live korch observed (the worker ended without a result while
+  // korch ran and was not stopping): what counts toward the attempt cap
+  // (agent/episode.hpp, k_max_eval_attempts). A start whose korch died or was
+  // stopped does not count.
+  int failures = 0;
   std::string verdict;
   std::string report_json;
   std::string evaluator_version;

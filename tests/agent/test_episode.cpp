@@ -281,14 +281,111 @@ TEST_F(EpisodeTest, Rule7_SubmitWithoutReportIsResentWithTheSameIdAndNoLlmCall) 
   EXPECT_EQ(evals[0].attempts, 2);
 }
 
-TEST_F(EpisodeTest, Rule7_InterruptedEvaluationGivesUpAsWorkerCrashAfterTheCap) {
+// Interrupting korch (kill -9, Ctrl-C) during an evaluation is not a failure
+// of that evaluation: however often it happens, the evaluation re-runs and
+// its result is the evaluator's.
+TEST_F(EpisodeTest, Rule7_InterruptedEvaluationRerunsWithoutCountingHoweverOften) {
+  start_episode();
+  auto id = as_eval(reply(code_reply("x = 1", "SUBMIT"))).request.request_id;
+  constexpr int k_interruptions = 3 * k_max_eval_attempts;
+  for (int i = 0; i < k_interruptions; ++i) EXPECT_EQ(as_eval(reload()).request.request_id, id);
+  auto evals = snapshot().evaluations;
+  ASSERT_EQ(evals.size(), 1u);
+  EXPECT_EQ(evals[0].state, "running");
+  EXPECT_EQ(evals[0].attempts, 1 + k_interruptions);
+  EXPECT_EQ(evals[0].failures, 0);
+  EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::ok, 1.83)));
+  EXPECT_EQ(final_row()->verdict, "ok");
+  EXPECT_DOUBLE_EQ(final_row()->reward, evaluator::reward_speedup(true, 1.83));
+}
+
+// A worker that ended without a result while korch was running is a failure
+// korch observed: the evaluation runs again under the same id, and the
+// k_max_eval_attempts-th such failure is its result.
+TEST_F(EpisodeTest, Rule7_ObservedWorkerCrashesRetryUpToTheCap) {
+  start_episode();
+  auto id = as_eval(reply(code_reply("x = 1", "SUBMIT"))).request.request_id;
+  for (int i = 1; i < k_max_eval_attempts; ++i) {
+    EXPECT_EQ(as_eval(evaluated(Verdict::worker_crash)).request.request_id, id);
+    auto e = snapshot().evaluations.at(0);
+    EXPECT_EQ(e.state, "running");
+    EXPECT_EQ(e.failures, i);
+    EXPECT_EQ(e.attempts, i + 1);
+    EXPECT_FALSE(final_row());
+  }
+  EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::worker_crash)));
+  auto e = snapshot().evaluations.at(0);
+  EXPECT_EQ(e.state, "done");
+  EXPECT_EQ(e.verdict, "worker_crash");
+  EXPECT_EQ(e.failures, k_max_eval_attempts);
+  EXPECT_EQ(final_row()->verdict, "worker_crash");
+  EXPECT_DOUBLE_EQ(final_row()->reward, 0);
+}
+
+// A CHECK whose worker crashed once is retried before the model hears of it:
+// the feedback is the retried evaluation's.
+TEST_F(EpisodeTest, Rule7_ObservedCrashOfACheckIsRetriedBeforeFeedback) {
+  start_episode();
+  auto id = as_eval(reply(code_reply("x = 1", "CHECK"))).request.request_id;
+  EXPECT_EQ(as_eval(evaluated(Verdict::worker_crash)).request.request_id, id);
+  EXPECT_TRUE(snapshot().turns.empty());
+  auto call = as_call(evaluated(Verdict::ok));
+  auto snap = snapshot();
+  ASSERT_EQ(snap.turns.size(), 1u);
+  EXPECT_EQ(snap.turns[0].eval_status, "ok");
+  EXPECT_EQ(snap.evaluations.at(0).failures, 1);
+  EXPECT_EQ(call.request.messages.back().role, "user");
+}
+
+// Observed failures are durable (they survive a restart); the restart itself
+// adds none.
+TEST_F(EpisodeTest, Rule7_ObservedFailuresSurviveResumeInterruptionsAddNone) {
   start_episode();
   reply(code_reply("x = 1", "SUBMIT"));
-  Next n;
-  for (int i = 1; i < k_max_eval_attempts; ++i) n = reload();
-  EXPECT_TRUE(std::holds_alternative<RunEval>(n));
+  for (int i = 1; i < k_max_eval_attempts; ++i) as_eval(evaluated(Verdict::worker_crash));
+  for (int i = 0; i < 3; ++i) as_eval(reload());
+  EXPECT_EQ(snapshot().evaluations.at(0).failures, k_max_eval_attempts - 1);
+  EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::worker_crash)));
+  EXPECT_EQ(final_row()->verdict, "worker_crash");
+}
+
+// What an evaluator reports while it shuts down is not a result: nothing is
+// recorded or counted, the run is asked to stop, and a resume re-runs it.
+TEST_F(EpisodeTest, Rule7_InterruptedReportIsNeverRecordedOrCounted) {
+  start_episode();
+  auto id = as_eval(reply(code_reply("x = 1", "SUBMIT"))).request.request_id;
+  auto shut = report(id, Verdict::worker_crash);
+  shut.error = "the evaluator shut down before this evaluation started";
+  shut.interrupted = true;
+  auto step = on_eval_result(m_state, shut, m_env);
+  EXPECT_TRUE(step.batch.empty());
+  EXPECT_TRUE(std::holds_alternative<AbortCampaign>(step.next));
+  // Even an ok verdict from a killed run is not trusted.
+  auto killed_ok = report(id, Verdict::ok, 9.0);
+  killed_ok.interrupted = true;
+  EXPECT_TRUE(on_eval_result(m_state, killed_ok, m_env).batch.empty());
+  auto e = snapshot().evaluations.at(0);
+  EXPECT_EQ(e.state, "running");
+  EXPECT_EQ(e.failures, 0);
+  EXPECT_EQ(as_eval(reload()).request.request_id, id);
+  EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::ok, 1.5)));
+  EXPECT_EQ(final_row()->verdict, "ok");
+  EXPECT_DOUBLE_EQ(*final_row()->speedup, 1.5);
+}
+
+// An evaluation row left by an older korch with the cap of observed failures
+// reached is given up at resume (its reports were not kept).
+TEST_F(EpisodeTest, Rule7_StoredCapOfObservedFailuresIsGivenUpAtResume) {
+  start_episode();
+  auto id = as_eval(reply(code_reply("x = 1", "SUBMIT"))).request.request_id;
+  auto e = snapshot().evaluations.at(0);
+  e.failures = k_max_eval_attempts;
+  store::WriteBatch b;
+  b.put(e);
+  ASSERT_TRUE(m_store->commit_sync(std::move(b)));
   EXPECT_TRUE(std::holds_alternative<Finished>(reload()));
   EXPECT_EQ(final_row()->verdict, "worker_crash");
+  EXPECT_EQ(final_row()->request_id, id);
 }
 
 TEST_F(EpisodeTest, Rule8_TruncatedReplyWithoutCodeIsToldItWasCutOff) {
@@ -418,6 +515,51 @@ TEST_F(EpisodeTest, Resume_ExactRequestIsByteIdentical) {
   auto call = snapshot().llm_calls.back();
   EXPECT_TRUE(call.dup_possible);
   EXPECT_EQ(call.sends, 2);
+}
+
+// A call found started at resume may have reached the server before korch
+// died: it is re-sent under its id and stays marked dup_possible through its
+// result write.
+TEST_F(EpisodeTest, Resume_ResentCallKeepsDupPossibleThroughItsResult) {
+  start_episode();
+  auto first = as_call(reload()).request;
+  auto second = as_call(reload()).request;
+  EXPECT_EQ(second.request_id, first.request_id);
+  reply(code_reply("x = 1", "CHECK"));
+  auto calls = snapshot().llm_calls;
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].state, "done");
+  EXPECT_EQ(calls[0].sends, 3);
+  EXPECT_TRUE(calls[0].dup_possible);
+  // The next turn's call was sent once: not marked.
+  evaluated(Verdict::incorrect);
+  reply("no code this time");
+  calls = snapshot().llm_calls;
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_EQ(calls[1].turn, 2);
+  EXPECT_EQ(calls[1].state, "done");
+  EXPECT_EQ(calls[1].sends, 1);
+  EXPECT_FALSE(calls[1].dup_possible);
+}
+
+// A re-sent call that then failed (e.g. retries exhausted) and is sent again
+// after another restart keeps its mark.
+TEST_F(EpisodeTest, Resume_DupPossibleSurvivesAFailedResend) {
+  start_episode();
+  as_call(reload());
+  llm::ChatResult failed;
+  failed.outcome = llm::Outcome::exhausted;
+  failed.error = "HTTP 503 after 3 attempts";
+  failed.attempts.push_back(llm::Attempt{503, "unavailable", 0.01});
+  EXPECT_TRUE(std::holds_alternative<AbortCampaign>(commit(on_llm_result(m_state, failed, m_env))));
+  EXPECT_EQ(snapshot().llm_calls.at(0).state, "failed");
+  EXPECT_TRUE(snapshot().llm_calls.at(0).dup_possible);
+  as_call(reload());
+  reply(code_reply("x = 1", "CHECK"));
+  auto call = snapshot().llm_calls.at(0);
+  EXPECT_EQ(call.state, "done");
+  EXPECT_EQ(call.sends, 3);
+  EXPECT_TRUE(call.dup_possible);
 }
 
 TEST_F(EpisodeTest, Resume_StoredSystemPromptIsReusedNotRerendered) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -70,6 +71,60 @@ inline std::vector<std::vector<std::string>> query(const std::string& db, const 
   sqlite3_finalize(st);
   sqlite3_close(h);
   return rows;
+}
+
+// The first column of the first row of a query, or nullopt when the file,
+// the table or the row is not there yet. Silent: for polling a database that
+// a running korch is writing.
+inline std::optional<std::string> poll_value(const std::string& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  std::optional<std::string> value;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(h, 1000);
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+      auto* t = sqlite3_column_text(st, 0);
+      value = t ? reinterpret_cast<const char*>(t) : "";
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return value;
+}
+
+// Polls `done` every 20 ms until it returns true (true), `process` exits or
+// `timeout` passes (false). Tests wait for states, never for fixed times: a
+// loaded 2-core CI machine can be slow at any step.
+template <typename Pred>
+bool wait_until(Process& process, Pred done, std::chrono::milliseconds timeout = std::chrono::seconds(120)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    if (process.wait_for(std::chrono::milliseconds(20))) return done();
+  }
+  return false;
+}
+
+// How many times the fake server received each request id: its --log file
+// ("<unix seconds> <X-Request-Id>" per request), from line `skip` on.
+inline std::map<std::string, int> receptions(const std::string& log_path, std::size_t skip = 0) {
+  std::map<std::string, int> seen;
+  std::ifstream log(log_path);
+  std::string line;
+  for (std::size_t i = 0; i < skip && std::getline(log, line); ++i) {
+  }
+  double t = 0;
+  std::string id;
+  while (log >> t >> id) ++seen[id];
+  return seen;
+}
+
+inline std::size_t line_count(const std::string& path) {
+  std::ifstream in(path);
+  std::size_t n = 0;
+  std::string line;
+  while (std::getline(in, line)) ++n;
+  return n;
 }
 
 inline void write_text(const std::string& path, const std::string& text) {

@@ -1,18 +1,24 @@
 // The durability proof of DESIGN §3: a real `korch run` process against a
-// real fake-LLM process is SIGKILLed at random moments, restarted each time,
-// and must end exactly where an uninterrupted run ends.
+// real fake-LLM process is stopped at random moments — SIGKILL and SIGINT
+// (Ctrl-C), at any point and while evaluations run — restarted each time,
+// and must end exactly where an uninterrupted run ends (docs/export.md,
+// "Interruptions never change results").
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "tests/integration/campaign_fixture.hpp"
-#include "tools/reports/export.hpp"
+#include "tests/integration/export_fixture.hpp"
 
 namespace korch::testing {
 namespace {
 
 constexpr int k_kills = KORCH_KILL_COUNT;  // >= 50 in CI; more in tools/bench
+constexpr int k_exit_interrupted = 130;    // tools/korch/cli.hpp
+// Simulated evaluation time: long next to the LLM latency (60 ms), so that
+// kills land while evaluations run.
+constexpr double k_eval_latency_s = 0.15;
 
 // KernelBench level 1 gives 12 distinct task prompts (so the scripted model
 // takes many different paths); without the shared copy, the 4 bundled tasks
@@ -32,11 +38,11 @@ std::string campaign_toml(const std::string& db, const std::string& base_url, co
   s << "name = \"killtest\"\n"
     << "db_path = \"" << db << "\"\n"
     << "max_turns = 4\n"
-    << "max_inflight_episodes = 3\n"
+    << "max_inflight_episodes = 8\n"
     << "synchronous = \"FULL\"\n"
     << "log_level = \"warn\"\n"
     << task_section()
-    << "[evaluator]\nmode = \"" << mode << "\"\nmock_latency_s = 0.02\n"
+    << "[evaluator]\nmode = \"" << mode << "\"\nmock_latency_s = " << k_eval_latency_s << "\n"
     << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url << "\"\nmodel = \"fake-1\"\nconcurrency = 8\n"
     << "max_attempts = 3\nconnect_timeout_s = 2\n"
     << "price_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 2.0\n"
@@ -48,30 +54,24 @@ std::string campaign_toml(const std::string& db, const std::string& base_url, co
   return s.str();
 }
 
-// The export with the run-describing fields (docs/export.md, the exporter's
-// own list) removed.
-std::vector<nlohmann::json> normalized_export(const std::string& dir, const std::string& toml) {
-  auto [rc, out] = run_capture({KORCH_BIN, "export", toml, "--format", "jsonl"}, dir);
-  EXPECT_EQ(rc, 0) << out;
-  std::vector<nlohmann::json> records;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line);
-    for (auto& f : reports::run_describing_fields()) j.erase(f);
-    records.push_back(std::move(j));
-  }
-  return records;
+// Evaluations that the korch process `pid` started and that have no result.
+std::string running_evals_of(const std::string& db, pid_t pid) {
+  return poll_value(db, "SELECT COUNT(*) FROM evaluations WHERE state = 'running' AND owner LIKE '%:" +
+                            std::to_string(pid) + ":%'")
+      .value_or("0");
 }
 
-TEST(KillResume, RandomSigkillsLoseAndRepeatNothing) {
+TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
   TempDir dir;
   auto d = dir.path().string();
   FakeLlmProcess llm;
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "60", "--log", d + "/requests.log"}));
 
   // 1. The reference: one uninterrupted run.
+  auto t0 = std::chrono::steady_clock::now();
+  auto seconds_since = [](auto t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
   auto ref_toml = d + "/ref.toml";
   write_text(ref_toml, campaign_toml(d + "/ref.db", llm.base_url(), "mock"));
   auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
@@ -79,45 +79,69 @@ TEST(KillResume, RandomSigkillsLoseAndRepeatNothing) {
   auto reference = normalized_export(d, ref_toml);
   ASSERT_GT(reference.size(), 40u);
   // The reference run used the same request ids; only later lines count.
-  std::size_t ref_log_lines = 0;
-  {
-    std::ifstream log(d + "/requests.log");
-    std::string line;
-    while (std::getline(log, line)) ++ref_log_lines;
-  }
+  const std::size_t ref_log_lines = line_count(d + "/requests.log");
+  const double ref_s = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
 
-  // 2. The same campaign, killed with SIGKILL at random moments.
+  // 2. The same campaign, stopped at random moments. Four kinds of stop, in
+  // turn: SIGKILL or SIGINT, after a random delay or once this process has
+  // an evaluation running (then a little later, well within its latency).
   auto toml = d + "/kill.toml";
-  write_text(toml, campaign_toml(d + "/kill.db", llm.base_url(), "mock"));
+  auto db = d + "/kill.db";
+  write_text(toml, campaign_toml(db, llm.base_url(), "mock"));
   std::mt19937 rng(KORCH_KILL_SEED);
   std::uniform_int_distribution<int> delay_ms(30, 350);
-  int kills = 0;
-  int completed_early = 0;
+  std::uniform_int_distribution<int> in_eval_ms(0, static_cast<int>(k_eval_latency_s * 1000 / 2));
+  int kills = 0, sigints = 0, during_eval = 0, completed_early = 0;
   while (kills < k_kills) {
     auto p = Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/kill.out", d + "/kill.err");
-    auto rc = p.wait_for(std::chrono::milliseconds(delay_ms(rng)));
+    const bool at_eval = kills % 2 == 1;
+    const int sig = kills % 4 >= 2 ? SIGINT : SIGKILL;
+    std::optional<int> rc;
+    if (at_eval) {
+      wait_until(p, [&] { return running_evals_of(db, p.pid()) != "0"; }, std::chrono::seconds(60));
+      rc = p.wait_for(std::chrono::milliseconds(in_eval_ms(rng)));
+    } else {
+      rc = p.wait_for(std::chrono::milliseconds(delay_ms(rng)));
+    }
     if (rc) {
       ASSERT_EQ(*rc, 0) << slurp(d + "/kill.err");
       ++completed_early;
       break;  // the campaign finished before this kill
     }
-    p.signal(SIGKILL);
-    ASSERT_EQ(p.wait(), 128 + SIGKILL);
+    p.signal(sig);
+    auto exit = p.wait_for(std::chrono::seconds(60));
+    ASSERT_TRUE(exit) << "korch did not stop after signal " << sig;
+    if (sig == SIGKILL) {
+      ASSERT_EQ(*exit, 128 + SIGKILL);
+    } else {
+      ASSERT_EQ(*exit, k_exit_interrupted) << slurp(d + "/kill.err");
+      ++sigints;
+    }
     ++kills;
+    if (running_evals_of(db, p.pid()) != "0") ++during_eval;
   }
+  const double kill_s = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
   auto final_run = run_capture({KORCH_BIN, "run", toml, "--no-progress"}, d);
   ASSERT_EQ(final_run.first, 0) << final_run.second;
+  const double final_s = seconds_since(t0);
   EXPECT_GE(kills, 50) << "the campaign finished after only " << kills << " kills; make it longer";
+  // Waiting for a running evaluation makes this all but certain; the bound
+  // is loose so that a stalled machine cannot turn it red.
+  EXPECT_GE(during_eval, k_kills / 10) << "too few stops landed while an evaluation ran";
   RecordProperty("kills", kills);
+  RecordProperty("sigints", sigints);
+  RecordProperty("kills_during_evaluations", during_eval);
 
-  // No turn lost, nothing extra: the export equals the uninterrupted run's.
+  // No turn lost, nothing extra, no result changed: the export equals the
+  // uninterrupted run's (no interrupted evaluation became worker_crash).
   auto resumed = normalized_export(d, toml);
   ASSERT_EQ(resumed.size(), reference.size());
   for (std::size_t i = 0; i < reference.size(); ++i) {
     EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
   }
 
-  auto db = d + "/kill.db";
   // Every episode is final.
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
   // No request id with two recorded results (and one evaluation per id).
@@ -125,6 +149,10 @@ TEST(KillResume, RandomSigkillsLoseAndRepeatNothing) {
   EXPECT_TRUE(query(db, "SELECT request_id FROM llm_calls GROUP BY request_id HAVING COUNT(*) > 1").empty());
   EXPECT_TRUE(query(db, "SELECT episode_id FROM finals GROUP BY episode_id HAVING COUNT(*) > 1").empty());
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE state != 'done'")[0][0], "0");
+  // Interrupted evaluations were re-run, never counted as failures.
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE failures > 0")[0][0], "0");
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM finals WHERE verdict = 'worker_crash'")[0][0], "0");
+  auto max_eval_starts = query(db, "SELECT MAX(attempts) FROM evaluations")[0][0];
 
   // No LLM call re-sent after its reply was committed: every time the server
   // received a request id, that id's reply was not yet committed.
@@ -137,24 +165,57 @@ TEST(KillResume, RandomSigkillsLoseAndRepeatNothing) {
   for (std::size_t i = 0; i < ref_log_lines; ++i) std::getline(log, line);
   double t = 0;
   std::string id;
-  int receptions = 0;
-  int resent = 0;
-  std::map<std::string, int> seen;
+  int received = 0;
   while (log >> t >> id) {
-    ++receptions;
-    if (++seen[id] > 1) ++resent;
+    ++received;
     auto it = committed_at.find(id);
     if (it != committed_at.end()) {
       EXPECT_LE(t, it->second) << id << " was received after its reply was committed";
     }
   }
-  EXPECT_GT(receptions, 0);
-  // Re-sent ids are exactly those recorded as sent more than once.
-  auto multi = query(db, "SELECT COUNT(*) FROM llm_calls WHERE sends > 1");
-  RecordProperty("resent_requests", resent);
-  RecordProperty("dup_possible_rows", query(db, "SELECT COUNT(*) FROM llm_calls WHERE dup_possible = 1")[0][0]);
-  std::printf("kills %d, completed early %d, server receptions %d, re-sent ids %d, rows with sends>1 %s\n", kills,
-              completed_early, receptions, resent, multi[0][0].c_str());
+  EXPECT_GT(received, 0);
+
+  // dup_possible is true for every call the server received more than once
+  // (more often than the last send's own HTTP attempts), false for every
+  // call sent once; the export shows what the store holds.
+  auto seen = receptions(d + "/requests.log", ref_log_lines);
+  int received_twice = 0, marked = 0, marked_received_once = 0;
+  std::map<std::pair<std::string, int>, bool> dup_of_turn;
+  for (auto& row : query(db, "SELECT l.request_id, l.sends, l.dup_possible, l.http_attempts, t.episode_id, t.turn "
+                             "FROM llm_calls l LEFT JOIN turns t ON t.llm_request_id = l.request_id")) {
+    const auto& request_id = row[0];
+    int sends = std::stoi(row[1]);
+    bool dup = row[2] == "1";
+    int http_attempts = std::stoi(row[3]);
+    int got = seen[request_id];
+    if (got > std::max(1, http_attempts)) {
+      ++received_twice;
+      EXPECT_TRUE(dup) << request_id << " was received " << got << " times but is not dup_possible";
+    }
+    if (sends == 1) {
+      EXPECT_FALSE(dup) << request_id << " was sent once but is dup_possible";
+    }
+    if (dup) {
+      ++marked;
+      EXPECT_GE(sends, 2) << request_id;
+      if (got <= 1) ++marked_received_once;  // killed before its first send left korch
+    }
+    if (!row[4].empty()) dup_of_turn[{row[4], std::stoi(row[5])}] = dup;
+  }
+  EXPECT_GT(received_twice, 0) << "no call was in flight at a kill; the test proves nothing about dup_possible";
+  for (auto& rec : export_records(d, toml)) {
+    if (rec["type"] != "attempt") continue;
+    auto it = dup_of_turn.find({rec["episode_id"].get<std::string>(), rec["turn"].get<int>()});
+    ASSERT_NE(it, dup_of_turn.end()) << rec.dump();
+    EXPECT_EQ(rec["dup_possible"].get<bool>(), it->second) << rec.dump();
+  }
+  RecordProperty("received_more_than_once", received_twice);
+  RecordProperty("dup_possible_rows", marked);
+  std::printf("kills %d (%d SIGINT, %d during an evaluation), completed early %d, server receptions %d, "
+              "ids received more than once %d, dup_possible %d (%d of them received once), most starts of one "
+              "evaluation %s; reference run %.1f s, kills %.1f s, final run %.1f s\n",
+              kills, sigints, during_eval, completed_early, received, received_twice, marked, marked_received_once,
+              max_eval_starts.c_str(), ref_s, kill_s, final_s);
 }
 
 }  // namespace
@@ -183,8 +244,10 @@ bool is_live_worker(int pid) {
   return slurp("/proc/" + std::to_string(pid) + "/cmdline").find("korch-worker") != std::string::npos;
 }
 
-// The same durability proof with the real CPU evaluator: kills land while
-// sandboxed workers compile, check and time candidates.
+// The same durability proof with the real CPU evaluator: kills (SIGKILL and
+// SIGINT in turn) land while sandboxed workers compile, check and time
+// candidates. A SIGINT makes the evaluator kill its workers; what they
+// report then must never be recorded.
 TEST(KillResume, CpuEvaluatorKillsLeaveNoOrphansAndNoDoubleResults) {
   if (!std::filesystem::exists(KORCH_WORKER_BIN)) GTEST_SKIP() << "korch-worker was not built";
   TempDir dir;
@@ -213,14 +276,20 @@ TEST(KillResume, CpuEvaluatorKillsLeaveNoOrphansAndNoDoubleResults) {
       ASSERT_EQ(*rc, 0) << slurp(d + "/cpu.err");
       break;
     }
-    p.signal(SIGKILL);
-    ASSERT_EQ(p.wait(), 128 + SIGKILL);
+    // Zygotes this run recorded (a SIGINT'd run removes its record on exit).
+    for (int z : recorded_zygotes(cache)) zygotes_of_killed_runs.insert(z);
+    const int sig = i % 2 == 1 ? SIGINT : SIGKILL;
+    p.signal(sig);
+    auto exit = p.wait_for(std::chrono::seconds(120));
+    ASSERT_TRUE(exit) << "korch did not stop after signal " << sig;
+    ASSERT_EQ(*exit, sig == SIGKILL ? 128 + SIGKILL : k_exit_interrupted) << slurp(d + "/cpu.err");
     ++kills;
     for (int z : recorded_zygotes(cache)) zygotes_of_killed_runs.insert(z);
   }
   auto final_run = run_capture({KORCH_BIN, "run", path, "--no-progress"}, d);
   ASSERT_EQ(final_run.first, 0) << final_run.second;
-  std::printf("cpu kill test: %d kills, %zu zygotes recorded by killed runs\n", kills, zygotes_of_killed_runs.size());
+  std::printf("cpu kill test: %d kills (SIGKILL and SIGINT in turn), %zu zygotes recorded by killed runs\n", kills,
+              zygotes_of_killed_runs.size());
 
   // No orphaned worker: every zygote a killed korch left behind is gone
   // after the restart, and the finished run left no record behind.
@@ -231,9 +300,13 @@ TEST(KillResume, CpuEvaluatorKillsLeaveNoOrphansAndNoDoubleResults) {
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
   EXPECT_TRUE(query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1").empty());
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE state != 'done'")[0][0], "0");
-  // The replayed kernel is correct: every episode ends with a correct submission.
+  // The replayed kernel is correct: every episode ends with a correct
+  // submission, however often its evaluations were interrupted.
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM finals WHERE verdict = 'ok' AND correct = 1")[0][0], "4")
       << final_run.second;
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE verdict = 'worker_crash'")[0][0], "0");
+  std::printf("cpu kill test: most starts of one evaluation %s\n",
+              query(db, "SELECT MAX(attempts) FROM evaluations")[0][0].c_str());
 }
 
 }  // namespace

@@ -160,6 +160,7 @@ EvaluationRow evaluation(const std::string& ep, const std::string& id, const std
                        .state = state,
                        .owner = "host:1234",
                        .attempts = 1,
+                       .failures = 0,
                        .verdict = verdict,
                        .report_json = R"({"ok":true})",
                        .evaluator_version = "ev-1",
@@ -436,6 +437,82 @@ TEST_F(StoreTest, DoneLlmCallIsNeverOverwritten) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->conflicts.size(), 1u);
   EXPECT_EQ(store->get_llm_call(done.request_id).value(), done);
+}
+
+// A call that may have reached the server twice stays marked through its
+// result write (which carries no flag of its own) and any later write.
+TEST_F(StoreTest, DupPossibleIsStickyThroughLaterWrites) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  auto resent = llm_call("e-1", 1, "started");
+  resent.dup_possible = true;
+  WriteBatch b;
+  b.put(resent);
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+
+  auto done = llm_call("e-1", 1, "done");
+  done.dup_possible = false;
+  WriteBatch b2;
+  b2.put(done);
+  ASSERT_TRUE(store->commit_sync(std::move(b2)).value().conflicts.empty());
+  auto stored = store->get_llm_call(done.request_id).value();
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->state, "done");
+  EXPECT_TRUE(stored->dup_possible);
+  EXPECT_EQ(store->list_llm_calls("c-1").value().at(0).dup_possible, true);
+
+  // A call sent once is not marked.
+  auto once = llm_call("e-1", 2, "started");
+  once.dup_possible = false;
+  auto once_done = llm_call("e-1", 2, "done");
+  once_done.dup_possible = false;
+  WriteBatch b3;
+  b3.put(once);
+  b3.put(once_done);
+  ASSERT_TRUE(store->commit_sync(std::move(b3)).has_value());
+  EXPECT_FALSE(store->get_llm_call(once.request_id).value()->dup_possible);
+}
+
+TEST_F(StoreTest, EvaluationCountsStartsAndObservedFailuresApart) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  auto row = evaluation("e-1", "kernel|e-1|abc", "running");
+  row.attempts = 4;
+  row.failures = 1;
+  WriteBatch b;
+  b.put(row);
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  auto stored = store->get_evaluation(row.request_id).value();
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(*stored, row);
+  auto snap = store->load_episode("e-1").value();
+  ASSERT_TRUE(snap);
+  ASSERT_EQ(snap->evaluations.size(), 1u);
+  EXPECT_EQ(snap->evaluations[0].failures, 1);
+  EXPECT_EQ(snap->evaluations[0].attempts, 4);
+}
+
+// A version-1 database (attempts counted every start, interrupted ones
+// included) migrates with failures = 0: interruptions no longer count.
+TEST_F(StoreTest, Version1DatabaseMigratesWithNoCountedFailures) {
+  {
+    auto store = open();
+    seed(*store, {"e-1"});
+    WriteBatch b;
+    auto row = evaluation("e-1", "kernel|e-1|abc", "running");
+    row.attempts = 2;
+    b.put(row);
+    ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  }
+  // Turn the file back into what version 1 wrote.
+  raw_exec("ALTER TABLE evaluations DROP COLUMN failures; DELETE FROM schema_migrations WHERE version > 1; "
+           "PRAGMA user_version = 1;");
+  auto store = open();
+  EXPECT_EQ(store->schema_version().value(), k_schema_version);
+  auto stored = store->get_evaluation("kernel|e-1|abc").value();
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->attempts, 2);
+  EXPECT_EQ(stored->failures, 0);
 }
 
 TEST_F(StoreTest, FirstFinalWins) {
