@@ -141,6 +141,13 @@ class ZygoteProc {
     }
     {
       std::unique_lock lk(m_mu);
+      if (m_stopping) {
+        // stop() ran: no job starts after it (nothing would ever report its
+        // exit once the keeper is gone).
+        if (seed_fd >= 0) close(seed_fd);
+        out.error = "the evaluator is shut down";
+        return out;
+      }
       m_pending[id] = Pending{};
       bool sent = send_locked(text, seed_fd);
       if (seed_fd >= 0) close(seed_fd);
@@ -151,7 +158,8 @@ class ZygoteProc {
       }
       const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                      std::chrono::duration<double>(timeout_s));
-      if (!m_cv.wait_until(lk, deadline, [&] { return m_pending[id].exited; })) {
+      // m_stopped: the keeper is gone (stop()), so no exit event will come.
+      if (!m_cv.wait_until(lk, deadline, [&] { return m_pending[id].exited || m_stopped; })) {
         Pending& p = m_pending[id];
         out.timed_out = true;
         if (p.pid > 0) {
@@ -163,6 +171,7 @@ class ZygoteProc {
       }
       Pending p = m_pending[id];
       m_pending.erase(id);
+      if (!p.exited && m_stopped) p.error = "the worker zygote was stopped";
       out.started = p.started;
       out.exit_code = p.code;
       out.signal = p.signal;
@@ -411,10 +420,10 @@ std::string Zygote::versions_json() const { return m_impl->versions; }
 double Zygote::startup_s() const { return m_impl->startup_s; }
 
 void Zygote::stop() {
-  if (m_impl && m_impl->warm) {
-    m_impl->warm->stop();
-    m_impl->warm.reset();
-  }
+  // Stops the zygote but keeps the object until ~Zygote: other threads may
+  // be inside run() (they return once their job's exit is known or the
+  // keeper is gone); destroying it under them hung korch's Ctrl-C.
+  if (m_impl && m_impl->warm) m_impl->warm->stop();
 }
 
 int reap_orphans(const std::string& run_dir) {

@@ -47,7 +47,8 @@ class Zygote {
   // Seconds from exec to the zygote's hello (Python + torch import).
   double startup_s() const;
 
-  // Kills the zygote and every running job.
+  // Kills the zygote and every running job. Thread-safe with run(): runs in
+  // flight return (their job failed), later runs fail at once.
   void stop();
 
   class Impl;
