@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -220,6 +221,25 @@ std::uint64_t mapped_bytes() {
   const std::uint64_t budget = job.value("memory_budget_mb", 4096ull) * mb;
 
   if (role == "measure") {
+    // cpu: the judge and both runners share one core (the highest this job
+    // may use), so the two runners time on the same core with the same cache
+    // state; the protocol is synchronous, so they never compete for it.
+    int pinned_cpu = -1;
+    if (!gpu_job) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        for (int c = CPU_SETSIZE - 1; c >= 0; --c) {
+          if (!CPU_ISSET(c, &set)) continue;
+          cpu_set_t one;
+          CPU_ZERO(&one);
+          CPU_SET(c, &one);
+          if (sched_setaffinity(0, sizeof one, &one) == 0) pinned_cpu = c;
+          break;
+        }
+      }
+    }
+    ctx["pinned_cpu"] = pinned_cpu;
     // Two runners, forked alike and sandboxed alike, so that a reference call
     // and a candidate call pay exactly the same harness costs (transport,
     // process state, timing); the judge only ever compares their times.

@@ -677,7 +677,8 @@ class Judge:
         timing_ev = {"ref_ns": ref_all, "cand_ns": cand_all, "blocks": b,
                      "block_calls": per_block, "timing_s": time.monotonic() - t_start,
                      "harness_overhead_us": overhead,
-                     "threads": torch.get_num_threads(), "l2_flush": flush}
+                     "threads": torch.get_num_threads(), "l2_flush": flush,
+                     "pinned_cpu": self.ctx.get("pinned_cpu", -1)}
         if self.dev != "cpu":
             for s in extra:
                 timing_ev[s + "_host_ns_median"] = median([h for _, _, h, _ in extra[s] if h])
