@@ -111,7 +111,7 @@ TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
     }
     p.signal(sig);
     auto exit = p.wait_for(std::chrono::seconds(60));
-    ASSERT_TRUE(exit) << "korch did not stop after signal " << sig;
+    ASSERT_TRUE(exit) << "korch did not stop after signal " << sig << "\n" << slurp(d + "/kill.err");
     if (sig == SIGKILL) {
       ASSERT_EQ(*exit, 128 + SIGKILL);
     } else {
@@ -281,7 +281,7 @@ TEST(KillResume, CpuEvaluatorKillsLeaveNoOrphansAndNoDoubleResults) {
     const int sig = i % 2 == 1 ? SIGINT : SIGKILL;
     p.signal(sig);
     auto exit = p.wait_for(std::chrono::seconds(120));
-    ASSERT_TRUE(exit) << "korch did not stop after signal " << sig;
+    ASSERT_TRUE(exit) << "korch did not stop after signal " << sig << "\n" << slurp(d + "/cpu.err");
     ASSERT_EQ(*exit, sig == SIGKILL ? 128 + SIGKILL : k_exit_interrupted) << slurp(d + "/cpu.err");
     ++kills;
     for (int z : recorded_zygotes(cache)) zygotes_of_killed_runs.insert(z);

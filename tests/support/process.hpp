@@ -30,6 +30,15 @@ class Process {
     pid_t pid = ::fork();
     if (pid == 0) {
       ::setpgid(0, 0);
+      // As a shell starts a foreground command: default signal dispositions
+      // and an empty mask, whatever the test runner inherited (a background
+      // job without job control ignores SIGINT, and so would its children
+      // until they install their own handlers).
+      ::signal(SIGINT, SIG_DFL);
+      ::signal(SIGQUIT, SIG_DFL);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
       if (uid && ::geteuid() == 0) {
         if (::setgid(*uid) != 0 || ::setuid(*uid) != 0) ::_exit(126);
       }
