@@ -46,6 +46,18 @@ def load_task(source):
     return mod
 
 
+def task_inputs(task, seed, dev):
+    """The task's get_inputs() under `seed`, made on `dev` (on a GPU, made
+    there: a 6 GB input is not built on the host; tensors a task builds on
+    the CPU regardless are moved)."""
+    torch.manual_seed(seed)
+    if dev == "cpu":
+        return list(task.get_inputs())
+    with torch.device(dev):
+        vals = list(task.get_inputs())
+    return [v.to(dev) if isinstance(v, torch.Tensor) else v for v in vals]
+
+
 def tensors_of(values):
     return [v for v in values if isinstance(v, torch.Tensor)]
 
@@ -392,15 +404,8 @@ class Judge:
 
     # -- inputs
     def gen_inputs(self, seed):
-        torch.manual_seed(seed)
         try:
-            if self.dev == "cpu":
-                vals = list(self.task.get_inputs())
-            else:
-                with torch.device(self.dev):  # made on the GPU
-                    vals = list(self.task.get_inputs())
-                vals = [v.to(self.dev) if isinstance(v, torch.Tensor) else v for v in vals]
-            return vals
+            return task_inputs(self.task, seed, self.dev)
         except (MemoryError, RuntimeError) as ex:
             if out_of_memory(ex):
                 raise Verdict("task_too_large", "the task's inputs do not fit the memory budget "

@@ -405,10 +405,8 @@ def warm_main(ctx_json):
                             "init_inputs": init if all(not isinstance(v, torch.Tensor) for v in init)
                             else [], "init_seed": 42, "device": job.get("device", "cuda")},
                            "candidate")
-        torch.manual_seed(0)
-        with torch.device(job.get("device", "cuda")):
-            args = list(task.get_inputs())
-        args = [a.to(job.get("device", "cuda")) if isinstance(a, torch.Tensor) else a for a in args]
+        import korch_judge
+        args = korch_judge.task_inputs(task, 0, job.get("device", "cuda"))
         for _ in range(2):
             model(*args)
         torch.cuda.synchronize()

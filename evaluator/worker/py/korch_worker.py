@@ -311,12 +311,7 @@ def validate_main(ctx_json):
             return m.to(dev) if dev != "cpu" and isinstance(m, torch.nn.Module) else m
 
         def inputs(seed):
-            torch.manual_seed(seed)
-            if dev == "cpu":
-                return list(task.get_inputs())
-            with torch.device(dev):
-                vals = list(task.get_inputs())
-            return [v.to(dev) if isinstance(v, torch.Tensor) else v for v in vals]
+            return task_inputs(task, seed, dev)
         m1 = build()
         x1 = inputs(11)
         est = 2 * nbytes_of(x1)
@@ -396,5 +391,6 @@ def gpuinfo_main(ctx_json):
 
 
 # The roles that live in their own files.
-from korch_judge import load_task, nbytes_of, as_outputs, reference_main  # noqa: E402,F401
+from korch_judge import (load_task, nbytes_of, as_outputs, reference_main,  # noqa: E402,F401
+                         task_inputs)
 from korch_runner import runner_main, prepare_main, warm_main  # noqa: E402,F401
