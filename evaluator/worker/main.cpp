@@ -216,8 +216,12 @@ std::uint64_t mapped_bytes() {
   // RLIMIT_AS counts address space already mapped at fork: torch 2.x with
   // CUDA maps several GB of libraries before any job runs, so a fixed base
   // failed every later dlopen ("failed to map segment from shared object").
-  // The base is what this process maps now plus headroom for the role.
-  const std::uint64_t as_base = mapped_bytes() + job.value("as_headroom_mb", 2048ull) * mb;
+  // The base is what the process maps when its sandbox closes (after
+  // prepare_main: torch 2.11's cpp_extension import maps more than a
+  // headroom measured before it, and a runner limited that way ran out of
+  // address space in its first recvmsg) plus headroom for the role.
+  const std::uint64_t headroom = job.value("as_headroom_mb", 2048ull) * mb;
+  auto as_base = [headroom] { return mapped_bytes() + headroom; };
   const std::uint64_t budget = job.value("memory_budget_mb", 4096ull) * mb;
 
   if (role == "measure") {
@@ -273,7 +277,7 @@ std::uint64_t mapped_bytes() {
         // (torch.utils.cpp_extension) and Triton's ptxas version query.
         call_harness("prepare_main", cctx.dump());
         const bool may_exec = job_json.value("runner_exec", false);
-        korch::worker::drop_privileges(cp, uid, gpu_job ? 0 : as_base + 2 * budget,
+        korch::worker::drop_privileges(cp, uid, gpu_job ? 0 : as_base() + 2 * budget,
                                        may_exec ? SeccompProfile::compile : SeccompProfile::strict);
         cctx["protections"] = cp;
         call_harness("runner_main", cctx.dump());
@@ -288,7 +292,7 @@ std::uint64_t mapped_bytes() {
     };
     auto [c, cand_sock] = fork_runner(k_uid_candidate, "candidate.log", "candidate");
     auto [r, ref_sock] = fork_runner(k_uid_ref_runner, "reference.log", "reference");
-    korch::worker::drop_privileges(prot, k_uid_judge, gpu_job ? 0 : as_base + 4 * budget,
+    korch::worker::drop_privileges(prot, k_uid_judge, gpu_job ? 0 : as_base() + 4 * budget,
                                    SeccompProfile::strict);
     if (prctl(PR_SET_DUMPABLE, 0) == 0) prot.push_back("judge_nondumpable");
     ctx["seed_fd"] = seed_fd;
@@ -330,18 +334,18 @@ std::uint64_t mapped_bytes() {
       mkdir(cache.c_str(), 0755);
       if (chown(cache.c_str(), k_uid_candidate, k_uid_candidate) != 0) die("chown triton cache");
     }
-    korch::worker::drop_privileges(prot, k_uid_candidate, gpu_job ? 0 : as_base,
+    korch::worker::drop_privileges(prot, k_uid_candidate, gpu_job ? 0 : as_base(),
                                    SeccompProfile::compile);
     entry = "warm_main";
   } else if (role == "gpuinfo") {
     korch::worker::drop_privileges(prot, k_uid_judge, 0, SeccompProfile::strict);
     entry = "gpuinfo_main";
   } else if (role == "validate") {
-    korch::worker::drop_privileges(prot, k_uid_candidate, gpu_job ? 0 : as_base,
+    korch::worker::drop_privileges(prot, k_uid_candidate, gpu_job ? 0 : as_base(),
                                    SeccompProfile::strict);
     entry = "validate_main";
   } else {
-    korch::worker::drop_privileges(prot, k_uid_candidate, as_base, SeccompProfile::strict);
+    korch::worker::drop_privileges(prot, k_uid_candidate, as_base(), SeccompProfile::strict);
   }
   ctx["protections"] = prot;
   call_harness(entry, ctx.dump());

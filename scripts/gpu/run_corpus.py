@@ -9,10 +9,12 @@ Each entry: {"file", "task" (relative to the KernelBench folder), "expect"
 exits 1 when any verdict differs from its expectation.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 
@@ -29,53 +31,63 @@ def main():
                     help="the evaluation's own wall-clock limit (korch eval --timeout)")
     ap.add_argument("--only", default="", help="substring filter on file names")
     ap.add_argument("--out", default="")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="evaluations at once (compiles overlap; speedups then share the GPU)")
     a = ap.parse_args()
     base = os.path.dirname(os.path.abspath(a.manifest))
-    entries = json.load(open(a.manifest))
-    results, bad = [], 0
-    for e in entries:
-        if a.only and a.only not in e["file"]:
-            continue
-        task = os.path.join(a.kernelbench, e["task"])
-        code = os.path.join(base, e["file"])
-        t0 = time.monotonic()
-        cmd = [a.korch, "eval", "--task", task, "--code", code, "--mode", a.mode,
-               "--device", a.device, "--json", "--cache-dir", a.cache_dir,
-               "--timeout", str(e.get("timeout_s", a.eval_timeout))]
-        if e.get("memory_budget_mb"):
-            cmd += ["--memory-budget-mb", str(e["memory_budget_mb"])]
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
-            out = p.stdout.strip().splitlines()
-            rep = json.loads(out[-1]) if out else {"status": "no_output", "error": p.stderr[-500:]}
-        except subprocess.TimeoutExpired:
-            rep = {"status": "harness_timeout"}
-        except json.JSONDecodeError:
-            rep = {"status": "bad_json", "error": (p.stdout + p.stderr)[-500:]}
-        wall = time.monotonic() - t0
-        expect = e["expect"].split("|")
-        ok = rep.get("status") in expect
-        bad += not ok
-        ev = rep.get("evidence") or {}
-        timing = (ev.get("measure") or {}).get("timing") or {}
-        row = {"file": e["file"], "task": e["task"], "expect": e["expect"],
-               "status": rep.get("status"), "match": ok, "speedup": rep.get("speedup"),
-               "ci": [rep.get("speedup_ci_low"), rep.get("speedup_ci_high")],
-               "ref_ms": rep.get("ref_time_ms"), "cand_ms": rep.get("cand_time_ms"),
-               "t_min_ms": rep.get("t_min_ms"), "wall_s": round(wall, 2),
-               "eval_wall_s": rep.get("wall_s"), "rule": rep.get("rule_id"),
-               "overhead_us": timing.get("harness_overhead_us"),
-               "error": (rep.get("error") or "")[:300],
-               "detail": (rep.get("runtime_detail") or rep.get("compile_log") or "")[-1500:]}
-        results.append(row)
-        sp = "%.3f" % row["speedup"] if isinstance(row["speedup"], (int, float)) else "-"
-        print("%-4s %-40s %-45s expect %-28s got %-18s speedup %-7s %6.1fs %s" % (
-            "OK" if ok else "FAIL", e["file"], e["task"], e["expect"], row["status"], sp, wall,
-            row["error"][:120]), flush=True)
+    entries = [e for e in json.load(open(a.manifest)) if not a.only or a.only in e["file"]]
+    results, lock = [], threading.Lock()
+
+    def one(e):
+        row = evaluate(a, base, e)
+        with lock:
+            results.append(row)
+            sp = "%.3f" % row["speedup"] if isinstance(row["speedup"], (int, float)) else "-"
+            print("%-4s %-40s %-45s expect %-28s got %-18s speedup %-7s %6.1fs %s" % (
+                "OK" if row["match"] else "FAIL", e["file"], e["task"], e["expect"],
+                row["status"], sp, row["wall_s"], row["error"][:120]), flush=True)
+            if a.out:  # after every entry: a run cut short still leaves its results
+                json.dump(results, open(a.out, "w"), indent=1)
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
+        list(pool.map(one, entries))
+    bad = sum(not r["match"] for r in results)
     print("corpus: %d entries, %d as expected, %d not" % (len(results), len(results) - bad, bad))
-    if a.out:
-        json.dump(results, open(a.out, "w"), indent=1)
     return 1 if bad else 0
+
+
+def evaluate(a, base, e):
+    task = os.path.join(a.kernelbench, e["task"])
+    code = os.path.join(base, e["file"])
+    t0 = time.monotonic()
+    cmd = [a.korch, "eval", "--task", task, "--code", code, "--mode", a.mode,
+           "--device", a.device, "--json", "--cache-dir", a.cache_dir,
+           "--timeout", str(e.get("timeout_s", a.eval_timeout))]
+    if e.get("memory_budget_mb"):
+        cmd += ["--memory-budget-mb", str(e["memory_budget_mb"])]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+        out = p.stdout.strip().splitlines()
+        rep = json.loads(out[-1]) if out else {"status": "no_output", "error": p.stderr[-500:]}
+    except subprocess.TimeoutExpired:
+        rep = {"status": "harness_timeout"}
+    except json.JSONDecodeError:
+        rep = {"status": "bad_json", "error": (p.stdout + p.stderr)[-500:]}
+    wall = time.monotonic() - t0
+    expect = e["expect"].split("|")
+    ok = rep.get("status") in expect
+    ev = rep.get("evidence") or {}
+    timing = (ev.get("measure") or {}).get("timing") or {}
+    row = {"file": e["file"], "task": e["task"], "expect": e["expect"],
+           "status": rep.get("status"), "match": ok, "speedup": rep.get("speedup"),
+           "ci": [rep.get("speedup_ci_low"), rep.get("speedup_ci_high")],
+           "ref_ms": rep.get("ref_time_ms"), "cand_ms": rep.get("cand_time_ms"),
+           "t_min_ms": rep.get("t_min_ms"), "wall_s": round(wall, 2),
+           "eval_wall_s": rep.get("wall_s"), "rule": rep.get("rule_id"),
+           "overhead_us": timing.get("harness_overhead_us"),
+           "error": (rep.get("error") or "")[:300],
+           "detail": (rep.get("runtime_detail") or rep.get("compile_log") or "")[-1500:]}
+    return row
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 #   scripts/gpu/suite.sh ctest       the CTest suite (GPU tests included)
 #   scripts/gpu/suite.sh smoke       a few small candidates in cpu and gpu mode
 #   scripts/gpu/suite.sh corpus      every GPU corpus candidate through korch eval --device cuda
+#   scripts/gpu/suite.sh cpumode     the CPU evaluator on this machine's torch (full JSON in $OUT)
+#   scripts/gpu/suite.sh hang        an infinite-loop kernel, then a correct one on the same GPU
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/korch-gpu-out}
@@ -44,10 +46,29 @@ case ${1:-diag} in
       echo "== smoke $n ($dev): rc=$?"; cut -c1-4000 /tmp/smoke_$n.json; tail -5 /tmp/smoke_$n.err
     done
     ;;
+  cpumode)
+    timeout 300 "$B/bin/korch" eval --task examples/tasks/1_ReLU_small.py \
+      --code tests/evaluator/corpus/good/cpp_relu.py --device cpu --mode submit --json \
+      --cache-dir "$KORCH_CACHE_DIR" > "$OUT/cpu_relu.json"
+    echo "cpumode rc=$?"; cut -c1-400 "$OUT/cpu_relu.json"
+    korch_eval examples/tasks/1_ReLU_small.py tests/evaluator/corpus/good/triton_relu.py submit cuda \
+      > "$OUT/triton_relu.json"
+    echo "triton_relu rc=$?"; cut -c1-400 "$OUT/triton_relu.json"
+    ;;
+  hang)
+    # The hang is ended by the evaluation's own limit; the GPU must then
+    # score the next candidate correctly.
+    timeout 400 "$PY" scripts/gpu/run_corpus.py --korch "$B/bin/korch" \
+      --manifest tests/evaluator/corpus/gpu/manifest.json --kernelbench .gpu-deps/kernelbench \
+      --cache-dir "$KORCH_CACHE_DIR" --only hacks/infinite_loop --eval-timeout "${2:-45}" 2>&1
+    timeout 120 "$PY" scripts/gpu/run_corpus.py --korch "$B/bin/korch" \
+      --manifest tests/evaluator/corpus/gpu/manifest.json --kernelbench .gpu-deps/kernelbench \
+      --cache-dir "$KORCH_CACHE_DIR" --only good/triton_layernorm 2>&1
+    ;;
   corpus)
     timeout 3000 "$PY" scripts/gpu/run_corpus.py --korch "$B/bin/korch" \
       --manifest tests/evaluator/corpus/gpu/manifest.json --kernelbench .gpu-deps/kernelbench \
-      --cache-dir "$KORCH_CACHE_DIR" --out "$OUT/corpus.json" "${@:2}" 2>&1
+      --cache-dir "$KORCH_CACHE_DIR" --out "$OUT/corpus.json" --jobs "${KORCH_CORPUS_JOBS:-4}" "${@:2}" 2>&1
     ;;
   campaign)
     # korch run over level-1 tasks on the GPU, answered by the replay server.
@@ -58,7 +79,10 @@ case ${1:-diag} in
     PORT=$(awk '/^PORT /{print $2; exit}' "$W/replay.out")
     SETS=(--set "models.replay.base_url=http://127.0.0.1:$PORT/v1" --set "db_path=$W/campaign.db"
           --set "tasks.kernelbench_dir=$(pwd)/.gpu-deps/kernelbench" --set "evaluator.cache_dir=$KORCH_CACHE_DIR")
-    timeout 1500 "$B/bin/korch" run examples/gpu/campaign.toml "${SETS[@]}" 2>&1 | tail -5
+    [[ -n ${KORCH_CAMPAIGN_IDS:-} ]] && SETS+=(--set "tasks.ids=$KORCH_CAMPAIGN_IDS")
+    timeout "${KORCH_CAMPAIGN_TIMEOUT:-1500}" "$B/bin/korch" run examples/gpu/campaign.toml "${SETS[@]}" \
+      > "$OUT/campaign_run.log" 2>&1
+    echo "korch run rc=$?"; tail -5 "$OUT/campaign_run.log"
     "$B/bin/korch" report --db "$W/campaign.db" 2>&1
     "$B/bin/korch" export --db "$W/campaign.db" --format jsonl --out "$OUT/campaign_export.jsonl"
     kill $FAKE

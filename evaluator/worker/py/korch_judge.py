@@ -11,6 +11,7 @@ cross-checks below.
 """
 import hashlib
 import json
+import math
 import mmap
 import os
 import random
@@ -161,11 +162,25 @@ class Judge:
             return self._call_cpu(runner, args, ablate, timed)
         return self._call_gpu(runner, args, ablate, flush, want_output, timed)
 
-    def _call_cpu(self, runner, args, ablate, timed):
+    def call_batch(self, runner, sets, timed=True):
+        """CPU: `sets` run back to back in one message; the runner times all
+        but the first call as one window. Returns ([outputs per set], info)
+        with info["t_ns"] the time per timed call."""
+        flat = [v for s in sets for v in s]
+        outs, info = self._call_cpu(runner, flat, False, timed, batch=len(sets))
+        if len(outs) % len(sets):
+            raise Verdict("runtime_error", "protocol violation: batch outputs do not split")
+        per = len(outs) // len(sets)
+        info["t_ns"] = info["t_ns"] / max(1, len(sets) - 1)
+        if runner is self.cand:
+            self.kernel_calls += info["kernel_calls"]
+        return [outs[i * per:(i + 1) * per] for i in range(len(sets))], info
+
+    def _call_cpu(self, runner, args, ablate, timed, batch=1):
         header, fd, mm = kt.pack(args)
         t0 = time.perf_counter_ns()
         runner.ch.send({"op": "call", "args": header, "ablate": ablate,
-                        "instrument": not timed}, [fd])
+                        "instrument": not timed, "batch": batch}, [fd])
         os.close(fd)
         reply, fds = runner.recv()
         rt = time.perf_counter_ns() - t0
@@ -603,6 +618,10 @@ class Judge:
         return timing
 
     def _count_work(self, first):
+        # torch 2.x's dispatch-mode machinery asks getpass.getuser() for a
+        # cache folder; the judge's uid has no passwd entry, so without a
+        # USER it raised and the roofline was silently unknown.
+        os.environ.setdefault("USER", "korch-judge")
         try:
             import korch_flops
             w = korch_flops.count(self.ref, first)
@@ -628,9 +647,20 @@ class Judge:
         sets = [self.gen_inputs(derive(self.seed, "timing:%d" % j)) for j in range(n_sets)]
         refs = [self.ref_forward(s) for s in sets]
         flush = self.dev != "cpu"
+        warm_ns = []
         for k in range(warmup):
-            self.call(self.refr, sets[k % n_sets], flush=flush, timed=True)
-            self.call_candidate(sets[k % n_sets], flush=flush, timed=True)
+            warm_ns.append(self.call(self.refr, sets[k % n_sets], flush=flush, timed=True)[1]["t_ns"])
+            warm_ns.append(self.call_candidate(sets[k % n_sets], flush=flush, timed=True)[1]["t_ns"])
+        # CPU calls shorter than timing_batch_us run in batches (both sides
+        # alike): one lone call after a context switch measures the runner's
+        # cold caches more than the model -- 20-25 us of a 3 us ReLU here, and
+        # a different amount for each side's code path.
+        batch = 1
+        if self.dev == "cpu":
+            t_est = max(median(warm_ns[-4:]), 1)
+            window = float(job.get("timing_batch_us", 200)) * 1e3
+            fit = max(1, (self.budget // 4) // per_set)
+            batch = int(min(64, fit, math.ceil(window / t_est) + 1)) if t_est < window else 1
         samples = {"ref": [], "cand": []}   # per block: list of t_ns
         extra = {"ref": [], "cand": []}     # (t, rt, host, sync) per call
         k = 0
@@ -641,6 +671,20 @@ class Judge:
             for side in (("ref", "cand") if b % 2 == 0 else ("cand", "ref")):
                 block = []
                 for _ in range(per_block):
+                    if batch > 1:
+                        idx = [(k + i) % n_sets for i in range(batch)]
+                        k += batch
+                        runner = self.refr if side == "ref" else self.cand
+                        outs_all, info = self.call_batch(runner, [sets[i] for i in idx])
+                        for i, outs in zip(idx, outs_all):
+                            bad = self.compare(refs[i], outs, info, "%s batch call %d" % (
+                                "reference runner" if side == "ref" else "timed", k),
+                                raise_on_fail=side != "ref", fast=True)
+                            if bad is not None:
+                                ref_disagree += 1
+                        block.append(info["t_ns"])
+                        extra[side].append((info["t_ns"], info["rt_ns"] / batch, None, None))
+                        continue
                     j = k % n_sets
                     k += 1
                     if side == "ref":
@@ -680,7 +724,8 @@ class Judge:
         med_ref, med_cand = median(ref_all), max(median(cand_all), 1)
         overhead = {s: median([rt - t for t, rt, _, _ in extra[s]]) / 1e3 for s in extra}
         timing_ev = {"ref_ns": ref_all, "cand_ns": cand_all, "blocks": b,
-                     "block_calls": per_block, "timing_s": time.monotonic() - t_start,
+                     "block_calls": per_block, "batch": batch,
+                     "timing_s": time.monotonic() - t_start,
                      "harness_overhead_us": overhead,
                      "threads": torch.get_num_threads(), "l2_flush": flush,
                      "pinned_cpu": self.ctx.get("pinned_cpu", -1)}

@@ -226,18 +226,36 @@ def call_cpu(model, msg, fds):
     # Populated up front: first-touch page faults are not the model's time.
     mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
     os.close(fd)
-    args = kt.unpack(msg["args"], mm, copy=False)
+    flat = kt.unpack(msg["args"], mm, copy=False)
     base = torch.frombuffer(mm, dtype=torch.uint8, count=1).data_ptr()
+    # A batch: n input sets back to back. The first call runs untimed (it
+    # pays the cold caches of a process that was just woken), the rest are
+    # timed as one window -- the warm regime a model runs in, identical for
+    # both runners.
+    n = max(1, int(msg.get("batch", 1)))
+    per = len(flat) // n
+    argsets = [flat[i * per:(i + 1) * per] for i in range(n)]
     _instrument(msg.get("instrument", True))
     _STATE["ablate"] = bool(msg.get("ablate"))
     calls0 = _STATE["kernel_calls"]
-    t0 = _perf_ns()
-    out = model(*args)
-    t1 = _perf_ns()
+    if n == 1:
+        t0 = _perf_ns()
+        results = [model(*argsets[0])]
+        t1 = _perf_ns()
+    else:
+        results = [model(*argsets[0])]
+        append = results.append
+        t0 = _perf_ns()
+        for a in argsets[1:]:
+            append(model(*a))
+        t1 = _perf_ns()
     _STATE["ablate"] = False
-    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    outs = []
+    for out in results:
+        outs.extend(out if isinstance(out, (tuple, list)) else [out])
     reply = {"ok": True, "t_ns": t1 - t0, "kernel_calls": _STATE["kernel_calls"] - calls0,
-             "tuple": isinstance(out, (tuple, list))}
+             "tuple": isinstance(results[0], (tuple, list)), "batch": n,
+             "timed_calls": max(1, n - 1)}
     reply.update(_output_checks(outs, "cpu", [(base, base + size)]))
     plain = [torch.Tensor(o).detach() if reply["subclass"] else o.detach() for o in outs]
     header, ofd, omm = kt.pack(plain)
@@ -319,12 +337,33 @@ def prepare_main(ctx_json):
     return ""
 
 
+def _steady_heap():
+    """Keep freed memory in the heap instead of returning it to the kernel.
+
+    glibc trims the heap top and serves mid-size blocks with fresh mmaps under
+    a threshold that moves with the process's own history, so whether a call's
+    output allocation page-faults depended on what that runner had allocated
+    before: a per-process bias of up to 25% on µs-scale calls that favoured
+    neither side consistently. With a fixed mmap threshold and no trimming,
+    both runners reuse warm heap pages alike after the first calls.
+    """
+    import ctypes
+    try:
+        libc = ctypes.CDLL(None)
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        libc.mallopt(m_mmap_threshold, 32 << 20)   # glibc's 64-bit maximum
+        libc.mallopt(m_trim_threshold, 1 << 30)
+    except (OSError, AttributeError):
+        pass  # not glibc: the allocator's own policy stands, on both sides alike
+
+
 def runner_main(ctx_json):
     import json
     global _Event
     ctx = json.loads(ctx_json)
     which = ctx.get("which", "candidate")
     apply_env(ctx.get("env"))
+    _steady_heap()
     torch.set_num_threads(1)
     torch.set_grad_enabled(False)
     ch = kt.Channel(ctx["sock_fd"])
