@@ -273,7 +273,7 @@ Result<std::unique_ptr<HttpApi>> HttpApi::bind(Daemon& daemon, const std::string
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     std::string msg = res.status == 404   ? "no route " + req.method + " " + req.path
                       : res.status == 413 ? "request body too large"
@@ -281,7 +281,7 @@ Result<std::unique_ptr<HttpApi>> HttpApi::bind(Daemon& daemon, const std::string
                                           : "bad request";
     res.set_content(nlohmann::json{{"error", msg}}.dump(), "application/json");
     return httplib::Server::HandlerResponse::Handled;
-  });
+  }));
   m.routes();
   int port = hp->second == 0 ? s.bind_to_any_port(hp->first) : (s.bind_to_port(hp->first, hp->second) ? hp->second : -1);
   if (port < 0) return fail(ErrorKind::unavailable, "cannot listen on " + cfg.listen);

@@ -15,9 +15,10 @@ class ServeProcess {
   // Starts `korch serve --db DB --listen 127.0.0.1:0 EXTRA...`; waits for its ports.
   bool start(const std::string& dir, const std::string& db, const std::vector<std::string>& extra = {},
              const std::map<std::string, std::string>& env = {}) {
-    m_out = dir + "/serve-" + std::to_string(m_starts) + ".out";
-    m_err = dir + "/serve-" + std::to_string(m_starts) + ".err";
-    ++m_starts;
+    static int starts = 0;  // every process of a test its own files
+    m_out = dir + "/serve-" + std::to_string(starts) + ".out";
+    m_err = dir + "/serve-" + std::to_string(starts) + ".err";
+    ++starts;
     std::vector<std::string> argv = {KORCH_BIN, "serve", "--db", db, "--listen", "127.0.0.1:0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     m_proc = Process::start(argv, m_out, m_err, env);
@@ -49,7 +50,7 @@ class ServeProcess {
  private:
   Process m_proc;
   std::string m_out, m_err;
-  int m_port = 0, m_env_port = 0, m_starts = 0;
+  int m_port = 0, m_env_port = 0;
 };
 
 inline nlohmann::json body_json(const httplib::Result& r) {

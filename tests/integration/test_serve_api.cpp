@@ -184,7 +184,7 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200);
   auto eps = body_json(r)["episodes"];
-  ASSERT_EQ(eps.size(), 8u);
+  ASSERT_EQ(eps.size(), 16u);  // 4 tasks x 2 models x 2 samples
   for (auto& e : eps) EXPECT_EQ(e["status"], "final");
   r = cli.Get(("/api/episodes/" + eps[0]["id"].get<std::string>()).c_str());
   ASSERT_TRUE(r);
@@ -259,7 +259,7 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200);
   EXPECT_NE(r->get_header_value("Content-Type").find("text/plain"), std::string::npos);
-  for (const char* m : {"korch_episodes{campaign=\"alpha\",state=\"final\"} 8", "korch_llm_calls_total{",
+  for (const char* m : {"korch_episodes{campaign=\"alpha\",state=\"final\"} 16", "korch_llm_calls_total{",
                         "korch_llm_latency_seconds_bucket{", "korch_llm_tokens_total{", "korch_llm_cost_usd_total{",
                         "korch_evaluations_total{", "korch_evaluator_queue_depth", "korch_evaluator_busy_fraction",
                         "korch_campaign_cost_usd{campaign=\"alpha\"}"}) {

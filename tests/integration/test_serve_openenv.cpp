@@ -11,7 +11,7 @@ namespace {
 
 constexpr const char* k_token = "env-token-0123456789abcdef";
 
-bool have_python_websockets() { return std::system("python3 -c 'import websockets' 2>/dev/null") == 0; }
+bool have_python_websockets() { return std::system("/usr/bin/python3 -c 'import websockets' 2>/dev/null") == 0; }
 
 TEST(ServeOpenEnv, WebSocketSessionWithAnIndependentClient) {
   if (!have_python_websockets()) GTEST_SKIP() << "python3-websockets is not installed (scripts/install-deps.sh)";
