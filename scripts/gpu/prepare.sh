@@ -11,6 +11,7 @@ PKGS=(
   libcpp-httplib-dev libcpp-httplib0.11
   libtomlplusplus-dev libtomlplusplus3
   libseccomp-dev libbrotli-dev
+  prometheus-cpp-dev libprometheus-cpp-core1.0
 )
 mkdir -p .gpu-deps/debs
 cd .gpu-deps/debs

@@ -36,7 +36,7 @@
 #include "agent/campaign.hpp"
 #include "agent/episode.hpp"
 #include "config/tasks.hpp"
-#include "evaluator/mock_evaluator.hpp"
+#include "daemon/runner.hpp"
 #include "llm_clients/client.hpp"
 #include "store/store.hpp"
 #include "util/fs.hpp"
@@ -110,11 +110,17 @@ struct Peer {
 };
 
 // Decorates the real client to time the gap between a reply arriving and the
-// same episode's next request leaving.
+// same episode's next request leaving. The runner owns it; its gaps land in
+// `*sink` when it is destroyed.
 class TimingClient final : public llm::ChatClient {
  public:
-  explicit TimingClient(llm::ChatClient& inner) : m_inner(inner) {}
-  Result<void> add_model(const config::ModelConfig& m) override { return m_inner.add_model(m); }
+  TimingClient(std::unique_ptr<llm::ChatClient> inner, std::vector<double>* sink)
+      : m_inner(std::move(inner)), m_sink(sink) {}
+  ~TimingClient() override {
+    std::lock_guard lock(m_mutex);
+    *m_sink = std::move(m_overheads);
+  }
+  Result<void> add_model(const config::ModelConfig& m) override { return m_inner->add_model(m); }
   void submit(llm::ChatRequest req, llm::ChatCallback done) override {
     auto ep = episode_of(req.request_id);
     double now = mono();
@@ -122,7 +128,7 @@ class TimingClient final : public llm::ChatClient {
       std::lock_guard lock(m_mutex);
       if (auto it = m_last_reply.find(ep); it != m_last_reply.end()) m_overheads.push_back(now - it->second);
     }
-    m_inner.submit(std::move(req), [this, ep, done = std::move(done)](llm::ChatResult r) {
+    m_inner->submit(std::move(req), [this, ep, done = std::move(done)](llm::ChatResult r) {
       {
         std::lock_guard lock(m_mutex);
         m_last_reply[ep] = mono();
@@ -130,20 +136,16 @@ class TimingClient final : public llm::ChatClient {
       done(std::move(r));
     });
   }
-  llm::ClientStats stats() const override { return m_inner.stats(); }
-  void shutdown() override { m_inner.shutdown(); }
-  std::vector<double> overheads() {
-    std::lock_guard lock(m_mutex);
-    return m_overheads;
-  }
-
+  llm::ClientStats stats() const override { return m_inner->stats(); }
+  void shutdown() override { m_inner->shutdown(); }
  private:
   static std::string episode_of(const std::string& id) {
     auto a = id.find('|');
     auto b = id.find('|', a + 1);
     return id.substr(a + 1, b - a - 1);
   }
-  llm::ChatClient& m_inner;
+  std::unique_ptr<llm::ChatClient> m_inner;
+  std::vector<double>* m_sink;
   std::mutex m_mutex;
   std::unordered_map<std::string, double> m_last_reply;
   std::vector<double> m_overheads;
@@ -198,31 +200,32 @@ Result<RunStats> run_once(config::CampaignConfig cfg, int episodes, std::atomic<
   so.path = cfg.db_path;
   auto st = store::Store::open(so);
   if (!st) return std::unexpected(st.error());
-  auto ev = evaluator::make_mock_evaluator(cfg.evaluator);
-  auto plan = agent::plan_campaign(cfg, *ev);
-  if (!plan) return std::unexpected(plan.error());
-  auto curl = llm::make_curl_client();
-  TimingClient client(*curl);
-  for (auto& m : cfg.models) {
-    if (auto r = client.add_model(m); !r) return std::unexpected(r.error());
-  }
   agent::RunOptions opts;
   opts.owner = fmt::format("bench:{}:0", ::getpid());
   opts.stop = stop;
+  // The same runner as korch run and korch serve; the timing decorator sees
+  // every request.
+  daemon::RunnerHooks hooks;
+  hooks.probe_endpoints = false;
+  std::vector<double> overheads;
+  hooks.wrap_client = [&](std::unique_ptr<llm::ChatClient> inner) -> std::unique_ptr<llm::ChatClient> {
+    return std::make_unique<TimingClient>(std::move(inner), &overheads);
+  };
   std::thread side;
-  if (while_running) side = std::thread(while_running);
-  double t0 = mono();
-  auto res = agent::run_campaign(cfg, *plan, **st, client, *ev, opts);
+  double t0 = 0;
+  hooks.on_ready = [&](const agent::CampaignPlan&, const evaluator::Evaluator&) {
+    if (while_running) side = std::thread(while_running);
+    t0 = mono();
+  };
+  auto res = daemon::run_campaign_wired(cfg, **st, opts, hooks);
   double t1 = mono();
   if (side.joinable()) side.join();
-  client.shutdown();
-  ev->shutdown();
   (*st)->close();
   if (!res) return std::unexpected(res.error());
   RunStats s;
   s.seconds = t1 - t0;
   s.turns = res->progress.turns;
-  s.overheads = client.overheads();
+  s.overheads = std::move(overheads);
   return s;
 }
 

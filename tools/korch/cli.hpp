@@ -57,6 +57,8 @@ int cmd_eval(const Args& args);
 // `korch lint FILE...`: the static rules alone; 0 all pass, 1 a violation,
 // 2 bad usage, unreadable file or a checker that could not run.
 int cmd_lint(const Args& args);
+// `korch serve`: parses its own flags (argv[2..]); returns when stopped.
+int cmd_serve(int argc, char** argv);
 
 }  // namespace korch::cli
 

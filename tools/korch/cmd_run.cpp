@@ -11,9 +11,8 @@
 
 #include "agent/campaign.hpp"
 #include "config/loader.hpp"
+#include "daemon/runner.hpp"
 #include "evaluator/evaluator.hpp"
-#include "llm_clients/client.hpp"
-#include "llm_clients/probe.hpp"
 #include "store/file_lock.hpp"
 #include "store/store.hpp"
 #include "tools/korch/cli.hpp"
@@ -84,28 +83,9 @@ int cmd_run(const Args& args, bool resume_only) {
     }
   }
 
-  auto ev = evaluator::make_evaluator(cfg.evaluator, evaluator_cache_dir(cfg));
-  if (!ev) return report_failure(verb, ev.error(), "evaluator: ");
-  auto& evaluator = **ev;
-  auto plan = agent::plan_campaign(cfg, evaluator);
-  // A plan fails only on its input (tasks, models, budgets).
-  if (!plan) return report_failure(verb, with_kind(plan.error(), ErrorKind::invalid));
-
-  auto client = llm::make_curl_client();
-  for (auto& m : cfg.models) {
-    if (auto r = client->add_model(m); !r) {
-      return report_failure(verb, r.error(), fmt::format("model {}: ", m.id));
-    }
-    if (auto r = llm::probe_endpoint(m.base_url, k_probe_timeout_s); !r) {
-      return report_failure(verb, r.error(), fmt::format("LLM endpoint of model {} unreachable: ", m.id));
-    }
-  }
-
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
 
   bool show_progress = !args.has("--no-progress");
   bool tty = ::isatty(STDERR_FILENO);
@@ -114,12 +94,6 @@ int cmd_run(const Args& args, bool resume_only) {
   opts.holds_db_lock = true;
   opts.stop = &g_stop;
   opts.progress_interval_s = tty ? 1.0 : 5.0;
-  if (evaluator.mode() == "mock") {
-    std::fprintf(stderr, "korch: evaluator is MOCK — verdicts and timings are fake\n");
-  }
-  std::fprintf(stderr, "korch: campaign '%s' (%s), %zu task(s) x %zu model(s) x %d sample(s), db %s\n",
-               cfg.name.c_str(), campaign_id.c_str(), plan->tasks.size(), cfg.models.size(), cfg.samples_per_task,
-               cfg.db_path.c_str());
   if (show_progress) {
     opts.on_progress = [tty](const agent::Progress& p) {
       auto line = fmt::format("episodes {}/{} done, {} running, {} failed | turns {} | tokens {} | ${:.4f} | "
@@ -134,10 +108,21 @@ int cmd_run(const Args& args, bool resume_only) {
       std::fflush(stderr);
     };
   }
-  auto result = agent::run_campaign(cfg, *plan, store, *client, evaluator, opts);
+  daemon::RunnerHooks hooks;
+  hooks.cache_dir = evaluator_cache_dir(cfg);
+  hooks.probe_timeout_s = k_probe_timeout_s;
+  hooks.on_ready = [&](const agent::CampaignPlan& plan, const evaluator::Evaluator& evaluator) {
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+    if (evaluator.mode() == "mock") {
+      std::fprintf(stderr, "korch: evaluator is MOCK — verdicts and timings are fake\n");
+    }
+    std::fprintf(stderr, "korch: campaign '%s' (%s), %zu task(s) x %zu model(s) x %d sample(s), db %s\n",
+                 cfg.name.c_str(), campaign_id.c_str(), plan.tasks.size(), cfg.models.size(), cfg.samples_per_task,
+                 cfg.db_path.c_str());
+  };
+  auto result = daemon::run_campaign_wired(cfg, store, opts, hooks);
   if (show_progress && tty) std::fprintf(stderr, "\n");
-  client->shutdown();
-  evaluator.shutdown();
   store.close();
   if (!result) return report_failure(verb, result.error());
   auto& p = result->progress;

@@ -34,8 +34,9 @@ Usage:
       The static rules alone (no compile, no torch): `file:line: [rule] message`
       and how to fix it; --json prints one object per file. Exit 0 if every
       file passes, 1 if any has a violation, 2 on bad usage or unreadable files.
-  korch serve
-      The daemon (HTTP API, dashboard): not part of this build yet.
+  korch serve [--listen 127.0.0.1:8765] [--db PATH] [--config FILE] [--token-file FILE]
+      The daemon: HTTP API, Prometheus metrics, OpenEnv endpoint; resumes
+      unfinished campaigns at start. docs/api.md; `korch serve --print-keys`.
 
 Configuration precedence: defaults < file < KORCH_* environment < --set flags
 (docs/config.md lists every key).
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
     return k_exit_ok;
   }
   std::string cmd = argv[1];
+  if (cmd == "serve") return cmd_serve(argc, argv);
   int first = 2;
   if (cmd == "config") {
     if (argc < 3 || std::string(argv[2]) != "show") {
@@ -86,11 +88,6 @@ int main(int argc, char** argv) {
     if (cmd == "tasks") return cmd_tasks(*args);
     if (cmd == "eval") return cmd_eval(*args);
     if (cmd == "lint") return cmd_lint(*args);
-    if (cmd == "serve") {
-      std::fprintf(stderr, "korch serve: the daemon (HTTP API, dashboard) is not part of this build yet; "
-                           "use korch run\n");
-      return k_exit_usage;
-    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "korch %s: internal error: %s\n", cmd.c_str(), e.what());
     return k_exit_error;

@@ -1,0 +1,725 @@
+#include "daemon/openenv.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <boost/beast/websocket.hpp>
+#include <deque>
+#include <optional>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "prompts/prompts.hpp"
+#include "util/fs.hpp"
+#include "util/ids.hpp"
+#include "util/log.hpp"
+
+namespace korch::daemon {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using json = nlohmann::json;
+
+const std::vector<Route>& env_routes() {
+  static const std::vector<Route> routes = {
+      {"GET", "/ws", true},       {"POST", "/reset", true},    {"POST", "/step", true}, {"GET", "/state", true},
+      {"GET", "/health", false},  {"GET", "/metadata", true},  {"GET", "/schema", true},
+  };
+  return routes;
+}
+
+namespace {
+
+// An OpenEnv error: code is one of INVALID_JSON, UNKNOWN_TYPE,
+// VALIDATION_ERROR, EXECUTION_ERROR, CAPACITY_REACHED, SESSION_ERROR.
+struct EnvError {
+  std::string code;
+  std::string message;
+};
+
+json error_frame(const EnvError& e) { return {{"type", "error"}, {"data", {{"message", e.message}, {"code", e.code}}}}; }
+
+// One environment episode: a stored episode of the env campaign.
+struct EnvEpisode {
+  std::string id;
+  config::Task task;
+  int turns = 0;
+  int next_seq = 0;
+  bool done = false;
+  std::string last_verdict;
+  std::optional<double> last_speedup;
+  double last_reward = 0;
+};
+
+bool valid_episode_id(const std::string& s) {
+  if (s.empty() || s.size() > 100) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+struct EnvServer::Impl {
+  Daemon& daemon;
+  std::string token;
+  std::string campaign_id;
+  int max_turns;
+  std::atomic<int> sessions{0};
+  std::atomic<bool> stopping{false};
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  std::vector<std::thread> threads;
+  std::mutex mutex;  // live sessions, for stop()
+  std::set<std::shared_ptr<void>> live;
+  int port = 0;
+
+  explicit Impl(Daemon& d) : daemon(d), max_turns(d.config().env_max_turns) {
+    campaign_id = ids::campaign_id(d.config().env_name);
+  }
+
+  Result<void> ensure_campaign() {
+    store::WriteBatch b;
+    store::CampaignRow c;
+    c.id = campaign_id;
+    c.name = daemon.config().env_name;
+    c.config_json = json{{"openenv", true}, {"max_turns", max_turns}, {"evaluator", daemon.evaluator().mode()}}.dump();
+    c.secret_seed = ids::stable_hash64("openenv|" + c.name);
+    c.created_at = now_unix();
+    b.put(c);
+    auto r = daemon.store().commit_sync(std::move(b));
+    if (!r) return std::unexpected(r.error());
+    return {};
+  }
+
+  json observation(const EnvEpisode& ep, const std::string& prompt, const std::string& feedback, double reward) {
+    json obs = {{"episode_id", ep.id}, {"task_id", ep.task.id},     {"turn", ep.turns},
+                {"max_turns", max_turns}, {"prompt", prompt},      {"feedback", feedback},
+                {"verdict", ep.last_verdict.empty() ? json() : json(ep.last_verdict)},
+                {"speedup", ep.last_speedup ? json(*ep.last_speedup) : json()}};
+    return {{"observation", obs}, {"reward", reward}, {"done", ep.done}};
+  }
+
+  json state(const EnvEpisode* ep) {
+    if (!ep) return {{"episode_id", nullptr}, {"step_count", 0}};
+    return {{"episode_id", ep->id}, {"step_count", ep->turns}, {"task_id", ep->task.id},
+            {"done", ep->done},     {"max_turns", max_turns},  {"last_verdict", ep->last_verdict}};
+  }
+
+  // Rebuilds a stored environment episode.
+  std::expected<std::optional<EnvEpisode>, EnvError> load(const std::string& id) {
+    auto snap = daemon.store().load_episode(id);
+    if (!snap) return std::unexpected(EnvError{"EXECUTION_ERROR", snap.error().message});
+    if (!*snap) return std::optional<EnvEpisode>();
+    auto& s = **snap;
+    if (s.episode.campaign_id != campaign_id) {
+      return std::unexpected(EnvError{"VALIDATION_ERROR", "episode '" + id + "' belongs to a campaign, not the environment"});
+    }
+    auto tasks = daemon.store().list_tasks(campaign_id);
+    if (!tasks) return std::unexpected(EnvError{"EXECUTION_ERROR", tasks.error().message});
+    EnvEpisode ep;
+    ep.id = id;
+    for (auto& t : *tasks) {
+      if (t.task_id == s.episode.task_id) {
+        ep.task = {t.task_id, t.level, t.number, t.name, t.path, t.source};
+      }
+    }
+    ep.turns = static_cast<int>(s.turns.size());
+    ep.next_seq = static_cast<int>(s.messages.size());
+    ep.done = s.final.has_value();
+    if (!s.turns.empty()) ep.last_verdict = s.turns.back().eval_status;
+    return std::optional<EnvEpisode>(std::move(ep));
+  }
+
+  // reset: {"seed"?, "task_id"?, "episode_id"?}
+  std::expected<std::pair<EnvEpisode, json>, EnvError> reset(const json& data) {
+    if (!data.is_null() && !data.is_object()) return std::unexpected(EnvError{"VALIDATION_ERROR", "reset data must be an object"});
+    json d = data.is_object() ? data : json::object();
+    std::uint64_t seed = 0;
+    if (d.contains("seed") && !d["seed"].is_null()) {
+      if (!d["seed"].is_number_integer()) return std::unexpected(EnvError{"VALIDATION_ERROR", "'seed' must be an integer"});
+      seed = d["seed"].get<std::uint64_t>();
+    } else {
+      seed = std::random_device{}();
+    }
+    std::string id;
+    if (d.contains("episode_id") && !d["episode_id"].is_null()) {
+      if (!d["episode_id"].is_string() || !valid_episode_id(d["episode_id"].get<std::string>())) {
+        return std::unexpected(EnvError{"VALIDATION_ERROR", "'episode_id' must be 1-100 of [A-Za-z0-9._-]"});
+      }
+      id = d["episode_id"].get<std::string>();
+      auto existing = load(id);
+      if (!existing) return std::unexpected(existing.error());
+      if (*existing) {
+        auto& ep = **existing;
+        auto obs = observation(ep, prompts::task_prompt(ep.task, std::max(1, max_turns - ep.turns)), "", 0);
+        return std::pair{std::move(ep), std::move(obs)};
+      }
+    } else {
+      id = fmt::format("env-{:016x}", (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}());
+    }
+    Result<config::Task> task = fail("no task");
+    if (d.contains("task_id") && !d["task_id"].is_null()) {
+      task = daemon.resolve_task(d["task_id"]);
+    } else if (!daemon.config().env_tasks_dir.empty()) {
+      config::TaskSelection sel;
+      sel.kernelbench_dir = daemon.config().env_tasks_dir;
+      auto all = config::load_tasks(sel);
+      if (all && !all->empty()) {
+        task = (*all)[seed % all->size()];
+      } else {
+        task = fail(all ? "env.tasks_dir has no tasks" : all.error().message);
+      }
+    } else {
+      return std::unexpected(EnvError{"VALIDATION_ERROR", "give 'task_id' (a task file or \"L/N\" with env.tasks_dir)"});
+    }
+    if (!task) return std::unexpected(EnvError{"VALIDATION_ERROR", task.error().message});
+    EnvEpisode ep;
+    ep.id = id;
+    ep.task = *task;
+    auto prompt = prompts::task_prompt(ep.task, max_turns);
+    store::WriteBatch b;
+    store::TaskRow t;
+    t.campaign_id = campaign_id;
+    t.task_id = ep.task.id;
+    t.level = ep.task.level;
+    t.number = ep.task.number;
+    t.name = ep.task.name;
+    t.path = ep.task.path;
+    t.source = ep.task.source;
+    b.put(t);
+    store::EpisodeRow e;
+    e.id = id;
+    e.campaign_id = campaign_id;
+    e.task_id = ep.task.id;
+    e.model_id = "env";
+    e.status = "running";
+    e.created_at = e.updated_at = now_unix();
+    b.put(e);
+    store::MessageRow m;
+    m.episode_id = id;
+    m.seq = ep.next_seq++;
+    m.role = "user";
+    m.kind = "task";
+    m.turn = 1;
+    m.content = prompt;
+    b.put(m);
+    if (auto r = daemon.store().commit_sync(std::move(b)); !r) {
+      return std::unexpected(EnvError{"EXECUTION_ERROR", r.error().message});
+    }
+    daemon.metrics().count_env_step("reset");
+    auto obs = observation(ep, prompt, "", 0);
+    return std::pair{std::move(ep), std::move(obs)};
+  }
+
+  // step: {"code": "...", "action": "CHECK"|"SUBMIT"} (or the same inside "action").
+  // `done` gets the reply JSON (observation data) or an error; on any thread.
+  void step(EnvEpisode& ep, const json& data, std::function<void(std::expected<json, EnvError>)> done) {
+    json a = data;
+    if (a.is_object() && a.contains("action") && a["action"].is_object()) a = a["action"];
+    if (!a.is_object() || !a.contains("code") || !a["code"].is_string()) {
+      return done(std::unexpected(EnvError{"VALIDATION_ERROR", "step needs {\"code\": string, \"action\": \"CHECK\"|\"SUBMIT\"}"}));
+    }
+    std::string kind = a.value("action", a.value("mode", std::string("CHECK")));
+    for (auto& ch : kind) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (kind != "CHECK" && kind != "SUBMIT") {
+      return done(std::unexpected(EnvError{"VALIDATION_ERROR", "'action' must be CHECK or SUBMIT"}));
+    }
+    if (ep.done) return done(std::unexpected(EnvError{"VALIDATION_ERROR", "the episode is done; send reset"}));
+    std::string code = a["code"].get<std::string>();
+    int turn = ep.turns + 1;
+    bool submit = kind == "SUBMIT" || turn >= max_turns;
+    evaluator::Request req;
+    req.mode = submit ? evaluator::Mode::submit : evaluator::Mode::check;
+    req.request_id = submit ? ids::submit_request_id(ep.id, code) : ids::check_request_id(ep.id, turn, code);
+    req.task = ep.task;
+    req.code = code;
+    req.secret_seed = ids::stable_hash64("openenv|" + ep.id);
+    daemon.metrics().count_env_step(submit ? "submit" : "check");
+    double started = now_unix();
+    daemon.evaluator().evaluate(req, [this, &ep, req, kind, submit, turn, started, code,
+                                      done = std::move(done)](evaluator::Report rep) mutable {
+      if (rep.interrupted) return done(std::unexpected(EnvError{"EXECUTION_ERROR", "the evaluation was interrupted (the daemon is stopping)"}));
+      double reward = submit ? evaluator::reward_for(daemon.config().evaluator.reward, rep) : 0.0;
+      int replies_left = std::max(0, max_turns - turn);
+      std::string feedback = submit ? prompts::render_report(rep) : prompts::check_feedback(rep, std::max(1, replies_left));
+      store::WriteBatch b;
+      store::EvaluationRow ev;
+      ev.request_id = req.request_id;
+      ev.episode_id = ep.id;
+      ev.kind = submit ? "submit" : "check";
+      ev.code_sha = ids::code_digest(code);
+      ev.state = "done";
+      ev.owner = daemon.owner();
+      ev.attempts = 1;
+      ev.verdict = evaluator::to_string(rep.status);
+      ev.report_json = rep.to_json();
+      ev.evaluator_version = rep.evaluator_version;
+      ev.created_at = started;
+      ev.finished_at = now_unix();
+      b.put(ev);
+      store::MessageRow reply;
+      reply.episode_id = ep.id;
+      reply.seq = ep.next_seq;
+      reply.role = "assistant";
+      reply.kind = "reply";
+      reply.turn = turn;
+      reply.content = "```python\n" + code + "\n```\nACTION: " + kind + "\n";
+      b.put(reply);
+      store::TurnRow t;
+      t.episode_id = ep.id;
+      t.turn = turn;
+      t.model_id = "env";
+      t.action = submit ? "submit" : "check";
+      t.parse_status = "code";
+      t.code = code;
+      t.code_sha = ev.code_sha;
+      t.eval_request_id = req.request_id;
+      t.eval_status = ev.verdict;
+      t.finish_reason = "env";
+      t.at = ev.finished_at;
+      b.put(t);
+      store::MessageRow fb;
+      fb.episode_id = ep.id;
+      fb.seq = ep.next_seq + 1;
+      fb.role = "user";
+      fb.kind = "feedback";
+      fb.turn = turn;
+      fb.content = feedback;
+      b.put(fb);
+      if (submit) {
+        store::FinalRow f;
+        f.episode_id = ep.id;
+        f.reason = kind == "SUBMIT" ? "submitted" : "no_submission";
+        f.verdict = ev.verdict;
+        f.request_id = req.request_id;
+        f.speedup = rep.speedup;
+        f.reward = reward;
+        f.correct = rep.correct;
+        f.at = ev.finished_at;
+        b.put(f);
+      }
+      auto verdict = ev.verdict;
+      auto speedup = rep.speedup;
+      daemon.store().commit(std::move(b), [this, &ep, turn, submit, verdict, speedup, feedback, reward,
+                                            done = std::move(done)](Result<store::CommitInfo> r) mutable {
+        if (!r) return done(std::unexpected(EnvError{"EXECUTION_ERROR", "store: " + r.error().message}));
+        // Applied by the caller's strand: the episode object belongs to it.
+        done(json{{"__apply", true},
+                  {"turn", turn},
+                  {"submit", submit},
+                  {"verdict", verdict},
+                  {"speedup", speedup ? json(*speedup) : json()},
+                  {"feedback", feedback},
+                  {"reward", reward}});
+      });
+    });
+  }
+
+  // Applies a committed step to the episode; returns the observation data.
+  json apply(EnvEpisode& ep, const json& s) {
+    ep.turns = s["turn"].get<int>();
+    ep.next_seq += 2;
+    ep.done = s["submit"].get<bool>();
+    ep.last_verdict = s["verdict"].get<std::string>();
+    ep.last_speedup = s["speedup"].is_null() ? std::nullopt : std::optional<double>(s["speedup"].get<double>());
+    ep.last_reward = s["reward"].get<double>();
+    return observation(ep, "", s["feedback"].get<std::string>(), ep.last_reward);
+  }
+
+  static json metadata() {
+    return {{"name", "korch"},
+            {"description", "Write a faster PyTorch module (ModelNew) for a KernelBench task; CHECK runs it "
+                            "unprotected for feedback, SUBMIT is scored and ends the episode."},
+            {"version", "0.1.0"}};
+  }
+
+  static json schema() {
+    json action = {{"type", "object"},
+                   {"properties",
+                    {{"code", {{"type", "string"}, {"description", "Python module defining ModelNew"}}},
+                     {"action", {{"type", "string"}, {"enum", {"CHECK", "SUBMIT"}}}}}},
+                   {"required", {"code"}}};
+    json observation = {{"type", "object"},
+                        {"properties",
+                         {{"episode_id", {{"type", "string"}}},
+                          {"task_id", {{"type", "string"}}},
+                          {"turn", {{"type", "integer"}}},
+                          {"max_turns", {{"type", "integer"}}},
+                          {"prompt", {{"type", "string"}}},
+                          {"feedback", {{"type", "string"}}},
+                          {"verdict", {{"type", {"string", "null"}}}},
+                          {"speedup", {{"type", {"number", "null"}}}}}}};
+    json state = {{"type", "object"},
+                  {"properties",
+                   {{"episode_id", {{"type", {"string", "null"}}}},
+                    {"step_count", {{"type", "integer"}}},
+                    {"task_id", {{"type", "string"}}},
+                    {"done", {{"type", "boolean"}}}}}};
+    return {{"action", action}, {"observation", observation}, {"state", state}};
+  }
+
+  bool authorized(const http::request<http::string_body>& req) const {
+    if (token.empty()) return true;
+    auto h = std::string(req[http::field::authorization]);
+    if (h.rfind("Bearer ", 0) != 0) return false;
+    auto t = h.substr(7);
+    if (t.size() != token.size()) return false;
+    unsigned char diff = 0;
+    for (std::size_t i = 0; i < t.size(); ++i) diff |= static_cast<unsigned char>(t[i] ^ token[i]);
+    return diff == 0;
+  }
+
+  void accept();
+};
+
+namespace {
+
+// One WebSocket session: one environment. Reads continuously (so pings are
+// answered while a step evaluates) and handles one message at a time.
+class WsSession : public std::enable_shared_from_this<WsSession> {
+ public:
+  WsSession(tcp::socket&& socket, EnvServer::Impl& env) : m_ws(std::move(socket)), m_env(env), m_idle(m_ws.get_executor()) {}
+
+  void run(http::request<http::string_body> req) {
+    websocket::stream_base::timeout t{};
+    t.handshake_timeout = std::chrono::seconds(30);
+    t.idle_timeout = std::chrono::seconds(60);  // pings every 30 s; a dead peer is dropped
+    t.keep_alive_pings = true;
+    m_ws.set_option(t);
+    m_ws.read_message_max(static_cast<std::size_t>(m_env.daemon.config().max_body_bytes));
+    m_ws.async_accept(req, beast::bind_front_handler(&WsSession::on_accept, shared_from_this()));
+  }
+
+  void close(const std::string& why) {
+    net::post(m_ws.get_executor(), [self = shared_from_this(), why] {
+      if (self->m_closing) return;
+      self->m_closing = true;
+      self->send(error_frame({"SESSION_ERROR", why}));
+      self->m_close_after_write = true;
+    });
+  }
+
+  ~WsSession() {
+    if (m_counted) {
+      int n = --m_env.sessions;
+      m_env.daemon.metrics().set_env_sessions(n);
+    }
+  }
+
+ private:
+  void on_accept(beast::error_code ec) {
+    if (ec) return;
+    if (m_env.sessions.fetch_add(1) >= m_env.daemon.config().env_max_sessions) {
+      m_env.sessions.fetch_sub(1);
+      send(error_frame({"CAPACITY_REACHED", fmt::format("the server holds its maximum of {} sessions",
+                                                         m_env.daemon.config().env_max_sessions)}));
+      m_close_after_write = true;
+      m_closing = true;
+      return;
+    }
+    m_counted = true;
+    m_env.daemon.metrics().set_env_sessions(m_env.sessions.load());
+    {
+      std::lock_guard lock(m_env.mutex);
+      m_env.live.insert(shared_from_this());
+    }
+    m_last = now_mono();
+    arm_idle();
+    read();
+  }
+
+  void arm_idle() {
+    m_idle.expires_after(std::chrono::seconds(1));
+    m_idle.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->m_closing) return;
+      if (!self->m_busy && now_mono() - self->m_last > self->m_env.daemon.config().env_idle_timeout_s) {
+        self->m_closing = true;
+        self->send(error_frame({"SESSION_ERROR", "idle timeout: session closed"}));
+        self->m_close_after_write = true;
+        return;
+      }
+      self->arm_idle();
+    });
+  }
+
+  void read() {
+    m_ws.async_read(m_buffer, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->finish();
+      std::string text = beast::buffers_to_string(self->m_buffer.data());
+      self->m_buffer.consume(self->m_buffer.size());
+      self->m_last = now_mono();
+      self->m_inbox.push_back(std::move(text));
+      self->pump();
+      self->read();  // always: pings, and the peer's close frame, are read here
+    });
+  }
+
+  void finish() {
+    m_closing = true;
+    m_idle.cancel();
+    std::lock_guard lock(m_env.mutex);
+    m_env.live.erase(shared_from_this());
+  }
+
+  void pump() {
+    while (!m_busy && !m_inbox.empty() && !m_closing) {
+      auto text = std::move(m_inbox.front());
+      m_inbox.pop_front();
+      handle(text);
+    }
+  }
+
+  void handle(const std::string& text) {
+    auto msg = json::parse(text, nullptr, false);
+    if (msg.is_discarded() || !msg.is_object()) return send(error_frame({"INVALID_JSON", "the frame is not a JSON object"}));
+    auto type = msg.value("type", std::string());
+    json data = msg.contains("data") ? msg["data"] : json::object();
+    if (type == "reset") {
+      auto r = m_env.reset(data);
+      if (!r) return send(error_frame(r.error()));
+      m_ep = std::move(r->first);
+      return send({{"type", "observation"}, {"data", r->second}});
+    }
+    if (type == "state") return send({{"type", "state"}, {"data", m_env.state(m_ep ? &*m_ep : nullptr)}});
+    if (type == "close") {
+      m_closing = true;
+      m_close_after_write = true;
+      return flush_or_close();
+    }
+    if (type == "step") {
+      if (!m_ep) return send(error_frame({"VALIDATION_ERROR", "send reset before step"}));
+      m_busy = true;
+      auto self = shared_from_this();
+      m_env.step(*m_ep, data, [self](std::expected<json, EnvError> r) {
+        net::post(self->m_ws.get_executor(), [self, r = std::move(r)] {
+          self->m_busy = false;
+          self->m_last = now_mono();
+          if (!r) {
+            self->send(error_frame(r.error()));
+          } else {
+            self->send({{"type", "observation"}, {"data", self->m_env.apply(*self->m_ep, *r)}});
+          }
+          self->pump();
+        });
+      });
+      return;
+    }
+    if (type.empty()) return send(error_frame({"VALIDATION_ERROR", "missing 'type'"}));
+    send(error_frame({"UNKNOWN_TYPE", "unknown message type '" + type + "' (reset, step, state, close)"}));
+  }
+
+  void send(const json& j) {
+    m_outbox.push_back(j.dump());
+    if (!m_writing) write_next();
+  }
+
+  void write_next() {
+    if (m_outbox.empty()) {
+      m_writing = false;
+      return flush_or_close();
+    }
+    m_writing = true;
+    m_ws.text(true);
+    m_ws.async_write(net::buffer(m_outbox.front()), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->m_outbox.pop_front();
+      if (ec) {
+        self->m_outbox.clear();
+        self->m_writing = false;
+        return;
+      }
+      self->write_next();
+    });
+  }
+
+  void flush_or_close() {
+    if (m_writing || !m_close_after_write || m_closed) return;
+    m_closed = true;
+    m_idle.cancel();
+    m_ws.async_close(websocket::close_code::normal, [self = shared_from_this()](beast::error_code) {});
+  }
+
+  websocket::stream<beast::tcp_stream> m_ws;
+  EnvServer::Impl& m_env;
+  net::steady_timer m_idle;
+  beast::flat_buffer m_buffer;
+  std::deque<std::string> m_inbox;
+  std::deque<std::string> m_outbox;
+  std::optional<EnvEpisode> m_ep;
+  double m_last = 0;
+  bool m_busy = false, m_writing = false, m_closing = false, m_close_after_write = false, m_closed = false;
+  bool m_counted = false;
+};
+
+// One HTTP connection of the environment port; upgrades /ws to a WsSession.
+class HttpConn : public std::enable_shared_from_this<HttpConn> {
+ public:
+  HttpConn(tcp::socket&& socket, EnvServer::Impl& env) : m_stream(std::move(socket)), m_env(env) {}
+
+  void read() {
+    m_parser.emplace();
+    m_parser->body_limit(static_cast<std::uint64_t>(m_env.daemon.config().max_body_bytes));
+    m_stream.expires_after(std::chrono::seconds(m_env.daemon.config().read_timeout_s));
+    http::async_read(m_stream, m_buffer, *m_parser, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec == http::error::body_limit) return self->reply(413, {{"error", "request body too large"}}, false);
+      if (ec) return;
+      self->on_request(self->m_parser->release());
+    });
+  }
+
+ private:
+  void on_request(http::request<http::string_body> req) {
+    m_keep_alive = req.keep_alive();
+    std::string target(req.target());
+    std::string path = target.substr(0, target.find('?'));
+    std::string query = target.find('?') == std::string::npos ? "" : target.substr(target.find('?') + 1);
+    if (path != "/health" && !m_env.authorized(req)) {
+      return reply(401, {{"error", req[http::field::authorization].empty() ? "missing bearer token" : "wrong bearer token"}});
+    }
+    if (websocket::is_upgrade(req)) {
+      if (path != "/ws") return reply(404, {{"error", "WebSocket is served on /ws"}});
+      m_stream.expires_never();
+      std::make_shared<WsSession>(m_stream.release_socket(), m_env)->run(std::move(req));
+      return;
+    }
+    auto method = req.method();
+    if (path == "/health" && method == http::verb::get) return reply(200, {{"status", "healthy"}});
+    if (path == "/metadata" && method == http::verb::get) return reply(200, EnvServer::Impl::metadata());
+    if (path == "/schema" && method == http::verb::get) return reply(200, EnvServer::Impl::schema());
+    if (path == "/ws") return reply(400, {{"error", "/ws needs a WebSocket upgrade"}});
+    json body = json::object();
+    if (method == http::verb::post && !req.body().empty()) {
+      body = json::parse(req.body(), nullptr, false);
+      if (body.is_discarded()) return reply(400, {{"error", "malformed JSON"}, {"code", "INVALID_JSON"}});
+    }
+    if (path == "/reset" && method == http::verb::post) {
+      auto r = m_env.reset(body);
+      if (!r) return reply(400, {{"error", r.error().message}, {"code", r.error().code}});
+      return reply(200, r->second);
+    }
+    if (path == "/state" && method == http::verb::get) {
+      std::string id;
+      if (query.rfind("episode_id=", 0) == 0) id = query.substr(11);
+      if (id.empty()) return reply(200, m_env.state(nullptr));
+      auto ep = m_env.load(id);
+      if (!ep) return reply(400, {{"error", ep.error().message}, {"code", ep.error().code}});
+      if (!*ep) return reply(404, {{"error", "no episode '" + id + "'"}});
+      return reply(200, m_env.state(&**ep));
+    }
+    if (path == "/step" && method == http::verb::post) {
+      // Stateless over HTTP: the episode named by episode_id is rebuilt from the store.
+      if (!body.is_object() || !body.contains("episode_id") || !body["episode_id"].is_string()) {
+        return reply(400, {{"error", "POST /step needs episode_id (from /reset) and action"}, {"code", "VALIDATION_ERROR"}});
+      }
+      auto ep = m_env.load(body["episode_id"].get<std::string>());
+      if (!ep) return reply(400, {{"error", ep.error().message}, {"code", ep.error().code}});
+      if (!*ep) return reply(404, {{"error", "no episode '" + body["episode_id"].get<std::string>() + "'"}});
+      m_ep = std::move(**ep);
+      auto self = shared_from_this();
+      m_env.step(*m_ep, body.contains("action") ? body["action"] : body, [self](std::expected<json, EnvError> r) {
+        net::post(self->m_stream.get_executor(), [self, r = std::move(r)] {
+          if (!r) return self->reply(r.error().code == "VALIDATION_ERROR" ? 400 : 500,
+                                     {{"error", r.error().message}, {"code", r.error().code}});
+          self->reply(200, self->m_env.apply(*self->m_ep, *r));
+        });
+      });
+      return;
+    }
+    reply(404, {{"error", "no route " + std::string(req.method_string()) + " " + path}});
+  }
+
+  void reply(int status, const json& body, bool keep = true) {
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(status), 11);
+    res->set(http::field::content_type, "application/json");
+    res->keep_alive(keep && m_keep_alive);
+    res->body() = body.dump();
+    res->prepare_payload();
+    m_stream.expires_after(std::chrono::seconds(m_env.daemon.config().write_timeout_s));
+    http::async_write(m_stream, *res, [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
+      if (ec || !res->keep_alive()) {
+        beast::error_code ignored;
+        self->m_stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        return;
+      }
+      self->read();
+    });
+  }
+
+  beast::tcp_stream m_stream;
+  EnvServer::Impl& m_env;
+  beast::flat_buffer m_buffer;
+  std::optional<http::request_parser<http::string_body>> m_parser;
+  std::optional<EnvEpisode> m_ep;
+  bool m_keep_alive = false;
+};
+
+}  // namespace
+
+void EnvServer::Impl::accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec || stopping.load()) return;
+    std::make_shared<HttpConn>(std::move(socket), *this)->read();
+    accept();
+  });
+}
+
+Result<std::unique_ptr<EnvServer>> EnvServer::bind(Daemon& daemon, const std::string& token) {
+  auto hp = split_host_port(daemon.config().env_listen);
+  if (!hp) return std::unexpected(hp.error());
+  auto s = std::unique_ptr<EnvServer>(new EnvServer());
+  s->m = std::make_unique<Impl>(daemon);
+  auto& m = *s->m;
+  m.token = token;
+  if (auto r = m.ensure_campaign(); !r) return std::unexpected(r.error());
+  beast::error_code ec;
+  auto addr = net::ip::make_address(hp->first == "localhost" ? "127.0.0.1" : hp->first, ec);
+  if (ec) return fail(ErrorKind::invalid, "env_listen: bad address '" + hp->first + "'");
+  tcp::endpoint ep(addr, static_cast<unsigned short>(hp->second));
+  m.acceptor.open(ep.protocol(), ec);
+  if (!ec) m.acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) m.acceptor.bind(ep, ec);
+  if (!ec) m.acceptor.listen(daemon.config().listen_backlog, ec);
+  if (ec) return fail(ErrorKind::unavailable, "cannot listen on " + daemon.config().env_listen + ": " + ec.message());
+  m.port = m.acceptor.local_endpoint().port();
+  return s;
+}
+
+EnvServer::~EnvServer() { stop(); }
+int EnvServer::port() const { return m->port; }
+
+void EnvServer::start() {
+  m->accept();
+  for (int i = 0; i < 2; ++i) m->threads.emplace_back([this] { m->ioc.run(); });
+}
+
+void EnvServer::stop() {
+  if (!m || m->stopping.exchange(true)) return;
+  net::post(m->ioc, [this] {
+    beast::error_code ec;
+    m->acceptor.close(ec);
+  });
+  {
+    std::lock_guard lock(m->mutex);
+    for (auto& s : m->live) std::static_pointer_cast<WsSession>(s)->close("the server is stopping");
+  }
+  // Give sessions a moment to send their last frame, then stop the loop.
+  auto deadline = now_mono() + 2;
+  while (now_mono() < deadline) {
+    {
+      std::lock_guard lock(m->mutex);
+      if (m->live.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  m->ioc.stop();
+  for (auto& t : m->threads) t.join();
+  m->threads.clear();
+}
+
+}  // namespace korch::daemon

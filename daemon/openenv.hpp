@@ -1,0 +1,32 @@
+#pragma once
+// The OpenEnv environment endpoint of `korch serve` (Boost.Beast): WebSocket
+// /ws speaking OpenEnv's frames, plus HTTP /reset, /step, /state, /health,
+// /metadata, /schema, on its own port (env_listen): cpp-httplib 0.11 cannot
+// hand a connection over to a WebSocket server. Every step is stored like a
+// campaign turn (the same tables and ids) under the campaign `env.campaign`.
+#include <memory>
+#include <vector>
+
+#include "daemon/daemon.hpp"
+#include "daemon/http_api.hpp"
+
+namespace korch::daemon {
+
+// The routes of the environment port, in OpenAPI path form.
+const std::vector<Route>& env_routes();
+
+class EnvServer {
+ public:
+  static Result<std::unique_ptr<EnvServer>> bind(Daemon& daemon, const std::string& token);
+  ~EnvServer();
+  int port() const;
+  void start();  // serves on its own threads
+  void stop();   // closes every session, joins
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> m;
+};
+
+}  // namespace korch::daemon

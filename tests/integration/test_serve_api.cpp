@@ -1,0 +1,362 @@
+// `korch serve` against real processes on loopback (issue 11): every route of
+// the API, the OpenAPI file against the registered routes, bad input (each a
+// clear 4xx, the daemon keeps running, nothing stored changes), SIGTERM with
+// an open progress stream, and kill -9 of the daemon mid-campaign followed by
+// a restart whose export equals an uninterrupted `korch run`'s.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "tests/integration/export_fixture.hpp"
+#include "tests/integration/serve_fixture.hpp"
+
+namespace korch::testing {
+namespace {
+
+constexpr const char* k_token = "test-token-0123456789abcdef";
+
+std::string campaign_toml(const std::string& name, const std::string& base_url, int samples, int max_turns,
+                          double eval_latency_s, const std::string& db = "") {
+  std::ostringstream s;
+  s << "name = \"" << name << "\"\n";
+  if (!db.empty()) s << "db_path = \"" << db << "\"\n";
+  s << "samples_per_task = " << samples << "\nmax_turns = " << max_turns << "\nmax_inflight_episodes = 8\n"
+    << "log_level = \"warn\"\n"
+    << "[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR "/tasks\"\nids = \"1-4\"\n"
+    << "[evaluator]\nmode = \"mock\"\nmock_latency_s = " << eval_latency_s << "\n"
+    << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url << "\"\nmodel = \"fake-1\"\nconcurrency = 8\n"
+    << "max_attempts = 3\nconnect_timeout_s = 2\nprice_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 2.0\n"
+    << "[[models]]\nid = \"m2\"\nbase_url = \"" << base_url << "\"\nmodel = \"fake-2\"\nconcurrency = 8\n"
+    << "max_attempts = 3\nconnect_timeout_s = 2\n"
+    << "[[events]]\nkind = \"compaction\"\nturn = 3\nsamples = [1]\n";
+  return s.str();
+}
+
+// Polls GET /api/campaigns/{id} until its state is `state`.
+bool wait_state(ServeProcess& serve, const std::string& id, const std::string& state,
+                std::chrono::seconds timeout = std::chrono::seconds(120)) {
+  auto cli = serve.client(k_token);
+  return wait_until(serve.process(), [&] {
+    auto j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
+    return j.is_object() && j.value("state", "") == state;
+  }, timeout);
+}
+
+std::string rows(const std::string& db, const std::string& table) {
+  return poll_value(db, "SELECT COUNT(*) FROM " + table).value_or("-");
+}
+
+std::vector<nlohmann::json> export_db(const std::string& dir, const std::string& db, const std::string& name) {
+  auto [rc, out] = run_capture({KORCH_BIN, "export", "--db", db, "--campaign", name, "--format", "jsonl"}, dir);
+  EXPECT_EQ(rc, 0) << out;
+  std::vector<nlohmann::json> records;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line);
+    for (auto& f : reports::run_describing_fields()) j.erase(f);
+    records.push_back(std::move(j));
+  }
+  return records;
+}
+
+TEST(ServeApi, OpenApiFileListsExactlyTheRegisteredRoutes) {
+  TempDir dir;
+  auto [rc, out] = run_capture({KORCH_BIN, "serve", "--print-routes"}, dir.path().string());
+  ASSERT_EQ(rc, 0) << out;
+  std::set<std::string> registered;
+  std::istringstream in(out);
+  std::string port, method, path;
+  while (in >> port >> method >> path) {
+    if (port == "api") registered.insert(method + " " + path);
+  }
+  ASSERT_GE(registered.size(), 10u);
+  std::ifstream f(KORCH_SOURCE_DIR "/docs/openapi.json");
+  ASSERT_TRUE(f) << "docs/openapi.json is missing";
+  auto spec = nlohmann::json::parse(f);
+  std::set<std::string> documented;
+  for (auto& [p, ops] : spec.at("paths").items()) {
+    for (auto& [m, op] : ops.items()) {
+      std::string upper = m;
+      for (auto& ch : upper) ch = static_cast<char>(std::toupper(ch));
+      documented.insert(upper + " " + p);
+      EXPECT_TRUE(op.contains("responses")) << upper << " " << p;
+    }
+  }
+  EXPECT_EQ(documented, registered);
+  // docs/api.md names every route too.
+  auto md = slurp(KORCH_SOURCE_DIR "/docs/api.md");
+  for (auto& r : registered) EXPECT_NE(md.find(r), std::string::npos) << "docs/api.md lacks " << r;
+}
+
+TEST(ServeApi, RefusesANonLoopbackAddressWithoutAToken) {
+  TempDir dir;
+  auto d = dir.path().string();
+  auto [rc, out] = run_capture({KORCH_BIN, "serve", "--db", d + "/x.db", "--listen", "0.0.0.0:0"}, d,
+                               {{"KORCH_API_TOKEN", ""}});
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("without a token"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(d + "/x.db"));
+}
+
+TEST(ServeApi, EveryRouteAndBadInput) {
+  TempDir dir;
+  auto d = dir.path().string();
+  FakeLlmProcess llm;
+  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "20"}));
+  auto db = d + "/serve.db";
+  ServeProcess serve;
+  ASSERT_TRUE(serve.start(d, db, {"--max-body-bytes", "65536", "--sse-interval-s", "0.2"},
+                          {{"KORCH_API_TOKEN", k_token}}))
+      << serve.err();
+  auto cli = serve.client(k_token);
+
+  // /health needs no token; everything else does.
+  auto anon = serve.client();
+  auto h = anon.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  EXPECT_EQ(body_json(h)["status"], "ok");
+  auto r = anon.Get("/api/campaigns");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(body_json(r)["error"], "missing bearer token");
+  auto wrong = serve.client("wrong-token-0123456789");
+  r = wrong.Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(body_json(r)["error"], "wrong bearer token");
+  r = anon.Post("/api/campaigns", campaign_toml("sneaky", llm.base_url(), 1, 2, 0), "application/toml");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+
+  // Submit a TOML campaign; it runs to the end.
+  r = cli.Post("/api/campaigns", campaign_toml("alpha", llm.base_url(), 2, 3, 0.01), "application/toml");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  auto alpha = body_json(r);
+  std::string alpha_id = alpha["id"];
+  EXPECT_EQ(alpha["name"], "alpha");
+  EXPECT_EQ(alpha["tasks"], 4);
+
+  // Bad input: each a clear 4xx; nothing stored changes.
+  ASSERT_TRUE(wait_state(serve, alpha_id, "completed")) << serve.err();
+  const auto before = std::vector<std::string>{rows(db, "campaigns"), rows(db, "episodes"), rows(db, "turns"),
+                                               rows(db, "evaluations")};
+  auto expect_4xx = [&](const httplib::Result& res, int status, const std::string& needle) {
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, status) << res->body;
+    auto j = body_json(res);
+    ASSERT_TRUE(j.is_object()) << res->body;
+    EXPECT_NE(j.value("error", "").find(needle), std::string::npos) << res->body;
+  };
+  expect_4xx(cli.Post("/api/campaigns", "{\"name\": ", "application/json"), 400, "malformed JSON");
+  expect_4xx(cli.Post("/api/campaigns", campaign_toml("alpha", llm.base_url(), 2, 3, 0.01), "application/toml"), 409,
+             "exists");
+  expect_4xx(cli.Post("/api/campaigns", "name = \"bad\"\nmax_turnz = 3\n", "application/toml"), 400,
+             "unknown key 'max_turnz'");
+  expect_4xx(cli.Post("/api/campaigns", "name = \"bad\"\nmax_turns = \"x\"\n[[models]]\nid=\"m\"\n", "text/plain"),
+             400, "max_turns");
+  expect_4xx(cli.Post("/api/campaigns", "name = [broken", "application/toml"), 400, "campaign:1:");
+  expect_4xx(cli.Post("/api/campaigns", "", "application/toml"), 400, "empty body");
+  expect_4xx(cli.Post("/api/campaigns", std::string(70000, 'x'), "application/toml"), 413, "too large");
+  expect_4xx(cli.Get("/api/campaigns/c-nope"), 404, "no campaign");
+  expect_4xx(cli.Post("/api/campaigns/c-nope/pause", "", "application/json"), 404, "no campaign");
+  expect_4xx(cli.Post("/api/campaigns/c-nope/resume", "", "application/json"), 404, "no campaign");
+  expect_4xx(cli.Post("/api/campaigns/c-nope/cancel", "", "application/json"), 404, "no campaign");
+  expect_4xx(cli.Get("/api/campaigns/c-nope/episodes"), 404, "no campaign");
+  expect_4xx(cli.Get("/api/episodes/e-nope"), 404, "no episode");
+  expect_4xx(cli.Get("/api/nothing-here"), 404, "no route");
+  expect_4xx(cli.Post("/api/evaluations", "[1,", "application/json"), 400, "malformed JSON");
+  expect_4xx(cli.Post("/api/evaluations", R"({"task": "/nonexistent/1_X.py", "code": "x"})", "application/json"), 400,
+             "nonexistent");
+  expect_4xx(cli.Post("/api/evaluations", R"({"task": {"path": 3}})", "application/json"), 400, "code");
+  expect_4xx(cli.Post(("/api/campaigns/" + alpha_id + "/pause").c_str(), "", "application/json"), 409, "completed");
+  const auto after = std::vector<std::string>{rows(db, "campaigns"), rows(db, "episodes"), rows(db, "turns"),
+                                              rows(db, "evaluations")};
+  EXPECT_EQ(before, after);
+  EXPECT_FALSE(serve.process().wait_for(std::chrono::milliseconds(1))) << "the daemon died on bad input";
+
+  // Episodes and their turns.
+  r = cli.Get(("/api/campaigns/" + alpha_id + "/episodes").c_str());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  auto eps = body_json(r)["episodes"];
+  ASSERT_EQ(eps.size(), 16u);  // 4 tasks x 2 models x 2 samples
+  for (auto& e : eps) EXPECT_EQ(e["status"], "final");
+  r = cli.Get(("/api/episodes/" + eps[0]["id"].get<std::string>()).c_str());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  auto ep = body_json(r);
+  ASSERT_FALSE(ep["turns"].empty());
+  auto t1 = ep["turns"][0];
+  EXPECT_EQ(t1["turn"], 1);
+  EXPECT_FALSE(t1["code"].get<std::string>().empty());
+  EXPECT_TRUE(t1["action"] == "check" || t1["action"] == "submit") << t1;
+  EXPECT_FALSE(t1["verdict"].get<std::string>().empty());
+  EXPECT_TRUE(ep.contains("final"));
+  // Same numbers as the store, read independently.
+  EXPECT_EQ(std::to_string(ep["turns"].size()),
+            query(db, "SELECT COUNT(*) FROM turns WHERE episode_id = '" + ep["id"].get<std::string>() + "'")[0][0]);
+
+  // A JSON campaign; pause, resume, cancel.
+  nlohmann::json js = {{"name", "beta"},
+                       {"samples_per_task", 3},
+                       {"max_turns", 4},
+                       {"log_level", "warn"},
+                       {"tasks", {{"kernelbench_dir", KORCH_EXAMPLES_DIR "/tasks"}, {"ids", "1-4"}}},
+                       {"evaluator", {{"mode", "mock"}, {"mock_latency_s", 0.3}}},
+                       {"models", {{{"id", "m1"}, {"base_url", llm.base_url()}, {"model", "fake-1"}}}}};
+  r = cli.Post("/api/campaigns", js.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  std::string beta = body_json(r)["id"];
+  r = cli.Post(("/api/campaigns/" + beta + "/pause").c_str(), "", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(body_json(r)["state"], "paused");
+  ASSERT_TRUE(wait_until(serve.process(), [&] {
+    return body_json(cli.Get(("/api/campaigns/" + beta).c_str())).value("phase", "") == "idle";
+  }));
+  auto turns_paused = rows(db, "turns");
+  r = cli.Post(("/api/campaigns/" + beta + "/resume").c_str(), "", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(body_json(r)["state"], "active");
+  ASSERT_TRUE(wait_until(serve.process(), [&] { return rows(db, "turns") != turns_paused; }));
+  r = cli.Post(("/api/campaigns/beta/cancel"), "", "application/json");  // by name too
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(body_json(r)["state"], "cancelled");
+  r = cli.Post(("/api/campaigns/" + beta + "/resume").c_str(), "", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 409);
+
+  // List.
+  auto list = body_json(cli.Get("/api/campaigns"))["campaigns"];
+  ASSERT_EQ(list.size(), 2u);
+  std::set<std::string> names;
+  for (auto& c : list) names.insert(c["name"]);
+  EXPECT_EQ(names, (std::set<std::string>{"alpha", "beta"}));
+
+  // One-off evaluation (mock evaluator of the daemon), stored once.
+  nlohmann::json ev = {{"task", {{"path", KORCH_EXAMPLES_DIR "/tasks/1_ReLU_small.py"}}},
+                       {"code", "import torch\nclass ModelNew(torch.nn.Module):\n    pass\n"},
+                       {"mode", "check"}};
+  r = cli.Post("/api/evaluations", ev.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto report = body_json(r)["report"];
+  EXPECT_TRUE(report.contains("status")) << r->body;
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE request_id = '" +
+                          body_json(r)["request_id"].get<std::string>() + "'")[0][0],
+            "1");
+
+  // Metrics in Prometheus text format.
+  r = cli.Get("/metrics");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_NE(r->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+  for (const char* m : {"korch_episodes{campaign=\"alpha\",state=\"final\"} 16", "korch_llm_calls_total{",
+                        "korch_llm_latency_seconds_bucket{", "korch_llm_tokens_total{", "korch_llm_cost_usd_total{",
+                        "korch_evaluations_total{", "korch_evaluator_queue_depth", "korch_evaluator_busy_fraction",
+                        "korch_campaign_cost_usd{campaign=\"alpha\"}"}) {
+    EXPECT_NE(r->body.find(m), std::string::npos) << m << "\n" << r->body.substr(0, 3000);
+  }
+
+  // The progress stream: a progress event first.
+  std::string got;
+  auto sse = cli.Get("/api/events", [&](const char* data, size_t n) {
+    got.append(data, n);
+    return got.find("\n\n") == std::string::npos;  // stop after the first event
+  });
+  EXPECT_NE(got.find("event: progress\ndata: {"), std::string::npos) << got;
+  EXPECT_NE(got.find("\"alpha\""), std::string::npos) << got;
+
+  // SIGTERM with a stream open: the daemon ends the stream and exits 0.
+  std::atomic<bool> stream_open{false};
+  std::string streamed;
+  std::thread reader([&] {
+    auto c2 = serve.client(k_token);
+    c2.Get("/api/events", [&](const char* data, size_t n) {
+      streamed.append(data, n);
+      stream_open = true;
+      return true;
+    });
+  });
+  ASSERT_TRUE(wait_until(serve.process(), [&] { return stream_open.load(); }, std::chrono::seconds(10)));
+  serve.process().signal(SIGTERM);
+  auto rc = serve.process().wait_for(std::chrono::seconds(30));
+  reader.join();
+  ASSERT_TRUE(rc) << "korch serve did not stop after SIGTERM\n" << serve.err();
+  EXPECT_EQ(*rc, 0) << serve.err();
+  EXPECT_NE(streamed.find("event: shutdown"), std::string::npos) << streamed;
+  EXPECT_EQ(serve.err().find(k_token), std::string::npos) << "the token was logged";
+}
+
+TEST(ServeApi, SecondDaemonOnTheSameDatabaseIsRefused) {
+  TempDir dir;
+  auto d = dir.path().string();
+  ServeProcess a, b;
+  ASSERT_TRUE(a.start(d, d + "/one.db")) << a.err();
+  EXPECT_FALSE(b.start(d, d + "/one.db"));
+  EXPECT_NE(b.process().wait(), 0);
+  EXPECT_NE(b.err().find("locked"), std::string::npos) << b.err();
+}
+
+// kill -9 of the daemon mid-campaign, then a restart: the daemon resumes the
+// campaign at start and finishes it exactly as an uninterrupted run does.
+TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
+  TempDir dir;
+  auto d = dir.path().string();
+  FakeLlmProcess llm;
+  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "40"}));
+  auto ref_toml = d + "/ref.toml";
+  write_text(ref_toml, campaign_toml("killed", llm.base_url(), 4, 4, 0.05, d + "/ref.db"));
+  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
+  ASSERT_EQ(ref_rc, 0) << ref_out;
+  auto reference = export_db(d, d + "/ref.db", "killed");
+  ASSERT_GT(reference.size(), 30u);
+
+  auto db = d + "/serve.db";
+  std::string id;
+  int kills = 0;
+  for (int round = 0; round < 4; ++round) {
+    ServeProcess serve;
+    ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+    auto cli = serve.client(k_token);
+    if (round == 0) {
+      auto r = cli.Post("/api/campaigns", campaign_toml("killed", llm.base_url(), 4, 4, 0.05), "application/toml");
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 201) << r->body;
+      id = body_json(r)["id"];
+    }
+    if (round < 3) {
+      // Kill once this run has recorded a few more turns.
+      auto start_turns = std::stoi(poll_value(db, "SELECT COUNT(*) FROM turns").value_or("0"));
+      bool progressed = wait_until(serve.process(), [&] {
+        return std::stoi(poll_value(db, "SELECT COUNT(*) FROM turns").value_or("0")) >= start_turns + 5;
+      });
+      auto state = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
+      if (!progressed || state.value("state", "") == "completed") break;
+      serve.process().signal(SIGKILL);
+      ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+      ++kills;
+      continue;
+    }
+    ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+    serve.process().signal(SIGTERM);
+    ASSERT_EQ(serve.process().wait(), 0) << serve.err();
+  }
+  EXPECT_GE(kills, 2) << "the campaign finished before the kills; make it longer";
+  auto resumed = export_db(d, db, "killed");
+  ASSERT_EQ(resumed.size(), reference.size());
+  for (std::size_t i = 0; i < reference.size(); ++i) EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
+  EXPECT_TRUE(query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1").empty());
+}
+
+}  // namespace
+}  // namespace korch::testing

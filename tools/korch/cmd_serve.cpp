@@ -1,0 +1,113 @@
+// korch serve: the daemon (daemon/): HTTP API, metrics, OpenEnv endpoint.
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "daemon/daemon.hpp"
+#include "daemon/http_api.hpp"
+#include "daemon/openenv.hpp"
+#include "daemon/serve_config.hpp"
+#include "tools/korch/cli.hpp"
+#include "util/log.hpp"
+
+namespace korch::cli {
+
+int cmd_serve(int argc, char** argv) {
+  static const std::vector<std::string> k_switches = {"--print-routes", "--print-keys", "--help"};
+  std::string error;
+  auto args = parse_args(argc, argv, 2, k_switches, &error);
+  if (!args) {
+    std::fprintf(stderr, "korch serve: %s (see korch --help)\n", error.c_str());
+    return k_exit_usage;
+  }
+  if (args->has("--print-routes")) {
+    for (auto& r : daemon::api_routes()) std::printf("api %s %s\n", r.method.c_str(), r.path.c_str());
+    for (auto& r : daemon::env_routes()) std::printf("env %s %s\n", r.method.c_str(), r.path.c_str());
+    return k_exit_ok;
+  }
+  if (args->has("--print-keys")) {
+    for (auto& k : daemon::serve_keys()) std::printf("%s\t%s\t%s\n", k.name.c_str(), k.flag.c_str(), k.doc.c_str());
+    return k_exit_ok;
+  }
+  if (!args->positional.empty()) {
+    std::fprintf(stderr, "korch serve: unexpected argument '%s'; campaigns are submitted over the API\n",
+                 args->positional[0].c_str());
+    return k_exit_usage;
+  }
+  std::multimap<std::string, std::string> flags = args->flags;
+  auto cfg = daemon::load_serve_config(args->get("--config").value_or(""), flags);
+  if (!cfg) return report_failure("serve", cfg.error());
+  log::init(cfg->log_level);
+  auto token = daemon::load_token(*cfg);
+  if (!token) return report_failure("serve", token.error());
+  for (auto* addr : {&cfg->listen, &cfg->env_listen}) {
+    if (*addr == "off") continue;
+    auto hp = daemon::split_host_port(*addr);
+    if (!hp) return report_failure("serve", hp.error());
+    if (!daemon::is_loopback_host(hp->first) && token->empty()) {
+      std::fprintf(stderr,
+                   "korch serve: refusing to listen on %s without a token: set KORCH_API_TOKEN or --token-file\n",
+                   addr->c_str());
+      return k_exit_usage;
+    }
+  }
+  // No other process may read this one's memory (API keys, the token).
+  ::prctl(PR_SET_DUMPABLE, 0);
+  // Every thread started from here on inherits the blocked signals; this
+  // thread takes them with sigwait.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  auto d = daemon::Daemon::open(*cfg);
+  if (!d) return report_failure("serve", d.error());
+  auto& dm = **d;
+  auto api = daemon::HttpApi::bind(dm, *token);
+  if (!api) return report_failure("serve", api.error());
+  std::unique_ptr<daemon::EnvServer> env;
+  if (cfg->env_listen != "off") {
+    auto e = daemon::EnvServer::bind(dm, *token);
+    if (!e) return report_failure("serve", e.error());
+    env = std::move(*e);
+  }
+  std::thread api_thread([&] { (*api)->serve(); });
+  if (env) env->start();
+  auto host = daemon::split_host_port(cfg->listen)->first;
+  std::fprintf(stderr, "korch serve: API on http://%s:%d (db %s, %s)%s\n", host.c_str(), (*api)->port(),
+               dm.config().db.c_str(), token->empty() ? "no token: loopback only" : "bearer token required",
+               env ? fmt::format(", OpenEnv on ws://{}:{}/ws", daemon::split_host_port(cfg->env_listen)->first,
+                                 env->port())
+                         .c_str()
+                   : "");
+  // Machine-readable, for scripts and tests.
+  std::printf("LISTEN api %d\n", (*api)->port());
+  if (env) std::printf("LISTEN env %d\n", env->port());
+  std::fflush(stdout);
+  dm.resume_all();
+
+  int sig = 0;
+  ::sigwait(&sigs, &sig);
+  std::fprintf(stderr, "korch serve: %s: stopping (in-flight work commits or is abandoned; a second signal exits now)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM");
+  std::thread second([sigs] {
+    int s = 0;
+    ::sigwait(&sigs, &s);
+    ::_exit(k_exit_interrupted);
+  });
+  second.detach();
+  if (env) env->stop();
+  (*api)->stop();
+  api_thread.join();
+  dm.stop();
+  std::fprintf(stderr, "korch serve: stopped\n");
+  return k_exit_ok;
+}
+
+}  // namespace korch::cli
