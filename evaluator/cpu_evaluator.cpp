@@ -28,6 +28,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "evaluator/gpu_facts.hpp"
 #include "evaluator/roofline.hpp"
 #include "evaluator/zygote.hpp"
 #include "util/sha256.hpp"
@@ -255,12 +256,10 @@ class CpuEvaluator final : public Evaluator {
     return j;
   }
 
-  // gpu: the budget is of GPU memory, at least 40% of the device's (a
-  // KernelBench level-1 task holds 6 GB inputs and outputs per input set).
+  // gpu: the budget is of GPU memory (gpu_facts.hpp).
   std::int64_t budget_mb() const {
     if (!m_gpu_mode) return m_cfg.memory_budget_mb;
-    const auto device_mb = static_cast<std::int64_t>(m_gpu.value("memory_bytes", 0.0) / (1 << 20));
-    return std::max<std::int64_t>(m_cfg.memory_budget_mb, device_mb * 2 / 5);
+    return gpu_memory_budget_mb(m_cfg.memory_budget_mb, m_gpu.value("memory_bytes", 0.0));
   }
 
   // Triton's cache is per candidate (content-addressed by its code) and per
@@ -280,10 +279,9 @@ class CpuEvaluator final : public Evaluator {
   json spawn_extra() const {
     json e;
     e["memory_budget_mb"] = m_cfg.memory_budget_mb;
-    // gpu: RLIMIT_AS cannot confine a CUDA process (it reserves huge address
-    // ranges); a cgroup caps the job's host memory: three CUDA processes
-    // (~3 GB each) plus the task's data on the host.
-    if (m_gpu_mode) e["memory_limit_mb"] = 3 * 6144 + 2 * m_cfg.memory_budget_mb;
+    // gpu: a cgroup caps the job's host memory; a measure job has three CUDA
+    // processes (the judge and two runners).
+    if (m_gpu_mode) e["memory_limit_mb"] = gpu_job_host_limit_mb(3, m_cfg.memory_budget_mb);
     return e;
   }
 
@@ -709,15 +707,9 @@ Result<std::unique_ptr<Evaluator>> make_cpu_evaluator(const config::EvaluatorCon
   json gpu = json::object();
   if (cfg.mode == "gpu") {
     // The GPU's facts come from the device itself, in a sandboxed job.
-    JobDir dir(abs + "/jobs", "gpuinfo");
-    (void)dir.write_job(json{{"device", "cuda"}});
-    JobOutcome o = (*z)->run("gpuinfo", dir.path(), "{}", std::nullopt, k_gpuinfo_timeout_s);
-    gpu = json::parse(o.result_json, nullptr, false);
-    if (gpu.is_discarded() || !gpu.value("ok", false)) {
-      return fail("evaluator.mode = \"gpu\": no usable GPU: " +
-                  (gpu.is_discarded() ? tail(o.worker_log, 800) : gpu.value("error", "?")) +
-                  " (a worker built against a CPU-only torch cannot evaluate on a GPU)");
-    }
+    auto facts = query_gpu_facts(**z, abs + "/jobs");
+    if (!facts) return fail("evaluator.mode = \"gpu\": " + facts.error().message);
+    gpu = json::parse(*facts);
   }
   return std::unique_ptr<Evaluator>(new CpuEvaluator(cfg, abs, std::move(*z), nondumpable, gpu));
 }

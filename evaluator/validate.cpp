@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "evaluator/gpu_facts.hpp"
 #include "evaluator/zygote.hpp"
 #include "util/fs.hpp"
 
@@ -25,6 +26,14 @@ Result<std::unique_ptr<TaskValidator>> TaskValidator::start(const config::Evalua
   auto z = Zygote::start(find_worker_path(), v->m_cache + "/run");
   if (!z) return std::unexpected(z.error());
   v->m_zygote = std::move(*z);
+  v->m_budget_mb = cfg.memory_budget_mb;
+  if (cfg.mode == "gpu") {
+    // The evaluator's own budget rule, so "over budget" means what it will do.
+    auto facts = query_gpu_facts(*v->m_zygote, v->m_cache + "/jobs");
+    if (!facts) return std::unexpected(facts.error());
+    auto gpu = nlohmann::json::parse(*facts);
+    v->m_budget_mb = gpu_memory_budget_mb(cfg.memory_budget_mb, gpu.value("memory_bytes", 0.0));
+  }
   return v;
 }
 
@@ -43,12 +52,12 @@ Result<TaskValidation> TaskValidator::validate(const config::Task& task) {
   json job;
   job["task_source"] = task.source;
   job["task_name"] = task.name;
-  job["memory_budget_mb"] = m_cfg.memory_budget_mb;
+  job["memory_budget_mb"] = m_budget_mb;
   job["device"] = gpu ? "cuda" : "cpu";
   if (auto w = write_file_atomic(dir + "/job.json", job.dump()); !w) return std::unexpected(w.error());
   json extra;
   extra["memory_budget_mb"] = m_cfg.memory_budget_mb;
-  if (gpu) extra["memory_limit_mb"] = 6144 + 4 * m_cfg.memory_budget_mb;
+  if (gpu) extra["memory_limit_mb"] = gpu_job_host_limit_mb(1, m_cfg.memory_budget_mb);
   JobOutcome o = m_zygote->run("validate", dir, extra.dump(), std::nullopt,
                                std::max(m_cfg.timeout_s, k_validate_timeout_s));
   fs::remove_all(dir, ec);

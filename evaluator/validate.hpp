@@ -42,6 +42,7 @@ class TaskValidator {
   TaskValidator() = default;
   config::EvaluatorConfig m_cfg;
   std::string m_cache;
+  std::int64_t m_budget_mb = 0;  // of GPU memory in gpu mode (gpu_facts.hpp)
   std::unique_ptr<Zygote> m_zygote;
 };
 

@@ -1,0 +1,34 @@
+// The GPU an evaluator runs on, and the memory a job may use there: one place
+// for the rules the evaluator (evaluator.mode = "gpu") and the task validator
+// (`korch tasks validate --mode gpu`) both apply, so a task the validator
+// passes is a task the evaluator accepts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "util/error.hpp"
+
+namespace korch::evaluator {
+
+class Zygote;
+
+// Host memory one CUDA process of a job needs beyond the task's data (torch,
+// the CUDA context and its libraries), measured on the H200: ~3 GB, doubled.
+inline constexpr std::int64_t k_cuda_process_host_mb = 6144;
+
+// GPU memory a task's inputs, pristine copies and outputs may use: the
+// configured budget, raised to 40% of the device's (a KernelBench level-1
+// input set alone can be 6.4 GB).
+std::int64_t gpu_memory_budget_mb(std::int64_t configured_mb, double device_bytes);
+
+// The cgroup memory.max of a GPU job: RLIMIT_AS cannot confine a CUDA process
+// (it reserves huge address ranges), so the host memory of the whole job is
+// capped instead: every CUDA process plus the task's data staged on the host.
+std::int64_t gpu_job_host_limit_mb(int cuda_processes, std::int64_t configured_mb);
+
+// Asks the GPU itself, in a sandboxed job: a JSON object with name,
+// memory_bytes, l2_bytes, sms, ... ; an error that says why there is none.
+Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root);
+
+}  // namespace korch::evaluator
