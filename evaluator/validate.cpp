@@ -36,7 +36,7 @@ Result<TaskValidation> TaskValidator::validate(const config::Task& task) {
   namespace fs = std::filesystem;
   using json = nlohmann::json;
   std::error_code ec;
-  const bool gpu = m_cfg.mode == "gpu";
+  const bool gpu = m_cfg.mode == config::EvalMode::gpu;
   const std::string dir = m_cache + "/jobs/validate-" + std::to_string(std::random_device{}());
   fs::create_directories(dir, ec);
   fs::permissions(dir, fs::perms::owner_all, ec);

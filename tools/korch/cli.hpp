@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "util/enum_names.hpp"
 #include "util/error.hpp"
 
 namespace korch::cli {
@@ -42,6 +43,14 @@ struct Args {
   std::vector<std::string> all(const std::string& name) const;
   bool has(const std::string& name) const { return flags.count(name) > 0; }
 };
+
+// Flag `name` as a vocabulary value (config/vocabulary.hpp): `fallback` when
+// the flag is absent, nullopt when its text names no value of E.
+template <NamedEnum E>
+std::optional<E> get_enum(const Args& args, const std::string& name, E fallback) {
+  auto text = args.get(name);
+  return text ? enum_from_name<E>(*text) : std::optional<E>(fallback);
+}
 
 // Parses argv[first..]. Boolean flags are those in `switches` (no value).
 std::optional<Args> parse_args(int argc, char** argv, int first, const std::vector<std::string>& switches,

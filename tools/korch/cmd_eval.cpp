@@ -50,14 +50,28 @@ int cmd_eval(const Args& args) {
     std::fprintf(stderr, "korch eval: --task FILE and --code FILE are required\n");
     return k_exit_usage;
   }
-  auto mode = args.get("--mode").value_or("submit");
+  auto mode = args.has("--mode") ? evaluator::mode_from_string(*args.get("--mode"))
+                                  : std::optional(evaluator::Mode::submit);
   auto device = args.get("--device").value_or("cpu");
   auto rules = args.get("--rules").value_or("on");
-  if ((mode != "check" && mode != "submit") || (device != "cpu" && device != "cuda") ||
-      (rules != "on" && rules != "off")) {
+  const bool cuda = device == "cuda";
+  if (!mode || (!cuda && device != "cpu") || (rules != "on" && rules != "off")) {
     std::fprintf(stderr, "korch eval: --mode check|submit, --device cpu|cuda, --rules on|off\n");
     return k_exit_usage;
   }
+  config::EvaluatorConfig cfg;
+  auto eval_mode = get_enum(args, "--evaluator", cuda ? config::EvalMode::gpu : config::EvalMode::cpu);
+  auto tolerance = get_enum(args, "--tolerance", cfg.tolerance);
+  auto reward = get_enum(args, "--reward", cfg.reward);
+  if (!eval_mode || !tolerance || !reward) {
+    std::fprintf(stderr, "korch eval: --evaluator %s, --tolerance %s, --reward %s\n",
+                 enum_choices<config::EvalMode>().c_str(), enum_choices<config::Tolerance>().c_str(),
+                 enum_choices<config::Reward>().c_str());
+    return k_exit_usage;
+  }
+  cfg.mode = *eval_mode;
+  cfg.tolerance = *tolerance;
+  cfg.reward = *reward;
   log::init(args.get("--log-level").value_or("warn"));
   ::prctl(PR_SET_DUMPABLE, 0);
   auto task = config::load_task_file(*task_path);
@@ -70,20 +84,16 @@ int cmd_eval(const Args& args) {
     std::fprintf(stderr, "korch eval: %s\n", code.error().message.c_str());
     return k_exit_usage;
   }
-  config::EvaluatorConfig cfg;
-  cfg.mode = args.get("--evaluator").value_or(device == "cuda" ? "gpu" : "cpu");
   if (auto t = args.get("--timeout")) cfg.timeout_s = std::stod(*t);
-  if (auto t = args.get("--tolerance")) cfg.tolerance = *t;
   if (auto mb = args.get("--memory-budget-mb")) cfg.memory_budget_mb = std::stoll(*mb);
-  if (auto r = args.get("--reward")) cfg.reward = *r;
   auto ev = evaluator::make_evaluator(cfg, args.get("--cache-dir").value_or(default_cache_dir()));
   if (!ev) {
     std::fprintf(stderr, "korch eval: %s\n", ev.error().message.c_str());
     return k_exit_error;
   }
   evaluator::Request req;
-  req.mode = mode == "check" ? evaluator::Mode::check : evaluator::Mode::submit;
-  req.request_id = fmt::format("cli|{}|{}", mode, task->id);
+  req.mode = *mode;
+  req.request_id = fmt::format("cli|{}|{}", to_string(*mode), task->id);
   req.task = *task;
   req.code = *code;
   req.rules = rules == "on";

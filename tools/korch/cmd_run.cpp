@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <random>
 
-#include "agent/campaign.hpp"
+#include "agent/campaign_runner.hpp"
 #include "config/loader.hpp"
 #include "evaluator/evaluator.hpp"
 #include "llm_clients/client.hpp"
@@ -61,7 +61,7 @@ int cmd_run(const Args& args, bool resume_only) {
   // Every failure of the loader is bad configuration.
   if (!loaded) return report_failure(verb, with_kind(loaded.error(), ErrorKind::invalid));
   const auto& cfg = loaded->config;
-  log::init(args.get("--log-level").value_or(cfg.log_level));
+  log::init(args.get("--log-level").value_or(std::string(to_string(cfg.log_level))));
   for (auto& w : loaded->warnings) KLOG_WARN("{}", w);
   // No other process may read this one's memory (API keys live here).
   ::prctl(PR_SET_DUMPABLE, 0);
@@ -70,7 +70,7 @@ int cmd_run(const Args& args, bool resume_only) {
   if (!lock) return report_failure(verb, lock.error());
   store::Options so;
   so.path = cfg.db_path;
-  so.synchronous = cfg.synchronous;
+  so.synchronous = to_string(cfg.synchronous);
   auto st = store::Store::open(so);
   if (!st) return report_failure(verb, st.error());
   auto& store = **st;
@@ -114,7 +114,7 @@ int cmd_run(const Args& args, bool resume_only) {
   opts.holds_db_lock = true;
   opts.stop = &g_stop;
   opts.progress_interval_s = tty ? 1.0 : 5.0;
-  if (evaluator.mode() == "mock") {
+  if (evaluator.mode() == config::EvalMode::mock) {
     std::fprintf(stderr, "korch: evaluator is MOCK — verdicts and timings are fake\n");
   }
   std::fprintf(stderr, "korch: campaign '%s' (%s), %zu task(s) x %zu model(s) x %d sample(s), db %s\n",

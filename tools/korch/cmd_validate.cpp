@@ -12,7 +12,12 @@ namespace korch::cli {
 int cmd_tasks_validate(const Args& args, const std::vector<config::Task>& tasks) {
   log::init(args.get("--log-level").value_or("warn"));
   config::EvaluatorConfig cfg;
-  cfg.mode = args.get("--mode").value_or("cpu");
+  auto mode = get_enum(args, "--mode", config::EvalMode::cpu);
+  if (!mode) {
+    std::fprintf(stderr, "korch tasks validate: --mode cpu|gpu\n");
+    return k_exit_usage;
+  }
+  cfg.mode = *mode;
   if (auto mb = args.get("--memory-budget-mb")) cfg.memory_budget_mb = std::stoll(*mb);
   if (auto t = args.get("--timeout")) cfg.timeout_s = std::stod(*t);
   auto cache = args.get("--cache-dir").value_or("/tmp/korch-validate-cache");
