@@ -36,6 +36,10 @@ constexpr int exit_code(ErrorKind kind) {
 // exit_code(error.kind).
 int report_failure(std::string_view verb, const Error& error, std::string_view context = {});
 
+// The same for a failure the command finds itself (a bad flag, a file it
+// cannot read): every korch command decides its exit code here, from a kind.
+int report_failure(std::string_view verb, ErrorKind kind, std::string message);
+
 struct Args {
   std::vector<std::string> positional;
   std::multimap<std::string, std::string> flags;  // "--set" may repeat

@@ -47,8 +47,7 @@ int cmd_eval(const Args& args) {
   auto task_path = args.get("--task");
   auto code_path = args.get("--code");
   if (!task_path || !code_path) {
-    std::fprintf(stderr, "korch eval: --task FILE and --code FILE are required\n");
-    return k_exit_usage;
+    return report_failure("eval", ErrorKind::invalid, "--task FILE and --code FILE are required");
   }
   auto mode = args.has("--mode") ? evaluator::mode_from_string(*args.get("--mode"))
                                   : std::optional(evaluator::Mode::submit);
@@ -56,18 +55,14 @@ int cmd_eval(const Args& args) {
   auto rules = args.get("--rules").value_or("on");
   const bool cuda = device == "cuda";
   if (!mode || (!cuda && device != "cpu") || (rules != "on" && rules != "off")) {
-    std::fprintf(stderr, "korch eval: --mode check|submit, --device cpu|cuda, --rules on|off\n");
-    return k_exit_usage;
+    return report_failure("eval", ErrorKind::invalid, "--mode check|submit, --device cpu|cuda, --rules on|off");
   }
   config::EvaluatorConfig cfg;
   auto eval_mode = get_enum(args, "--evaluator", cuda ? config::EvalMode::gpu : config::EvalMode::cpu);
   auto tolerance = get_enum(args, "--tolerance", cfg.tolerance);
   auto reward = get_enum(args, "--reward", cfg.reward);
   if (!eval_mode || !tolerance || !reward) {
-    std::fprintf(stderr, "korch eval: --evaluator %s, --tolerance %s, --reward %s\n",
-                 enum_choices<config::EvalMode>().c_str(), enum_choices<config::Tolerance>().c_str(),
-                 enum_choices<config::Reward>().c_str());
-    return k_exit_usage;
+    return report_failure("eval", ErrorKind::invalid, fmt::format("--evaluator {}, --tolerance {}, --reward {}", enum_choices<config::EvalMode>(), enum_choices<config::Tolerance>(), enum_choices<config::Reward>()));
   }
   cfg.mode = *eval_mode;
   cfg.tolerance = *tolerance;
@@ -76,20 +71,17 @@ int cmd_eval(const Args& args) {
   ::prctl(PR_SET_DUMPABLE, 0);
   auto task = config::load_task_file(*task_path);
   if (!task) {
-    std::fprintf(stderr, "korch eval: %s\n", task.error().message.c_str());
-    return k_exit_usage;
+    return report_failure("eval", ErrorKind::invalid, task.error().message);
   }
   auto code = read_file(*code_path);
   if (!code) {
-    std::fprintf(stderr, "korch eval: %s\n", code.error().message.c_str());
-    return k_exit_usage;
+    return report_failure("eval", ErrorKind::invalid, code.error().message);
   }
   if (auto t = args.get("--timeout")) cfg.timeout_s = std::stod(*t);
   if (auto mb = args.get("--memory-budget-mb")) cfg.memory_budget_mb = std::stoll(*mb);
   auto ev = evaluator::make_evaluator(cfg, args.get("--cache-dir").value_or(default_cache_dir()));
   if (!ev) {
-    std::fprintf(stderr, "korch eval: %s\n", ev.error().message.c_str());
-    return k_exit_error;
+    return report_failure("eval", ErrorKind::failure, ev.error().message);
   }
   evaluator::Request req;
   req.mode = *mode;
@@ -114,29 +106,26 @@ int cmd_eval(const Args& args) {
   } else {
     print_report_text(report);
   }
-  return report.status == evaluator::Verdict::ok ? k_exit_ok : k_exit_error;
+  return report.status == evaluator::Verdict::ok ? k_exit_ok : exit_code(ErrorKind::failure);
 }
 
 int cmd_tasks(const Args& args) {
   if (args.positional.size() != 2 || (args.positional[0] != "list" && args.positional[0] != "validate")) {
-    std::fprintf(stderr, "korch tasks: usage: korch tasks list|validate DIR [--levels 1,2] [--ids 1-10]\n");
-    return k_exit_usage;
+    return report_failure("tasks", ErrorKind::invalid, "usage: korch tasks list|validate DIR [--levels 1,2] [--ids 1-10]");
   }
   config::TaskSelection sel;
   sel.kernelbench_dir = args.positional[1];
   if (auto lv = args.get("--levels")) {
     auto parsed = config::parse_id_ranges(*lv);
     if (!parsed) {
-      std::fprintf(stderr, "korch tasks: --levels: %s\n", parsed.error().message.c_str());
-      return k_exit_usage;
+      return report_failure("tasks", ErrorKind::invalid, fmt::format("--levels: {}", parsed.error().message));
     }
     sel.levels = *parsed;
   }
   sel.ids = args.get("--ids").value_or("");
   auto tasks = config::load_tasks(sel);
   if (!tasks) {
-    std::fprintf(stderr, "korch tasks: %s\n", tasks.error().message.c_str());
-    return k_exit_usage;
+    return report_failure("tasks", ErrorKind::invalid, tasks.error().message);
   }
   if (args.positional[0] == "list") {
     for (auto& t : *tasks) std::printf("%s\t%s\n", t.id.c_str(), t.path.c_str());

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -103,22 +105,19 @@ int cmd_lint(const Args& args) {
   static const std::set<std::string> k_flags = {"--json", "--tolerance", "--torch-ops"};
   for (const auto& [name, value] : args.flags) {
     if (!k_flags.count(name)) {
-      std::fprintf(stderr, "korch lint: unknown flag %s\n%s\n", name.c_str(), k_lint_usage);
-      return k_exit_usage;
+      return report_failure("lint", ErrorKind::invalid, fmt::format("unknown flag {}\n{}", name, k_lint_usage));
     }
   }
   const auto tolerance_choice = get_enum(args, "--tolerance", config::Tolerance::strict);
   const auto torch_ops_choice = get_enum(args, "--torch-ops", config::TorchOps::allow);
   if (!tolerance_choice || !torch_ops_choice) {
-    std::fprintf(stderr, "korch lint: --tolerance strict|tf32, --torch-ops allow|forbid\n%s\n", k_lint_usage);
-    return k_exit_usage;
+    return report_failure("lint", ErrorKind::invalid, fmt::format("--tolerance strict|tf32, --torch-ops allow|forbid\n{}", k_lint_usage));
   }
   // The checker takes the names (its own parser, korch_rules.py).
   const std::string tolerance(to_string(*tolerance_choice));
   const std::string torch_ops(to_string(*torch_ops_choice));
   if (args.positional.empty()) {
-    std::fprintf(stderr, "korch lint: give one or more candidate files\n%s\n", k_lint_usage);
-    return k_exit_usage;
+    return report_failure("lint", ErrorKind::invalid, fmt::format("give one or more candidate files\n{}", k_lint_usage));
   }
   bool io_error = false;
   for (const auto& f : args.positional) {
@@ -127,7 +126,7 @@ int cmd_lint(const Args& args) {
       io_error = true;
     }
   }
-  if (io_error) return k_exit_usage;
+  if (io_error) return exit_code(ErrorKind::invalid);
 
   const std::string script = std::string(evaluator::rules_python_dir()) + "/korch_rules.py";
   // -I: ignore PYTHON* variables and the user's site-packages; -B: write no .pyc.
@@ -136,8 +135,7 @@ int cmd_lint(const Args& args) {
   for (const auto& f : args.positional) argv.push_back(f.starts_with("-") ? "./" + f : f);
   auto child = process::run_capture(argv);  // stdin /dev/null; stderr passes through
   if (!child) {
-    std::fprintf(stderr, "korch lint: %s\n", child.error().message.c_str());
-    return k_exit_usage;
+    return report_failure("lint", ErrorKind::invalid, child.error().message);
   }
   std::vector<LintRecord> records;
   size_t pos = 0;
@@ -156,10 +154,10 @@ int cmd_lint(const Args& args) {
   }
   if ((child->status != 0 && child->status != 1) || !parse_error.empty() ||
       records.size() != args.positional.size()) {
-    std::fprintf(stderr, "korch lint: the rule checker (%s %s) failed: exit status %d, %zu of %zu results%s%s\n",
-                 argv[0].c_str(), script.c_str(), child->status, records.size(), args.positional.size(),
-                 parse_error.empty() ? "" : "; ", parse_error.c_str());
-    return k_exit_usage;
+    return report_failure("lint", ErrorKind::invalid,
+                          fmt::format("the rule checker ({} {}) failed: exit status {}, {} of {} results{}{}",
+                                      argv[0], script, child->status, records.size(), args.positional.size(),
+                                      parse_error.empty() ? "" : "; ", parse_error));
   }
 
   const bool json = args.has("--json");
@@ -194,7 +192,7 @@ int cmd_lint(const Args& args) {
     }
   }
   std::fflush(stdout);
-  return bad_files == 0 ? k_exit_ok : k_exit_error;
+  return bad_files == 0 ? k_exit_ok : exit_code(ErrorKind::failure);
 }
 
 }  // namespace korch::cli

@@ -32,7 +32,7 @@ std::atomic<int> g_signals{0};
 extern "C" void on_signal(int) {
   g_stop.store(true);
   // A second Ctrl-C exits at once; the store stays consistent (WAL).
-  if (g_signals.fetch_add(1) >= 1) _exit(k_exit_interrupted);
+  if (g_signals.fetch_add(1) >= 1) _exit(exit_code(ErrorKind::interrupted));
 }
 
 std::string owner_id() {
@@ -54,8 +54,7 @@ std::string fmt_duration(double s) {
 int cmd_run(const Args& args, bool resume_only) {
   const char* verb = resume_only ? "resume" : "run";
   if (args.positional.size() != 1) {
-    std::fprintf(stderr, "korch %s: expected one CAMPAIGN.toml (see korch --help)\n", verb);
-    return k_exit_usage;
+    return report_failure(verb, ErrorKind::invalid, "expected one CAMPAIGN.toml (see korch --help)");
   }
   auto loaded = config::load_campaign(args.positional[0], config::process_environment(), args.all("--set"));
   // Every failure of the loader is bad configuration.
@@ -78,9 +77,7 @@ int cmd_run(const Args& args, bool resume_only) {
   if (resume_only) {
     auto c = store.get_campaign(campaign_id);
     if (!c || !*c) {
-      std::fprintf(stderr, "korch resume: %s has no campaign '%s' to resume; use korch run\n", cfg.db_path.c_str(),
-                   cfg.name.c_str());
-      return k_exit_usage;
+      return report_failure("resume", ErrorKind::invalid, fmt::format("{} has no campaign '{}' to resume; use korch run", cfg.db_path, cfg.name));
     }
   }
 
@@ -150,12 +147,12 @@ int cmd_run(const Args& args, bool resume_only) {
     case agent::RunStatus::stopped:
       std::fprintf(stderr, "korch: interrupted; %lld/%lld episodes final. Run the same command again to resume.\n",
                    static_cast<long long>(p.final), static_cast<long long>(p.episodes));
-      return k_exit_interrupted;
+      return exit_code(ErrorKind::interrupted);
     case agent::RunStatus::aborted:
-      std::fprintf(stderr, "korch %s: aborted: %s (the store is resumable)\n", verb, result->message.c_str());
-      return k_exit_aborted;
+      return report_failure(verb, ErrorKind::unavailable,
+                            fmt::format("aborted: {} (the store is resumable)", result->message));
   }
-  return k_exit_error;
+  return exit_code(ErrorKind::failure);
 }
 
 }  // namespace korch::cli
