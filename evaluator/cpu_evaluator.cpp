@@ -324,7 +324,7 @@ class CpuEvaluator final : public Evaluator {
     const std::string device = m_gpu_mode ? "cuda" : "cpu";
     if (!req.device.empty() && req.device != device) {
       r.status = Verdict::worker_crash;
-      r.error = "the " + mode() + " evaluator cannot evaluate on device '" + req.device + "'";
+      r.error = "the " + std::string(to_string(mode())) + " evaluator cannot evaluate on device '" + req.device + "'";
       finish(r, t0, evidence);
       return r;
     }
