@@ -16,21 +16,8 @@ constexpr std::string_view k_overflow_suffix = "|compacted";
 // Keys of fired_events: the lifecycle kind as an int.
 int kind_key(config::LifecycleKind k) { return static_cast<int>(k); }
 
-const char* kind_name(config::LifecycleKind k) {
-  switch (k) {
-    case config::LifecycleKind::compaction: return "compaction";
-    case config::LifecycleKind::crash: return "crash";
-    case config::LifecycleKind::model_swap: return "model_swap";
-  }
-  return "unknown";
-}
-
-std::optional<config::LifecycleKind> kind_from_name(std::string_view s) {
-  if (s == "compaction") return config::LifecycleKind::compaction;
-  if (s == "crash") return config::LifecycleKind::crash;
-  if (s == "model_swap") return config::LifecycleKind::model_swap;
-  return std::nullopt;
-}
+// The event row's kind: the lifecycle kind's one name (config/vocabulary.hpp).
+std::string kind_name(config::LifecycleKind k) { return std::string(to_string(k)); }
 
 const config::LifecycleEvent* find_event(const EpisodeSpec& spec, config::LifecycleKind kind, int turn) {
   for (auto& e : spec.events) {
@@ -164,7 +151,7 @@ store::EvaluationRow evaluation_row(const EpisodeState& s, const Env& env, std::
   store::EvaluationRow row;
   row.request_id = s.eval_request_id;
   row.episode_id = s.spec->episode_id;
-  row.kind = s.eval_mode == evaluator::Mode::submit ? "submit" : "check";
+  row.kind = to_string(s.eval_mode);
   row.code_sha = ids::code_digest(s.eval_code);
   row.state = std::move(state);
   row.owner = env.owner;
@@ -305,7 +292,7 @@ Next dispatch_reply(EpisodeState& s, store::WriteBatch& batch, const Env& env, c
                    : ids::check_request_id(s.spec->episode_id, s.turn, parsed.code);
   if (submit) s.end_reason = parsed.action == Action::submit ? "submitted" : "last_turn";
   // The turn row is written with the evaluation's outcome; keep its facts.
-  s.attempts.push_back(Attempt{s.turn, s.turn_model, submit ? "submit" : "check", "code", parsed.code, id, "", "",
+  s.attempts.push_back(Attempt{s.turn, s.turn_model, to_string(mode), "code", parsed.code, id, "", "",
                                false});
   s.pending_turn = std::move(turn);
   return start_eval(s, batch, env, mode, parsed.code, id, false);
@@ -530,7 +517,7 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec, const stor
   s.cost_usd = snap.episode.cost_usd;
   s.active_s = snap.episode.active_s;
   for (auto& e : snap.events) {
-    if (auto k = kind_from_name(e.kind)) s.fired_events.insert({kind_key(*k), e.turn});
+    if (auto k = config::from_string<config::LifecycleKind>(e.kind)) s.fired_events.insert({kind_key(*k), e.turn});
   }
   std::map<std::string, const store::EvaluationRow*> evals;
   for (auto& e : snap.evaluations) {
@@ -539,8 +526,8 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec, const stor
   }
   for (auto& t : snap.turns) {
     Attempt a{t.turn, t.model_id, t.action, t.parse_status, t.code, t.eval_request_id, t.eval_status, "", false};
-    if (t.action == "check") {
-      a.passed = t.eval_status == "ok";
+    if (evaluator::mode_from_string(t.action) == evaluator::Mode::check) {
+      a.passed = evaluator::verdict_from_string(t.eval_status) == evaluator::Verdict::ok;
       if (auto it = evals.find(t.eval_request_id); it != evals.end() && it->second->state == "done") {
         if (auto rep = evaluator::Report::from_json(it->second->report_json)) a.result_text = prompts::render_report(*rep);
       }
@@ -557,7 +544,7 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec, const stor
     }
   }
   int last_turn_row = snap.turns.empty() ? 0 : snap.turns.back().turn;
-  bool compact_mode = s.spec->resume == "compact";
+  bool compact_mode = s.spec->resume == config::ResumeMode::compact;
 
   auto resend_or_begin = [&](Next next) -> Next {
     if (compact_mode && std::holds_alternative<CallLlm>(next) && !s.attempts.empty()) {

@@ -46,7 +46,7 @@ struct EpisodeSpec {
   int max_turns = 5;
   std::string context;             // optional first user message
   std::vector<config::LifecycleEvent> events;  // already filtered to this sample
-  std::string resume = "exact";    // exact | compact
+  config::ResumeMode resume = config::ResumeMode::exact;
   double wall_clock_budget_s = 0;  // 0 = unlimited
   std::int64_t token_budget = 0;   // 0 = unlimited
   std::string system_prompt;       // for a new episode; resume uses the stored one

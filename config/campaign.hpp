@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "config/vocabulary.hpp"
+
 namespace korch::config {
 
 // One model endpoint (OpenAI-compatible /v1/chat/completions).
@@ -32,15 +34,17 @@ struct ModelConfig {
   double price_completion_per_mtok = 0;
   double price_cached_per_mtok = 0;
   int context_window = 0;    // tokens; 0 = unknown
+
+  bool operator==(const ModelConfig&) const = default;
 };
 
 struct TaskSelection {
   std::string kernelbench_dir;   // a KernelBench/ folder with level1..level4, or any folder of task files
   std::vector<int> levels = {1};
   std::string ids;               // "1-10,15,20-22"; empty = all
-};
 
-enum class LifecycleKind { compaction, crash, model_swap };
+  bool operator==(const TaskSelection&) const = default;
+};
 
 // A lifecycle event scheduled at a turn of every episode (or of the samples
 // listed), for studying and testing robustness (DESIGN §2).
@@ -49,18 +53,22 @@ struct LifecycleEvent {
   int turn = 0;                  // applies before this turn (1-based) is generated
   std::string model;             // model_swap: model id that generates that turn
   std::vector<int> samples;      // empty = every sample
+
+  bool operator==(const LifecycleEvent&) const = default;
 };
 
 struct EvaluatorConfig {
-  std::string mode = "mock";       // "mock" | "cpu" | "gpu"
-  std::string tolerance = "strict";  // "strict" | "tf32"
-  std::string reward = "speedup";  // "speedup" | "roofline" | "beat_baseline"
-  std::string torch_ops = "allow"; // "allow" | "forbid"
+  EvalMode mode = EvalMode::mock;
+  Tolerance tolerance = Tolerance::strict;
+  Reward reward = Reward::speedup;
+  TorchOps torch_ops = TorchOps::allow;
   int workers = 2;                 // concurrent evaluations (compile pool size)
   double timeout_s = 300;          // wall clock per evaluation
   std::int64_t memory_budget_mb = 4096;
   std::string cache_dir;           // compile cache; "" = <db dir>/korch-cache
   double mock_latency_s = 0;       // mock mode: simulated evaluation time
+
+  bool operator==(const EvaluatorConfig&) const = default;
 };
 
 struct CampaignConfig {
@@ -75,11 +83,13 @@ struct CampaignConfig {
   std::int64_t episode_token_budget = 0;  // 0 = unlimited
   double spend_cap_usd = 0;               // 0 = unlimited
   int max_inflight_episodes = 1000;
-  std::string resume = "exact";           // "exact" | "compact"
-  std::string synchronous = "FULL";       // SQLite PRAGMA synchronous
+  ResumeMode resume = ResumeMode::exact;
+  Synchronous synchronous = Synchronous::full;  // SQLite PRAGMA synchronous
   std::vector<LifecycleEvent> events;
   EvaluatorConfig evaluator;
-  std::string log_level = "info";
+  LogLevel log_level = LogLevel::info;
+
+  bool operator==(const CampaignConfig&) const = default;
 };
 
 }  // namespace korch::config

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
+
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +30,8 @@ namespace fs = std::filesystem;
 // matches the key's KeyType: string/path -> string, integer -> int64,
 // number -> double, boolean -> bool, integer_list -> vector<int>.
 using Value = std::variant<std::string, std::int64_t, double, bool, std::vector<int>>;
+
+std::string toml_quote(std::string_view s);
 
 // ---------------------------------------------------------------------------
 // Assigning and reading typed fields. `assign` returns an error text when the
@@ -66,12 +70,27 @@ std::optional<std::string> assign(std::vector<int>& field, const Value& v) {
   return std::nullopt;
 }
 
+// A vocabulary enum is written as its name; an unknown name is refused with
+// the list of the allowed ones (config/vocabulary.hpp holds the names).
+template <NamedEnum E>
+std::optional<std::string> assign(E& field, const Value& v) {
+  const auto& s = std::get<std::string>(v);
+  auto x = from_string<E>(s);
+  if (!x) return fmt::format("must be {} (got {})", enum_choices<E>(), toml_quote(s));
+  field = *x;
+  return std::nullopt;
+}
+
 Value to_value(const std::string& x) { return x; }
 Value to_value(int x) { return static_cast<std::int64_t>(x); }
 Value to_value(std::int64_t x) { return x; }
 Value to_value(double x) { return x; }
 Value to_value(bool x) { return x; }
 Value to_value(const std::vector<int>& x) { return x; }
+template <NamedEnum E>
+Value to_value(E x) {
+  return std::string(to_string(x));
+}
 
 // Quotes a string as a TOML basic string.
 std::string toml_quote(std::string_view s) {
@@ -112,12 +131,30 @@ std::string render(const Value& v) {
 
 // ---------------------------------------------------------------------------
 // The key tables. Each entry: the documented KeyInfo, the value rules
-// (choices, bounds) and a setter/getter pair on the typed struct.
+// (bounds; a vocabulary key's choices are its enum's names) and a
+// setter/getter pair on the typed struct.
+
+// Doc strings that quote a table of config/vocabulary.hpp, so the numbers and
+// names are written once.
+std::string_view tolerance_doc() {
+  static const std::string k_doc = [] {
+    const auto strict = tolerance_profile(Tolerance::strict);
+    const auto tf32 = tolerance_profile(Tolerance::tf32);
+    return fmt::format("\"{}\" (atol=rtol={}, TF32 off) or \"{}\" ({}, TF32 allowed).",
+                       to_string(Tolerance::strict), format_tolerance(strict.atol),
+                       to_string(Tolerance::tf32), format_tolerance(tf32.atol));
+  }();
+  return k_doc;
+}
+
+std::string_view kind_doc() {
+  static const std::string k_doc = enum_choices<LifecycleKind>() + " (required).";
+  return k_doc;
+}
 
 template <typename Struct>
 struct Spec {
   KeyInfo info;
-  std::vector<std::string_view> choices;  // allowed strings; empty = any
   std::optional<double> min;              // inclusive lower bound
   bool min_exclusive = false;             // min is exclusive (timeouts > 0)
   std::optional<double> max;              // inclusive upper bound
@@ -138,77 +175,77 @@ const std::vector<Spec<C>>& campaign_specs() {
   static const std::vector<Spec<C>> k_specs = {
       {{"name", "KORCH_NAME", KeyType::string, "\"\"",
         "Campaign name (required). The campaign id is derived from it: keep it unchanged to resume."},
-       {}, k_none, false, k_none, KORCH_FIELD(C, name)},
+       k_none, false, k_none, KORCH_FIELD(C, name)},
       {{"db_path", "KORCH_DB_PATH", KeyType::path, "\"korch.db\"",
         "SQLite database that records every step of every episode."},
-       {}, k_none, false, k_none, KORCH_FIELD(C, db_path)},
+       k_none, false, k_none, KORCH_FIELD(C, db_path)},
       {{"context", "KORCH_CONTEXT", KeyType::string, "\"\"",
         "Optional campaign context, sent before the task prompt in the first user message."},
-       {}, k_none, false, k_none, KORCH_FIELD(C, context)},
+       k_none, false, k_none, KORCH_FIELD(C, context)},
       {{"tasks.kernelbench_dir", "KORCH_TASKS_KERNELBENCH_DIR", KeyType::path, "\"\"",
         "Task source (required): a KernelBench/ folder with level1..level4, or any folder of task files."},
-       {}, k_none, false, k_none, KORCH_FIELD(C, tasks.kernelbench_dir)},
+       k_none, false, k_none, KORCH_FIELD(C, tasks.kernelbench_dir)},
       {{"tasks.levels", "KORCH_TASKS_LEVELS", KeyType::integer_list, "[1]",
         "KernelBench levels to run; ignored for a folder without level subfolders."},
-       {}, 1, false, k_none, KORCH_FIELD(C, tasks.levels)},
+       1, false, k_none, KORCH_FIELD(C, tasks.levels)},
       {{"tasks.ids", "KORCH_TASKS_IDS", KeyType::string, "\"\"",
         "Task numbers to run within each level, e.g. \"1-10,15\"; empty runs all."},
-       {}, k_none, false, k_none, KORCH_FIELD(C, tasks.ids)},
+       k_none, false, k_none, KORCH_FIELD(C, tasks.ids)},
       {{"samples_per_task", "KORCH_SAMPLES_PER_TASK", KeyType::integer, "1",
         "Independent episodes per (task, model); sample indices are 0-based."},
-       {}, 1, false, k_none, KORCH_FIELD(C, samples_per_task)},
+       1, false, k_none, KORCH_FIELD(C, samples_per_task)},
       {{"max_turns", "KORCH_MAX_TURNS", KeyType::integer, "5",
         "Model replies per episode; the last one is submitted."},
-       {}, 1, false, k_none, KORCH_FIELD(C, max_turns)},
+       1, false, k_none, KORCH_FIELD(C, max_turns)},
       {{"episode_wall_clock_s", "KORCH_EPISODE_WALL_CLOCK_S", KeyType::number, "2400",
         "Wall-clock budget of one episode in seconds."},
-       {}, 0, true, k_none, KORCH_FIELD(C, episode_wall_clock_s)},
+       0, true, k_none, KORCH_FIELD(C, episode_wall_clock_s)},
       {{"episode_token_budget", "KORCH_EPISODE_TOKEN_BUDGET", KeyType::integer, "0",
         "Token budget of one episode (prompt + completion); 0 = unlimited."},
-       {}, 0, false, k_none, KORCH_FIELD(C, episode_token_budget)},
+       0, false, k_none, KORCH_FIELD(C, episode_token_budget)},
       {{"spend_cap_usd", "KORCH_SPEND_CAP_USD", KeyType::number, "0",
         "Campaign spend cap in USD (from the model price tables); 0 = unlimited."},
-       {}, 0, false, k_none, KORCH_FIELD(C, spend_cap_usd)},
+       0, false, k_none, KORCH_FIELD(C, spend_cap_usd)},
       {{"max_inflight_episodes", "KORCH_MAX_INFLIGHT_EPISODES", KeyType::integer, "1000",
         "Episodes running concurrently."},
-       {}, 1, false, k_none, KORCH_FIELD(C, max_inflight_episodes)},
+       1, false, k_none, KORCH_FIELD(C, max_inflight_episodes)},
       {{"resume", "KORCH_RESUME", KeyType::string, "\"exact\"",
         "How an interrupted episode continues: \"exact\" (rebuild the conversation) or \"compact\" (summary)."},
-       {"exact", "compact"}, k_none, false, k_none, KORCH_FIELD(C, resume)},
+       k_none, false, k_none, KORCH_FIELD(C, resume)},
       {{"synchronous", "KORCH_SYNCHRONOUS", KeyType::string, "\"FULL\"",
         "SQLite PRAGMA synchronous: \"OFF\", \"NORMAL\", \"FULL\" or \"EXTRA\"."},
-       {"OFF", "NORMAL", "FULL", "EXTRA"}, k_none, false, k_none, KORCH_FIELD(C, synchronous)},
+       k_none, false, k_none, KORCH_FIELD(C, synchronous)},
       {{"log_level", "KORCH_LOG_LEVEL", KeyType::string, "\"info\"",
         "Log level: trace, debug, info, warn, error, critical or off."},
-       {"trace", "debug", "info", "warn", "error", "critical", "off"}, k_none, false, k_none,
+       k_none, false, k_none,
        KORCH_FIELD(C, log_level)},
       {{"evaluator.mode", "KORCH_EVALUATOR_MODE", KeyType::string, "\"mock\"",
         "\"gpu\" (real), \"cpu\" (real pipeline on the CPU) or \"mock\" (real rules, fake timings)."},
-       {"mock", "cpu", "gpu"}, k_none, false, k_none, KORCH_FIELD(C, evaluator.mode)},
+       k_none, false, k_none, KORCH_FIELD(C, evaluator.mode)},
       {{"evaluator.tolerance", "KORCH_EVALUATOR_TOLERANCE", KeyType::string, "\"strict\"",
-        "\"strict\" (atol=rtol=1e-4, TF32 off) or \"tf32\" (1e-2, TF32 allowed)."},
-       {"strict", "tf32"}, k_none, false, k_none, KORCH_FIELD(C, evaluator.tolerance)},
+        tolerance_doc()},
+       k_none, false, k_none, KORCH_FIELD(C, evaluator.tolerance)},
       {{"evaluator.reward", "KORCH_EVALUATOR_REWARD", KeyType::string, "\"speedup\"",
         "Reward: \"speedup\", \"roofline\" or \"beat_baseline\"."},
-       {"speedup", "roofline", "beat_baseline"}, k_none, false, k_none, KORCH_FIELD(C, evaluator.reward)},
+       k_none, false, k_none, KORCH_FIELD(C, evaluator.reward)},
       {{"evaluator.torch_ops", "KORCH_EVALUATOR_TORCH_OPS", KeyType::string, "\"allow\"",
         "\"allow\" torch operations in forward for parts not replaced, or \"forbid\" them."},
-       {"allow", "forbid"}, k_none, false, k_none, KORCH_FIELD(C, evaluator.torch_ops)},
+       k_none, false, k_none, KORCH_FIELD(C, evaluator.torch_ops)},
       {{"evaluator.workers", "KORCH_EVALUATOR_WORKERS", KeyType::integer, "2",
         "Concurrent evaluations (compile pool size)."},
-       {}, 1, false, k_none, KORCH_FIELD(C, evaluator.workers)},
+       1, false, k_none, KORCH_FIELD(C, evaluator.workers)},
       {{"evaluator.timeout_s", "KORCH_EVALUATOR_TIMEOUT_S", KeyType::number, "300",
         "Wall-clock limit of one evaluation in seconds."},
-       {}, 0, true, k_none, KORCH_FIELD(C, evaluator.timeout_s)},
+       0, true, k_none, KORCH_FIELD(C, evaluator.timeout_s)},
       {{"evaluator.memory_budget_mb", "KORCH_EVALUATOR_MEMORY_BUDGET_MB", KeyType::integer, "4096",
         "Per-task memory budget in MiB; larger tasks get the task_too_large verdict."},
-       {}, 1, false, k_none, KORCH_FIELD(C, evaluator.memory_budget_mb)},
+       1, false, k_none, KORCH_FIELD(C, evaluator.memory_budget_mb)},
       {{"evaluator.cache_dir", "KORCH_EVALUATOR_CACHE_DIR", KeyType::path, "\"\"",
         "Compile cache folder; empty = <folder of db_path>/korch-cache."},
-       {}, k_none, false, k_none, KORCH_FIELD(C, evaluator.cache_dir)},
+       k_none, false, k_none, KORCH_FIELD(C, evaluator.cache_dir)},
       {{"evaluator.mock_latency_s", "KORCH_EVALUATOR_MOCK_LATENCY_S", KeyType::number, "0",
         "Mock mode only: simulated time of one evaluation in seconds."},
-       {}, 0, false, k_none, KORCH_FIELD(C, evaluator.mock_latency_s)},
+       0, false, k_none, KORCH_FIELD(C, evaluator.mock_latency_s)},
   };
   return k_specs;
 }
@@ -217,60 +254,57 @@ const std::vector<Spec<M>>& model_specs() {
   static const std::vector<Spec<M>> k_specs = {
       {{"id", "", KeyType::string, "\"\"",
         "korch's name for the model (required, unique; letters, digits, '.', '_', '-')."},
-       {}, k_none, false, k_none, KORCH_FIELD(M, id)},
+       k_none, false, k_none, KORCH_FIELD(M, id)},
       {{"base_url", "", KeyType::string, "\"\"",
         "OpenAI-compatible endpoint (required), e.g. \"http://127.0.0.1:8000/v1\"."},
-       {}, k_none, false, k_none, KORCH_FIELD(M, base_url)},
+       k_none, false, k_none, KORCH_FIELD(M, base_url)},
       {{"model", "", KeyType::string, "\"\"", "Model name sent in the request (required)."},
-       {}, k_none, false, k_none, KORCH_FIELD(M, model)},
+       k_none, false, k_none, KORCH_FIELD(M, model)},
       {{"api_key_env", "", KeyType::string, "\"\"",
         "Name of the environment variable holding the API key (never the key); empty = no key."},
-       {}, k_none, false, k_none, KORCH_FIELD(M, api_key_env)},
+       k_none, false, k_none, KORCH_FIELD(M, api_key_env)},
       {{"temperature", "", KeyType::number, "0", "Sampling temperature."},
-       {}, 0, false, k_none, KORCH_FIELD(M, temperature)},
+       0, false, k_none, KORCH_FIELD(M, temperature)},
       {{"top_p", "", KeyType::number, "1", "Nucleus sampling probability, in (0, 1]."},
-       {}, 0, true, 1, KORCH_FIELD(M, top_p)},
+       0, true, 1, KORCH_FIELD(M, top_p)},
       {{"max_tokens", "", KeyType::integer, "8192", "Completion token limit per reply."},
-       {}, 1, false, k_none, KORCH_FIELD(M, max_tokens)},
+       1, false, k_none, KORCH_FIELD(M, max_tokens)},
       {{"concurrency", "", KeyType::integer, "64", "Most requests in flight to this model."},
-       {}, 1, false, k_none, KORCH_FIELD(M, concurrency)},
+       1, false, k_none, KORCH_FIELD(M, concurrency)},
       {{"stream", "", KeyType::boolean, "false", "Use SSE streaming."},
-       {}, k_none, false, k_none, KORCH_FIELD(M, stream)},
+       k_none, false, k_none, KORCH_FIELD(M, stream)},
       {{"max_attempts", "", KeyType::integer, "6", "HTTP attempts per call, the first included."},
-       {}, 1, false, k_none, KORCH_FIELD(M, max_attempts)},
+       1, false, k_none, KORCH_FIELD(M, max_attempts)},
       {{"retry_cap_s", "", KeyType::number, "60",
         "Longest single backoff or Retry-After honoured, in seconds."},
-       {}, 0, false, k_none, KORCH_FIELD(M, retry_cap_s)},
+       0, false, k_none, KORCH_FIELD(M, retry_cap_s)},
       {{"connect_timeout_s", "", KeyType::number, "10", "Connection timeout in seconds."},
-       {}, 0, true, k_none, KORCH_FIELD(M, connect_timeout_s)},
+       0, true, k_none, KORCH_FIELD(M, connect_timeout_s)},
       {{"first_byte_timeout_s", "", KeyType::number, "300",
         "Time to the first response byte, in seconds."},
-       {}, 0, true, k_none, KORCH_FIELD(M, first_byte_timeout_s)},
+       0, true, k_none, KORCH_FIELD(M, first_byte_timeout_s)},
       {{"total_timeout_s", "", KeyType::number, "900", "Whole-request timeout in seconds."},
-       {}, 0, true, k_none, KORCH_FIELD(M, total_timeout_s)},
+       0, true, k_none, KORCH_FIELD(M, total_timeout_s)},
       {{"stall_timeout_s", "", KeyType::number, "120",
         "Streaming: abort when no bytes arrive for this many seconds."},
-       {}, 0, true, k_none, KORCH_FIELD(M, stall_timeout_s)},
+       0, true, k_none, KORCH_FIELD(M, stall_timeout_s)},
       {{"price_prompt_per_mtok", "", KeyType::number, "0", "USD per million prompt tokens."},
-       {}, 0, false, k_none, KORCH_FIELD(M, price_prompt_per_mtok)},
+       0, false, k_none, KORCH_FIELD(M, price_prompt_per_mtok)},
       {{"price_completion_per_mtok", "", KeyType::number, "0", "USD per million completion tokens."},
-       {}, 0, false, k_none, KORCH_FIELD(M, price_completion_per_mtok)},
+       0, false, k_none, KORCH_FIELD(M, price_completion_per_mtok)},
       {{"price_cached_per_mtok", "", KeyType::number, "0", "USD per million cached prompt tokens."},
-       {}, 0, false, k_none, KORCH_FIELD(M, price_cached_per_mtok)},
+       0, false, k_none, KORCH_FIELD(M, price_cached_per_mtok)},
       {{"context_window", "", KeyType::integer, "0", "Context window in tokens; 0 = unknown."},
-       {}, 0, false, k_none, KORCH_FIELD(M, context_window)},
+       0, false, k_none, KORCH_FIELD(M, context_window)},
   };
   return k_specs;
 }
 
 #undef KORCH_FIELD
 
-constexpr std::string_view k_event_kinds[] = {"compaction", "crash", "model_swap"};
-
 const std::vector<KeyInfo>& event_infos() {
   static const std::vector<KeyInfo> k_infos = {
-      {"kind", "", KeyType::string, "\"compaction\"",
-       "\"compaction\", \"crash\" or \"model_swap\" (required)."},
+      {"kind", "", KeyType::string, "\"compaction\"", kind_doc()},
       {"turn", "", KeyType::integer, "0",
        "The event applies before this turn (1-based, <= max_turns) is generated (required)."},
       {"model", "", KeyType::string, "\"\"",
@@ -444,15 +478,6 @@ std::optional<Value> node_value(KeyType t, const toml::node& node) {
 // Checks choices and bounds; returns the error text (without location).
 template <typename Struct>
 std::optional<std::string> check_rules(const Spec<Struct>& spec, std::string_view label, const Value& v) {
-  if (!spec.choices.empty()) {
-    const auto& s = std::get<std::string>(v);
-    if (std::find(spec.choices.begin(), spec.choices.end(), s) == spec.choices.end()) {
-      std::string list;
-      for (std::size_t i = 0; i < spec.choices.size(); ++i)
-        list += (i ? (i + 1 == spec.choices.size() ? " or " : ", ") : "") + toml_quote(spec.choices[i]);
-      return fmt::format("'{}' must be {} (got {})", label, list, toml_quote(s));
-    }
-  }
   auto check_one = [&](double x, const std::string& shown) -> std::optional<std::string> {
     if (spec.min) {
       if (spec.min_exclusive && !(x > *spec.min))
@@ -484,17 +509,8 @@ bool valid_env_name(std::string_view name) {
                      [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
-std::string_view kind_name(LifecycleKind k) {
-  switch (k) {
-    case LifecycleKind::compaction: return "compaction";
-    case LifecycleKind::crash: return "crash";
-    case LifecycleKind::model_swap: return "model_swap";
-  }
-  return "compaction";
-}
-
 std::string render_event(const LifecycleEvent& e) {
-  std::string out = fmt::format("{{ kind = \"{}\", turn = {}", kind_name(e.kind), e.turn);
+  std::string out = fmt::format("{{ kind = \"{}\", turn = {}", to_string(e.kind), e.turn);
   if (!e.model.empty()) out += ", model = " + toml_quote(e.model);
   if (!e.samples.empty()) out += ", samples = " + render_int_list(e.samples);
   return out + " }";
@@ -507,9 +523,15 @@ std::string render_event(const LifecycleEvent& e) {
 
 using Locator = std::function<std::string(const std::string& key)>;
 
-Result<void> validate_with(const CampaignConfig& cfg, const Locator& where, std::vector<std::string>* warnings) {
+// `unknown_names`: vocabulary keys whose winning value named no choice (key ->
+// "'key' must be ..."), reported here, in key order, like any other rule.
+using UnknownNames = std::map<std::string, std::string>;
+
+Result<void> validate_with(const CampaignConfig& cfg, const Locator& where, std::vector<std::string>* warnings,
+                           const UnknownNames& unknown_names = {}) {
   for (const auto& spec : campaign_specs()) {
     std::string key(spec.info.name);
+    if (auto it = unknown_names.find(key); it != unknown_names.end()) return fail(where(key) + it->second);
     if (auto e = check_rules(spec, key, spec.get(cfg))) return fail(where(key) + *e);
   }
   if (cfg.name.empty())
@@ -518,7 +540,7 @@ Result<void> validate_with(const CampaignConfig& cfg, const Locator& where, std:
     return fail(where("tasks.kernelbench_dir") +
                 "'tasks.kernelbench_dir' is required: set it under [tasks] or with KORCH_TASKS_KERNELBENCH_DIR");
   if (cfg.tasks.levels.empty()) return fail(where("tasks.levels") + "'tasks.levels' must not be empty");
-  if (cfg.evaluator.reward == "roofline" && cfg.evaluator.mode == "cpu")
+  if (cfg.evaluator.reward == Reward::roofline && cfg.evaluator.mode == EvalMode::cpu)
     return fail(where("evaluator.reward") +
                 "'evaluator.reward = \"roofline\"' needs the GPU's datasheet peaks: use it with "
                 "evaluator.mode = \"gpu\" (or \"mock\"); the cpu mode cannot compute t_min");
@@ -578,7 +600,7 @@ Result<void> validate_with(const CampaignConfig& cfg, const Locator& where, std:
     } else if (!e.model.empty()) {
       return fail(where(at + ".model") +
                   fmt::format("'{}.model' only applies to model_swap events (this one is '{}')", at,
-                              kind_name(e.kind)));
+                              to_string(e.kind)));
     }
     for (int s : e.samples)
       if (s < 0 || s >= cfg.samples_per_task)
@@ -608,7 +630,8 @@ class Loader {
   Result<void> apply_env(const std::map<std::string, std::string>& env, std::vector<std::string>& warnings);
   Result<void> apply_flags(const std::vector<std::string>& overrides);
   Result<void> validate(std::vector<std::string>& warnings) const {
-    return validate_with(m_cfg, [this](const std::string& key) { return where(key); }, &warnings);
+    return validate_with(m_cfg, [this](const std::string& key) { return where(key); }, &warnings,
+                         m_unknown_names);
   }
   LoadedConfig finish(std::vector<std::string> warnings) const;
 
@@ -649,6 +672,23 @@ class Loader {
   fs::path m_dir;
   CampaignConfig m_cfg;
   std::map<std::string, Origin> m_origins;
+  // A vocabulary value that names no choice is reported by validate() with
+  // the origin of the value that won, so a later layer (env, flag) can
+  // still replace it, as for every other value rule.
+  UnknownNames m_unknown_names;
+
+  // Sets campaign key `spec` to `v`. Returns the error text of a value that
+  // does not fit its field; an unknown vocabulary name is kept for validate().
+  std::optional<std::string> set_campaign(const Spec<C>& spec, const Value& v) {
+    std::string key(spec.info.name);
+    auto e = spec.set(m_cfg, v);
+    if (e && spec.info.type == KeyType::string) {
+      m_unknown_names[key] = fmt::format("'{}' {}", key, *e);
+      return std::nullopt;
+    }
+    if (!e) m_unknown_names.erase(key);
+    return e;
+  }
 };
 
 std::vector<std::string> campaign_candidates() {
@@ -662,7 +702,7 @@ Result<void> Loader::set_campaign_from_node(const Spec<C>& spec, const toml::nod
   auto v = node_value(spec.info.type, node);
   if (!v) return fail(file_where(node) + fmt::format("'{}' must be {}", key, type_phrase(spec.info.type)));
   if (spec.info.type == KeyType::path) v = Value{resolve(std::get<std::string>(*v))};
-  if (auto e = spec.set(m_cfg, *v)) return fail(file_where(node) + fmt::format("'{}' {}", key, *e));
+  if (auto e = set_campaign(spec, *v)) return fail(file_where(node) + fmt::format("'{}' {}", key, *e));
   m_origins[key] = file_origin(node);
   return {};
 }
@@ -703,14 +743,7 @@ Result<void> Loader::load_event(std::size_t index, const toml::table& tbl) {
     if (!v) return fail(file_where(node) + fmt::format("'{}' must be {}", key, type_phrase(it->type)));
     m_origins[key] = file_origin(node);
     if (it->name == "kind") {
-      const auto& s = std::get<std::string>(*v);
-      if (s == "compaction") e.kind = LifecycleKind::compaction;
-      else if (s == "crash") e.kind = LifecycleKind::crash;
-      else if (s == "model_swap") e.kind = LifecycleKind::model_swap;
-      else
-        return fail(file_where(node) +
-                    fmt::format("'{}' must be \"compaction\", \"crash\" or \"model_swap\" (got {})", key,
-                                toml_quote(s)));
+      if (auto err = assign(e.kind, *v)) return fail(file_where(node) + fmt::format("'{}' {}", key, *err));
       has_kind = true;
     } else if (it->name == "turn") {
       auto x = std::get<std::int64_t>(*v);
@@ -776,7 +809,7 @@ Result<void> Loader::apply_env(const std::map<std::string, std::string>& env,
     if (!v)
       return fail(fmt::format("{}: '{}' must be {} (got {})", var, key, type_phrase(spec.info.type),
                               toml_quote(it->second)));
-    if (auto e = spec.set(m_cfg, *v)) return fail(fmt::format("{}: '{}' {}", var, key, *e));
+    if (auto e = set_campaign(spec, *v)) return fail(fmt::format("{}: '{}' {}", var, key, *e));
     m_origins[key] = {"env:" + var, var + ": "};
   }
   for (std::size_t i = 0; i < m_cfg.models.size(); ++i) {
@@ -849,7 +882,7 @@ Result<void> Loader::apply_flags(const std::vector<std::string>& overrides) {
     if (!v)
       return fail(where + fmt::format("'{}' must be {} (got {})", key, type_phrase(spec->info.type),
                                       toml_quote(text)));
-    if (auto e = spec->set(m_cfg, *v)) return fail(where + fmt::format("'{}' {}", key, *e));
+    if (auto e = set_campaign(*spec, *v)) return fail(where + fmt::format("'{}' {}", key, *e));
     m_origins[key] = {"flag", where};
   }
   return {};
@@ -880,6 +913,123 @@ LoadedConfig Loader::finish(std::vector<std::string> warnings) const {
     out.values.push_back({key, render_event(m_cfg.events[i]), label(key)});
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------
+// The JSON record of a resolved config (config_to_json / config_from_json).
+// Written from the key tables, so a key added to a table is recorded with no
+// further code; dotted names nest ("evaluator.mode" -> {"evaluator": {"mode"}}).
+
+nlohmann::ordered_json value_json(const Value& v) {
+  struct Visitor {
+    nlohmann::ordered_json operator()(const std::string& s) const { return s; }
+    nlohmann::ordered_json operator()(std::int64_t x) const { return x; }
+    nlohmann::ordered_json operator()(double x) const { return x; }
+    nlohmann::ordered_json operator()(bool x) const { return x; }
+    nlohmann::ordered_json operator()(const std::vector<int>& xs) const { return xs; }
+  };
+  return std::visit(Visitor{}, v);
+}
+
+// The JSON value `j` as a value of type `t`; nullopt on a type mismatch.
+std::optional<Value> json_value(KeyType t, const nlohmann::ordered_json& j) {
+  switch (t) {
+    case KeyType::string:
+    case KeyType::path:
+      if (j.is_string()) return Value{j.get<std::string>()};
+      return std::nullopt;
+    case KeyType::integer:
+      if (j.is_number_integer()) return Value{j.get<std::int64_t>()};
+      return std::nullopt;
+    case KeyType::number:
+      if (j.is_number()) return Value{j.get<double>()};
+      return std::nullopt;
+    case KeyType::boolean:
+      if (j.is_boolean()) return Value{j.get<bool>()};
+      return std::nullopt;
+    case KeyType::integer_list: {
+      if (!j.is_array()) return std::nullopt;
+      std::vector<int> xs;
+      for (const auto& el : j) {
+        if (!el.is_number_integer()) return std::nullopt;
+        xs.push_back(el.get<int>());
+      }
+      return Value{std::move(xs)};
+    }
+  }
+  return std::nullopt;
+}
+
+// The node at dotted `name` under `root`; nullptr when absent.
+const nlohmann::ordered_json* find_dotted(const nlohmann::ordered_json& root, std::string_view name) {
+  const nlohmann::ordered_json* node = &root;
+  while (true) {
+    auto dot = name.find('.');
+    auto part = std::string(name.substr(0, dot));
+    if (!node->is_object()) return nullptr;
+    auto it = node->find(part);
+    if (it == node->end()) return nullptr;
+    node = &*it;
+    if (dot == std::string_view::npos) return node;
+    name.remove_prefix(dot + 1);
+  }
+}
+
+nlohmann::ordered_json& make_dotted(nlohmann::ordered_json& root, std::string_view name) {
+  nlohmann::ordered_json* node = &root;
+  while (true) {
+    auto dot = name.find('.');
+    node = &(*node)[std::string(name.substr(0, dot))];
+    if (dot == std::string_view::npos) return *node;
+    name.remove_prefix(dot + 1);
+  }
+}
+
+template <typename Struct>
+nlohmann::ordered_json specs_to_json(const std::vector<Spec<Struct>>& specs, const Struct& s) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& spec : specs) make_dotted(j, spec.info.name) = value_json(spec.get(s));
+  return j;
+}
+
+// Sets every key of `specs` present in `j`; a missing key keeps its default.
+template <typename Struct>
+Result<void> specs_from_json(const std::vector<Spec<Struct>>& specs, const nlohmann::ordered_json& j,
+                             std::string_view at, Struct& s) {
+  for (const auto& spec : specs) {
+    const auto* node = find_dotted(j, spec.info.name);
+    if (!node) continue;
+    auto label = fmt::format("{}{}", at, spec.info.name);
+    auto v = json_value(spec.info.type, *node);
+    if (!v) return fail(fmt::format("'{}' must be {}", label, type_phrase(spec.info.type)));
+    if (auto e = spec.set(s, *v)) return fail(fmt::format("'{}' {}", label, *e));
+  }
+  return {};
+}
+
+nlohmann::ordered_json event_to_json(const LifecycleEvent& e) {
+  return {{"kind", to_string(e.kind)}, {"turn", e.turn}, {"model", e.model}, {"samples", e.samples}};
+}
+
+Result<LifecycleEvent> event_from_json(const nlohmann::ordered_json& j, const std::string& at) {
+  LifecycleEvent e;
+  for (const auto& info : event_infos()) {
+    auto it = j.find(std::string(info.name));
+    if (it == j.end()) continue;
+    auto key = fmt::format("{}.{}", at, info.name);
+    auto v = json_value(info.type, *it);
+    if (!v) return fail(fmt::format("'{}' must be {}", key, type_phrase(info.type)));
+    if (info.name == "kind") {
+      if (auto err = assign(e.kind, *v)) return fail(fmt::format("'{}' {}", key, *err));
+    } else if (info.name == "turn") {
+      if (auto err = assign(e.turn, *v)) return fail(fmt::format("'{}' {}", key, *err));
+    } else if (info.name == "model") {
+      e.model = std::get<std::string>(*v);
+    } else {
+      e.samples = std::get<std::vector<int>>(*v);
+    }
+  }
+  return e;
 }
 
 template <typename Struct>
@@ -941,6 +1091,38 @@ Result<LoadedConfig> load_campaign(const std::string& path, const std::map<std::
   if (auto r = loader.apply_flags(overrides); !r) return std::unexpected(r.error());
   if (auto r = loader.validate(warnings); !r) return std::unexpected(r.error());
   return loader.finish(std::move(warnings));
+}
+
+std::string config_to_json(const CampaignConfig& cfg) {
+  auto j = specs_to_json(campaign_specs(), cfg);
+  auto& models = j["models"] = nlohmann::ordered_json::array();
+  for (const auto& m : cfg.models) models.push_back(specs_to_json(model_specs(), m));
+  auto& events = j["events"] = nlohmann::ordered_json::array();
+  for (const auto& e : cfg.events) events.push_back(event_to_json(e));
+  return j.dump();
+}
+
+Result<CampaignConfig> config_from_json(std::string_view json) {
+  auto j = nlohmann::ordered_json::parse(json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return fail("config JSON: not a JSON object");
+  CampaignConfig cfg;
+  if (auto r = specs_from_json(campaign_specs(), j, "", cfg); !r) return std::unexpected(r.error());
+  if (auto it = j.find("models"); it != j.end() && it->is_array()) {
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      ModelConfig m;
+      auto r = specs_from_json(model_specs(), (*it)[i], fmt::format("models[{}].", i), m);
+      if (!r) return std::unexpected(r.error());
+      cfg.models.push_back(std::move(m));
+    }
+  }
+  if (auto it = j.find("events"); it != j.end() && it->is_array()) {
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      auto e = event_from_json((*it)[i], fmt::format("events[{}]", i));
+      if (!e) return std::unexpected(e.error());
+      cfg.events.push_back(std::move(*e));
+    }
+  }
+  return cfg;
 }
 
 Result<void> validate(const CampaignConfig& cfg) {

@@ -95,6 +95,18 @@ Result<LoadedConfig> load_campaign(const std::string& path,
 // config built in code. Messages name the key but no file position.
 Result<void> validate(const CampaignConfig& cfg);
 
+// The whole resolved config as one JSON object, written from the key tables
+// (campaign keys nested by their dotted names, then "models" with every model
+// key and "events"), so a stored campaign says exactly what ran. Holds no
+// secret: a model names the variable of its API key (api_key_env), never the
+// key. Stored as the campaign's config_json.
+std::string config_to_json(const CampaignConfig& cfg);
+
+// Reads config_to_json()'s output back; a key that is absent keeps its
+// default. Fails on a wrong type or an unknown vocabulary name (no other
+// validation: see validate()).
+Result<CampaignConfig> config_from_json(std::string_view json);
+
 // `korch config show`: one line per value, "key = value   # origin", aligned.
 // Models print their api_key_env (a variable name), never a key.
 std::string describe(const LoadedConfig& loaded);

@@ -307,7 +307,7 @@ nlohmann::json Daemon::describe(Campaign& c) {
           {"phase", c.phase},
           {"message", c.message},
           {"submitted_at", c.submitted_at},
-          {"evaluator", c.cfg.evaluator.mode},
+          {"evaluator", std::string(config::to_string(c.cfg.evaluator.mode))},
           {"progress", progress_json(c.progress)}};
 }
 
@@ -552,13 +552,14 @@ Reply Daemon::evaluate(const nlohmann::json& req) {
   if (!req.contains("code") || !req["code"].is_string()) return Reply::error(400, "'code' (a string) is required");
   if (!req.contains("task")) return Reply::error(400, "'task' is required");
   auto mode = req.value("mode", std::string("check"));
-  if (mode != "check" && mode != "submit") return Reply::error(400, "'mode' must be check or submit");
+  const auto eval_mode = evaluator::mode_from_string(mode);
+  if (!eval_mode) return Reply::error(400, "'mode' must be check or submit");
   auto task = resolve_task(req["task"]);
   if (!task) return Reply::error(400, task.error().message);
   evaluator::Request r;
   auto code = req["code"].get<std::string>();
   r.request_id = fmt::format("api|{}|{}|{}", mode, task->id, ids::code_digest(code));
-  r.mode = mode == "submit" ? evaluator::Mode::submit : evaluator::Mode::check;
+  r.mode = *eval_mode;
   r.task = *task;
   r.code = code;
   r.secret_seed = ids::stable_hash64(r.request_id);

@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "agent/campaign.hpp"
+#include "agent/campaign_runner.hpp"
 #include "config/campaign.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/serve_config.hpp"

@@ -133,7 +133,7 @@ class MetricsEvaluator final : public evaluator::Evaluator {
   MetricsEvaluator(std::unique_ptr<evaluator::Evaluator> inner, Metrics::Impl& m) : m_inner(std::move(inner)), m(m) {}
   void evaluate(evaluator::Request request, evaluator::Callback done) override {
     m.eval_started();
-    auto mode = m_inner->mode();
+    const std::string mode(config::to_string(m_inner->mode()));
     m_inner->evaluate(std::move(request), [this, mode, done = std::move(done)](evaluator::Report r) {
       if (!r.interrupted) {
         m.evaluations.Add({{"mode", mode}, {"verdict", evaluator::to_string(r.status)}}).Increment();
@@ -144,7 +144,7 @@ class MetricsEvaluator final : public evaluator::Evaluator {
     });
   }
   std::string version() const override { return m_inner->version(); }
-  std::string mode() const override { return m_inner->mode(); }
+  config::EvalMode mode() const override { return m_inner->mode(); }
   std::string device_description() const override { return m_inner->device_description(); }
   void shutdown() override { m_inner->shutdown(); }
 

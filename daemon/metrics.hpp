@@ -8,7 +8,7 @@
 #include <mutex>
 #include <string>
 
-#include "agent/campaign.hpp"
+#include "agent/campaign_runner.hpp"
 #include "evaluator/evaluator.hpp"
 #include "llm_clients/client.hpp"
 

@@ -89,7 +89,7 @@ struct EnvServer::Impl {
     store::CampaignRow c;
     c.id = campaign_id;
     c.name = daemon.config().env_name;
-    c.config_json = json{{"openenv", true}, {"max_turns", max_turns}, {"evaluator", daemon.evaluator().mode()}}.dump();
+    c.config_json = json{{"openenv", true}, {"max_turns", max_turns}, {"evaluator", std::string(config::to_string(daemon.evaluator().mode()))}}.dump();
     c.secret_seed = ids::stable_hash64("openenv|" + c.name);
     c.created_at = now_unix();
     b.put(c);

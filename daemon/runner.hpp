@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "agent/campaign.hpp"
+#include "agent/campaign_runner.hpp"
 #include "config/campaign.hpp"
 #include "evaluator/evaluator.hpp"
 #include "llm_clients/client.hpp"

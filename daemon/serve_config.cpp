@@ -6,7 +6,9 @@
 #include <fstream>
 #include <functional>
 #include <toml++/toml.h>
+#include <type_traits>
 
+#include "config/vocabulary.hpp"
 #include "util/fs.hpp"
 
 namespace korch::daemon {
@@ -47,6 +49,15 @@ Result<void> to_double(const std::string& v, double& out) {
       return {};                                                                                        \
     }                                                                                                   \
   }
+#define KENUM(name, field, doc)                                                                         \
+  Setter {                                                                                              \
+    {name, "", doc}, [](ServeConfig& c, const std::string& v) -> Result<void> {                       \
+      auto e = config::from_string<std::remove_cvref_t<decltype(c.field)>>(v);                       \
+      if (!e) return fail(ErrorKind::invalid, "unknown value '" + v + "'");                           \
+      c.field = *e;                                                                                     \
+      return {};                                                                                        \
+    }                                                                                                   \
+  }
 #define KINT(name, field, doc)                                                                          \
   Setter {                                                                                              \
     {name, "", doc}, [](ServeConfig& c, const std::string& v) -> Result<void> { return to_int(v, c.field); } \
@@ -81,10 +92,10 @@ const std::vector<Setter>& setters() {
         KSTR("env.tasks_dir", env_tasks_dir, "KernelBench folder for reset task ids like \"1/19\"."),
         KINT("env.max_turns", env_max_turns, "Steps per environment episode."),
         KSTR("env.campaign", env_name, "Campaign name under which environment episodes are stored."),
-        KSTR("evaluator.mode", evaluator.mode, "mock, cpu or gpu: one-off evaluations and environment steps."),
-        KSTR("evaluator.tolerance", evaluator.tolerance, "strict or tf32."),
-        KSTR("evaluator.reward", evaluator.reward, "speedup, roofline or beat_baseline."),
-        KSTR("evaluator.torch_ops", evaluator.torch_ops, "allow or forbid."),
+        KENUM("evaluator.mode", evaluator.mode, "mock, cpu or gpu: one-off evaluations and environment steps."),
+        KENUM("evaluator.tolerance", evaluator.tolerance, "strict or tf32."),
+        KENUM("evaluator.reward", evaluator.reward, "speedup, roofline or beat_baseline."),
+        KENUM("evaluator.torch_ops", evaluator.torch_ops, "allow or forbid."),
         KINT("evaluator.workers", evaluator.workers, "Concurrent evaluations."),
         KNUM("evaluator.timeout_s", evaluator.timeout_s, "Wall clock per evaluation."),
         KINT("evaluator.memory_budget_mb", evaluator.memory_budget_mb, "Memory per evaluation."),

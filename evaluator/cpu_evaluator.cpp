@@ -120,7 +120,7 @@ class CpuEvaluator final : public Evaluator {
                bool daemon_nondumpable, json gpu)
       : m_cfg(std::move(cfg)), m_cache(std::move(cache_dir)), m_zygote(std::move(z)),
         m_daemon_nondumpable(daemon_nondumpable), m_gpu(std::move(gpu)),
-        m_gpu_mode(m_cfg.mode == "gpu") {
+        m_gpu_mode(m_cfg.mode == config::EvalMode::gpu) {
     json v = json::parse(m_zygote->versions_json(), nullptr, false);
     if (!v.is_discarded()) m_versions = v;
     if (m_gpu_mode) m_peaks = roofline::find_gpu(m_gpu.value("name", ""));
@@ -146,7 +146,7 @@ class CpuEvaluator final : public Evaluator {
   }
 
   std::string version() const override { return k_version; }
-  std::string mode() const override { return m_gpu_mode ? "gpu" : "cpu"; }
+  config::EvalMode mode() const override { return m_gpu_mode ? config::EvalMode::gpu : config::EvalMode::cpu; }
 
   std::string device_description() const override {
     if (m_gpu_mode) {
@@ -241,8 +241,13 @@ class CpuEvaluator final : public Evaluator {
 
   json common_job(const Request& req) const {
     json j;
-    j["tolerance"] = m_cfg.tolerance;
-    j["torch_ops"] = m_cfg.torch_ops;
+    j["tolerance"] = to_string(m_cfg.tolerance);
+    const auto tol = config::tolerance_profile(m_cfg.tolerance);  // the worker holds no copy
+    j["atol"] = tol.atol;
+    j["rtol"] = tol.rtol;
+    j["low_precision_tol"] = tol.low_precision_tol;
+    j["allow_tf32"] = tol.allow_tf32;
+    j["torch_ops"] = to_string(m_cfg.torch_ops);
     j["memory_budget_mb"] = budget_mb();
     j["device"] = m_gpu_mode ? "cuda" : "cpu";
     if (m_gpu_mode) {
@@ -317,7 +322,7 @@ class CpuEvaluator final : public Evaluator {
     const std::string device = m_gpu_mode ? "cuda" : "cpu";
     if (!req.device.empty() && req.device != device) {
       r.status = Verdict::worker_crash;
-      r.error = "the " + mode() + " evaluator cannot evaluate on device '" + req.device + "'";
+      r.error = "the " + std::string(to_string(mode())) + " evaluator cannot evaluate on device '" + req.device + "'";
       finish(r, t0, evidence);
       return r;
     }
@@ -482,7 +487,7 @@ class CpuEvaluator final : public Evaluator {
     json job = common_job(req);
     if (m_gpu_mode && triton) job["runner_exec"] = true;
     if (job.value("runner_exec", false)) evidence["runner_may_exec"] = true;
-    job["mode"] = req.mode == Mode::check ? "check" : "submit";
+    job["mode"] = to_string(req.mode);
     job["code"] = req.code;
     job["task_source"] = req.task.source;
     job["task_name"] = req.task.name;
@@ -705,7 +710,7 @@ Result<std::unique_ptr<Evaluator>> make_cpu_evaluator(const config::EvaluatorCon
   auto z = Zygote::start(find_worker_path(), abs + "/run", fresh && std::string(fresh) == "1");
   if (!z) return std::unexpected(z.error());
   json gpu = json::object();
-  if (cfg.mode == "gpu") {
+  if (cfg.mode == config::EvalMode::gpu) {
     // The GPU's facts come from the device itself, in a sandboxed job.
     auto facts = query_gpu_facts(**z, abs + "/jobs");
     if (!facts) return fail("evaluator.mode = \"gpu\": " + facts.error().message);

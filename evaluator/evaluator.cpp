@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "evaluator/cpu_evaluator.hpp"
@@ -24,6 +26,11 @@ constexpr std::array<std::pair<Verdict, const char*>, 10> k_verdict_names = {{
     {Verdict::impossible_timing, "impossible_timing"},
     {Verdict::no_kernel, "no_kernel"},
     {Verdict::task_too_large, "task_too_large"},
+}};
+
+constexpr std::array<std::pair<Mode, const char*>, 2> k_mode_names = {{
+    {Mode::check, "check"},
+    {Mode::submit, "submit"},
 }};
 
 // Reward shape of DESIGN §5 stage 4.
@@ -51,6 +58,20 @@ const char* to_string(Verdict v) {
     if (verdict == v) return name;
   }
   return "worker_crash";
+}
+
+const char* to_string(Mode m) {
+  for (auto& [mode, name] : k_mode_names) {
+    if (mode == m) return name;
+  }
+  return "check";
+}
+
+std::optional<Mode> mode_from_string(std::string_view s) {
+  for (auto& [mode, name] : k_mode_names) {
+    if (s == name) return mode;
+  }
+  return std::nullopt;
 }
 
 std::optional<Verdict> verdict_from_string(std::string_view s) {
@@ -146,18 +167,26 @@ double reward_beat_baseline(bool correct, std::optional<double> ci_low) {
   return correct && ci_low && *ci_low > 1.0 ? 1.0 : 0.0;
 }
 
-double reward_for(std::string_view reward, const Report& r) {
-  if (reward == "beat_baseline") return reward_beat_baseline(r.correct, r.speedup_ci_low);
-  if (reward == "roofline" && r.t_min_ms && r.cand_time_ms)
-    return reward_roofline(r.correct, *r.t_min_ms / 1e3, *r.cand_time_ms / 1e3);
+double reward_for(config::Reward reward, const Report& r) {
+  switch (reward) {
+    case config::Reward::beat_baseline: return reward_beat_baseline(r.correct, r.speedup_ci_low);
+    case config::Reward::roofline:
+      if (r.t_min_ms && r.cand_time_ms)
+        return reward_roofline(r.correct, *r.t_min_ms / 1e3, *r.cand_time_ms / 1e3);
+      break;
+    case config::Reward::speedup: break;
+  }
   return reward_speedup(r.correct, r.speedup);
 }
 
 Result<std::unique_ptr<Evaluator>> make_evaluator(const config::EvaluatorConfig& cfg,
                                                   const std::string& cache_dir) {
-  if (cfg.mode == "mock") return make_mock_evaluator(cfg);
-  if (cfg.mode == "cpu" || cfg.mode == "gpu") return make_cpu_evaluator(cfg, cache_dir);
-  return fail("unknown evaluator.mode '" + cfg.mode + "' (expected mock, cpu or gpu)");
+  switch (cfg.mode) {
+    case config::EvalMode::mock: return make_mock_evaluator(cfg);
+    case config::EvalMode::cpu:
+    case config::EvalMode::gpu: return make_cpu_evaluator(cfg, cache_dir);
+  }
+  return fail(fmt::format("unknown evaluator.mode {}", static_cast<int>(cfg.mode)));
 }
 
 }  // namespace korch::evaluator

@@ -35,6 +35,11 @@ std::optional<Verdict> verdict_from_string(std::string_view s);
 
 enum class Mode { check, submit };
 
+// "check" | "submit": the request kind as the worker's job JSON and the
+// store's evaluation rows spell it.
+const char* to_string(Mode m);
+std::optional<Mode> mode_from_string(std::string_view s);
+
 struct Request {
   std::string request_id;        // "check|..." or "kernel|..." (util/ids.hpp)
   Mode mode = Mode::check;
@@ -96,8 +101,8 @@ class Evaluator {
   virtual void evaluate(Request request, Callback done) = 0;
   // Version string recorded on every report (changes when verdicts may).
   virtual std::string version() const = 0;
-  // "mock" | "cpu" | "gpu"
-  virtual std::string mode() const = 0;
+  // Which evaluator this is (mock, cpu or gpu).
+  virtual config::EvalMode mode() const = 0;
   // Facts for the system prompt: target device and software versions.
   virtual std::string device_description() const = 0;
   // Stops accepting work and waits for in-flight evaluations (killing
@@ -122,10 +127,9 @@ Result<std::unique_ptr<Evaluator>> make_evaluator(const config::EvaluatorConfig&
 double reward_speedup(bool correct, std::optional<double> speedup);
 double reward_roofline(bool correct, double t_min_s, double t_cand_s);
 double reward_beat_baseline(bool correct, std::optional<double> ci_low);
-// The campaign's reward option ("speedup" | "roofline" | "beat_baseline")
-// applied to a report: the one reward function every mode uses. `roofline`
+// The campaign's reward option applied to a report: the one reward function every mode uses. `roofline`
 // needs r.t_min_ms (gpu mode); without it the speedup reward is used and the
 // config validation refuses `roofline` where no mode can compute t_min.
-double reward_for(std::string_view reward, const Report& r);
+double reward_for(config::Reward reward, const Report& r);
 
 }  // namespace korch::evaluator

@@ -55,11 +55,7 @@ Report mock_report(const config::EvaluatorConfig& cfg, const Request& req) {
     r.speedup_ci_low = speedup * 0.95;
     r.speedup_ci_high = speedup * 1.05;
   }
-  if (cfg.reward == "beat_baseline") {
-    r.reward = reward_beat_baseline(r.correct, r.speedup_ci_low);
-  } else {
-    r.reward = reward_speedup(r.correct, r.speedup);
-  }
+  r.reward = reward_for(cfg.reward, r);
   r.wall_s = cfg.mock_latency_s;
   return r;
 }
@@ -101,7 +97,7 @@ class MockEvaluator final : public Evaluator {
   }
 
   std::string version() const override { return k_mock_version; }
-  std::string mode() const override { return "mock"; }
+  config::EvalMode mode() const override { return config::EvalMode::mock; }
   std::string device_description() const override {
     return "MOCK evaluator (no code is run; verdicts and timings are fake)";
   }

@@ -150,12 +150,10 @@ const char* to_string(Classification c) {
   return "unknown";
 }
 
-Result<Precision> precision_from(std::string_view dtype, std::string_view tolerance_profile) {
-  if (tolerance_profile != "strict" && tolerance_profile != "tf32") {
-    return fail("unknown tolerance profile '" + std::string(tolerance_profile) + "'");
-  }
+Result<Precision> precision_from(std::string_view dtype, config::Tolerance tolerance) {
   if (dtype == "float32" || dtype == "float64") {
-    return tolerance_profile == "strict" ? Precision::fp32_strict : Precision::fp32_tf32;
+    return config::tolerance_profile(tolerance).allow_tf32 ? Precision::fp32_tf32
+                                                           : Precision::fp32_strict;
   }
   if (dtype == "float16") {
     return Precision::fp16;

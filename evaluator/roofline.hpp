@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "config/vocabulary.hpp"
 #include "util/error.hpp"
 
 namespace korch::evaluator::roofline {
@@ -55,9 +56,9 @@ const char* to_string(Precision p);
 
 // Maps a dtype as korch_flops.py reports it ("float32", "float16",
 // "bfloat16"; "float64" is judged as fp32_strict, a safe over-estimate of the
-// peak) and a tolerance profile ("strict" | "tf32") to a Precision. Fails on
-// an unknown dtype or profile.
-Result<Precision> precision_from(std::string_view dtype, std::string_view tolerance_profile);
+// peak) and a tolerance profile to a Precision (fp32 data: fp32_tf32 where the
+// profile allows TF32). Fails on an unknown dtype.
+Result<Precision> precision_from(std::string_view dtype, config::Tolerance tolerance);
 
 // The work a task implies, as counted on the reference.
 struct WorkEstimate {

@@ -27,7 +27,7 @@ Result<std::unique_ptr<TaskValidator>> TaskValidator::start(const config::Evalua
   if (!z) return std::unexpected(z.error());
   v->m_zygote = std::move(*z);
   v->m_budget_mb = cfg.memory_budget_mb;
-  if (cfg.mode == "gpu") {
+  if (cfg.mode == config::EvalMode::gpu) {
     // The evaluator's own budget rule, so "over budget" means what it will do.
     auto facts = query_gpu_facts(*v->m_zygote, v->m_cache + "/jobs");
     if (!facts) return std::unexpected(facts.error());
@@ -45,7 +45,7 @@ Result<TaskValidation> TaskValidator::validate(const config::Task& task) {
   namespace fs = std::filesystem;
   using json = nlohmann::json;
   std::error_code ec;
-  const bool gpu = m_cfg.mode == "gpu";
+  const bool gpu = m_cfg.mode == config::EvalMode::gpu;
   const std::string dir = m_cache + "/jobs/validate-" + std::to_string(std::random_device{}());
   fs::create_directories(dir, ec);
   fs::permissions(dir, fs::perms::owner_all, ec);

@@ -28,7 +28,7 @@ struct TaskValidation {
 class Zygote;
 
 // Validates many tasks with one warm worker zygote (torch is imported once).
-// cfg.mode "gpu" runs each reference on the GPU. Not thread-safe.
+// cfg.mode gpu runs each reference on the GPU. Not thread-safe.
 class TaskValidator {
  public:
   static Result<std::unique_ptr<TaskValidator>> start(const config::EvaluatorConfig& cfg,

@@ -27,19 +27,15 @@ std::string trim_newline(std::string s) {
   return s;
 }
 
-std::string tolerance_text(const std::string& tolerance) {
-  if (tolerance == "tf32") return "atol = rtol = 1e-2 (TF32 allowed)";
-  return "atol = rtol = 1e-4 (fp32; TF32 off; fp16/bf16 tasks 1e-2)";
-}
-
-std::string score_text(const std::string& reward) {
-  if (reward == "roofline") {
-    return "0 unless correct; otherwise 0.3 + 2.7 * min(t_min / t_yours, 1), where t_min is the "
-           "roofline lower bound of the task on the target device.";
-  }
-  if (reward == "beat_baseline") {
-    return "1 if correct and the 95% interval of your speedup over the reference lies above 1, "
-           "else 0.";
+std::string score_text(config::Reward reward) {
+  switch (reward) {
+    case config::Reward::roofline:
+      return "0 unless correct; otherwise 0.3 + 2.7 * min(t_min / t_yours, 1), where t_min is the "
+             "roofline lower bound of the task on the target device.";
+    case config::Reward::beat_baseline:
+      return "1 if correct and the 95% interval of your speedup over the reference lies above 1, "
+             "else 0.";
+    case config::Reward::speedup: break;
   }
   return "0 unless correct; otherwise 0.3 + clamp(log2(speedup), -0.2, 3), where speedup is the "
          "reference's median time divided by yours.";
@@ -84,9 +80,9 @@ std::string system_prompt(const SystemFacts& facts) {
   if (rules.empty()) rules = "- (no static rules are enforced by this evaluator)\n";
   return trim_newline(fill(template_text("system"),
                            {{"device", facts.device},
-                            {"tolerance", tolerance_text(facts.tolerance)},
+                            {"tolerance", config::tolerance_summary(facts.tolerance)},
                             {"score", score_text(facts.reward)},
-                            {"torch_ops_note", facts.torch_ops == "forbid"
+                            {"torch_ops_note", facts.torch_ops == config::TorchOps::forbid
                                                    ? " (campaign policy: tensor arithmetic and "
                                                      "reductions in torch are forbidden at run time)"
                                                    : ""},

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/tasks.hpp"
+#include "config/vocabulary.hpp"
 #include "evaluator/evaluator.hpp"
 
 namespace korch::prompts {
@@ -15,9 +16,9 @@ namespace korch::prompts {
 // Facts stated by the system prompt.
 struct SystemFacts {
   std::string device;          // evaluator's device description
-  std::string tolerance;       // "strict" | "tf32"
-  std::string reward;          // "speedup" | "roofline" | "beat_baseline"
-  std::string torch_ops;       // "allow" | "forbid"
+  config::Tolerance tolerance = config::Tolerance::strict;
+  config::Reward reward = config::Reward::speedup;
+  config::TorchOps torch_ops = config::TorchOps::allow;
   int max_turns = 5;
   std::vector<evaluator::RuleDoc> rules;
 };

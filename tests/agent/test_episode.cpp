@@ -141,8 +141,8 @@ TEST_F(EpisodeTest, Rule1_WithoutContextTheTaskFollowsTheSystemPrompt) {
 TEST_F(EpisodeTest, Rule1_SystemPromptStatesRulesFormatAndTarget) {
   prompts::SystemFacts f;
   f.device = "NVIDIA H200 (torch 2.11)";
-  f.tolerance = "strict";
-  f.reward = "speedup";
+  f.tolerance = config::Tolerance::strict;
+  f.reward = config::Reward::speedup;
   f.max_turns = 5;
   f.rules = {{"no_try_except", "try/except is not allowed"}, {"allowed_imports", "only allowed imports"}};
   auto text = prompts::system_prompt(f);
@@ -580,7 +580,7 @@ TEST_F(EpisodeTest, Resume_CommittedReplyIsNotRequestedAgain) {
 }
 
 TEST_F(EpisodeTest, Resume_CompactModeContinuesFromTheSummary) {
-  m_spec->resume = "compact";
+  m_spec->resume = config::ResumeMode::compact;
   start_episode();
   reply(code_reply("x = 1", "CHECK"));
   evaluated(Verdict::ok);

@@ -15,36 +15,14 @@
 #include <vector>
 
 #include "config/tasks.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace korch::config {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh temporary folder per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "korch-config-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    m_path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(m_path, ec);
-  }
-  const fs::path& path() const { return m_path; }
-  // Writes `text` to `name` (creating folders) and returns its path.
-  std::string write(const std::string& name, const std::string& text) const {
-    auto p = m_path / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p.string();
-  }
-
- private:
-  fs::path m_path;
-};
+using korch::testing::TempDir;
 
 // The smallest valid campaign. Line numbers matter to the tests below:
 //   1 name, 2 [tasks], 3 kernelbench_dir, 4 [[models]], 5 id, 6 base_url, 7 model
@@ -186,7 +164,7 @@ TEST(Loader, DefaultsApplyWhenUnset) {
   EXPECT_EQ(c.samples_per_task, d.samples_per_task);
   EXPECT_EQ(c.tasks.levels, d.tasks.levels);
   EXPECT_EQ(c.evaluator.mode, d.evaluator.mode);
-  EXPECT_EQ(c.resume, "exact");
+  EXPECT_EQ(c.resume, ResumeMode::exact);
   EXPECT_EQ(c.db_path, "korch.db");  // the default is not file-relative
   ASSERT_EQ(c.models.size(), 1u);
   EXPECT_EQ(c.models[0].max_tokens, ModelConfig{}.max_tokens);
@@ -227,7 +205,7 @@ TEST(Loader, PrecedenceFileEnvFlag) {
   EXPECT_EQ(origin_of(*all, "max_turns"), "flag");
   EXPECT_EQ(all->config.samples_per_task, 7);
   EXPECT_EQ(origin_of(*all, "samples_per_task"), "env:KORCH_SAMPLES_PER_TASK");
-  EXPECT_EQ(all->config.evaluator.mode, "cpu");
+  EXPECT_EQ(all->config.evaluator.mode, EvalMode::cpu);
   EXPECT_EQ(origin_of(*all, "evaluator.mode"), "file:" + path + ":11");
   EXPECT_EQ(origin_of(*all, "resume"), "default");
 }
@@ -245,7 +223,7 @@ TEST(Loader, EnvAndFlagTypes) {
   EXPECT_DOUBLE_EQ(loaded->config.episode_wall_clock_s, 12.5);
   EXPECT_DOUBLE_EQ(loaded->config.spend_cap_usd, 10);
   EXPECT_EQ(loaded->config.context, "hello = world");
-  EXPECT_EQ(loaded->config.evaluator.mode, "gpu");
+  EXPECT_EQ(loaded->config.evaluator.mode, EvalMode::gpu);
   EXPECT_EQ(value_of(*loaded, "tasks.levels"), "[3, 4]");
   EXPECT_EQ(value_of(*loaded, "episode_wall_clock_s"), "12.5");
 }
@@ -390,7 +368,7 @@ TEST(Loader, DemoExampleLoadsWithItsTasks) {
   EXPECT_EQ(c.name, "demo");
   EXPECT_EQ(c.samples_per_task, 2);
   EXPECT_EQ(c.max_turns, 3);
-  EXPECT_EQ(c.evaluator.mode, "mock");
+  EXPECT_EQ(c.evaluator.mode, EvalMode::mock);
   ASSERT_EQ(c.models.size(), 1u);
   EXPECT_EQ(c.models[0].id, "replay");
   EXPECT_EQ(c.models[0].base_url, "http://127.0.0.1:1234/v1");
@@ -524,7 +502,174 @@ TEST(Loader, OnlyTheWinningValueIsValidated) {
   auto path = dir.write("c.toml", "resume = \"fuzzy\"\n" + k_min);
   auto loaded = load_campaign(path, k_no_env, {"resume=compact"});
   ASSERT_TRUE(loaded) << loaded.error().message;
-  EXPECT_EQ(loaded->config.resume, "compact");
+  EXPECT_EQ(loaded->config.resume, ResumeMode::compact);
+}
+
+}  // namespace
+}  // namespace korch::config
+
+// ---------------------------------------------------------------------------
+// The stored record: config_to_json() / config_from_json() round-trip every
+// key of the key tables.
+
+namespace korch::config {
+namespace {
+
+// A value other than the default for every campaign key. Fails (below) when a
+// key is added to the table without one here, so a new key cannot go
+// unrecorded.
+const std::map<std::string, std::string> k_non_default = {
+    {"name", "round-trip"},
+    {"db_path", "/x/k.db"},
+    {"context", "a \"quoted\" context\nwith two lines"},
+    {"tasks.kernelbench_dir", "/kb2"},
+    {"tasks.levels", "1,3"},
+    {"tasks.ids", "1-4,9"},
+    {"samples_per_task", "3"},
+    {"max_turns", "7"},
+    {"episode_wall_clock_s", "123.5"},
+    {"episode_token_budget", "99999"},
+    {"spend_cap_usd", "12.25"},
+    {"max_inflight_episodes", "17"},
+    {"resume", "compact"},
+    {"synchronous", "NORMAL"},
+    {"log_level", "debug"},
+    {"evaluator.mode", "gpu"},
+    {"evaluator.tolerance", "tf32"},
+    {"evaluator.reward", "beat_baseline"},
+    {"evaluator.torch_ops", "forbid"},
+    {"evaluator.workers", "5"},
+    {"evaluator.timeout_s", "45.5"},
+    {"evaluator.memory_budget_mb", "2048"},
+    {"evaluator.cache_dir", "/cache"},
+    {"evaluator.mock_latency_s", "0.125"},
+};
+
+// The same for every model key but `id` (set in the file).
+const std::map<std::string, std::string> k_model_non_default = {
+    {"base_url", "http://10.0.0.1:9/v1"},
+    {"model", "other-model"},
+    {"api_key_env", "KORCH_TEST_ROUND_TRIP_KEY"},
+    {"temperature", "0.7"},
+    {"top_p", "0.9"},
+    {"max_tokens", "1000"},
+    {"concurrency", "8"},
+    {"stream", "true"},
+    {"max_attempts", "2"},
+    {"retry_cap_s", "5"},
+    {"connect_timeout_s", "3"},
+    {"first_byte_timeout_s", "30"},
+    {"total_timeout_s", "90"},
+    {"stall_timeout_s", "20"},
+    {"price_prompt_per_mtok", "1.5"},
+    {"price_completion_per_mtok", "6"},
+    {"price_cached_per_mtok", "0.75"},
+    {"context_window", "128000"},
+};
+
+constexpr const char* k_secret = "sk-round-trip-secret-0123456789";
+
+class ConfigRecord : public ::testing::Test {
+ protected:
+  // A config with every key away from its default: two models (the second
+  // for a model_swap event) and two events.
+  CampaignConfig non_default_config() {
+    auto path = m_dir.write("c.toml",
+                            "name = \"t\"\n[tasks]\nkernelbench_dir = \"/kb\"\n"
+                            "[[models]]\nid = \"m1\"\nbase_url = \"http://127.0.0.1:8000/v1\"\nmodel = \"a\"\n"
+                            "[[models]]\nid = \"m2\"\nbase_url = \"http://127.0.0.1:8001/v1\"\nmodel = \"b\"\n"
+                            "[[events]]\nkind = \"model_swap\"\nturn = 2\nmodel = \"m2\"\nsamples = [0, 2]\n"
+                            "[[events]]\nkind = \"crash\"\nturn = 3\n");
+    std::vector<std::string> flags;
+    for (const auto& [k, v] : k_non_default) flags.push_back(k + "=" + v);
+    for (const auto& [k, v] : k_model_non_default) flags.push_back("models.m1." + k + "=" + v);
+    auto loaded = load_campaign(path, k_no_env, flags);
+    if (!loaded) ADD_FAILURE() << loaded.error().message;
+    return loaded ? loaded->config : CampaignConfig{};
+  }
+
+  TempDir m_dir;
+};
+
+TEST_F(ConfigRecord, TheTestSetsEveryKeyAwayFromItsDefault) {
+  const auto cfg = non_default_config();
+  for (const auto& k : key_table()) {
+    ASSERT_TRUE(k_non_default.contains(std::string(k.name)))
+        << "add a non-default value for the new key '" << k.name << "' to k_non_default";
+    EXPECT_NE(render_key(cfg, k.name), k.default_value) << k.name;
+  }
+  for (const auto& k : model_key_table()) {
+    if (k.name == "id") continue;
+    ASSERT_TRUE(k_model_non_default.contains(std::string(k.name)))
+        << "add a non-default value for the new model key '" << k.name << "' to k_model_non_default";
+    EXPECT_NE(render_model_key(cfg.models.at(0), k.name), k.default_value) << k.name;
+  }
+}
+
+TEST_F(ConfigRecord, EveryKeyRoundTrips) {
+  const auto cfg = non_default_config();
+  const auto json = config_to_json(cfg);
+  auto back = config_from_json(json);
+  ASSERT_TRUE(back) << back.error().message;
+  for (const auto& k : key_table()) EXPECT_EQ(render_key(*back, k.name), render_key(cfg, k.name)) << k.name;
+  ASSERT_EQ(back->models.size(), cfg.models.size());
+  for (std::size_t i = 0; i < cfg.models.size(); ++i) {
+    for (const auto& k : model_key_table()) {
+      EXPECT_EQ(render_model_key(back->models[i], k.name), render_model_key(cfg.models[i], k.name))
+          << "models[" << i << "]." << k.name;
+    }
+  }
+  ASSERT_EQ(back->events.size(), 2u);
+  EXPECT_EQ(back->events[0].kind, LifecycleKind::model_swap);
+  EXPECT_EQ(back->events[0].model, "m2");
+  EXPECT_EQ(back->events[0].samples, (std::vector<int>{0, 2}));
+  EXPECT_EQ(back->events[1].kind, LifecycleKind::crash);
+  EXPECT_EQ(back->events[1].turn, 3);
+  EXPECT_TRUE(*back == cfg) << json;
+  // Written from the key tables: serialising the parsed copy gives the same text.
+  EXPECT_EQ(config_to_json(*back), json);
+}
+
+TEST_F(ConfigRecord, NamesAreWrittenAsTheFileSpellsThem) {
+  const auto json = config_to_json(non_default_config());
+  for (const char* word : {"\"mode\":\"gpu\"", "\"tolerance\":\"tf32\"", "\"reward\":\"beat_baseline\"",
+                           "\"torch_ops\":\"forbid\"", "\"resume\":\"compact\"", "\"synchronous\":\"NORMAL\"",
+                           "\"kind\":\"model_swap\"", "\"spend_cap_usd\":12.25",
+                           "\"price_completion_per_mtok\":6.0"}) {
+    EXPECT_NE(json.find(word), std::string::npos) << word << " in " << json;
+  }
+}
+
+TEST_F(ConfigRecord, HoldsTheKeysVariableNameNeverTheKey) {
+  ::setenv("KORCH_TEST_ROUND_TRIP_KEY", k_secret, 1);
+  auto env = process_environment();  // what korch run passes: the key is in it
+  ASSERT_TRUE(env.contains("KORCH_TEST_ROUND_TRIP_KEY"));
+  auto path = m_dir.write("c.toml", k_min_text());
+  auto loaded = load_campaign(path, env, {"models.m1.api_key_env=KORCH_TEST_ROUND_TRIP_KEY"});
+  ::unsetenv("KORCH_TEST_ROUND_TRIP_KEY");
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  const auto json = config_to_json(loaded->config);
+  EXPECT_EQ(json.find(k_secret), std::string::npos) << json;
+  EXPECT_NE(json.find("\"api_key_env\":\"KORCH_TEST_ROUND_TRIP_KEY\""), std::string::npos) << json;
+}
+
+TEST(ConfigFromJson, RefusesWrongTypesAndUnknownNames) {
+  EXPECT_FALSE(config_from_json("[1]"));
+  EXPECT_FALSE(config_from_json("not json"));
+  auto bad_type = config_from_json(R"({"max_turns":"five"})");
+  ASSERT_FALSE(bad_type);
+  EXPECT_EQ(bad_type.error().message, "'max_turns' must be an integer");
+  auto bad_name = config_from_json(R"({"evaluator":{"mode":"tpu"}})");
+  ASSERT_FALSE(bad_name);
+  EXPECT_EQ(bad_name.error().message, "'evaluator.mode' must be \"mock\", \"cpu\" or \"gpu\" (got \"tpu\")");
+  auto bad_kind = config_from_json(R"({"events":[{"kind":"explode","turn":1}]})");
+  ASSERT_FALSE(bad_kind);
+  EXPECT_EQ(bad_kind.error().message,
+            "'events[0].kind' must be \"compaction\", \"crash\" or \"model_swap\" (got \"explode\")");
+  // Absent keys keep their defaults.
+  auto empty = config_from_json("{}");
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(*empty == CampaignConfig{});
 }
 
 }  // namespace

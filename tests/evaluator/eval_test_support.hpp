@@ -80,7 +80,7 @@ inline Result<config::Task> task_by_stem(const std::string& stem) {
 
 inline config::EvaluatorConfig test_config(int workers = 2, double timeout_s = 30) {
   config::EvaluatorConfig cfg;
-  cfg.mode = "cpu";
+  cfg.mode = config::EvalMode::cpu;
   cfg.workers = workers;
   cfg.timeout_s = timeout_s;
   cfg.memory_budget_mb = 1024;

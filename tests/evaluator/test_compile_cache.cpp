@@ -157,7 +157,7 @@ TEST(CacheDir, UnreachableByTheSandboxUserIsAClearError) {
   char tmpl[] = "/var/tmp/korch-private-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);  // mode 0700, like a home directory
   config::EvaluatorConfig cfg;
-  cfg.mode = "cpu";
+  cfg.mode = config::EvalMode::cpu;
   auto ev = make_cpu_evaluator(cfg, std::string(tmpl) + "/cache");
   ASSERT_FALSE(ev);
   EXPECT_NE(ev.error().message.find("not searchable by others"), std::string::npos) << ev.error().message;

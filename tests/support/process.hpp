@@ -1,20 +1,21 @@
 #pragma once
-// A child process for integration tests: started with fork+exec, its stdout
-// and stderr sent to files, killed with real signals and reaped.
-#include <fcntl.h>
+// A child process for integration tests, on util/process.hpp: started with
+// its stdout and stderr sent to files, in its own process group, killed with
+// real signals and reaped.
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
+
+#include "util/process.hpp"
 
 namespace korch::testing {
 
@@ -23,94 +24,37 @@ class Process {
   // Starts argv[0] with `argv` and the parent's environment plus `env`
   // (set) — a value of "" unsets the variable. Output goes to the files.
   // With `uid` (and when running as root), the child runs as that uid and
-  // gid, e.g. to test file modes that root would ignore.
+  // gid, e.g. to test file modes that root would ignore. Throws when the
+  // program cannot be started.
   static Process start(const std::vector<std::string>& argv, const std::string& stdout_path,
                        const std::string& stderr_path, const std::map<std::string, std::string>& env = {},
                        std::optional<uid_t> uid = std::nullopt) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      // As a shell starts a foreground command: default signal dispositions
-      // and an empty mask, whatever the test runner inherited (a background
-      // job without job control ignores SIGINT, and so would its children
-      // until they install their own handlers).
-      ::signal(SIGINT, SIG_DFL);
-      ::signal(SIGQUIT, SIG_DFL);
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
-      if (uid && ::geteuid() == 0) {
-        if (::setgid(*uid) != 0 || ::setuid(*uid) != 0) ::_exit(126);
-      }
-      int out = ::open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (out >= 0) ::dup2(out, STDOUT_FILENO);
-      if (err >= 0) ::dup2(err, STDERR_FILENO);
-      for (auto& [k, v] : env) {
-        if (v.empty()) {
-          ::unsetenv(k.c_str());
-        } else {
-          ::setenv(k.c_str(), v.c_str(), 1);
-        }
-      }
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
+    process::SpawnOptions o;
+    o.env = env;
+    o.stdout_path = stdout_path;
+    o.stderr_path = stderr_path;
+    o.stdin_null = false;
+    o.own_process_group = true;
+    o.uid = uid;
+    auto child = process::Child::spawn(argv, o);
+    if (!child) throw std::runtime_error(child.error().message);
     Process p;
-    p.m_pid = pid;
+    p.m_child = std::move(*child);
     return p;
   }
 
-  Process() = default;
-  Process(Process&& o) noexcept : m_pid(o.m_pid), m_status(o.m_status) { o.m_pid = -1; }
-  Process& operator=(Process&& o) noexcept {
-    std::swap(m_pid, o.m_pid);
-    std::swap(m_status, o.m_status);
-    return *this;
-  }
-  ~Process() {
-    if (m_pid > 0 && !m_status) {
-      ::kill(m_pid, SIGKILL);
-      wait();
-    }
-  }
-
-  pid_t pid() const { return m_pid; }
+  pid_t pid() const { return m_child.pid(); }
+  // Sends `sig` to the child's process id.
   void signal(int sig) const {
-    if (m_pid > 0) ::kill(m_pid, sig);
+    if (m_child.pid() > 0) ::kill(m_child.pid(), sig);
   }
-
   // Waits for exit; returns the exit code, or 128 + signal number.
-  int wait() {
-    if (m_status) return *m_status;
-    int status = 0;
-    while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    m_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return *m_status;
-  }
-
+  int wait() { return m_child.wait(); }
   // Waits up to `timeout`; nullopt if still running.
-  std::optional<int> wait_for(std::chrono::milliseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      pid_t r = ::waitpid(m_pid, &status, WNOHANG);
-      if (r == m_pid) {
-        m_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        return m_status;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return std::nullopt;
-  }
+  std::optional<int> wait_for(std::chrono::milliseconds timeout) { return m_child.wait_for(timeout); }
 
  private:
-  pid_t m_pid = -1;
-  std::optional<int> m_status;
+  process::Child m_child;
 };
 
 // The whole content of a file ("" if missing).
@@ -121,15 +65,18 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// Runs a command to completion; returns (exit code, stdout).
+// Runs a command to completion; returns (exit code, stdout, then its stderr
+// when it failed). `dir` holds the stderr file.
 inline std::pair<int, std::string> run_capture(const std::vector<std::string>& argv, const std::string& dir,
                                                const std::map<std::string, std::string>& env = {}) {
   static int counter = 0;
-  auto out = dir + "/cmd-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".out";
-  auto err = out + ".err";
-  auto p = Process::start(argv, out, err, env);
-  int rc = p.wait();
-  return {rc, slurp(out) + (rc != 0 ? "\n[stderr] " + slurp(err) : "")};
+  process::SpawnOptions o;
+  o.env = env;
+  o.stdin_null = false;
+  o.stderr_path = dir + "/cmd-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".err";
+  auto r = process::run_capture(argv, o);
+  if (!r) return {127, "[spawn] " + r.error().message};
+  return {r->status, r->out + (r->status != 0 ? "\n[stderr] " + slurp(o.stderr_path) : "")};
 }
 
 }  // namespace korch::testing

@@ -5,6 +5,7 @@
 //   class MyTest : public ::testing::Test { protected: korch::testing::TempDir m_dir; };
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -29,6 +30,13 @@ class TempDir {
   const std::filesystem::path& path() const { return m_path; }
   // `name` inside the directory (not created).
   std::filesystem::path file(const std::string& name) const { return m_path / name; }
+  // Writes `text` to `name` (creating its folders) and returns its path.
+  std::string write(const std::string& name, const std::string& text) const {
+    auto p = m_path / name;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
 
  private:
   std::filesystem::path m_path;

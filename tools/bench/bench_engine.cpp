@@ -33,7 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/campaign.hpp"
+#include "agent/campaign_runner.hpp"
 #include "agent/episode.hpp"
 #include "config/tasks.hpp"
 #include "daemon/runner.hpp"
@@ -167,7 +167,7 @@ config::CampaignConfig campaign(const std::string& name, const std::string& db, 
   cfg.tasks.ids = level > 0 ? "1-100" : "";
   cfg.max_turns = max_turns;
   cfg.max_inflight_episodes = episodes;
-  cfg.evaluator.mode = "mock";
+  cfg.evaluator.mode = config::EvalMode::mock;
   config::ModelConfig m;
   m.id = "bench";
   m.base_url = fmt::format("http://127.0.0.1:{}/v1", port);

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   config::EvaluatorConfig cfg;
-  cfg.mode = device == "cuda" ? "gpu" : "cpu";
+  cfg.mode = device == "cuda" ? config::EvalMode::gpu : config::EvalMode::cpu;
   cfg.workers = workers;
   cfg.timeout_s = 300;
   const auto s0 = std::chrono::steady_clock::now();
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < repeat; ++i) {
       evaluator::Request req;
       req.request_id = "bench-" + std::to_string(i);
-      req.mode = mode == "submit" ? evaluator::Mode::submit : evaluator::Mode::check;
+      req.mode = evaluator::mode_from_string(mode).value_or(evaluator::Mode::check);
       req.task = *task;
       req.code = *code;
       req.secret_seed = 1000 + static_cast<std::uint64_t>(i);

@@ -24,6 +24,10 @@ int report_failure(std::string_view verb, const Error& error, std::string_view c
   return exit_code(error.kind);
 }
 
+int report_failure(std::string_view verb, ErrorKind kind, std::string message) {
+  return report_failure(verb, Error{std::move(message), kind});
+}
+
 std::optional<Args> parse_args(int argc, char** argv, int first, const std::vector<std::string>& switches,
                                std::string* error) {
   Args args;

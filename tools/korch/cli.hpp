@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "util/enum_names.hpp"
 #include "util/error.hpp"
 
 namespace korch::cli {
@@ -35,6 +36,10 @@ constexpr int exit_code(ErrorKind kind) {
 // exit_code(error.kind).
 int report_failure(std::string_view verb, const Error& error, std::string_view context = {});
 
+// The same for a failure the command finds itself (a bad flag, a file it
+// cannot read): every korch command decides its exit code here, from a kind.
+int report_failure(std::string_view verb, ErrorKind kind, std::string message);
+
 struct Args {
   std::vector<std::string> positional;
   std::multimap<std::string, std::string> flags;  // "--set" may repeat
@@ -42,6 +47,14 @@ struct Args {
   std::vector<std::string> all(const std::string& name) const;
   bool has(const std::string& name) const { return flags.count(name) > 0; }
 };
+
+// Flag `name` as a vocabulary value (config/vocabulary.hpp): `fallback` when
+// the flag is absent, nullopt when its text names no value of E.
+template <NamedEnum E>
+std::optional<E> get_enum(const Args& args, const std::string& name, E fallback) {
+  auto text = args.get(name);
+  return text ? enum_from_name<E>(*text) : std::optional<E>(fallback);
+}
 
 // Parses argv[first..]. Boolean flags are those in `switches` (no value).
 std::optional<Args> parse_args(int argc, char** argv, int first, const std::vector<std::string>& switches,

@@ -47,43 +47,45 @@ int cmd_eval(const Args& args) {
   auto task_path = args.get("--task");
   auto code_path = args.get("--code");
   if (!task_path || !code_path) {
-    std::fprintf(stderr, "korch eval: --task FILE and --code FILE are required\n");
-    return k_exit_usage;
+    return report_failure("eval", ErrorKind::invalid, "--task FILE and --code FILE are required");
   }
-  auto mode = args.get("--mode").value_or("submit");
+  auto mode = args.has("--mode") ? evaluator::mode_from_string(*args.get("--mode"))
+                                  : std::optional(evaluator::Mode::submit);
   auto device = args.get("--device").value_or("cpu");
   auto rules = args.get("--rules").value_or("on");
-  if ((mode != "check" && mode != "submit") || (device != "cpu" && device != "cuda") ||
-      (rules != "on" && rules != "off")) {
-    std::fprintf(stderr, "korch eval: --mode check|submit, --device cpu|cuda, --rules on|off\n");
-    return k_exit_usage;
+  const bool cuda = device == "cuda";
+  if (!mode || (!cuda && device != "cpu") || (rules != "on" && rules != "off")) {
+    return report_failure("eval", ErrorKind::invalid, "--mode check|submit, --device cpu|cuda, --rules on|off");
   }
+  config::EvaluatorConfig cfg;
+  auto eval_mode = get_enum(args, "--evaluator", cuda ? config::EvalMode::gpu : config::EvalMode::cpu);
+  auto tolerance = get_enum(args, "--tolerance", cfg.tolerance);
+  auto reward = get_enum(args, "--reward", cfg.reward);
+  if (!eval_mode || !tolerance || !reward) {
+    return report_failure("eval", ErrorKind::invalid, fmt::format("--evaluator {}, --tolerance {}, --reward {}", enum_choices<config::EvalMode>(), enum_choices<config::Tolerance>(), enum_choices<config::Reward>()));
+  }
+  cfg.mode = *eval_mode;
+  cfg.tolerance = *tolerance;
+  cfg.reward = *reward;
   log::init(args.get("--log-level").value_or("warn"));
   ::prctl(PR_SET_DUMPABLE, 0);
   auto task = config::load_task_file(*task_path);
   if (!task) {
-    std::fprintf(stderr, "korch eval: %s\n", task.error().message.c_str());
-    return k_exit_usage;
+    return report_failure("eval", ErrorKind::invalid, task.error().message);
   }
   auto code = read_file(*code_path);
   if (!code) {
-    std::fprintf(stderr, "korch eval: %s\n", code.error().message.c_str());
-    return k_exit_usage;
+    return report_failure("eval", ErrorKind::invalid, code.error().message);
   }
-  config::EvaluatorConfig cfg;
-  cfg.mode = args.get("--evaluator").value_or(device == "cuda" ? "gpu" : "cpu");
   if (auto t = args.get("--timeout")) cfg.timeout_s = std::stod(*t);
-  if (auto t = args.get("--tolerance")) cfg.tolerance = *t;
   if (auto mb = args.get("--memory-budget-mb")) cfg.memory_budget_mb = std::stoll(*mb);
-  if (auto r = args.get("--reward")) cfg.reward = *r;
   auto ev = evaluator::make_evaluator(cfg, args.get("--cache-dir").value_or(default_cache_dir()));
   if (!ev) {
-    std::fprintf(stderr, "korch eval: %s\n", ev.error().message.c_str());
-    return k_exit_error;
+    return report_failure("eval", ErrorKind::failure, ev.error().message);
   }
   evaluator::Request req;
-  req.mode = mode == "check" ? evaluator::Mode::check : evaluator::Mode::submit;
-  req.request_id = fmt::format("cli|{}|{}", mode, task->id);
+  req.mode = *mode;
+  req.request_id = fmt::format("cli|{}|{}", to_string(*mode), task->id);
   req.task = *task;
   req.code = *code;
   req.rules = rules == "on";
@@ -104,29 +106,26 @@ int cmd_eval(const Args& args) {
   } else {
     print_report_text(report);
   }
-  return report.status == evaluator::Verdict::ok ? k_exit_ok : k_exit_error;
+  return report.status == evaluator::Verdict::ok ? k_exit_ok : exit_code(ErrorKind::failure);
 }
 
 int cmd_tasks(const Args& args) {
   if (args.positional.size() != 2 || (args.positional[0] != "list" && args.positional[0] != "validate")) {
-    std::fprintf(stderr, "korch tasks: usage: korch tasks list|validate DIR [--levels 1,2] [--ids 1-10]\n");
-    return k_exit_usage;
+    return report_failure("tasks", ErrorKind::invalid, "usage: korch tasks list|validate DIR [--levels 1,2] [--ids 1-10]");
   }
   config::TaskSelection sel;
   sel.kernelbench_dir = args.positional[1];
   if (auto lv = args.get("--levels")) {
     auto parsed = config::parse_id_ranges(*lv);
     if (!parsed) {
-      std::fprintf(stderr, "korch tasks: --levels: %s\n", parsed.error().message.c_str());
-      return k_exit_usage;
+      return report_failure("tasks", ErrorKind::invalid, fmt::format("--levels: {}", parsed.error().message));
     }
     sel.levels = *parsed;
   }
   sel.ids = args.get("--ids").value_or("");
   auto tasks = config::load_tasks(sel);
   if (!tasks) {
-    std::fprintf(stderr, "korch tasks: %s\n", tasks.error().message.c_str());
-    return k_exit_usage;
+    return report_failure("tasks", ErrorKind::invalid, tasks.error().message);
   }
   if (args.positional[0] == "list") {
     for (auto& t : *tasks) std::printf("%s\t%s\n", t.id.c_str(), t.path.c_str());

@@ -6,13 +6,12 @@
 // checker only parses each file with Python's `ast` and never imports or
 // runs the candidate, so no sandbox is needed here; the evaluator's
 // sandboxed workers exist for the stages that execute candidate code.
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -21,11 +20,12 @@
 #include <utility>
 #include <vector>
 
+#include "config/vocabulary.hpp"
 #include "evaluator/rules/rule_table.hpp"
 #include "tools/korch/cli.hpp"
 #include "util/error.hpp"
+#include "util/process.hpp"
 
-extern char** environ;
 
 namespace korch::cli {
 namespace {
@@ -45,51 +45,6 @@ struct LintRecord {
   bool ok = false;
   std::vector<LintViolation> violations;
 };
-
-struct ChildOutput {
-  int status = 0;  // exit code, or 128 + signal
-  std::string out;
-};
-
-// Runs argv[0] (a path, or a name looked up in PATH) with stdout captured;
-// stdin is /dev/null and stderr passes through.
-Result<ChildOutput> run_capture(const std::vector<std::string>& argv) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return fail(std::string("pipe: ") + std::strerror(errno));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  pid_t pid = 0;
-  const bool has_slash = argv[0].find('/') != std::string::npos;
-  int rc = has_slash ? ::posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), environ)
-                     : ::posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    return fail("cannot start " + argv[0] + ": " + std::strerror(rc));
-  }
-  ChildOutput result;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n > 0) {
-      result.out.append(buf, static_cast<size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
 
 // The checker's interpreter: the build's, else python3 from PATH.
 std::string python_for_rules() {
@@ -150,19 +105,19 @@ int cmd_lint(const Args& args) {
   static const std::set<std::string> k_flags = {"--json", "--tolerance", "--torch-ops"};
   for (const auto& [name, value] : args.flags) {
     if (!k_flags.count(name)) {
-      std::fprintf(stderr, "korch lint: unknown flag %s\n%s\n", name.c_str(), k_lint_usage);
-      return k_exit_usage;
+      return report_failure("lint", ErrorKind::invalid, fmt::format("unknown flag {}\n{}", name, k_lint_usage));
     }
   }
-  const std::string tolerance = args.get("--tolerance").value_or("strict");
-  const std::string torch_ops = args.get("--torch-ops").value_or("allow");
-  if ((tolerance != "strict" && tolerance != "tf32") || (torch_ops != "allow" && torch_ops != "forbid")) {
-    std::fprintf(stderr, "korch lint: --tolerance strict|tf32, --torch-ops allow|forbid\n%s\n", k_lint_usage);
-    return k_exit_usage;
+  const auto tolerance_choice = get_enum(args, "--tolerance", config::Tolerance::strict);
+  const auto torch_ops_choice = get_enum(args, "--torch-ops", config::TorchOps::allow);
+  if (!tolerance_choice || !torch_ops_choice) {
+    return report_failure("lint", ErrorKind::invalid, fmt::format("--tolerance strict|tf32, --torch-ops allow|forbid\n{}", k_lint_usage));
   }
+  // The checker takes the names (its own parser, korch_rules.py).
+  const std::string tolerance(to_string(*tolerance_choice));
+  const std::string torch_ops(to_string(*torch_ops_choice));
   if (args.positional.empty()) {
-    std::fprintf(stderr, "korch lint: give one or more candidate files\n%s\n", k_lint_usage);
-    return k_exit_usage;
+    return report_failure("lint", ErrorKind::invalid, fmt::format("give one or more candidate files\n{}", k_lint_usage));
   }
   bool io_error = false;
   for (const auto& f : args.positional) {
@@ -171,17 +126,16 @@ int cmd_lint(const Args& args) {
       io_error = true;
     }
   }
-  if (io_error) return k_exit_usage;
+  if (io_error) return exit_code(ErrorKind::invalid);
 
   const std::string script = std::string(evaluator::rules_python_dir()) + "/korch_rules.py";
   // -I: ignore PYTHON* variables and the user's site-packages; -B: write no .pyc.
   std::vector<std::string> argv = {python_for_rules(), "-I", "-B", script, "--tolerance", tolerance,
                                    "--torch-ops", torch_ops, "--lint"};
   for (const auto& f : args.positional) argv.push_back(f.starts_with("-") ? "./" + f : f);
-  auto child = run_capture(argv);
+  auto child = process::run_capture(argv);  // stdin /dev/null; stderr passes through
   if (!child) {
-    std::fprintf(stderr, "korch lint: %s\n", child.error().message.c_str());
-    return k_exit_usage;
+    return report_failure("lint", ErrorKind::invalid, child.error().message);
   }
   std::vector<LintRecord> records;
   size_t pos = 0;
@@ -200,10 +154,10 @@ int cmd_lint(const Args& args) {
   }
   if ((child->status != 0 && child->status != 1) || !parse_error.empty() ||
       records.size() != args.positional.size()) {
-    std::fprintf(stderr, "korch lint: the rule checker (%s %s) failed: exit status %d, %zu of %zu results%s%s\n",
-                 argv[0].c_str(), script.c_str(), child->status, records.size(), args.positional.size(),
-                 parse_error.empty() ? "" : "; ", parse_error.c_str());
-    return k_exit_usage;
+    return report_failure("lint", ErrorKind::invalid,
+                          fmt::format("the rule checker ({} {}) failed: exit status {}, {} of {} results{}{}",
+                                      argv[0], script, child->status, records.size(), args.positional.size(),
+                                      parse_error.empty() ? "" : "; ", parse_error));
   }
 
   const bool json = args.has("--json");
@@ -238,7 +192,7 @@ int cmd_lint(const Args& args) {
     }
   }
   std::fflush(stdout);
-  return bad_files == 0 ? k_exit_ok : k_exit_error;
+  return bad_files == 0 ? k_exit_ok : exit_code(ErrorKind::failure);
 }
 
 }  // namespace korch::cli

@@ -17,21 +17,18 @@ int cmd_status(const Args& args) {
   std::string campaign_id;
   auto st = open_store_for_reading(args, &campaign_id);
   if (!st) {
-    std::fprintf(stderr, "korch status: %s\n", st.error().message.c_str());
-    return k_exit_usage;
+    return report_failure("status", ErrorKind::invalid, st.error().message);
   }
   auto& store = **st;
   auto campaigns = store.list_campaigns();
   if (!campaigns) {
-    std::fprintf(stderr, "korch status: %s\n", campaigns.error().message.c_str());
-    return k_exit_error;
+    return report_failure("status", ErrorKind::failure, campaigns.error().message);
   }
   for (auto& c : *campaigns) {
     if (args.get("--campaign") && c.id != campaign_id) continue;
     auto n = store.counts(c.id);
     if (!n) {
-      std::fprintf(stderr, "korch status: %s\n", n.error().message.c_str());
-      return k_exit_error;
+      return report_failure("status", ErrorKind::failure, n.error().message);
     }
     std::printf("campaign %s (%s)\n", c.name.c_str(), c.id.c_str());
     std::printf("  episodes %lld: %lld final (%lld submitted, %lld correct), %lld running, %lld pending\n",
@@ -53,28 +50,24 @@ int cmd_export(const Args& args) {
   } else if (format_name == "csv") {
     format = reports::ExportFormat::csv;
   } else {
-    std::fprintf(stderr, "korch export: --format must be jsonl or csv (got '%s')\n", format_name.c_str());
-    return k_exit_usage;
+    return report_failure("export", ErrorKind::invalid, fmt::format("--format must be jsonl or csv (got '{}')", format_name));
   }
   std::string campaign_id;
   auto st = open_store_for_reading(args, &campaign_id);
   if (!st) {
-    std::fprintf(stderr, "korch export: %s\n", st.error().message.c_str());
-    return k_exit_usage;
+    return report_failure("export", ErrorKind::invalid, st.error().message);
   }
   std::ofstream file;
   std::ostream* out = &std::cout;
   if (auto path = args.get("--out")) {
     file.open(*path, std::ios::binary | std::ios::trunc);
     if (!file) {
-      std::fprintf(stderr, "korch export: cannot write %s\n", path->c_str());
-      return k_exit_error;
+      return report_failure("export", ErrorKind::failure, fmt::format("cannot write {}", path->c_str()));
     }
     out = &file;
   }
   if (auto r = reports::write_export(**st, campaign_id, format, *out); !r) {
-    std::fprintf(stderr, "korch export: %s\n", r.error().message.c_str());
-    return k_exit_error;
+    return report_failure("export", ErrorKind::failure, r.error().message);
   }
   out->flush();
   return k_exit_ok;
@@ -84,13 +77,11 @@ int cmd_report(const Args& args) {
   std::string campaign_id;
   auto st = open_store_for_reading(args, &campaign_id);
   if (!st) {
-    std::fprintf(stderr, "korch report: %s\n", st.error().message.c_str());
-    return k_exit_usage;
+    return report_failure("report", ErrorKind::invalid, st.error().message);
   }
   auto text = reports::campaign_report(**st, campaign_id, args.has("--json"));
   if (!text) {
-    std::fprintf(stderr, "korch report: %s\n", text.error().message.c_str());
-    return k_exit_error;
+    return report_failure("report", ErrorKind::failure, text.error().message);
   }
   std::fputs(text->c_str(), stdout);
   if (!text->empty() && text->back() != '\n') std::fputc('\n', stdout);
@@ -99,13 +90,11 @@ int cmd_report(const Args& args) {
 
 int cmd_config_show(const Args& args) {
   if (args.positional.size() != 1) {
-    std::fprintf(stderr, "korch config show: expected one CAMPAIGN.toml\n");
-    return k_exit_usage;
+    return report_failure("config show", ErrorKind::invalid, "expected one CAMPAIGN.toml");
   }
   auto loaded = config::load_campaign(args.positional[0], config::process_environment(), args.all("--set"));
   if (!loaded) {
-    std::fprintf(stderr, "korch config show: %s\n", loaded.error().message.c_str());
-    return k_exit_usage;
+    return report_failure("config show", ErrorKind::invalid, loaded.error().message);
   }
   for (auto& w : loaded->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   std::fputs(config::describe(*loaded).c_str(), stdout);

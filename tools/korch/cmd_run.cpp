@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <random>
 
-#include "agent/campaign.hpp"
+#include "agent/campaign_runner.hpp"
 #include "config/loader.hpp"
 #include "daemon/runner.hpp"
 #include "evaluator/evaluator.hpp"
@@ -31,7 +31,7 @@ std::atomic<int> g_signals{0};
 extern "C" void on_signal(int) {
   g_stop.store(true);
   // A second Ctrl-C exits at once; the store stays consistent (WAL).
-  if (g_signals.fetch_add(1) >= 1) _exit(k_exit_interrupted);
+  if (g_signals.fetch_add(1) >= 1) _exit(exit_code(ErrorKind::interrupted));
 }
 
 std::string owner_id() {
@@ -53,14 +53,13 @@ std::string fmt_duration(double s) {
 int cmd_run(const Args& args, bool resume_only) {
   const char* verb = resume_only ? "resume" : "run";
   if (args.positional.size() != 1) {
-    std::fprintf(stderr, "korch %s: expected one CAMPAIGN.toml (see korch --help)\n", verb);
-    return k_exit_usage;
+    return report_failure(verb, ErrorKind::invalid, "expected one CAMPAIGN.toml (see korch --help)");
   }
   auto loaded = config::load_campaign(args.positional[0], config::process_environment(), args.all("--set"));
   // Every failure of the loader is bad configuration.
   if (!loaded) return report_failure(verb, with_kind(loaded.error(), ErrorKind::invalid));
   const auto& cfg = loaded->config;
-  log::init(args.get("--log-level").value_or(cfg.log_level));
+  log::init(args.get("--log-level").value_or(std::string(to_string(cfg.log_level))));
   for (auto& w : loaded->warnings) KLOG_WARN("{}", w);
   // No other process may read this one's memory (API keys live here).
   ::prctl(PR_SET_DUMPABLE, 0);
@@ -69,7 +68,7 @@ int cmd_run(const Args& args, bool resume_only) {
   if (!lock) return report_failure(verb, lock.error());
   store::Options so;
   so.path = cfg.db_path;
-  so.synchronous = cfg.synchronous;
+  so.synchronous = to_string(cfg.synchronous);
   auto st = store::Store::open(so);
   if (!st) return report_failure(verb, st.error());
   auto& store = **st;
@@ -77,9 +76,7 @@ int cmd_run(const Args& args, bool resume_only) {
   if (resume_only) {
     auto c = store.get_campaign(campaign_id);
     if (!c || !*c) {
-      std::fprintf(stderr, "korch resume: %s has no campaign '%s' to resume; use korch run\n", cfg.db_path.c_str(),
-                   cfg.name.c_str());
-      return k_exit_usage;
+      return report_failure("resume", ErrorKind::invalid, fmt::format("{} has no campaign '{}' to resume; use korch run", cfg.db_path, cfg.name));
     }
   }
 
@@ -114,7 +111,7 @@ int cmd_run(const Args& args, bool resume_only) {
   hooks.on_ready = [&](const agent::CampaignPlan& plan, const evaluator::Evaluator& evaluator) {
     ::sigaction(SIGINT, &sa, nullptr);
     ::sigaction(SIGTERM, &sa, nullptr);
-    if (evaluator.mode() == "mock") {
+    if (evaluator.mode() == config::EvalMode::mock) {
       std::fprintf(stderr, "korch: evaluator is MOCK — verdicts and timings are fake\n");
     }
     std::fprintf(stderr, "korch: campaign '%s' (%s), %zu task(s) x %zu model(s) x %d sample(s), db %s\n",
@@ -135,12 +132,12 @@ int cmd_run(const Args& args, bool resume_only) {
     case agent::RunStatus::stopped:
       std::fprintf(stderr, "korch: interrupted; %lld/%lld episodes final. Run the same command again to resume.\n",
                    static_cast<long long>(p.final), static_cast<long long>(p.episodes));
-      return k_exit_interrupted;
+      return exit_code(ErrorKind::interrupted);
     case agent::RunStatus::aborted:
-      std::fprintf(stderr, "korch %s: aborted: %s (the store is resumable)\n", verb, result->message.c_str());
-      return k_exit_aborted;
+      return report_failure(verb, ErrorKind::unavailable,
+                            fmt::format("aborted: {} (the store is resumable)", result->message));
   }
-  return k_exit_error;
+  return exit_code(ErrorKind::failure);
 }
 
 }  // namespace korch::cli

@@ -12,21 +12,23 @@ namespace korch::cli {
 int cmd_tasks_validate(const Args& args, const std::vector<config::Task>& tasks) {
   log::init(args.get("--log-level").value_or("warn"));
   config::EvaluatorConfig cfg;
-  cfg.mode = args.get("--mode").value_or("cpu");
+  auto mode = get_enum(args, "--mode", config::EvalMode::cpu);
+  if (!mode) {
+    return report_failure("tasks validate", ErrorKind::invalid, "--mode cpu|gpu");
+  }
+  cfg.mode = *mode;
   if (auto mb = args.get("--memory-budget-mb")) cfg.memory_budget_mb = std::stoll(*mb);
   if (auto t = args.get("--timeout")) cfg.timeout_s = std::stod(*t);
   auto cache = args.get("--cache-dir").value_or("/tmp/korch-validate-cache");
   int flagged = 0;
   auto validator = evaluator::TaskValidator::start(cfg, cache);
   if (!validator) {
-    std::fprintf(stderr, "korch tasks validate: %s\n", validator.error().message.c_str());
-    return k_exit_error;
+    return report_failure("tasks validate", ErrorKind::failure, validator.error().message);
   }
   for (auto& task : tasks) {
     auto v = (*validator)->validate(task);
     if (!v) {
-      std::fprintf(stderr, "korch tasks validate: %s\n", v.error().message.c_str());
-      return k_exit_error;
+      return report_failure("tasks validate", ErrorKind::failure, v.error().message);
     }
     if (v->ok) {
       std::printf("ok      %s  (%.1f MB, ref %.3f ms)\n", task.id.c_str(), v->estimated_bytes / 1e6, v->ref_time_ms);
@@ -38,7 +40,7 @@ int cmd_tasks_validate(const Args& args, const std::vector<config::Task>& tasks)
     std::fflush(stdout);
   }
   std::fprintf(stderr, "%zu task(s), %d flagged\n", tasks.size(), flagged);
-  return flagged ? k_exit_error : k_exit_ok;
+  return flagged ? exit_code(ErrorKind::failure) : k_exit_ok;
 }
 
 }  // namespace korch::cli

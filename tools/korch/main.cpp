@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   using namespace korch::cli;
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     std::fputs(k_usage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? k_exit_usage : k_exit_ok;
+    return argc < 2 ? exit_code(korch::ErrorKind::invalid) : k_exit_ok;
   }
   if (!std::strcmp(argv[1], "--version")) {
     std::puts("korch 0.1.0");
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   if (cmd == "config") {
     if (argc < 3 || std::string(argv[2]) != "show") {
       std::fprintf(stderr, "korch: usage: korch config show CAMPAIGN.toml [--set KEY=VALUE]...\n");
-      return k_exit_usage;
+      return exit_code(korch::ErrorKind::invalid);
     }
     first = 3;
   }
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   auto args = parse_args(argc, argv, first, k_switches, &error);
   if (!args) {
     std::fprintf(stderr, "korch %s: %s (see korch --help)\n", cmd.c_str(), error.c_str());
-    return k_exit_usage;
+    return exit_code(korch::ErrorKind::invalid);
   }
   if (args->has("--help")) {
     std::fputs(k_usage, stdout);
@@ -90,8 +90,8 @@ int main(int argc, char** argv) {
     if (cmd == "lint") return cmd_lint(*args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "korch %s: internal error: %s\n", cmd.c_str(), e.what());
-    return k_exit_error;
+    return exit_code(korch::ErrorKind::failure);
   }
   std::fprintf(stderr, "korch: unknown command '%s' (see korch --help)\n", cmd.c_str());
-  return k_exit_usage;
+  return exit_code(korch::ErrorKind::invalid);
 }

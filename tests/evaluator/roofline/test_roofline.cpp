@@ -154,13 +154,12 @@ TEST(CpuPeaks, UsesTheGivenValuesEverywhere) {
 }
 
 TEST(PrecisionFrom, MapsDtypeAndProfile) {
-  EXPECT_EQ(precision_from("float32", "strict").value(), Precision::fp32_strict);
-  EXPECT_EQ(precision_from("float32", "tf32").value(), Precision::fp32_tf32);
-  EXPECT_EQ(precision_from("float64", "strict").value(), Precision::fp32_strict);
-  EXPECT_EQ(precision_from("float16", "strict").value(), Precision::fp16);
-  EXPECT_EQ(precision_from("bfloat16", "tf32").value(), Precision::bf16);
-  EXPECT_FALSE(precision_from("int64", "strict").has_value());
-  EXPECT_FALSE(precision_from("float32", "loose").has_value());
+  EXPECT_EQ(precision_from("float32", config::Tolerance::strict).value(), Precision::fp32_strict);
+  EXPECT_EQ(precision_from("float32", config::Tolerance::tf32).value(), Precision::fp32_tf32);
+  EXPECT_EQ(precision_from("float64", config::Tolerance::strict).value(), Precision::fp32_strict);
+  EXPECT_EQ(precision_from("float16", config::Tolerance::strict).value(), Precision::fp16);
+  EXPECT_EQ(precision_from("bfloat16", config::Tolerance::tf32).value(), Precision::bf16);
+  EXPECT_FALSE(precision_from("int64", config::Tolerance::strict).has_value());
 }
 
 struct ClassifyCase {

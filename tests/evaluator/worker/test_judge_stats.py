@@ -15,7 +15,9 @@ import korch_judge as kj  # noqa: E402
 
 
 def judge(device="cpu"):
-    j = kj.Judge({"protections": []}, {"device": device})
+    # The tolerance fields every job carries (korch's strict profile).
+    job = {"device": device, "atol": 1e-4, "rtol": 1e-4, "low_precision_tol": 1e-2, "allow_tf32": False}
+    j = kj.Judge({"protections": []}, job)
     j.seed = 7
     return j
 

@@ -1,4 +1,4 @@
-#include "agent/campaign.hpp"
+#include "agent/campaign_runner.hpp"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -12,11 +12,11 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <unordered_map>
 
 #include "agent/episode.hpp"
+#include "config/loader.hpp"
 #include "prompts/prompts.hpp"
 #include "util/fs.hpp"
 #include "util/ids.hpp"
@@ -26,24 +26,6 @@ namespace korch::agent {
 namespace {
 
 constexpr std::size_t k_episode_insert_batch = 1000;
-
-std::string campaign_config_json(const config::CampaignConfig& cfg) {
-  // A record of what was asked for; never holds a secret (keys live only in
-  // the environment, models name the variable).
-  nlohmann::json j;
-  j["name"] = cfg.name;
-  j["tasks"] = {{"kernelbench_dir", cfg.tasks.kernelbench_dir}, {"levels", cfg.tasks.levels}, {"ids", cfg.tasks.ids}};
-  for (auto& m : cfg.models) {
-    j["models"].push_back({{"id", m.id}, {"base_url", m.base_url}, {"model", m.model},
-                           {"temperature", m.temperature}, {"max_tokens", m.max_tokens}});
-  }
-  j["samples_per_task"] = cfg.samples_per_task;
-  j["max_turns"] = cfg.max_turns;
-  j["resume"] = cfg.resume;
-  j["evaluator"] = {{"mode", cfg.evaluator.mode}, {"tolerance", cfg.evaluator.tolerance},
-                    {"reward", cfg.evaluator.reward}, {"torch_ops", cfg.evaluator.torch_ops}};
-  return j.dump();
-}
 
 std::uint64_t fresh_secret_seed() {
   std::random_device rd;
@@ -107,7 +89,8 @@ class Runner {
     store::CampaignRow c;
     c.id = m_plan.campaign_id;
     c.name = m_cfg.name;
-    c.config_json = campaign_config_json(m_cfg);
+    // The whole resolved config, from the key tables; never holds a secret.
+    c.config_json = config::config_to_json(m_cfg);
     c.secret_seed = m_secret_seed;
     c.created_at = now_unix();
     batch.put(std::move(c));

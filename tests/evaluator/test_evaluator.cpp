@@ -1,0 +1,133 @@
+// Tests of evaluator/evaluator.cpp: the verdict and request-mode names, the
+// report's JSON encoding, the reward functions and reward_for(), the one
+// place a campaign's reward option meets a report (DESIGN §5 stage 4).
+#include "evaluator/evaluator.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <future>
+
+namespace korch::evaluator {
+namespace {
+
+TEST(VerdictNames, RoundTrip) {
+  for (auto v : {Verdict::ok, Verdict::rule_violation, Verdict::compile_error, Verdict::runtime_error,
+                 Verdict::incorrect, Verdict::timeout, Verdict::worker_crash, Verdict::impossible_timing,
+                 Verdict::no_kernel, Verdict::task_too_large}) {
+    EXPECT_EQ(verdict_from_string(to_string(v)), v) << to_string(v);
+  }
+  EXPECT_EQ(verdict_from_string("OK"), std::nullopt);
+}
+
+TEST(ModeNames, AreTheWireValues) {
+  EXPECT_STREQ(to_string(Mode::check), "check");
+  EXPECT_STREQ(to_string(Mode::submit), "submit");
+  EXPECT_EQ(mode_from_string("check"), Mode::check);
+  EXPECT_EQ(mode_from_string("submit"), Mode::submit);
+  EXPECT_EQ(mode_from_string("none"), std::nullopt);
+}
+
+TEST(ReportJson, RoundTripsTheVerdictFields) {
+  Report r;
+  r.request_id = "kernel|x";
+  r.status = Verdict::incorrect;
+  r.speedup = 1.5;
+  r.reward = 0.25;
+  r.max_abs_diff = 0.5;
+  r.protections = {"seccomp", "netns"};
+  r.mode = "cpu";
+  r.evidence_json = R"({"trials":[]})";
+  auto back = Report::from_json(r.to_json());
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->request_id, r.request_id);
+  EXPECT_EQ(back->status, Verdict::incorrect);
+  EXPECT_EQ(back->speedup, 1.5);
+  EXPECT_EQ(back->reward, 0.25);
+  EXPECT_EQ(back->protections, r.protections);
+  EXPECT_EQ(back->mode, "cpu");
+  EXPECT_EQ(back->ref_time_ms, std::nullopt);
+  EXPECT_EQ(back->to_json(), r.to_json());
+  EXPECT_FALSE(Report::from_json("not json"));
+}
+
+TEST(RewardSpeedup, Shape) {
+  EXPECT_EQ(reward_speedup(false, 10.0), 0.0);
+  EXPECT_DOUBLE_EQ(reward_speedup(true, std::nullopt), 0.3);
+  EXPECT_DOUBLE_EQ(reward_speedup(true, 1.0), 0.3);
+  EXPECT_DOUBLE_EQ(reward_speedup(true, 4.0), 2.3);
+  EXPECT_DOUBLE_EQ(reward_speedup(true, 1e6), 3.3);  // log2 clamped at 3
+  EXPECT_DOUBLE_EQ(reward_speedup(true, 0.1), 0.1);  // clamped at -0.2
+}
+
+TEST(RewardRoofline, Shape) {
+  EXPECT_EQ(reward_roofline(false, 1.0, 1.0), 0.0);
+  EXPECT_DOUBLE_EQ(reward_roofline(true, 1.0, 1.0), 3.0);
+  EXPECT_DOUBLE_EQ(reward_roofline(true, 1.0, 2.0), 0.3 + 2.7 / 2);
+  EXPECT_DOUBLE_EQ(reward_roofline(true, 2.0, 1.0), 3.0);  // faster than t_min: capped
+  EXPECT_DOUBLE_EQ(reward_roofline(true, 0.0, 1.0), 0.3);  // unknown t_min
+}
+
+TEST(RewardBeatBaseline, Shape) {
+  EXPECT_EQ(reward_beat_baseline(true, 1.01), 1.0);
+  EXPECT_EQ(reward_beat_baseline(true, 1.0), 0.0);
+  EXPECT_EQ(reward_beat_baseline(true, std::nullopt), 0.0);
+  EXPECT_EQ(reward_beat_baseline(false, 5.0), 0.0);
+}
+
+struct RewardCase {
+  const char* name;
+  config::Reward reward;
+  bool correct;
+  std::optional<double> speedup, ci_low, t_min_ms, cand_ms;
+  double expected;
+};
+
+class RewardFor : public ::testing::TestWithParam<RewardCase> {};
+
+TEST_P(RewardFor, AppliesTheCampaignsOption) {
+  const auto& c = GetParam();
+  Report r;
+  r.correct = c.correct;
+  r.speedup = c.speedup;
+  r.speedup_ci_low = c.ci_low;
+  r.t_min_ms = c.t_min_ms;
+  r.cand_time_ms = c.cand_ms;
+  EXPECT_DOUBLE_EQ(reward_for(c.reward, r), c.expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, RewardFor,
+    ::testing::Values(
+        RewardCase{"speedup", config::Reward::speedup, true, 2.0, 1.5, 1.0, 2.0, 1.3},
+        RewardCase{"speedup_incorrect", config::Reward::speedup, false, 2.0, 1.5, 1.0, 2.0, 0.0},
+        RewardCase{"beat_baseline", config::Reward::beat_baseline, true, 2.0, 1.5, 1.0, 2.0, 1.0},
+        RewardCase{"beat_baseline_ci_at_one", config::Reward::beat_baseline, true, 2.0, 0.9, {}, {}, 0.0},
+        RewardCase{"roofline", config::Reward::roofline, true, 2.0, 1.5, 1.0, 2.0, 0.3 + 2.7 / 2},
+        // Without t_min (cpu or mock mode) roofline falls back to the speedup reward.
+        RewardCase{"roofline_without_t_min", config::Reward::roofline, true, 2.0, 1.5, {}, 2.0, 1.3}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(MakeEvaluator, MockModeIsLabelledMock) {
+  config::EvaluatorConfig cfg;
+  cfg.mode = config::EvalMode::mock;
+  cfg.reward = config::Reward::beat_baseline;
+  auto ev = make_evaluator(cfg, "");
+  ASSERT_TRUE(ev) << ev.error().message;
+  EXPECT_EQ((*ev)->mode(), config::EvalMode::mock);
+  Request req;
+  req.request_id = "kernel|mock";
+  req.mode = Mode::submit;
+  req.code = "class ModelNew: pass\n";
+  std::promise<Report> done;
+  (*ev)->evaluate(req, [&](Report r) { done.set_value(std::move(r)); });
+  auto r = done.get_future().get();
+  (*ev)->shutdown();
+  EXPECT_TRUE(r.mock);
+  EXPECT_EQ(r.mode, "mock");
+  // The mock applies the campaign's reward option like every other mode.
+  EXPECT_DOUBLE_EQ(r.reward, reward_for(config::Reward::beat_baseline, r));
+}
+
+}  // namespace
+}  // namespace korch::evaluator
