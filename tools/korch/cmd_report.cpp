@@ -10,6 +10,7 @@
 #include "tools/korch/cli.hpp"
 #include "tools/korch/common.hpp"
 #include "tools/reports/export.hpp"
+#include "tools/reports/report.hpp"
 
 namespace korch::cli {
 
@@ -81,19 +82,36 @@ int cmd_export(const Args& args) {
 }
 
 int cmd_report(const Args& args) {
+  // text (default) | json | html; --json is the older spelling of --format json.
+  auto format = args.get("--format").value_or(args.has("--json") ? "json" : "text");
+  if (format != "text" && format != "json" && format != "html") {
+    std::fprintf(stderr, "korch report: --format must be text, json or html (got '%s')\n", format.c_str());
+    return k_exit_usage;
+  }
   std::string campaign_id;
   auto st = open_store_for_reading(args, &campaign_id);
   if (!st) {
     std::fprintf(stderr, "korch report: %s\n", st.error().message.c_str());
     return k_exit_usage;
   }
-  auto text = reports::campaign_report(**st, campaign_id, args.has("--json"));
-  if (!text) {
-    std::fprintf(stderr, "korch report: %s\n", text.error().message.c_str());
+  auto report = reports::build_report(**st, campaign_id);
+  if (!report) {
+    std::fprintf(stderr, "korch report: %s\n", report.error().message.c_str());
     return k_exit_error;
   }
-  std::fputs(text->c_str(), stdout);
-  if (!text->empty() && text->back() != '\n') std::fputc('\n', stdout);
+  std::string text = format == "json"   ? reports::render_json(*report)
+                     : format == "html" ? reports::render_html(*report)
+                                        : reports::render_text(*report);
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  if (auto path = args.get("--out")) {
+    std::ofstream file(*path, std::ios::binary | std::ios::trunc);
+    if (!(file << text) || !file.flush()) {
+      std::fprintf(stderr, "korch report: cannot write %s\n", path->c_str());
+      return k_exit_error;
+    }
+    return k_exit_ok;
+  }
+  std::fputs(text.c_str(), stdout);
   return k_exit_ok;
 }
 
