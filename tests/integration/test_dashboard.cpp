@@ -31,7 +31,7 @@ std::string campaign_toml(const std::string& base_url) {
 }
 
 std::string find_chromium() {
-  if (const char* c = std::getenv("KORCH_CHROMIUM"); c && *c) return c;
+  if (const char* c = std::getenv("KORCH_CHROMIUM"); c && *c) return std::filesystem::exists(c) ? c : "";
   for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
     if (std::filesystem::exists(p)) return p;
   }
