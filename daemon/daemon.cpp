@@ -472,6 +472,17 @@ Reply Daemon::episodes(const std::string& id_or_name) {
   return {200, {{"campaign_id", id}, {"episodes", arr}}};
 }
 
+std::optional<std::string> Daemon::campaign_id_of(const std::string& id_or_name) {
+  {
+    std::lock_guard lock(m_mutex);
+    if (auto* c = find(id_or_name)) return c->id;
+  }
+  for (auto& id : {id_or_name, ids::campaign_id(id_or_name)}) {
+    if (auto c = m_store->get_campaign(id); c && *c) return id;
+  }
+  return std::nullopt;
+}
+
 Reply Daemon::episode(const std::string& episode_id) {
   auto snap = m_store->load_episode(episode_id);
   if (!snap) return Reply::error(500, snap.error().message);

@@ -60,6 +60,9 @@ class Daemon {
   Reply cancel(const std::string& id);
   Reply episodes(const std::string& campaign_id);
   Reply episode(const std::string& episode_id);
+  // The stored id of a campaign named by id or name: a daemon campaign, or
+  // any campaign of the store (e.g. the environment's); nullopt if none.
+  std::optional<std::string> campaign_id_of(const std::string& id_or_name);
   // One-off evaluation {"task": {"path"} | {"level","number"}, "code", "mode"}.
   Reply evaluate(const nlohmann::json& request);
   // A compact progress snapshot of every campaign (the SSE payload).

@@ -8,6 +8,8 @@
 #include <deque>
 #include <thread>
 
+#include "daemon/web_assets.hpp"
+#include "tools/reports/report.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
@@ -88,6 +90,12 @@ std::string to_regex(const std::string& path) {
   return out;
 }
 
+// The dashboard's page and files need no token (they hold no data; the page
+// asks for the token and sends it with every API call).
+bool is_public(const std::string& path) {
+  return path == "/health" || path == "/" || path.rfind("/dashboard/", 0) == 0;
+}
+
 }  // namespace
 
 const std::vector<Route>& api_routes() {
@@ -104,6 +112,9 @@ const std::vector<Route>& api_routes() {
       {"GET", "/api/episodes/{id}", true},
       {"POST", "/api/evaluations", true},
       {"GET", "/api/events", true},
+      {"GET", "/api/campaigns/{id}/report", true},
+      {"GET", "/", false},
+      {"GET", "/dashboard/{file}", false},
   };
   return routes;
 }
@@ -183,6 +194,55 @@ struct HttpApi::Impl {
       return daemon.evaluate(j);
     });
     server.Get("/api/events", [this](const httplib::Request&, httplib::Response& res) { events(res); });
+    server.Get(to_regex("/api/campaigns/{id}/report"),
+               [this](const httplib::Request& req, httplib::Response& res) { report(req, res); });
+    server.Get("/", [this](const httplib::Request&, httplib::Response& res) { asset(res, "index.html", "/"); });
+    server.Get(to_regex("/dashboard/{file}"), [this](const httplib::Request& req, httplib::Response& res) {
+      asset(res, req.matches[1], "/dashboard/{file}");
+    });
+  }
+
+  // GET /api/campaigns/{id}/report[?format=json|html]: `korch report`'s JSON
+  // (what the dashboard plots) or its self-contained HTML page.
+  void report(const httplib::Request& req, httplib::Response& res) {
+    const std::string route = "/api/campaigns/{id}/report";
+    auto format = req.has_param("format") ? req.get_param_value("format") : "json";
+    Reply err;
+    if (format != "json" && format != "html") {
+      err = Reply::error(400, "format must be json or html (got '" + format + "')");
+    } else if (auto id = daemon.campaign_id_of(req.matches[1]); !id) {
+      err = Reply::error(404, "no campaign '" + std::string(req.matches[1]) + "'");
+    } else if (auto r = reports::build_report(daemon.store(), *id); !r) {
+      err = Reply::error(500, r.error().message);
+    } else {
+      if (format == "html") {
+        res.set_content(reports::render_html(*r), "text/html; charset=utf-8");
+      } else {
+        res.set_content(reports::render_json(*r), "application/json");
+      }
+      daemon.metrics().count_http(route, 200);
+      return;
+    }
+    send(res, err);
+    daemon.metrics().count_http(route, err.status);
+  }
+
+  // An embedded file of daemon/web/. Scripts and styles come only from this
+  // server (the Content-Security-Policy says so: no CDN, no inline script).
+  void asset(httplib::Response& res, const std::string& name, const std::string& route) {
+    auto* a = web::find_asset(name);
+    if (!a) {
+      send(res, Reply::error(404, "no dashboard file '" + name + "'"));
+      daemon.metrics().count_http(route, 404);
+      return;
+    }
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                   "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(std::string(a->data), std::string(a->content_type));
+    daemon.metrics().count_http(route, 200);
   }
 
   // Server-sent events: a `progress` event when anything changed (checked
@@ -261,7 +321,7 @@ Result<std::unique_ptr<HttpApi>> HttpApi::bind(Daemon& daemon, const std::string
     mp->listen_fd = sock;  // the last socket set up is the listening one
   });
   s.set_pre_routing_handler([mp](const httplib::Request& req, httplib::Response& res) {
-    if (mp->token.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (mp->token.empty() || is_public(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     auto h = req.get_header_value("Authorization");
     if (h.rfind("Bearer ", 0) != 0 || !constant_time_equal(h.substr(7), mp->token)) {
       res.status = 401;

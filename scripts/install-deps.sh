@@ -10,7 +10,11 @@ PACKAGES=(
   libtomlplusplus-dev libssl-dev libseccomp-dev
   prometheus-cpp-dev libboost-dev python3-websockets
   python3 python3-dev pybind11-dev libtorch-dev python3-torch python3-numpy
+  chromium
 )
+# chromium: the headless browser of the dashboard and HTML report tests
+# (they skip without it). On Ubuntu 24.04 the package is a snap wrapper;
+# KORCH_CHROMIUM may name another Chromium binary.
 
 # A GPU box brings its own CUDA torch (pip or a venv): then Debian's CPU
 # torch is not installed. KORCH_PYTHON names that interpreter; without it a

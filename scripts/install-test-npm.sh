@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs the npm packages the tests use, exactly as pinned in their
-# package-lock.json files (npm ci). Today: @dwmkerr/mock-llm, an independent
-# OpenAI-compatible mock server (tests/llm_clients/test_mock_llm.cpp). The
+# package-lock.json files (npm ci): @dwmkerr/mock-llm, an independent
+# OpenAI-compatible mock server (tests/llm_clients/test_mock_llm.cpp), and
+# playwright-core, the CDP driver of the dashboard test in headless Chromium
+# (tests/integration/test_dashboard.cpp; it drives Debian's chromium from
+# scripts/install-deps.sh and downloads no browser). The
 # tests skip themselves (GTEST_SKIP) when node/npm or the packages are absent,
 # so this script is optional; it exits 0 with a note when npm is missing.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dirs=("$root/tests/llm_clients/mock-llm")
+dirs=("$root/tests/llm_clients/mock-llm" "$root/tests/integration/dashboard")
 
 if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
   echo "install-test-npm: node/npm not found; npm-based tests will be skipped"

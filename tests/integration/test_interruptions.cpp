@@ -157,8 +157,8 @@ TEST(Interruptions, SigkillDuringTheLlmCallMarksItDupPossible) {
   auto [report_rc, report] = run_capture({KORCH_BIN, "report", toml, "--json"}, d);
   ASSERT_EQ(report_rc, 0) << report;
   auto j = nlohmann::json::parse(report);
-  EXPECT_EQ(j["m1"]["llm_calls"], 1);
-  EXPECT_EQ(j["m1"]["dup_possible_calls"], 1);
+  EXPECT_EQ(j["models"]["m1"]["llm_calls"], 1);
+  EXPECT_EQ(j["models"]["m1"]["dup_possible_calls"], 1);
   auto [text_rc, text] = run_capture({KORCH_BIN, "report", toml}, d);
   ASSERT_EQ(text_rc, 0) << text;
   EXPECT_NE(text.find("llm calls 1 (dup_possible 1)"), std::string::npos) << text;

@@ -10,6 +10,7 @@
 #include "tools/korch/cli.hpp"
 #include "tools/korch/common.hpp"
 #include "tools/reports/export.hpp"
+#include "tools/reports/report.hpp"
 
 namespace korch::cli {
 
@@ -74,17 +75,29 @@ int cmd_export(const Args& args) {
 }
 
 int cmd_report(const Args& args) {
+  // text (default) | json | html; --json is the older spelling of --format json.
+  auto format = args.get("--format").value_or(args.has("--json") ? "json" : "text");
+  if (format != "text" && format != "json" && format != "html")
+    return report_failure("report", ErrorKind::invalid,
+                          fmt::format("--format must be text, json or html (got '{}')", format));
   std::string campaign_id;
   auto st = open_store_for_reading(args, &campaign_id);
   if (!st) {
     return report_failure("report", ErrorKind::invalid, st.error().message);
   }
-  auto text = reports::campaign_report(**st, campaign_id, args.has("--json"));
-  if (!text) {
-    return report_failure("report", ErrorKind::failure, text.error().message);
+  auto report = reports::build_report(**st, campaign_id);
+  if (!report) return report_failure("report", ErrorKind::failure, report.error().message);
+  std::string text = format == "json"   ? reports::render_json(*report)
+                     : format == "html" ? reports::render_html(*report)
+                                        : reports::render_text(*report);
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  if (auto path = args.get("--out")) {
+    std::ofstream file(*path, std::ios::binary | std::ios::trunc);
+    if (!(file << text) || !file.flush())
+      return report_failure("report", ErrorKind::failure, "cannot write " + *path);
+    return k_exit_ok;
   }
-  std::fputs(text->c_str(), stdout);
-  if (!text->empty() && text->back() != '\n') std::fputc('\n', stdout);
+  std::fputs(text.c_str(), stdout);
   return k_exit_ok;
 }
 

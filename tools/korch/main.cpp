@@ -20,8 +20,9 @@ Usage:
       Episodes, turns, tokens and cost per campaign in the store.
   korch export (CAMPAIGN.toml | --db PATH) --format jsonl|csv [--campaign NAME] [--out FILE]
       One record per attempt (turn) and one per episode.
-  korch report (CAMPAIGN.toml | --db PATH) [--campaign NAME] [--json]
-      fast_p, geometric-mean speedup, pass@k, cost and tokens per model.
+  korch report (CAMPAIGN.toml | --db PATH) [--campaign NAME] [--format text|json|html] [--out FILE]
+      fast_p, geometric-mean speedup, pass@k, cost and tokens per model;
+      html: one self-contained page with the plots and the task grid.
   korch config show CAMPAIGN.toml [--set KEY=VALUE]...
       Every configuration value and where it came from.
   korch tasks list DIR [--levels 1,2] [--ids 1-10]

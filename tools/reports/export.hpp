@@ -1,6 +1,6 @@
 #pragma once
-// Exports and reports read from the store (the only source of truth). Shared
-// by the `korch` CLI and, later, the HTTP API.
+// Exports read from the store (the only source of truth). Shared
+// by the `korch` CLI and the tests; the report is tools/reports/report.hpp.
 #include <ostream>
 #include <string>
 #include <vector>
@@ -21,9 +21,5 @@ const std::vector<std::string>& run_describing_fields();
 // episode id then turn; episode records follow their attempts.
 Result<void> write_export(store::Store& store, const std::string& campaign_id, ExportFormat format,
                           std::ostream& out);
-
-// KernelBench-style metrics (fast_p, geometric-mean speedup, pass@k, cost
-// and tokens per model) as human-readable text or JSON.
-Result<std::string> campaign_report(store::Store& store, const std::string& campaign_id, bool json);
 
 }  // namespace korch::reports

@@ -1,0 +1,271 @@
+#include "tools/reports/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "daemon/web_assets.hpp"
+
+namespace korch::reports {
+namespace {
+
+using nlohmann::json;
+
+// "L1/2" < "L1/10": runs of digits compare as numbers.
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      std::size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
+      auto na = a.substr(i, ie - i), nb = b.substr(j, je - j);
+      na.erase(0, std::min(na.find_first_not_of('0'), na.size()));
+      nb.erase(0, std::min(nb.find_first_not_of('0'), nb.size()));
+      if (na.size() != nb.size()) return na.size() < nb.size();
+      if (na != nb) return na < nb;
+      i = ie;
+      j = je;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
+
+std::string fast_key(double p) { return fmt::format("fast_{}", p); }
+
+json model_json(const ModelReport& m) {
+  json jm;
+  jm["episodes"] = m.episodes;
+  jm["finished"] = m.finished;
+  jm["correct"] = m.correct;
+  json fast = json::object();
+  for (auto& [p, v] : m.fast_p) fast[fast_key(p)] = v;
+  jm["fast_p"] = fast;
+  jm["geomean_speedup_correct"] = m.geomean_speedup ? json(*m.geomean_speedup) : json(nullptr);
+  json passk = json::object();
+  for (auto& [k, v] : m.pass_at_k) passk[fmt::format("pass@{}", k)] = v;
+  jm["pass_at_k"] = passk;
+  jm["llm_calls"] = m.llm_calls;
+  jm["dup_possible_calls"] = m.dup_possible_calls;
+  jm["prompt_tokens"] = m.prompt_tokens;
+  jm["completion_tokens"] = m.completion_tokens;
+  jm["cost_usd"] = m.cost_usd;
+  jm["speedups"] = m.speedups;
+  return jm;
+}
+
+json report_json(const CampaignReport& r) {
+  json j;
+  j["campaign"] = {{"id", r.campaign_id}, {"name", r.campaign_name}};
+  j["thresholds"] = report_thresholds();
+  json models = json::object();
+  for (auto& m : r.models) models[m.model_id] = model_json(m);
+  j["models"] = models;
+  j["tasks"] = r.tasks;
+  json eps = json::array();
+  for (auto& e : r.episodes) {
+    json je = {{"id", e.id},         {"task_id", e.task_id}, {"model_id", e.model_id}, {"sample", e.sample},
+               {"status", e.status}, {"reason", e.reason},   {"verdict", e.verdict},   {"correct", e.correct},
+               {"tokens", e.tokens}, {"cost_usd", e.cost_usd}};
+    je["speedup"] = e.speedup ? json(*e.speedup) : json(nullptr);
+    eps.push_back(std::move(je));
+  }
+  j["episodes"] = eps;
+  return j;
+}
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// JSON inside a <script> element: "</" (only ever inside strings) would end
+// the element, so it is written "<\/", the same string to a JSON parser.
+std::string script_safe(std::string s) {
+  for (std::size_t pos = 0; (pos = s.find("</", pos)) != std::string::npos; pos += 3) s.replace(pos, 2, "<\\/");
+  return s;
+}
+
+std::string asset_text(std::string_view name) {
+  auto* a = web::find_asset(name);
+  return a ? std::string(a->data) : std::string();
+}
+
+}  // namespace
+
+const std::vector<double>& report_thresholds() {
+  static const std::vector<double> k_thresholds = {0, 0.5, 0.8, 1, 1.5, 2};
+  return k_thresholds;
+}
+
+Result<CampaignReport> build_report(store::Store& store, const std::string& campaign_id) {
+  auto camp = store.get_campaign(campaign_id);
+  if (!camp) return std::unexpected(camp.error());
+  auto episodes = store.list_episodes(campaign_id);
+  if (!episodes) return std::unexpected(episodes.error());
+  auto finals = store.list_finals(campaign_id);
+  if (!finals) return std::unexpected(finals.error());
+  auto calls = store.list_llm_calls(campaign_id);
+  if (!calls) return std::unexpected(calls.error());
+
+  CampaignReport report;
+  report.campaign_id = campaign_id;
+  report.campaign_name = *camp ? (*camp)->name : "";
+
+  std::map<std::string, const store::FinalRow*> final_by_ep;
+  for (auto& f : *finals) final_by_ep[f.episode_id] = &f;
+
+  struct Acc {
+    ModelReport m;
+    std::map<std::string, std::pair<int, int>> per_task;  // task -> (samples, correct)
+  };
+  std::map<std::string, Acc> by_model;
+  std::map<std::string, std::string> model_of_episode;
+  std::set<std::string> tasks;
+  for (auto& ep : *episodes) {
+    auto& acc = by_model[ep.model_id];
+    auto& m = acc.m;
+    model_of_episode[ep.id] = ep.model_id;
+    tasks.insert(ep.task_id);
+    ++m.episodes;
+    auto& task = acc.per_task[ep.task_id];
+    ++task.first;
+    EpisodeStatus es;
+    es.id = ep.id;
+    es.task_id = ep.task_id;
+    es.model_id = ep.model_id;
+    es.sample = ep.sample_index;
+    es.status = ep.status;
+    es.tokens = ep.tokens_used;
+    es.cost_usd = ep.cost_usd;
+    if (auto it = final_by_ep.find(ep.id); it != final_by_ep.end()) {
+      auto& f = *it->second;
+      ++m.finished;
+      es.reason = f.reason;
+      es.verdict = f.verdict;
+      es.correct = f.correct;
+      es.speedup = f.speedup;
+      if (f.correct) {
+        ++m.correct;
+        ++task.second;
+        if (f.speedup) m.speedups.push_back(*f.speedup);
+      }
+    }
+    report.episodes.push_back(std::move(es));
+  }
+  for (auto& c : *calls) {
+    if (!model_of_episode.count(c.episode_id)) continue;
+    auto& m = by_model[c.model_id].m;
+    m.prompt_tokens += c.prompt_tokens;
+    m.completion_tokens += c.completion_tokens;
+    m.cost_usd += c.cost_usd;
+    ++m.llm_calls;
+    m.dup_possible_calls += c.dup_possible;
+  }
+  for (auto& [model, acc] : by_model) {
+    auto& m = acc.m;
+    m.model_id = model;
+    for (double p : report_thresholds()) {
+      std::int64_t n = 0;
+      for (double s : m.speedups) n += s > p;
+      if (p == 0) n = m.correct;
+      m.fast_p.emplace_back(p, m.episodes ? static_cast<double>(n) / m.episodes : 0.0);
+    }
+    if (!m.speedups.empty()) {
+      double sum = 0;
+      for (double s : m.speedups) sum += std::log(s);
+      m.geomean_speedup = std::exp(sum / m.speedups.size());
+    }
+    int max_n = 0;
+    for (auto& [t, nc] : acc.per_task) max_n = std::max(max_n, nc.first);
+    for (int k = 1; k <= max_n; k *= 2) {
+      double sum = 0;
+      int counted = 0;
+      for (auto& [t, nc] : acc.per_task) {
+        int n = nc.first, c = nc.second;
+        if (n < k) continue;
+        double fail_all = 1;
+        if (n - c >= k) {
+          for (int i = 0; i < k; ++i) fail_all *= static_cast<double>(n - c - i) / (n - i);
+        } else {
+          fail_all = 0;
+        }
+        sum += 1 - fail_all;
+        ++counted;
+      }
+      if (counted) m.pass_at_k.emplace_back(k, sum / counted);
+    }
+    std::sort(m.speedups.begin(), m.speedups.end());
+    report.models.push_back(std::move(m));
+  }
+  report.tasks.assign(tasks.begin(), tasks.end());
+  std::sort(report.tasks.begin(), report.tasks.end(), natural_less);
+  std::map<std::string, std::size_t> task_rank;
+  for (std::size_t i = 0; i < report.tasks.size(); ++i) task_rank[report.tasks[i]] = i;
+  std::stable_sort(report.episodes.begin(), report.episodes.end(), [&](const EpisodeStatus& a, const EpisodeStatus& b) {
+    return std::tie(task_rank[a.task_id], a.model_id, a.sample) < std::tie(task_rank[b.task_id], b.model_id, b.sample);
+  });
+  return report;
+}
+
+std::string render_text(const CampaignReport& report) {
+  std::string text;
+  for (auto& m : report.models) {
+    text += fmt::format("model {}: {} episodes, {} finished, {} correct\n", m.model_id, m.episodes, m.finished,
+                        m.correct);
+    text += "  fast_p:";
+    for (auto& [p, v] : m.fast_p) text += fmt::format(" {}={:.3f}", fast_key(p), v);
+    text += "\n";
+    text += fmt::format("  geomean speedup (correct): {}\n",
+                        m.geomean_speedup ? fmt::format("{:.3f}", *m.geomean_speedup) : std::string("n/a"));
+    text += "  ";
+    for (auto& [k, v] : m.pass_at_k) text += fmt::format("pass@{}={:.3f} ", k, v);
+    text += fmt::format("\n  llm calls {} (dup_possible {}), tokens {} in / {} out, cost ${:.4f}\n", m.llm_calls,
+                        m.dup_possible_calls, m.prompt_tokens, m.completion_tokens, m.cost_usd);
+  }
+  return text.empty() ? std::string("no episodes\n") : text;
+}
+
+std::string render_json(const CampaignReport& report) { return report_json(report).dump(2); }
+
+std::string render_html(const CampaignReport& report) {
+  auto title = "korch report: " + (report.campaign_name.empty() ? report.campaign_id : report.campaign_name);
+  std::string page;
+  page += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  page += "<title>" + html_escape(title) + "</title>\n";
+  page += "<style>\n" + asset_text("style.css") + "\n</style>\n</head>\n<body>\n";
+  page += "<h1>" + html_escape(title) + "</h1>\n";
+  page += "<div id=\"korch-report\"></div>\n";
+  page += "<noscript><pre>" + html_escape(render_text(report)) + "</pre></noscript>\n";
+  page += "<script id=\"korch-report-data\" type=\"application/json\">" + script_safe(report_json(report).dump()) +
+          "</script>\n";
+  page += "<script>\n" + asset_text("plots.js") + "\n</script>\n";
+  page +=
+      "<script>\n"
+      "KorchPlots.renderReport(document.getElementById('korch-report'),\n"
+      "  JSON.parse(document.getElementById('korch-report-data').textContent));\n"
+      "</script>\n</body>\n</html>\n";
+  return page;
+}
+
+}  // namespace korch::reports
