@@ -248,7 +248,9 @@ Writer::~Writer() {
 }
 
 int Writer::wal_hook(void* self, sqlite3*, const char*, int frames) {
-  static_cast<Writer*>(self)->m_wal_frames = frames;
+  auto* w = static_cast<Writer*>(self);
+  w->m_stats.frames += static_cast<std::uint64_t>(frames > w->m_wal_frames ? frames - w->m_wal_frames : frames);
+  w->m_wal_frames = frames;
   return SQLITE_OK;
 }
 
@@ -362,70 +364,92 @@ Result<CommitInfo> Writer::run_alone(const WriteBatch& batch) {
   }
 }
 
-// Commits `group` in one transaction. When a batch fails, that batch gets
-// the error and the transaction is rolled back and retried without it, so
-// only bad batches fail. A failure outside any batch (BEGIN, COMMIT) fails
-// the whole group.
-std::vector<Result<CommitInfo>> Writer::run_group(std::vector<Job>& group) {
-  std::vector<std::optional<Result<CommitInfo>>> results(group.size());
-  for (;;) {
-    std::vector<std::size_t> pending;
-    for (std::size_t i = 0; i < group.size(); ++i) {
-      if (!results[i]) pending.push_back(i);
+bool Writer::sync_idle() const { return m_synced.empty() && !m_syncing; }
+
+// Applies the open group's jobs from `first` on, in the open transaction
+// (begun here if needed). When a batch fails, that batch gets the error and
+// the transaction is rolled back and the group's other batches are applied
+// again, so only bad batches fail. When BEGIN fails, every batch of the
+// group fails.
+void Writer::apply_open(std::size_t first) {
+  auto& jobs = m_open.jobs;
+  auto& results = m_open.results;
+  results.resize(jobs.size());
+  for (std::size_t i = first;;) {
+    if (!m_open.txn) {
+      try {
+        m_open.txn.emplace(*m_db, Txn::Kind::immediate);
+      } catch (const std::exception& e) {
+        for (auto& r : results) r = fail(e.what());
+        return;
+      }
     }
-    if (pending.empty()) break;
-    std::optional<std::size_t> failed;  // index into group
-    std::vector<CommitInfo> infos(pending.size());
+    std::optional<std::size_t> failed;
     try {
-      Txn txn(*m_db, Txn::Kind::immediate);
-      for (std::size_t k = 0; k < pending.size(); ++k) {
-        failed = pending[k];
-        infos[k] = m_applier->apply(group[pending[k]].batch);
+      for (; i < jobs.size(); ++i) {
+        if (results[i] && !*results[i]) continue;  // failed earlier
+        failed = i;
+        results[i] = m_applier->apply(jobs[i].batch);
       }
-      failed.reset();
-      txn.commit();
-      for (std::size_t k = 0; k < pending.size(); ++k) results[pending[k]] = std::move(infos[k]);
+      return;
     } catch (const std::exception& e) {
-      if (failed) {
-        KLOG_WARN("[store] batch failed, retrying the rest of its group: {}", e.what());
-        results[*failed] = fail(e.what());
-      } else {
-        for (auto i : pending) results[i] = fail(e.what());
-      }
+      KLOG_WARN("[store] batch failed, applying the rest of its group again: {}", e.what());
+      m_open.txn.reset();  // rolls back
+      results[*failed] = fail(e.what());
+      i = 0;
     }
   }
-  std::vector<Result<CommitInfo>> out;
-  out.reserve(group.size());
-  for (auto& r : results) out.push_back(std::move(*r));
-  return out;
 }
 
-// Hands the group's callbacks on: at once (SQLite synced inside COMMIT), or
-// to the syncer.
-void Writer::finish_group(std::vector<Job>& group, std::vector<Result<CommitInfo>> results) {
+// COMMITs the open group and hands its callbacks on: at once (SQLite synced
+// inside COMMIT, or nothing to sync), or to the syncer.
+void Writer::commit_open() {
+  if (m_open.jobs.empty()) return;
+  bool committed = false;
+  if (m_open.txn) {
+    try {
+      m_open.txn->commit();
+      committed = true;
+    } catch (const std::exception& e) {
+      for (auto& r : m_open.results) {
+        if (*r) r = fail(e.what());
+      }
+    }
+    m_open.txn.reset();  // rolls back unless committed
+  }
+  auto jobs = std::move(m_open.jobs);
+  auto results = std::move(m_open.results);
+  m_open.jobs.clear();
+  m_open.results.clear();
+  ++m_stats.commits;
+  m_stats.batches += jobs.size();
+  if (committed) after_commit();
+
   if (!m_own_sync) {
-    for (std::size_t i = 0; i < group.size(); ++i) invoke_safely(group[i].done, std::move(results[i]));
+    for (std::size_t i = 0; i < jobs.size(); ++i) invoke_safely(jobs[i].done, std::move(*results[i]));
     return;
   }
   Synced synced;
-  for (std::size_t i = 0; i < group.size(); ++i) {
-    if (group[i].caller_syncs) {
-      invoke_safely(group[i].done, std::move(results[i]));
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].caller_syncs) {
+      invoke_safely(jobs[i].done, std::move(*results[i]));
     } else {
-      synced.done.push_back(std::move(group[i].done));
-      synced.results.push_back(std::move(results[i]));
+      synced.done.push_back(std::move(jobs[i].done));
+      synced.results.push_back(std::move(*results[i]));
     }
   }
   if (synced.done.empty()) return;
   {
-    std::lock_guard lock(m_sync_mutex);
+    std::lock_guard lock(m_mutex);
     m_synced.push_back(std::move(synced));
   }
   m_sync_cv.notify_one();
 }
 
 void Writer::after_commit() {
+  m_stats.max_wal_frames = std::max(m_stats.max_wal_frames, m_wal_frames);
   if (m_wal_frames >= k_wal_limit_frames) {
+    ++m_stats.checkpoint_waits;
     m_checkpointer->request_and_wait();
     m_wal_frames = 0;  // the next transaction starts the WAL over (or the hook says otherwise)
   } else if (m_wal_frames >= k_checkpoint_frames) {
@@ -433,55 +457,66 @@ void Writer::after_commit() {
   }
 }
 
+// The writer loop. Batches are applied as they arrive into one open
+// transaction. With synchronous=FULL it is committed when the syncer has
+// nothing left to sync (so a group grows while the disk is busy, and the
+// writer keeps applying meanwhile) or when it is full; otherwise at once.
 void Writer::writer_main() {
   pthread_setname_np(pthread_self(), "korch-store-w");
+  const auto limit = static_cast<std::size_t>(std::max(1, m_options.max_batches_per_txn));
   for (;;) {
-    std::vector<Job> group;
+    std::vector<Job> taken;
+    std::optional<Job> task;
+    bool commit = false;
     {
       std::unique_lock lock(m_mutex);
-      m_cv.wait(lock, [&] { return !m_queue.empty() || m_stopping; });
-      if (m_queue.empty()) break;
-      if (m_queue.front().task) {
-        group.push_back(std::move(m_queue.front()));
-        m_queue.pop_front();
+      m_cv.wait(lock, [&] { return !m_queue.empty() || m_stopping || (!m_open.jobs.empty() && sync_idle()); });
+      if (m_queue.empty() && m_open.jobs.empty()) break;  // stopping, drained
+      if (!m_queue.empty() && m_queue.front().task) {
+        if (m_open.jobs.empty()) {
+          task = std::move(m_queue.front());
+          m_queue.pop_front();
+        }
       } else {
-        auto limit = static_cast<std::size_t>(std::max(1, m_options.max_batches_per_txn));
-        while (!m_queue.empty() && !m_queue.front().task && group.size() < limit) {
-          group.push_back(std::move(m_queue.front()));
+        while (!m_queue.empty() && !m_queue.front().task && m_open.jobs.size() + taken.size() < limit) {
+          taken.push_back(std::move(m_queue.front()));
           m_queue.pop_front();
         }
       }
     }
     try {
-      if (group.front().task) {
-        group.front().task(*m_db);
+      if (task) {
+        task->task(*m_db);
         after_commit();
-      } else {
-        auto results = run_group(group);
-        after_commit();
-        finish_group(group, std::move(results));
+        continue;
       }
+      std::size_t first = m_open.jobs.size();
+      for (auto& job : taken) m_open.jobs.push_back(std::move(job));
+      if (first < m_open.jobs.size()) apply_open(first);
+      {
+        std::lock_guard lock(m_mutex);
+        commit = !m_own_sync || sync_idle() || m_open.jobs.size() >= limit || m_stopping ||
+                 (!m_queue.empty() && m_queue.front().task);
+      }
+      if (commit) commit_open();
     } catch (const std::exception& e) {
       KLOG_ERROR("[store] writer: {}", e.what());
     } catch (...) {
       KLOG_ERROR("[store] writer: non-standard exception");
     }
   }
+  KLOG_INFO("[store] writer: {} commits of {} batches, {} syncs, {} WAL frames written, WAL peak {} frames, {} checkpoint waits",
+            m_stats.commits, m_stats.batches, m_stats.syncs, m_stats.frames, m_stats.max_wal_frames, m_stats.checkpoint_waits);
   if (m_own_sync) {
     // The syncer drains what is left and closes the connection.
     {
-      std::lock_guard lock(m_sync_mutex);
+      std::lock_guard lock(m_mutex);
       m_writer_done = true;
     }
     m_sync_cv.notify_all();
     return;
   }
-  try {
-    m_checkpointer.reset();
-    m_applier.reset();
-    m_db.reset();  // the last connection: SQLite checkpoints and removes the WAL
-  } catch (...) {
-  }
+  close_connections();
 }
 
 void Writer::syncer_main() {
@@ -489,13 +524,20 @@ void Writer::syncer_main() {
   for (;;) {
     std::deque<Synced> work;
     {
-      std::unique_lock lock(m_sync_mutex);
+      std::unique_lock lock(m_mutex);
       m_sync_cv.wait(lock, [&] { return !m_synced.empty() || m_writer_done; });
       if (m_synced.empty()) break;
       work.swap(m_synced);
+      m_syncing = true;
     }
     // One fdatasync covers every group committed so far.
     std::string err = sync_wal();
+    ++m_stats.syncs;
+    {
+      std::lock_guard lock(m_mutex);
+      m_syncing = false;
+    }
+    m_cv.notify_one();  // the writer may commit its open group now
     if (!err.empty()) KLOG_ERROR("[store] {}", err);
     for (auto& s : work) {
       for (std::size_t i = 0; i < s.done.size(); ++i) {
@@ -504,10 +546,17 @@ void Writer::syncer_main() {
       }
     }
   }
+  close_connections();
+}
+
+// Ends the checkpointer and closes the write connection, last of the
+// process's connections to the file in the common case: SQLite then
+// checkpoints and removes the WAL.
+void Writer::close_connections() {
   try {
     m_checkpointer.reset();
     m_applier.reset();
-    m_db.reset();  // the last connection: SQLite checkpoints and removes the WAL
+    m_db.reset();
   } catch (...) {
   }
   std::lock_guard lock(m_wal_fd_mutex);

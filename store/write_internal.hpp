@@ -120,6 +120,21 @@ class Writer {
     std::vector<CommitCallback> done;
     std::vector<Result<CommitInfo>> results;
   };
+  // Writer thread only: the group applied in the open transaction.
+  struct OpenGroup {
+    std::vector<Job> jobs;
+    std::vector<std::optional<Result<CommitInfo>>> results;  // per job; tentative until COMMIT
+    std::optional<Txn> txn;
+  };
+  // Counters for the log line at close (writer thread; syncs: syncer thread).
+  struct Stats {
+    std::uint64_t commits = 0;
+    std::uint64_t batches = 0;
+    std::uint64_t syncs = 0;
+    std::uint64_t frames = 0;
+    std::uint64_t checkpoint_waits = 0;
+    int max_wal_frames = 0;
+  };
 
   bool on_writer_thread() const { return std::this_thread::get_id() == m_writer_id; }
   bool on_syncer_thread() const { return std::this_thread::get_id() == m_syncer_id; }
@@ -127,11 +142,13 @@ class Writer {
   void enqueue(Job job);
 
   Result<CommitInfo> run_alone(const WriteBatch& batch);
-  std::vector<Result<CommitInfo>> run_group(std::vector<Job>& group);
-  void finish_group(std::vector<Job>& group, std::vector<Result<CommitInfo>> results);
+  void apply_open(std::size_t first);
+  void commit_open();
+  bool sync_idle() const;  // m_mutex held
   void after_commit();
   // fdatasync of the WAL; "" on success, else the error.
   std::string sync_wal();
+  void close_connections();
 
   void writer_main();
   void syncer_main();
@@ -144,17 +161,18 @@ class Writer {
   std::optional<BatchApplier> m_applier;
   std::unique_ptr<Checkpointer> m_checkpointer;
   int m_wal_frames = 0;  // writer thread only (set by wal_hook)
-  int m_wal_fd = -1;     // syncer thread, or writer thread for tasks (never both at once)
   std::mutex m_wal_fd_mutex;
+  int m_wal_fd = -1;  // guarded by m_wal_fd_mutex
+  OpenGroup m_open;
+  Stats m_stats;
 
-  std::mutex m_mutex;
-  std::condition_variable m_cv;
+  std::mutex m_mutex;                 // guards the queue, m_stopping and the syncer's state below
+  std::condition_variable m_cv;       // the writer waits: work, stop, or the syncer idle
+  std::condition_variable m_sync_cv;  // the syncer waits: committed groups or the writer done
   std::deque<Job> m_queue;
   bool m_stopping = false;
-
-  std::mutex m_sync_mutex;
-  std::condition_variable m_sync_cv;
-  std::deque<Synced> m_synced;
+  std::deque<Synced> m_synced;  // committed, not yet synced
+  bool m_syncing = false;       // an fdatasync is in progress
   bool m_writer_done = false;
 
   std::mutex m_join_mutex;
