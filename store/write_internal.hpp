@@ -126,11 +126,10 @@ class Writer {
     std::vector<std::optional<Result<CommitInfo>>> results;  // per job; tentative until COMMIT
     std::optional<Txn> txn;
   };
-  // Counters for the log line at close (writer thread; syncs: syncer thread).
+  // Counters for the debug line at close (writer thread only).
   struct Stats {
     std::uint64_t commits = 0;
     std::uint64_t batches = 0;
-    std::uint64_t syncs = 0;
     std::uint64_t frames = 0;
     std::uint64_t checkpoint_waits = 0;
     int max_wal_frames = 0;
