@@ -37,9 +37,12 @@ constexpr int k_writer_cache_kib = 64 * 1024;
 // the schema_migrations table, whichever is larger.
 int recorded_version(Db& db) {
   auto version = db.query_i64("PRAGMA user_version");
-  bool has_table =
-      db.query_i64("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") > 0;
-  if (has_table) version = std::max(version, db.query_i64("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
+  bool has_table = db.query_i64(
+                       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
+                       "'schema_migrations'") > 0;
+  if (has_table)
+    version =
+        std::max(version, db.query_i64("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
   return static_cast<int>(version);
 }
 
@@ -51,15 +54,19 @@ std::string newer_message(const std::string& path, int version) {
 // Applies the missing migrations in one write transaction.
 void migrate(Db& db) {
   Txn txn(db, Txn::Kind::immediate);
-  db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)",
-          "creating schema_migrations");
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL "
+      "NOT NULL)",
+      "creating schema_migrations");
   int version = recorded_version(db);
   if (version > k_schema_version) throw korch::Fatal(newer_message(db.path(), version));
   if (version == k_schema_version) return;  // nothing to do; the txn rolls back
   for (const auto& m : detail::migrations()) {
     if (m.version <= version) continue;
     db.exec(m.sql, "applying migration " + std::to_string(m.version));
-    db.stmt("INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)").bind(m.version, now_unix()).run();
+    db.stmt("INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)")
+        .bind(m.version, now_unix())
+        .run();
     KLOG_INFO("[store] {}: applied schema migration {}", db.path(), m.version);
   }
   db.exec("PRAGMA user_version = " + std::to_string(k_schema_version), "setting user_version");
@@ -96,8 +103,8 @@ class SqliteStore final : public Store {
 
   // --- leases ----------------------------------------------------------------
 
-  Result<std::optional<Lease>> acquire_lease(const std::string& campaign_id, const std::string& owner,
-                                             double ttl_s) override {
+  Result<std::optional<Lease>> acquire_lease(const std::string& campaign_id,
+                                             const std::string& owner, double ttl_s) override {
     std::optional<Lease> held_by_other;
     auto r = write_task([&](Db& db) {
       Txn txn(db, Txn::Kind::immediate);
@@ -108,27 +115,31 @@ class SqliteStore final : public Store {
         return;
       }
       auto lease = Lease{campaign_id, owner, now, now + ttl_s};
-      static const std::string upsert = detail::insert_sql(
-          detail::k_leases, "ON CONFLICT (campaign_id) DO UPDATE SET " + detail::excluded_set(detail::k_leases));
-      detail::bind_row(db.stmt(upsert), detail::k_leases, lease)
-          .run();
+      static const std::string upsert =
+          detail::insert_sql(detail::k_leases, "ON CONFLICT (campaign_id) DO UPDATE SET " +
+                                                   detail::excluded_set(detail::k_leases));
+      detail::bind_row(db.stmt(upsert), detail::k_leases, lease).run();
       txn.commit();
     });
     if (!r) return std::unexpected(r.error());
     return held_by_other;
   }
 
-  Result<void> heartbeat_lease(const std::string& campaign_id, const std::string& owner, double ttl_s) override {
+  Result<void> heartbeat_lease(const std::string& campaign_id, const std::string& owner,
+                               double ttl_s) override {
     std::string lost;
     auto r = write_task([&](Db& db) {
       Txn txn(db, Txn::Kind::immediate);
       double now = now_unix();
-      db.stmt("UPDATE leases SET heartbeat_at = ?3, expires_at = ?4 WHERE campaign_id = ?1 AND owner = ?2")
+      db.stmt(
+            "UPDATE leases SET heartbeat_at = ?3, expires_at = ?4 WHERE campaign_id = ?1 AND owner "
+            "= ?2")
           .bind(campaign_id, owner, now, now + ttl_s)
           .run();
       if (db.changes() == 0) {
         auto held = detail::query_lease(db, campaign_id);
-        lost = "campaign " + campaign_id + ": lease lost" + (held ? " (now held by " + held->owner + ")" : "");
+        lost = "campaign " + campaign_id + ": lease lost" +
+               (held ? " (now held by " + held->owner + ")" : "");
         return;
       }
       txn.commit();
@@ -141,7 +152,9 @@ class SqliteStore final : public Store {
   Result<void> release_lease(const std::string& campaign_id, const std::string& owner) override {
     return write_task([&](Db& db) {
       Txn txn(db, Txn::Kind::immediate);
-      db.stmt("DELETE FROM leases WHERE campaign_id = ?1 AND owner = ?2").bind(campaign_id, owner).run();
+      db.stmt("DELETE FROM leases WHERE campaign_id = ?1 AND owner = ?2")
+          .bind(campaign_id, owner)
+          .run();
       txn.commit();
     });
   }
@@ -158,34 +171,43 @@ class SqliteStore final : public Store {
     return read<std::vector<TaskRow>>([&](Db& db) { return detail::query_tasks(db, campaign_id); });
   }
   Result<std::vector<EpisodeRow>> list_episodes(const std::string& campaign_id) override {
-    return read<std::vector<EpisodeRow>>([&](Db& db) { return detail::query_episodes(db, campaign_id); });
+    return read<std::vector<EpisodeRow>>(
+        [&](Db& db) { return detail::query_episodes(db, campaign_id); });
   }
   Result<std::vector<EpisodeSnapshot>> load_unfinished(const std::string& campaign_id) override {
-    return read<std::vector<EpisodeSnapshot>>([&](Db& db) { return detail::query_unfinished(db, campaign_id); });
+    return read<std::vector<EpisodeSnapshot>>(
+        [&](Db& db) { return detail::query_unfinished(db, campaign_id); });
   }
   Result<std::optional<EpisodeSnapshot>> load_episode(const std::string& episode_id) override {
-    return read<std::optional<EpisodeSnapshot>>([&](Db& db) { return detail::query_episode(db, episode_id); });
+    return read<std::optional<EpisodeSnapshot>>(
+        [&](Db& db) { return detail::query_episode(db, episode_id); });
   }
   Result<std::optional<EvaluationRow>> get_evaluation(const std::string& request_id) override {
-    return read<std::optional<EvaluationRow>>([&](Db& db) { return detail::query_evaluation(db, request_id); });
+    return read<std::optional<EvaluationRow>>(
+        [&](Db& db) { return detail::query_evaluation(db, request_id); });
   }
   Result<std::optional<LlmCallRow>> get_llm_call(const std::string& request_id) override {
-    return read<std::optional<LlmCallRow>>([&](Db& db) { return detail::query_llm_call(db, request_id); });
+    return read<std::optional<LlmCallRow>>(
+        [&](Db& db) { return detail::query_llm_call(db, request_id); });
   }
   Result<std::vector<TurnRow>> list_turns(const std::string& campaign_id) override {
     return read<std::vector<TurnRow>>([&](Db& db) { return detail::query_turns(db, campaign_id); });
   }
   Result<std::vector<LlmCallRow>> list_llm_calls(const std::string& campaign_id) override {
-    return read<std::vector<LlmCallRow>>([&](Db& db) { return detail::query_llm_calls(db, campaign_id); });
+    return read<std::vector<LlmCallRow>>(
+        [&](Db& db) { return detail::query_llm_calls(db, campaign_id); });
   }
   Result<std::vector<EvaluationRow>> list_evaluations(const std::string& campaign_id) override {
-    return read<std::vector<EvaluationRow>>([&](Db& db) { return detail::query_evaluations(db, campaign_id); });
+    return read<std::vector<EvaluationRow>>(
+        [&](Db& db) { return detail::query_evaluations(db, campaign_id); });
   }
   Result<std::vector<FinalRow>> list_finals(const std::string& campaign_id) override {
-    return read<std::vector<FinalRow>>([&](Db& db) { return detail::query_finals(db, campaign_id); });
+    return read<std::vector<FinalRow>>(
+        [&](Db& db) { return detail::query_finals(db, campaign_id); });
   }
   Result<std::vector<EventRow>> list_events(const std::string& campaign_id) override {
-    return read<std::vector<EventRow>>([&](Db& db) { return detail::query_events(db, campaign_id); });
+    return read<std::vector<EventRow>>(
+        [&](Db& db) { return detail::query_events(db, campaign_id); });
   }
   Result<CampaignCounts> counts(const std::string& campaign_id) override {
     return read<CampaignCounts>([&](Db& db) { return detail::query_counts(db, campaign_id); });
@@ -243,9 +265,11 @@ Result<std::unique_ptr<Store>> open_sqlite(const Options& options) {
   if (path.empty()) return fail("store: empty database path");
   std::string sync = upper(options.synchronous);
   if (sync != "OFF" && sync != "NORMAL" && sync != "FULL" && sync != "EXTRA") {
-    return fail(path + ": synchronous must be OFF, NORMAL, FULL or EXTRA, not '" + options.synchronous + "'");
+    return fail(path + ": synchronous must be OFF, NORMAL, FULL or EXTRA, not '" +
+                options.synchronous + "'");
   }
-  if (options.max_batches_per_txn < 1) return fail(path + ": max_batches_per_txn must be at least 1");
+  if (options.max_batches_per_txn < 1)
+    return fail(path + ": max_batches_per_txn must be at least 1");
 
   struct stat st {};
   bool exists = ::stat(path.c_str(), &st) == 0;
@@ -254,14 +278,18 @@ Result<std::unique_ptr<Store>> open_sqlite(const Options& options) {
   // Respect a write-protected file even when running as root (where SQLite
   // itself would happily write to it).
   if (exists && !options.read_only && (st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0) {
-    return fail(path + ": database file is read-only; open it read-only (status/export) or make it writable");
+    return fail(
+        path +
+        ": database file is read-only; open it read-only (status/export) or make it writable");
   }
 
   try {
     auto mode = options.read_only ? Db::Mode::read_only : Db::Mode::read_write;
     auto db = std::make_unique<Db>(path, mode, options.busy_timeout_ms);
     if (!options.read_only && sqlite3_db_readonly(db->get(), "main") == 1) {
-      return fail(path + ": database file is read-only; open it read-only (status/export) or make it writable");
+      return fail(
+          path +
+          ": database file is read-only; open it read-only (status/export) or make it writable");
     }
     // Touches the file: a non-database fails here with SQLITE_NOTADB.
     int version = 0;
@@ -270,8 +298,9 @@ Result<std::unique_ptr<Store>> open_sqlite(const Options& options) {
 
     if (options.read_only) {
       if (version < k_schema_version) {
-        return fail(path + ": schema version " + std::to_string(version) + " is older than this korch (" +
-                    std::to_string(k_schema_version) + "); open it once for writing to migrate");
+        return fail(path + ": schema version " + std::to_string(version) +
+                    " is older than this korch (" + std::to_string(k_schema_version) +
+                    "); open it once for writing to migrate");
       }
       db.reset();
       return std::unique_ptr<Store>(std::make_unique<SqliteStore>(options, nullptr));
@@ -279,12 +308,15 @@ Result<std::unique_ptr<Store>> open_sqlite(const Options& options) {
 
     db->exec("PRAGMA page_size = " + std::to_string(k_page_size), "setting page_size");
     std::string journal;
-    detail::retry_busy([&] { journal = db->query_text("PRAGMA journal_mode = WAL"); }, options.busy_timeout_ms);
-    if (upper(journal) != "WAL") return fail(path + ": cannot switch to WAL mode (journal_mode is " + journal + ")");
+    detail::retry_busy([&] { journal = db->query_text("PRAGMA journal_mode = WAL"); },
+                       options.busy_timeout_ms);
+    if (upper(journal) != "WAL")
+      return fail(path + ": cannot switch to WAL mode (journal_mode is " + journal + ")");
     // FULL: SQLite runs NORMAL (no fsync inside COMMIT) and the writer's
     // syncer fsyncs the WAL before any callback runs (write_internal.hpp).
     bool own_sync = sync == "FULL";
-    db->exec("PRAGMA synchronous = " + std::string(own_sync ? "NORMAL" : sync), "setting synchronous");
+    db->exec("PRAGMA synchronous = " + std::string(own_sync ? "NORMAL" : sync),
+             "setting synchronous");
     db->exec("PRAGMA foreign_keys = ON", "enabling foreign keys");
     db->exec("PRAGMA cache_size = -" + std::to_string(k_writer_cache_kib), "setting cache_size");
     migrate(*db);

@@ -26,7 +26,8 @@ constexpr std::size_t k_max_idle_readers = 16;
 std::string episode_select() {
   return column_list(k_episode_prompts, "p") + ", " + column_list(k_episodes, "e");
 }
-constexpr std::string_view k_episode_from = "episodes e LEFT JOIN episode_prompts p ON p.episode_id = e.id";
+constexpr std::string_view k_episode_from =
+    "episodes e LEFT JOIN episode_prompts p ON p.episode_id = e.id";
 
 EpisodeRow read_episode(const Stmt& q) {
   EpisodeRow r;
@@ -40,8 +41,9 @@ EpisodeRow read_episode(const Stmt& q) {
 // "SELECT a.<cols> FROM episodes e JOIN <table> a ON a.episode_id = e.id"
 template <typename C>
 std::string select_by_episode(const C& codec, std::string_view alias) {
-  return "SELECT " + column_list(codec, alias) + " FROM episodes e JOIN " + std::string(codec.table) + " " +
-         std::string(alias) + " ON " + std::string(alias) + ".episode_id = e.id";
+  return "SELECT " + column_list(codec, alias) + " FROM episodes e JOIN " +
+         std::string(codec.table) + " " + std::string(alias) + " ON " + std::string(alias) +
+         ".episode_id = e.id";
 }
 
 // Filters that pick the episodes a snapshot query covers (alias e).
@@ -70,23 +72,29 @@ SnapshotSql make_snapshot_sql(std::string_view filter) {
 
 struct Sql {
   std::string get_campaign = "SELECT " + column_list(k_campaigns) + " FROM campaigns WHERE id = ?1";
-  std::string list_campaigns = "SELECT " + column_list(k_campaigns) + " FROM campaigns ORDER BY created_at, id";
+  std::string list_campaigns =
+      "SELECT " + column_list(k_campaigns) + " FROM campaigns ORDER BY created_at, id";
   std::string list_tasks = "SELECT " + column_list(k_tasks) +
                            " FROM tasks WHERE campaign_id = ?1 ORDER BY level, number, task_id";
-  std::string list_episodes = "SELECT " + episode_select() + " FROM " + std::string(k_episode_from) +
+  std::string list_episodes = "SELECT " + episode_select() + " FROM " +
+                              std::string(k_episode_from) +
                               " WHERE e.campaign_id = ?1 ORDER BY e.created_at, e.id";
   std::string get_evaluation =
       "SELECT " + column_list(k_evaluations) + " FROM evaluations WHERE request_id = ?1";
-  std::string get_llm_call = "SELECT " + column_list(k_llm_calls) + " FROM llm_calls WHERE request_id = ?1";
+  std::string get_llm_call =
+      "SELECT " + column_list(k_llm_calls) + " FROM llm_calls WHERE request_id = ?1";
   std::string get_lease = "SELECT " + column_list(k_leases) + " FROM leases WHERE campaign_id = ?1";
   std::string list_turns =
       select_by_episode(k_turns, "t") + " WHERE e.campaign_id = ?1 ORDER BY t.episode_id, t.turn";
-  std::string list_llm_calls = select_by_episode(k_llm_calls, "l") +
-                               " WHERE e.campaign_id = ?1 ORDER BY l.episode_id, l.turn, l.started_at";
+  std::string list_llm_calls =
+      select_by_episode(k_llm_calls, "l") +
+      " WHERE e.campaign_id = ?1 ORDER BY l.episode_id, l.turn, l.started_at";
   std::string list_evaluations = select_by_episode(k_evaluations, "v") +
                                  " WHERE e.campaign_id = ?1 ORDER BY v.episode_id, v.created_at";
-  std::string list_finals = select_by_episode(k_finals, "f") + " WHERE e.campaign_id = ?1 ORDER BY f.episode_id";
-  std::string list_events = select_by_episode(k_events, "v") + " WHERE e.campaign_id = ?1 ORDER BY v.id";
+  std::string list_finals =
+      select_by_episode(k_finals, "f") + " WHERE e.campaign_id = ?1 ORDER BY f.episode_id";
+  std::string list_events =
+      select_by_episode(k_events, "v") + " WHERE e.campaign_id = ?1 ORDER BY v.id";
 
   SnapshotSql unfinished = make_snapshot_sql(k_unfinished_filter);
   SnapshotSql one_episode = make_snapshot_sql(k_one_episode_filter);
@@ -132,7 +140,8 @@ void each_row(Db& db, const std::string& text, const C& codec, const std::string
 }
 
 // Loads snapshots of the episodes `snap` selects, one query per table.
-std::vector<EpisodeSnapshot> load_snapshots(Db& db, const SnapshotSql& snap, const std::string& key) {
+std::vector<EpisodeSnapshot> load_snapshots(Db& db, const SnapshotSql& snap,
+                                            const std::string& key) {
   std::vector<EpisodeSnapshot> out;
   std::unordered_map<std::string, std::size_t> index;
   {
@@ -176,17 +185,21 @@ std::vector<EpisodeSnapshot> load_snapshots(Db& db, const SnapshotSql& snap, con
   for (auto& s : out) {
     std::sort(s.messages.begin(), s.messages.end(),
               [](const MessageRow& a, const MessageRow& b) { return a.seq < b.seq; });
-    std::sort(s.turns.begin(), s.turns.end(), [](const TurnRow& a, const TurnRow& b) { return a.turn < b.turn; });
+    std::sort(s.turns.begin(), s.turns.end(),
+              [](const TurnRow& a, const TurnRow& b) { return a.turn < b.turn; });
     std::sort(s.llm_calls.begin(), s.llm_calls.end(), [](const LlmCallRow& a, const LlmCallRow& b) {
       return a.turn != b.turn ? a.turn < b.turn : a.started_at < b.started_at;
     });
-    std::sort(s.evaluations.begin(), s.evaluations.end(), [](const EvaluationRow& a, const EvaluationRow& b) {
-      return a.created_at != b.created_at ? a.created_at < b.created_at : a.request_id < b.request_id;
-    });
+    std::sort(s.evaluations.begin(), s.evaluations.end(),
+              [](const EvaluationRow& a, const EvaluationRow& b) {
+                return a.created_at != b.created_at ? a.created_at < b.created_at
+                                                    : a.request_id < b.request_id;
+              });
   }
   std::sort(out.begin(), out.end(), [](const EpisodeSnapshot& a, const EpisodeSnapshot& b) {
-    return a.episode.created_at != b.episode.created_at ? a.episode.created_at < b.episode.created_at
-                                                        : a.episode.id < b.episode.id;
+    return a.episode.created_at != b.episode.created_at
+               ? a.episode.created_at < b.episode.created_at
+               : a.episode.id < b.episode.id;
   });
   return out;
 }
@@ -281,7 +294,8 @@ CampaignCounts query_counts(Db& db, const std::string& campaign_id) {
   CampaignCounts c;
   {
     Stmt& q = db.stmt(
-        "SELECT count(*), COALESCE(SUM(status = 'pending'), 0), COALESCE(SUM(status = 'running'), 0), "
+        "SELECT count(*), COALESCE(SUM(status = 'pending'), 0), COALESCE(SUM(status = 'running'), "
+        "0), "
         "COALESCE(SUM(status = 'final'), 0) FROM episodes WHERE campaign_id = ?1");
     q.bind(campaign_id);
     if (q.step()) {
@@ -293,16 +307,19 @@ CampaignCounts query_counts(Db& db, const std::string& campaign_id) {
     q.run();
   }
   {
-    Stmt& q =
-        db.stmt("SELECT count(*) FROM episodes e JOIN turns t ON t.episode_id = e.id WHERE e.campaign_id = ?1");
+    Stmt& q = db.stmt(
+        "SELECT count(*) FROM episodes e JOIN turns t ON t.episode_id = e.id WHERE e.campaign_id = "
+        "?1");
     q.bind(campaign_id);
     if (q.step()) c.turns = q.i64(0);
     q.run();
   }
   {
     Stmt& q = db.stmt(
-        "SELECT count(*), COALESCE(SUM(l.prompt_tokens), 0), COALESCE(SUM(l.completion_tokens), 0), "
-        "TOTAL(l.cost_usd) FROM episodes e JOIN llm_calls l ON l.episode_id = e.id WHERE e.campaign_id = "
+        "SELECT count(*), COALESCE(SUM(l.prompt_tokens), 0), COALESCE(SUM(l.completion_tokens), "
+        "0), "
+        "TOTAL(l.cost_usd) FROM episodes e JOIN llm_calls l ON l.episode_id = e.id WHERE "
+        "e.campaign_id = "
         "?1");
     q.bind(campaign_id);
     if (q.step()) {

@@ -50,20 +50,23 @@ struct WriteSql {
   std::string insert_episode_prompt = insert_sql(k_episode_prompts, "");
   // A final episode keeps its status; RETURNING tells what is stored.
   std::string update_episode =
-      "UPDATE episodes SET status = CASE WHEN status = 'final' THEN status ELSE COALESCE(?2, status) END, "
+      "UPDATE episodes SET status = CASE WHEN status = 'final' THEN status ELSE COALESCE(?2, "
+      "status) END, "
       "active_s = COALESCE(?3, active_s), tokens_used = COALESCE(?4, tokens_used), "
       "cost_usd = COALESCE(?5, cost_usd), updated_at = ?6 WHERE id = ?1 RETURNING status";
   std::string insert_message = insert_sql(k_messages, "ON CONFLICT DO NOTHING");
   std::string insert_turn = insert_sql(k_turns, "ON CONFLICT DO NOTHING");
-  std::string upsert_llm_call = insert_sql(k_llm_calls, "ON CONFLICT (request_id) DO UPDATE SET " +
-                                                            excluded_set(k_llm_calls, {"dup_possible"}) +
-                                                            " WHERE llm_calls.state != 'done'");
-  std::string upsert_evaluation =
-      insert_sql(k_evaluations, "ON CONFLICT (request_id) DO UPDATE SET " + excluded_set(k_evaluations) +
-                                    " WHERE evaluations.state != 'done'");
+  std::string upsert_llm_call =
+      insert_sql(k_llm_calls, "ON CONFLICT (request_id) DO UPDATE SET " +
+                                  excluded_set(k_llm_calls, {"dup_possible"}) +
+                                  " WHERE llm_calls.state != 'done'");
+  std::string upsert_evaluation = insert_sql(
+      k_evaluations, "ON CONFLICT (request_id) DO UPDATE SET " + excluded_set(k_evaluations) +
+                         " WHERE evaluations.state != 'done'");
   std::string insert_event = insert_sql(k_events, "");
   std::string insert_final = insert_sql(k_finals, "ON CONFLICT DO NOTHING");
-  std::string finalize_episode = "UPDATE episodes SET status = 'final', updated_at = ?2 WHERE id = ?1";
+  std::string finalize_episode =
+      "UPDATE episodes SET status = 'final', updated_at = ?2 WHERE id = ?1";
 };
 
 const WriteSql& write_sql() {
@@ -116,56 +119,61 @@ CommitInfo BatchApplier::apply(const WriteBatch& batch) {
 // Applies one operation inside the open transaction, enforcing the conflict
 // rules of store.hpp. Throws on failure.
 void BatchApplier::apply_op(const WriteBatch::Op& op, CommitInfo& info) {
-  std::visit(
-      Overloaded{
-          [&](const CampaignRow& r) { bind_row(m_insert_campaign, k_campaigns, r).run(); },
-          [&](const TaskRow& r) { bind_row(m_insert_task, k_tasks, r).run(); },
-          [&](const EpisodeRow& r) {
-            bind_row(m_insert_episode, k_episodes, r).run();
-            if (m_db.changes() == 0) return;  // insert if absent
-            bind_row(m_insert_episode_prompt, k_episode_prompts, r).run();
-          },
-          [&](const EpisodeUpdate& u) {
-            Stmt& q = m_update_episode;
-            q.bind(u.id, u.status, u.active_s, u.tokens_used, u.cost_usd, now_unix());
-            if (!q.step()) throw BatchError(m_db.path() + ": episode update: no episode " + u.id);
-            std::string stored = q.text(0);
-            q.run();
-            if (u.status && *u.status != stored) {
-              info.conflicts.push_back("episode " + u.id + " is final; status " + *u.status + " ignored");
-            }
-          },
-          [&](const MessageRow& r) { bind_row(m_insert_message, k_messages, r).run(); },
-          [&](const TurnRow& r) {
-            bind_row(m_insert_turn, k_turns, r).run();
-            if (m_db.changes() == 0) {
-              info.conflicts.push_back("turn " + r.episode_id + ":" + std::to_string(r.turn) + " exists");
-            }
-          },
-          [&](const LlmCallRow& r) {
-            bind_row(m_upsert_llm_call, k_llm_calls, r).run();
-            if (m_db.changes() == 0) info.conflicts.push_back("llm_call " + r.request_id + " is done");
-          },
-          [&](const EvaluationRow& r) {
-            bind_row(m_upsert_evaluation, k_evaluations, r).run();
-            if (m_db.changes() == 0) info.conflicts.push_back("evaluation " + r.request_id + " is done");
-          },
-          [&](const EventRow& r) { bind_row(m_insert_event, k_events, r).run(); },
-          [&](const FinalRow& r) {
-            bind_row(m_insert_final, k_finals, r).run();
-            if (m_db.changes() == 0) {
-              info.conflicts.push_back("final " + r.episode_id + " exists");
-              return;
-            }
-            m_finalize_episode.bind(r.episode_id, now_unix()).run();
-          },
-      },
-      op);
+  std::visit(Overloaded{
+                 [&](const CampaignRow& r) { bind_row(m_insert_campaign, k_campaigns, r).run(); },
+                 [&](const TaskRow& r) { bind_row(m_insert_task, k_tasks, r).run(); },
+                 [&](const EpisodeRow& r) {
+                   bind_row(m_insert_episode, k_episodes, r).run();
+                   if (m_db.changes() == 0) return;  // insert if absent
+                   bind_row(m_insert_episode_prompt, k_episode_prompts, r).run();
+                 },
+                 [&](const EpisodeUpdate& u) {
+                   Stmt& q = m_update_episode;
+                   q.bind(u.id, u.status, u.active_s, u.tokens_used, u.cost_usd, now_unix());
+                   if (!q.step())
+                     throw BatchError(m_db.path() + ": episode update: no episode " + u.id);
+                   std::string stored = q.text(0);
+                   q.run();
+                   if (u.status && *u.status != stored) {
+                     info.conflicts.push_back("episode " + u.id + " is final; status " + *u.status +
+                                              " ignored");
+                   }
+                 },
+                 [&](const MessageRow& r) { bind_row(m_insert_message, k_messages, r).run(); },
+                 [&](const TurnRow& r) {
+                   bind_row(m_insert_turn, k_turns, r).run();
+                   if (m_db.changes() == 0) {
+                     info.conflicts.push_back("turn " + r.episode_id + ":" +
+                                              std::to_string(r.turn) + " exists");
+                   }
+                 },
+                 [&](const LlmCallRow& r) {
+                   bind_row(m_upsert_llm_call, k_llm_calls, r).run();
+                   if (m_db.changes() == 0)
+                     info.conflicts.push_back("llm_call " + r.request_id + " is done");
+                 },
+                 [&](const EvaluationRow& r) {
+                   bind_row(m_upsert_evaluation, k_evaluations, r).run();
+                   if (m_db.changes() == 0)
+                     info.conflicts.push_back("evaluation " + r.request_id + " is done");
+                 },
+                 [&](const EventRow& r) { bind_row(m_insert_event, k_events, r).run(); },
+                 [&](const FinalRow& r) {
+                   bind_row(m_insert_final, k_finals, r).run();
+                   if (m_db.changes() == 0) {
+                     info.conflicts.push_back("final " + r.episode_id + " exists");
+                     return;
+                   }
+                   m_finalize_episode.bind(r.episode_id, now_unix()).run();
+                 },
+             },
+             op);
 }
 
 // --- Checkpointer ----------------------------------------------------------------
 
-Checkpointer::Checkpointer(const std::string& path, int busy_timeout_ms, const std::string& synchronous)
+Checkpointer::Checkpointer(const std::string& path, int busy_timeout_ms,
+                           const std::string& synchronous)
     : m_db(std::make_unique<Db>(path, Db::Mode::read_write, busy_timeout_ms)) {
   // The checkpoint's own syncs (WAL before copying, database after) follow
   // this connection's setting.
@@ -212,7 +220,8 @@ void Checkpointer::main() {
     ++m_started;
     lock.unlock();
     int log = 0, done = 0;
-    int rc = sqlite3_wal_checkpoint_v2(m_db->get(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+    int rc =
+        sqlite3_wal_checkpoint_v2(m_db->get(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
     if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
       KLOG_WARN("[store] {}: checkpoint failed: {}", m_db->path(), sqlite3_errmsg(m_db->get()));
     }
@@ -249,7 +258,8 @@ Writer::~Writer() {
 
 int Writer::wal_hook(void* self, sqlite3*, const char*, int frames) {
   auto* w = static_cast<Writer*>(self);
-  w->m_stats.frames += static_cast<std::uint64_t>(frames > w->m_wal_frames ? frames - w->m_wal_frames : frames);
+  w->m_stats.frames +=
+      static_cast<std::uint64_t>(frames > w->m_wal_frames ? frames - w->m_wal_frames : frames);
   w->m_wal_frames = frames;
   return SQLITE_OK;
 }
@@ -287,7 +297,9 @@ Result<CommitInfo> Writer::commit_sync(WriteBatch batch) {
   bool caller_syncs = on_syncer_thread();
   auto promise = std::make_shared<std::promise<Result<CommitInfo>>>();
   auto future = promise->get_future();
-  enqueue(Job{std::move(batch), [promise](Result<CommitInfo> r) { promise->set_value(std::move(r)); }, {},
+  enqueue(Job{std::move(batch),
+              [promise](Result<CommitInfo> r) { promise->set_value(std::move(r)); },
+              {},
               caller_syncs});
   auto r = future.get();
   if (r && caller_syncs) {
@@ -427,7 +439,8 @@ void Writer::commit_open() {
   if (committed) after_commit();
 
   if (!m_own_sync) {
-    for (std::size_t i = 0; i < jobs.size(); ++i) invoke_safely(jobs[i].done, std::move(*results[i]));
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+      invoke_safely(jobs[i].done, std::move(*results[i]));
     return;
   }
   Synced synced;
@@ -471,7 +484,9 @@ void Writer::writer_main() {
     bool commit = false;
     {
       std::unique_lock lock(m_mutex);
-      m_cv.wait(lock, [&] { return !m_queue.empty() || m_stopping || (!m_open.jobs.empty() && sync_idle()); });
+      m_cv.wait(lock, [&] {
+        return !m_queue.empty() || m_stopping || (!m_open.jobs.empty() && sync_idle());
+      });
       if (m_queue.empty() && m_open.jobs.empty()) break;  // stopping, drained
       if (!m_queue.empty() && m_queue.front().task) {
         if (m_open.jobs.empty()) {
@@ -479,7 +494,8 @@ void Writer::writer_main() {
           m_queue.pop_front();
         }
       } else {
-        while (!m_queue.empty() && !m_queue.front().task && m_open.jobs.size() + taken.size() < limit) {
+        while (!m_queue.empty() && !m_queue.front().task &&
+               m_open.jobs.size() + taken.size() < limit) {
           taken.push_back(std::move(m_queue.front()));
           m_queue.pop_front();
         }
@@ -506,8 +522,11 @@ void Writer::writer_main() {
       KLOG_ERROR("[store] writer: non-standard exception");
     }
   }
-  KLOG_DEBUG("[store] writer: {} commits of {} batches, {} WAL frames written, WAL peak {} frames, {} waits for a checkpoint",
-             m_stats.commits, m_stats.batches, m_stats.frames, m_stats.max_wal_frames, m_stats.checkpoint_waits);
+  KLOG_DEBUG(
+      "[store] writer: {} commits of {} batches, {} WAL frames written, WAL peak {} frames, {} "
+      "waits for a checkpoint",
+      m_stats.commits, m_stats.batches, m_stats.frames, m_stats.max_wal_frames,
+      m_stats.checkpoint_waits);
   if (m_own_sync) {
     // The syncer drains what is left and closes the connection.
     {
@@ -557,8 +576,7 @@ void Writer::close_connections() {
     m_checkpointer.reset();
     m_applier.reset();
     m_db.reset();
-  } catch (...) {
-  }
+  } catch (...) {}
   std::lock_guard lock(m_wal_fd_mutex);
   if (m_wal_fd >= 0) ::close(m_wal_fd);
   m_wal_fd = -1;

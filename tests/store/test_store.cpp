@@ -915,6 +915,8 @@ TEST_F(StoreTest, CloseFromInsideACallbackDrainsTheQueue) {
     auto store = open(Options{.synchronous = sync});
     seed(*store, {"e-1"});
     std::atomic<int> ok{0};
+    std::promise<void> submitted;  // all 50 queued before the first callback closes
+    auto all_queued = submitted.get_future().share();
     std::promise<void> closed;
     for (int i = 1; i <= 50; ++i) {
       WriteBatch b;
@@ -922,11 +924,13 @@ TEST_F(StoreTest, CloseFromInsideACallbackDrainsTheQueue) {
       store->commit(std::move(b), [&, i](Result<CommitInfo> r) {
         ok += r.has_value();
         if (i == 1) {
+          all_queued.wait();
           store->close();
           closed.set_value();
         }
       });
     }
+    submitted.set_value();
     closed.get_future().get();
     store->close();
     EXPECT_EQ(ok, 50);
