@@ -4,8 +4,9 @@
 // Threading: one writer thread owns the write connection. Callers hand it a
 // WriteBatch; the writer groups many batches into one `BEGIN IMMEDIATE`
 // transaction (group commit) and invokes each batch's callback only after the
-// COMMIT returned, so "committed" always means durable (synchronous=FULL by
-// default). Reads use a separate connection per calling thread (checked out
+// COMMIT is durable, so "committed" always means durable (synchronous=FULL by
+// default: the WAL is fsynced before the callback). Callbacks run one at a
+// time, in commit order, on a thread of the store. Reads use a separate connection per calling thread (checked out
 // of a small pool for the duration of one read, in its own read transaction,
 // so a read sees one consistent snapshot) and are synchronous. Every public
 // method is thread-safe. Do not destroy a Store from one of its callbacks.
@@ -309,14 +310,15 @@ class Store {
   virtual ~Store() = default;
 
   // --- writes (writer thread) ------------------------------------------------
-  // Queues a batch; `done` runs on the writer thread after COMMIT (or with the
-  // error if the transaction failed: then nothing of the batch was written).
+  // Queues a batch; `done` runs on a store thread once the COMMIT is durable
+  // (or with the error if the transaction failed: then nothing of the batch
+  // was written).
   // Batches commit in submission order. After close(), or on a read-only
   // store, `done` runs at once on the caller's thread with an error.
   // Exceptions thrown by `done` are logged and swallowed.
   virtual void commit(WriteBatch batch, CommitCallback done) = 0;
-  // Blocking form of commit(). May be called from inside a commit callback
-  // (the batch then commits at once, in its own transaction).
+  // Blocking form of commit(): returns once the batch is durable (or failed).
+  // May be called from inside a commit callback.
   virtual Result<CommitInfo> commit_sync(WriteBatch batch) = 0;
   // Drains the queue and stops the writer thread. Idempotent.
   virtual void close() = 0;

@@ -16,6 +16,8 @@
 #include <set>
 #include <thread>
 
+#include "store/codec_internal.hpp"
+#include "store/schema_internal.hpp"
 #include "store/sqlite_internal.hpp"
 #include "store/store.hpp"
 
@@ -265,6 +267,112 @@ TEST_F(StoreTest, RoundTripsEveryRowType) {
   EXPECT_EQ(counts.submitted, 1);
   EXPECT_EQ(counts.correct, 1);
   EXPECT_EQ(store->schema_version().value(), k_schema_version);
+}
+
+// The codecs are the one list of each table's columns; the CREATE TABLE
+// statements of the shipped migrations are history. They must agree: every
+// codec names exactly its table's columns, in the table's order (an INTEGER
+// PRIMARY KEY, the rowid, belongs to no row struct).
+TEST_F(StoreTest, EveryCodecNamesTheColumnsOfItsTable) {
+  open().reset();  // creates and migrates the file
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
+  std::set<std::string> tables_seen;
+  auto check = [&](const auto& codec) {
+    std::string table(codec.table);
+    tables_seen.insert(table);
+    std::vector<std::string> in_db;
+    sqlite3_stmt* q = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, ("PRAGMA table_info(" + table + ")").c_str(), -1, &q, nullptr), SQLITE_OK);
+    while (sqlite3_step(q) == SQLITE_ROW) {
+      std::string name = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
+      std::string type = reinterpret_cast<const char*>(sqlite3_column_text(q, 2));
+      bool rowid_alias = sqlite3_column_int(q, 5) == 1 && type == "INTEGER";
+      if (!rowid_alias) in_db.push_back(name);
+    }
+    sqlite3_finalize(q);
+    std::vector<std::string> in_codec;
+    codec.for_each([&](const auto& c) { in_codec.emplace_back(c.name); });
+    EXPECT_EQ(in_codec, in_db) << "table " << table;
+  };
+  std::apply([&](const auto&... codec) { (check(codec), ...); }, detail::k_all_codecs);
+  // Every table but the bookkeeping one has a codec.
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'schema_migrations'",
+                               -1, &q, nullptr),
+            SQLITE_OK);
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    std::string name = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
+    EXPECT_TRUE(tables_seen.contains(name)) << "table " << name << " has no codec";
+  }
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
+// A database written by an earlier korch (the shipped migrations applied by
+// hand, rows inserted by plain SQL that names its columns, not through the
+// codecs) opens, and every row type reads back as written.
+TEST_F(StoreTest, DatabaseWrittenWithTheShippedSchemaOpensAndReads) {
+  std::string sql;
+  for (const auto& m : detail::migrations()) sql += std::string(m.sql);
+  sql += R"sql(
+    CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL);
+    INSERT INTO schema_migrations VALUES (1, 1.0), (2, 2.0);
+    PRAGMA user_version = 2;
+    INSERT INTO campaigns (name, id, secret_seed, created_at, config_json)
+      VALUES ('camp c-1', 'c-1', -81985529216486896, 1000.5, '{"turns":5}');
+    INSERT INTO tasks (task_id, campaign_id, level, number, name, path, source)
+      VALUES ('L1/1', 'c-1', 1, 7, 'matmul', '/tasks/1_matmul.py', 'class Model: pass' || char(10));
+    INSERT INTO episodes (id, campaign_id, task_id, model_id, sample_index, status, active_s, tokens_used,
+                          cost_usd, created_at, updated_at)
+      VALUES ('e-1', 'c-1', 'L1/1', 'm-a', 3, 'running', 12.5, 4242, 0.25, 1.0, 2.0);
+    INSERT INTO episode_prompts (system_prompt, episode_id) VALUES ('You write kernels.' || char(10), 'e-1');
+    INSERT INTO messages (episode_id, epoch, seq, role, kind, turn, content)
+      VALUES ('e-1', 0, 1, 'assistant', 'reply', 1, 'msg 0/1');
+    INSERT INTO turns (episode_id, turn, model_id, llm_request_id, action, parse_status, code, code_sha,
+                       eval_request_id, eval_status, finish_reason, prompt_tokens, completion_tokens,
+                       llm_latency_s, at)
+      VALUES ('e-1', 1, 'm-a', 'llm|e-1|1', 'check', 'code', 'def f(): pass', 'abc123', 'check|e-1|1',
+              'correct', 'stop', 1001, 201, 3.25, 2001.0);
+    INSERT INTO llm_calls (request_id, episode_id, turn, model_id, state, started_at, finished_at, content,
+                           reasoning, finish_reason, prompt_tokens, completion_tokens, cached_tokens,
+                           reasoning_tokens, cost_usd, latency_s, http_attempts, attempts_json,
+                           provider_request_id, failure, error, dup_possible, sends)
+      VALUES ('llm|e-1|1', 'e-1', 1, 'm-a', 'done', 11.0, 21.0, 'reply 1', 'thinking', 'stop', 100, 50, 10, 5,
+              0.125, 1.5, 2, '[{"status":429,"error":"","latency_s":0.1}]', 'prov-1', '', '', 1, 2);
+    INSERT INTO evaluations (request_id, episode_id, kind, code_sha, state, owner, attempts, verdict,
+                             report_json, evaluator_version, created_at, finished_at, failures)
+      VALUES ('check|e-1|1|abc', 'e-1', 'submit', 'abc123', 'done', 'host:1234', 1, 'correct', '{"ok":true}',
+              'ev-1', 30.0, 31.0, 0);
+    INSERT INTO events (episode_id, turn, kind, detail, at) VALUES ('e-1', 1, 'compaction', 'rebuilt', 5.5);
+  )sql";
+  raw_exec(sql);
+
+  auto store = open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->schema_version().value(), k_schema_version);
+  EXPECT_EQ(store->get_campaign("c-1").value(), campaign());
+  EXPECT_EQ(store->list_tasks("c-1").value(), std::vector<TaskRow>{task()});
+  auto snap = store->load_episode("e-1").value();
+  ASSERT_TRUE(snap);
+  EXPECT_EQ(snap->episode, episode("e-1"));
+  EXPECT_EQ(snap->messages, std::vector<MessageRow>{message("e-1", 0, 1)});
+  EXPECT_EQ(snap->turns, std::vector<TurnRow>{turn("e-1", 1)});
+  EXPECT_EQ(snap->llm_calls, std::vector<LlmCallRow>{llm_call("e-1", 1)});
+  EXPECT_EQ(snap->evaluations,
+            std::vector<EvaluationRow>{evaluation("e-1", "check|e-1|1|abc", "done", "correct")});
+  EXPECT_EQ(snap->events, (std::vector<EventRow>{
+                              {.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5}}));
+
+  // And it takes new rows next to the old ones.
+  WriteBatch b;
+  b.put(turn("e-1", 2));
+  b.put(final_row("e-1"));
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  EXPECT_EQ(store->list_turns("c-1").value(), (std::vector<TurnRow>{turn("e-1", 1), turn("e-1", 2)}));
+  EXPECT_EQ(store->list_finals("c-1").value(), std::vector<FinalRow>{final_row("e-1")});
+  EXPECT_EQ(store->list_episodes("c-1").value().at(0).status, "final");
 }
 
 TEST_F(StoreTest, FinalWithoutSpeedupRoundTripsAsNull) {
@@ -779,19 +887,56 @@ TEST_F(StoreTest, BadBatchFailsAloneInItsGroup) {
   EXPECT_EQ(store->counts("c-1").value().turns, k_batches - 1);
 }
 
+// Callbacks run on the syncer thread with FULL and on the writer thread
+// otherwise: both may commit again from inside a callback, and close().
 TEST_F(StoreTest, CommitSyncFromInsideACallbackWorks) {
-  auto store = open();
-  seed(*store, {"e-1"});
-  std::promise<bool> nested;
-  WriteBatch b;
-  b.put(turn("e-1", 1));
-  store->commit(std::move(b), [&](Result<CommitInfo>) {
-    WriteBatch inner;
-    inner.put(turn("e-1", 2));
-    nested.set_value(store->commit_sync(std::move(inner)).has_value());
-  });
-  EXPECT_TRUE(nested.get_future().get());
-  EXPECT_EQ(store->list_turns("c-1").value().size(), 2u);
+  for (std::string sync : {"FULL", "NORMAL", "EXTRA"}) {
+    SCOPED_TRACE(sync);
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(m_path + suffix);
+    auto store = open(Options{.synchronous = sync});
+    seed(*store, {"e-1"});
+    std::promise<bool> nested;
+    WriteBatch b;
+    b.put(turn("e-1", 1));
+    store->commit(std::move(b), [&](Result<CommitInfo>) {
+      WriteBatch inner;
+      inner.put(turn("e-1", 2));
+      nested.set_value(store->commit_sync(std::move(inner)).has_value());
+    });
+    EXPECT_TRUE(nested.get_future().get());
+    EXPECT_EQ(store->list_turns("c-1").value().size(), 2u);
+  }
+}
+
+TEST_F(StoreTest, CloseFromInsideACallbackDrainsTheQueue) {
+  for (std::string sync : {"FULL", "NORMAL"}) {
+    SCOPED_TRACE(sync);
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(m_path + suffix);
+    auto store = open(Options{.synchronous = sync});
+    seed(*store, {"e-1"});
+    std::atomic<int> ok{0};
+    std::promise<void> submitted;  // all 50 queued before the first callback closes
+    auto all_queued = submitted.get_future().share();
+    std::promise<void> closed;
+    for (int i = 1; i <= 50; ++i) {
+      WriteBatch b;
+      b.put(turn("e-1", i));
+      store->commit(std::move(b), [&, i](Result<CommitInfo> r) {
+        ok += r.has_value();
+        if (i == 1) {
+          all_queued.wait();
+          store->close();
+          closed.set_value();
+        }
+      });
+    }
+    submitted.set_value();
+    closed.get_future().get();
+    store->close();
+    EXPECT_EQ(ok, 50);
+    EXPECT_EQ(store->counts("c-1").value().turns, 50);
+    store.reset();
+  }
 }
 
 TEST_F(StoreTest, CloseDrainsAndLaterCommitsFail) {

@@ -2,7 +2,9 @@
 // LLM client + episode state machine + mock evaluator) against
 // korch-bench-peer, an event-driven fake LLM in its own process.
 //
-//   korch-bench-engine [--kernelbench DIR] [--quick] [--skip-slow] [--keep DIR]
+//   korch-bench-engine [--kernelbench DIR] [--quick] [--skip-slow] [--keep DIR] [--only-episodes N]
+//
+// --only-episodes N runs scenario 1 with N episodes only (for profiling).
 //
 // Scenarios (DESIGN/issue 2 targets in brackets):
 //   1. durable turns/s and p99 orchestration overhead per turn at 1, 100 and
@@ -346,6 +348,7 @@ int main(int argc, char** argv) {
   std::string kernelbench = std::string(KORCH_SOURCE_DIR) + "/../shared/kernelbench";
   bool quick = false;
   bool skip_slow = false;
+  int only_episodes = 0;
   std::string keep;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -353,8 +356,10 @@ int main(int argc, char** argv) {
     else if (a == "--quick") quick = true;
     else if (a == "--skip-slow") skip_slow = true;
     else if (a == "--keep" && i + 1 < argc) keep = argv[++i];
+    else if (a == "--only-episodes" && i + 1 < argc) only_episodes = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: korch-bench-engine [--kernelbench DIR] [--quick] [--skip-slow] [--keep DIR]\n");
+      std::fprintf(stderr, "usage: korch-bench-engine [--kernelbench DIR] [--quick] [--skip-slow] [--keep DIR] "
+                   "[--only-episodes N]\n");
       return 2;
     }
   }
@@ -383,6 +388,7 @@ int main(int argc, char** argv) {
     fmt::print("1. zero-latency peer, 5 turns per episode (4 CHECK + SUBMIT)\n");
     fmt::print("   {:>9} {:>8} {:>10} {:>12} {:>12}\n", "episodes", "turns", "turns/s", "p50 ovh ms", "p99 ovh ms");
     std::vector<int> sizes = quick ? std::vector<int>{1, 100} : std::vector<int>{1, 100, 1000};
+    if (only_episodes > 0) sizes = {only_episodes};
     for (int n : sizes) {
       int repeat = n == 1 ? 40 : 1;  // one episode alone is too short to time
       RunStats total;
@@ -403,6 +409,10 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (only_episodes > 0) {
+    if (keep.empty()) fs::remove_all(dir);
+    return 0;
+  }
   if (!skip_slow) {
     Peer peer;
     if (!peer.start(KORCH_PEER_BIN, 5000, reply_file, dir.string())) return 1;

@@ -1,11 +1,16 @@
 // korch-bench-store: how many durable turns per second the store commits
 // (synchronous=FULL, group commit) and how fast a campaign resumes.
 //
-//   korch-bench-store [--db PATH] [--quick]
+//   korch-bench-store [--db PATH] [--quick] [--only-producers N] [--seconds S]
 //
 // --db PATH   database file to use; it is deleted and recreated for every
 //             scenario (default: a fresh temp dir, removed at the end).
 // --quick     shorter runs and a 1,000-episode resume (for CI smoke tests).
+// --only-producers N  run only the group-commit scenario with N producers
+//             (for profiling: `perf record -g -- korch-bench-store --only-producers 1000`).
+// --seconds S length of each scenario (default 5, or 1.5 with --quick).
+// --synchronous MODE  for the turn scenarios (default FULL); OFF shows what
+//             the writer does when the disk is not the limit.
 //
 // A "turn" is what the agent commits after one model reply: a TurnRow with
 // ~6 KB of code, the assistant reply (~6 KB) and the next user message
@@ -262,14 +267,25 @@ void print_row(const char* scenario, const RunResult& r) {
 int main(int argc, char** argv) {
   std::string db;
   bool quick = false;
+  int only_producers = 0;
+  double seconds = 0;
+  std::string synchronous = "FULL";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--db" && i + 1 < argc) {
       db = argv[++i];
     } else if (arg == "--quick") {
       quick = true;
+    } else if (arg == "--only-producers" && i + 1 < argc) {
+      only_producers = std::atoi(argv[++i]);
+    } else if (arg == "--seconds" && i + 1 < argc) {
+      seconds = std::atof(argv[++i]);
+    } else if (arg == "--synchronous" && i + 1 < argc) {
+      synchronous = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: korch-bench-store [--db PATH] [--quick]\n");
+      std::fprintf(stderr,
+                   "usage: korch-bench-store [--db PATH] [--quick] [--only-producers N] [--seconds S] "
+                   "[--synchronous MODE]\n");
       return 2;
     }
   }
@@ -283,19 +299,21 @@ int main(int argc, char** argv) {
     temp_dir = tmpl;
     db = (temp_dir / "korch.db").string();
   }
-  const double duration_s = quick ? 1.5 : 5.0;
+  const double duration_s = seconds > 0 ? seconds : (quick ? 1.5 : 5.0);
   const int resume_episodes = quick ? 1000 : 10000;
   constexpr int k_resume_turns = 3;
 
-  std::printf("korch-bench-store: db %s, synchronous=FULL unless noted, %.1f s per scenario\n", db.c_str(),
-              duration_s);
+  std::printf("korch-bench-store: db %s, synchronous=%s unless noted, %.1f s per scenario\n", db.c_str(),
+              synchronous.c_str(), duration_s);
   std::printf(
       "turn = TurnRow(6 KB code) + assistant msg(6 KB) + user msg(2 KB) + LlmCallRow(6 KB) + "
       "EpisodeUpdate\n\n");
   std::printf("%-50s %9s %7s %11s %9s %9s\n", "scenario", "commits", "secs", "commits/s", "p50 ms", "p99 ms");
 
-  for (int producers : {1, 64, 1000}) {
-    auto store = open_fresh(db, Options{});
+  std::vector<int> producer_counts = {1, 64, 1000};
+  if (only_producers > 0) producer_counts = {only_producers};
+  for (int producers : producer_counts) {
+    auto store = open_fresh(db, Options{.synchronous = synchronous});
     seed(*store, producers);
     auto r = run_producers(*store, producers, duration_s,
                            [](int ep, int turn) { return turn_batch(episode_id(ep), turn); });
@@ -303,15 +321,19 @@ int main(int argc, char** argv) {
         "turns, group commit, " + std::to_string(producers) + " producer" + (producers == 1 ? "" : "s");
     print_row(label.c_str(), r);
   }
+  if (only_producers > 0) {
+    if (!temp_dir.empty()) fs::remove_all(temp_dir);
+    return 0;
+  }
   {
-    auto store = open_fresh(db, Options{.max_batches_per_txn = 1});
+    auto store = open_fresh(db, Options{.synchronous = synchronous, .max_batches_per_txn = 1});
     seed(*store, 64);
     auto r = run_producers(*store, 64, duration_s,
                            [](int ep, int turn) { return turn_batch(episode_id(ep), turn); });
     print_row("turns, no grouping (1 batch/txn), 64 producers", r);
   }
   {
-    auto store = open_fresh(db, Options{.max_batches_per_txn = 1});
+    auto store = open_fresh(db, Options{.synchronous = synchronous, .max_batches_per_txn = 1});
     seed(*store, 1);
     auto r = run_producers(*store, 1, duration_s, [](int, int turn) {
       WriteBatch b;
@@ -321,7 +343,7 @@ int main(int argc, char** argv) {
     print_row("single-row commits, no grouping, 1 producer", r);
   }
   {
-    auto store = open_fresh(db, Options{.max_batches_per_txn = 1});
+    auto store = open_fresh(db, Options{.synchronous = synchronous, .max_batches_per_txn = 1});
     seed(*store, 64);
     auto r = run_producers(*store, 64, duration_s, [](int ep, int turn) {
       WriteBatch b;
