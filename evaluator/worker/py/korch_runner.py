@@ -337,33 +337,12 @@ def prepare_main(ctx_json):
     return ""
 
 
-def _steady_heap():
-    """Keep freed memory in the heap instead of returning it to the kernel.
-
-    glibc trims the heap top and serves mid-size blocks with fresh mmaps under
-    a threshold that moves with the process's own history, so whether a call's
-    output allocation page-faults depended on what that runner had allocated
-    before: a per-process bias of up to 25% on µs-scale calls that favoured
-    neither side consistently. With a fixed mmap threshold and no trimming,
-    both runners reuse warm heap pages alike after the first calls.
-    """
-    import ctypes
-    try:
-        libc = ctypes.CDLL(None)
-        m_trim_threshold, m_mmap_threshold = -1, -3
-        libc.mallopt(m_mmap_threshold, 32 << 20)   # glibc's 64-bit maximum
-        libc.mallopt(m_trim_threshold, 1 << 30)
-    except (OSError, AttributeError):
-        pass  # not glibc: the allocator's own policy stands, on both sides alike
-
-
 def runner_main(ctx_json):
     import json
     global _Event
     ctx = json.loads(ctx_json)
     which = ctx.get("which", "candidate")
     apply_env(ctx.get("env"))
-    _steady_heap()
     torch.set_num_threads(1)
     torch.set_grad_enabled(False)
     ch = kt.Channel(ctx["sock_fd"])
