@@ -400,13 +400,7 @@ Reply Daemon::pause(const std::string& id) {
   auto* c = find(id);
   if (!c) return Reply::error(404, "no campaign '" + id + "'");
   if (c->state != "active") return Reply::error(409, "campaign '" + c->name + "' is " + c->state + ", not active");
-  c->state = "paused";
-  c->stop.store(true);
-  if (c->phase == "running") c->phase = "stopping";
-  if (auto p = persist(*c); !p) return Reply::error(500, p.error().message);
-  m_cv.notify_all();
-  ++m_version;
-  return {200, describe(*c)};
+  return stop_driving(*c, "paused");
 }
 
 Reply Daemon::resume(const std::string& id) {
@@ -434,13 +428,19 @@ Reply Daemon::cancel(const std::string& id) {
   if (c->state == "completed" || c->state == "cancelled") {
     return Reply::error(409, "campaign '" + c->name + "' is " + c->state);
   }
-  c->state = "cancelled";
-  c->stop.store(true);
-  if (c->phase == "running") c->phase = "stopping";
-  if (auto p = persist(*c); !p) return Reply::error(500, p.error().message);
+  return stop_driving(*c, "cancelled");
+}
+
+// Pause and cancel alike: the new state is stored, the campaign's thread is
+// told to stop (in-flight work commits or is abandoned), watchers wake.
+Reply Daemon::stop_driving(Campaign& c, const char* state) {
+  c.state = state;
+  c.stop.store(true);
+  if (c.phase == "running") c.phase = "stopping";
+  if (auto p = persist(c); !p) return Reply::error(500, p.error().message);
   m_cv.notify_all();
   ++m_version;
-  return {200, describe(*c)};
+  return {200, describe(c)};
 }
 
 Reply Daemon::episodes(const std::string& id_or_name) {

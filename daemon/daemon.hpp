@@ -86,6 +86,7 @@ class Daemon {
   void start_thread(Campaign& c);
   void drive(Campaign& c);
   Result<void> persist(const Campaign& c);
+  Reply stop_driving(Campaign& c, const char* state);  // caller holds m_mutex
   nlohmann::json describe(Campaign& c);
   Campaign* find(const std::string& id_or_name);
 

@@ -672,35 +672,29 @@ class Judge:
             for side in (("ref", "cand") if b % 2 == 0 else ("cand", "ref")):
                 block = []
                 for _ in range(per_block):
+                    idx = [(k + i) % n_sets for i in range(batch)]
+                    k += batch
                     if batch > 1:
-                        idx = [(k + i) % n_sets for i in range(batch)]
-                        k += batch
                         runner = self.refr if side == "ref" else self.cand
                         outs_all, info = self.call_batch(runner, [sets[i] for i in idx])
-                        for i, outs in zip(idx, outs_all):
-                            bad = self.compare(refs[i], outs, info, "%s batch call %d" % (
-                                "reference runner" if side == "ref" else "timed", k),
-                                raise_on_fail=side != "ref", fast=True)
-                            if bad is not None:
-                                ref_disagree += 1
-                        block.append(info["t_ns"])
-                        extra[side].append((info["t_ns"], info["rt_ns"] / batch, None, None))
-                        continue
-                    j = k % n_sets
-                    k += 1
-                    if side == "ref":
-                        # Compared too, so that both runners see the same
-                        # traffic between their calls (and the reference
-                        # runner is checked against the judge).
-                        outs, info = self.call(self.refr, sets[j], flush=flush, timed=True)
-                        if self.compare(refs[j], outs, info, "reference runner call %d" % k,
-                                        raise_on_fail=False, fast=True) is not None:
-                            ref_disagree += 1
+                    elif side == "ref":
+                        outs, info = self.call(self.refr, sets[idx[0]], flush=flush, timed=True)
+                        outs_all = [outs]
                     else:
-                        outs, info = self.call_candidate(sets[j], flush=flush, timed=True)
-                        self.compare(refs[j], outs, info, "timed call %d" % k, fast=True)
+                        outs, info = self.call_candidate(sets[idx[0]], flush=flush, timed=True)
+                        outs_all = [outs]
+                    for i, outs in zip(idx, outs_all):
+                        if side == "ref":
+                            # Compared too, so that both runners see the same
+                            # traffic between their calls (and the reference
+                            # runner is checked against the judge).
+                            if self.compare(refs[i], outs, info, "reference runner call %d" % k,
+                                            raise_on_fail=False, fast=True) is not None:
+                                ref_disagree += 1
+                        else:
+                            self.compare(refs[i], outs, info, "timed call %d" % k, fast=True)
                     block.append(info["t_ns"])
-                    extra[side].append((info["t_ns"], info["rt_ns"], info.get("host_ns"),
+                    extra[side].append((info["t_ns"], info["rt_ns"] / batch, info.get("host_ns"),
                                         info.get("sync_ns")))
                 samples[side].append(block)
             b += 1
