@@ -1,0 +1,198 @@
+// GpuPool: leases, SUBMIT-first order, health failures and returns — with
+// fake GPUs (plain indices) and a fake health check, so the scheduling is
+// tested on a machine without a GPU. The H200 runs (scripts/gpu/suite.sh
+// pool) exercise the same code with real devices.
+#include "evaluator/gpu_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using korch::evaluator::GpuPool;
+using korch::evaluator::parse_gpu_list;
+
+namespace {
+
+GpuPool::Options fast_retry() {
+  GpuPool::Options o;
+  o.retry_initial = 20ms;
+  o.retry_max = 80ms;
+  return o;
+}
+
+// Waits (bounded) until `pred` holds.
+template <class F>
+bool eventually(F pred, std::chrono::milliseconds limit = 5s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return pred();
+}
+
+}  // namespace
+
+TEST(GpuPool, OneEvaluationPerGpuAndWaitersBlock) {
+  GpuPool pool({0, 1}, [](int) { return true; });
+  auto a = pool.acquire(GpuPool::Priority::check);
+  auto b = pool.acquire(GpuPool::Priority::check);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->gpu(), b->gpu());
+  auto third = std::async(std::launch::async, [&] { return pool.acquire(GpuPool::Priority::check); });
+  EXPECT_EQ(third.wait_for(100ms), std::future_status::timeout);
+  const int freed = b->gpu();
+  b->release();
+  auto c = third.get();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->gpu(), freed);
+}
+
+TEST(GpuPool, SubmitIsServedBeforeCheckThenArrivalOrder) {
+  GpuPool pool({0}, [](int) { return true; });
+  auto held = pool.acquire(GpuPool::Priority::check);
+  std::mutex mu;
+  std::vector<std::string> served;
+  auto waiter = [&](GpuPool::Priority p, std::string name) {
+    return std::async(std::launch::async, [&, p, name] {
+      auto l = pool.acquire(p);
+      std::lock_guard lk(mu);
+      served.push_back(name);
+    });
+  };
+  auto c1 = waiter(GpuPool::Priority::check, "check1");
+  ASSERT_TRUE(eventually([&] { return pool.waiting() == 1; }));
+  auto c2 = waiter(GpuPool::Priority::check, "check2");
+  ASSERT_TRUE(eventually([&] { return pool.waiting() == 2; }));
+  auto s1 = waiter(GpuPool::Priority::submit, "submit1");
+  ASSERT_TRUE(eventually([&] { return pool.waiting() == 3; }));
+  held->release();
+  c1.get();
+  c2.get();
+  s1.get();
+  EXPECT_EQ(served, (std::vector<std::string>{"submit1", "check1", "check2"}));
+}
+
+TEST(GpuPool, FailedHealthCheckTakesTheGpuOutUntilARetryPasses) {
+  std::atomic<bool> gpu0_healthy{false};
+  std::atomic<int> checks0{0};
+  GpuPool pool({0, 1}, [&](int g) {
+    if (g != 0) return true;
+    checks0++;
+    return gpu0_healthy.load();
+  }, fast_retry());
+  auto a = pool.acquire(GpuPool::Priority::submit);
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->gpu(), 0);  // the configured order: the first free one
+  EXPECT_FALSE(a->check_health());
+  EXPECT_FALSE(*a);  // the lease is gone with the GPU
+  auto st = pool.stats();
+  EXPECT_FALSE(st[0].in_pool);
+  EXPECT_EQ(st[0].health_failures, 1);
+  // While GPU 0 is out, every lease is GPU 1.
+  for (int i = 0; i < 3; ++i) {
+    auto l = pool.acquire(GpuPool::Priority::check);
+    ASSERT_TRUE(l);
+    EXPECT_EQ(l->gpu(), 1);
+  }
+  // Retries keep failing (back-off), then one passes and GPU 0 returns.
+  ASSERT_TRUE(eventually([&] { return checks0.load() >= 3; }));
+  EXPECT_FALSE(pool.stats()[0].in_pool);
+  gpu0_healthy = true;
+  ASSERT_TRUE(eventually([&] { return pool.stats()[0].in_pool; }));
+  EXPECT_EQ(pool.stats()[0].returns, 1);
+  auto x = pool.acquire(GpuPool::Priority::check);
+  auto y = pool.acquire(GpuPool::Priority::check);
+  ASSERT_TRUE(x && y);
+  EXPECT_EQ(std::set<int>({x->gpu(), y->gpu()}), std::set<int>({0, 1}));
+}
+
+TEST(GpuPool, StopWakesWaiters) {
+  GpuPool pool({0}, [](int) { return true; });
+  auto held = pool.acquire(GpuPool::Priority::check);
+  auto w = std::async(std::launch::async, [&] { return pool.acquire(GpuPool::Priority::submit); });
+  ASSERT_TRUE(eventually([&] { return pool.waiting() == 1; }));
+  pool.stop();
+  EXPECT_FALSE(w.get().has_value());
+}
+
+TEST(GpuPool, BusyTimeCountsLeasedTime) {
+  GpuPool pool({3}, [](int) { return true; });
+  {
+    auto l = pool.acquire(GpuPool::Priority::check);
+    ASSERT_TRUE(l);
+    EXPECT_EQ(l->gpu(), 3);
+    std::this_thread::sleep_for(120ms);
+  }
+  auto st = pool.stats();
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_GE(st[0].busy_s, 0.11);
+  EXPECT_LT(st[0].busy_s, 5.0);
+  EXPECT_EQ(st[0].leases, 1);
+}
+
+// A campaign-shaped load: many evaluations on two fake GPUs, one of which
+// fails its health check once. Every evaluation completes exactly once, and
+// no GPU ever runs two at the same time.
+TEST(GpuPool, EveryEvaluationRunsExactlyOnceWhileAGpuFailsAndReturns) {
+  std::atomic<int> fail_next_on_0{1};
+  GpuPool pool({0, 1}, [&](int g) {
+    if (g == 0 && fail_next_on_0.load() > 0) {
+      fail_next_on_0--;
+      return false;
+    }
+    return true;
+  }, fast_retry());
+  std::atomic<int> busy[2] = {0, 0};
+  std::atomic<bool> overlap{false};
+  std::mutex mu;
+  std::vector<int> done_count(60, 0);
+  std::vector<int> per_gpu(2, 0);
+  std::atomic<int> next{0};
+  auto worker = [&] {
+    for (int id; (id = next.fetch_add(1)) < 60;) {
+      for (int attempt = 0;; ++attempt) {
+        auto l = pool.acquire(id % 3 ? GpuPool::Priority::check : GpuPool::Priority::submit);
+        ASSERT_TRUE(l);
+        const int g = l->gpu();
+        if (busy[g].fetch_add(1) != 0) overlap = true;
+        std::this_thread::sleep_for(1ms);
+        busy[g].fetch_sub(1);
+        // Evaluation 7 "crashes": its GPU is checked; a failed check means
+        // the run does not count and it runs again elsewhere.
+        if (id == 7 && attempt == 0 && !l->check_health()) continue;
+        std::lock_guard lk(mu);
+        done_count[id]++;
+        per_gpu[g]++;
+        break;
+      }
+    }
+  };
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 6; ++i) ts.emplace_back(worker);
+  for (auto& t : ts) t.join();
+  EXPECT_FALSE(overlap.load());
+  for (int id = 0; id < 60; ++id) EXPECT_EQ(done_count[id], 1) << "evaluation " << id;
+  EXPECT_GT(per_gpu[1], 0);
+  ASSERT_TRUE(eventually([&] { return pool.stats()[0].in_pool; }));
+}
+
+TEST(GpuList, ParsesAllListsAndRanges) {
+  std::string err;
+  EXPECT_EQ(parse_gpu_list("all", 2, &err), (std::vector<int>{0, 1}));
+  EXPECT_EQ(parse_gpu_list("", 1, &err), (std::vector<int>{0}));
+  EXPECT_EQ(parse_gpu_list("1, 0", 2, &err), (std::vector<int>{1, 0}));
+  EXPECT_EQ(parse_gpu_list("0-3,5", 8, &err), (std::vector<int>{0, 1, 2, 3, 5}));
+  EXPECT_EQ(parse_gpu_list("0,0", 2, &err), (std::vector<int>{0}));
+  EXPECT_FALSE(parse_gpu_list("2", 2, &err));
+  EXPECT_NE(err.find("GPU 2 does not exist"), std::string::npos) << err;
+  EXPECT_FALSE(parse_gpu_list("a", 2, &err));
+  EXPECT_FALSE(parse_gpu_list("3-1", 4, &err));
+  EXPECT_FALSE(parse_gpu_list("all", 0, &err));
+}
