@@ -62,7 +62,10 @@ struct EvaluatorConfig {
   Tolerance tolerance = Tolerance::strict;
   Reward reward = Reward::speedup;
   TorchOps torch_ops = TorchOps::allow;
-  int workers = 2;                 // concurrent evaluations (compile pool size)
+  int workers = 2;                 // concurrent evaluations (cpu mode; gpu mode: at least
+                                   // compile_jobs + 2 per GPU, so compiles overlap measuring)
+  std::string gpus = "all";        // gpu mode: "all" or indices "0,1" / "0-3" (one evaluation per GPU)
+  int compile_jobs = 0;            // gpu mode: concurrent compiles; 0 = sized to the host
   double timeout_s = 300;          // wall clock per evaluation
   std::int64_t memory_budget_mb = 4096;
   std::string cache_dir;           // compile cache; "" = <db dir>/korch-cache

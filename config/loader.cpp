@@ -18,6 +18,7 @@
 #include <set>
 #include <variant>
 
+#include "config/gpus.hpp"
 #include "config/tasks.hpp"
 #include "util/fs.hpp"
 
@@ -234,6 +235,12 @@ const std::vector<Spec<C>>& campaign_specs() {
       {{"evaluator.workers", "KORCH_EVALUATOR_WORKERS", KeyType::integer, "2",
         "Concurrent evaluations (compile pool size)."},
        1, false, k_none, KORCH_FIELD(C, evaluator.workers)},
+      {{"evaluator.gpus", "KORCH_EVALUATOR_GPUS", KeyType::string, "\"all\"",
+        "gpu mode: the GPUs to measure on, \"all\" or indices like \"0,1\" or \"0-3\"; one evaluation per GPU at a time."},
+       k_none, false, k_none, KORCH_FIELD(C, evaluator.gpus)},
+      {{"evaluator.compile_jobs", "KORCH_EVALUATOR_COMPILE_JOBS", KeyType::integer, "0",
+        "gpu mode: concurrent compiles (nvcc, Triton) on the CPU while the GPUs measure; 0 = sized to the host's cores and memory."},
+       0, false, k_none, KORCH_FIELD(C, evaluator.compile_jobs)},
       {{"evaluator.timeout_s", "KORCH_EVALUATOR_TIMEOUT_S", KeyType::number, "300",
         "Wall-clock limit of one evaluation in seconds."},
        0, true, k_none, KORCH_FIELD(C, evaluator.timeout_s)},
@@ -546,6 +553,8 @@ Result<void> validate_with(const CampaignConfig& cfg, const Locator& where, std:
                 "evaluator.mode = \"gpu\" (or \"mock\"); the cpu mode cannot compute t_min");
   if (auto ids = parse_id_ranges(cfg.tasks.ids); !ids)
     return fail(where("tasks.ids") + "'tasks.ids': " + ids.error().message);
+  if (auto g = parse_gpu_list(cfg.evaluator.gpus, std::nullopt); !g)
+    return fail(where("evaluator.gpus") + "'evaluator.gpus': " + g.error().message);
 
   if (cfg.models.empty())
     return fail(where("models") + "no models: add a [[models]] table with id, base_url and model");

@@ -4,12 +4,21 @@
 // at start (prompt, roofline, L2 size), a memory cgroup per job, the roofline
 // check (impossible_timing) and a GPU health check after a crash.
 //
-// Threads: evaluate() only enqueues. cfg.workers pipeline threads each run
-// one evaluation at a time. Compile jobs take m_timing shared; a submit-mode
-// measure job (which times) takes it exclusively, so no compiler runs while
-// anything is being timed. Concurrent compiles of one cache key serialise on
-// an flock of <cache>/locks/<key>.lock, and the second finds the first's
-// manifest: identical code is never compiled twice.
+// Threads: evaluate() only enqueues. Pipeline threads each run one
+// evaluation at a time, end to end. Concurrent compiles of one cache key
+// serialise on an flock of <cache>/locks/<key>.lock, and the second finds the
+// first's manifest: identical code is never compiled twice.
+//   cpu mode: cfg.workers threads. Compile jobs take m_timing shared; a
+//     submit-mode measure job (which times) takes it exclusively, so no
+//     compiler runs while anything is being timed.
+//   gpu mode: compiles run on a CPU pool (compile slots, on cores no GPU's
+//     measure job uses) and never hold a GPU; the Triton warm-up, the
+//     measurement, the roofline re-measure and the health check run under a
+//     GpuPool lease (one evaluation per GPU, SUBMIT first). A GPU that fails
+//     its health check after a crash leaves the pool and the evaluation runs
+//     again on another lease. Threads: enough for every compile slot and two
+//     evaluations per GPU to be in flight, so the next candidates compile
+//     while the GPUs measure.
 #include "evaluator/cpu_evaluator.hpp"
 
 #include <fcntl.h>
@@ -21,14 +30,19 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sched.h>
 #include <shared_mutex>
+#include <sys/sysinfo.h>
 #include <thread>
 
+#include "config/gpus.hpp"
 #include "evaluator/gpu_facts.hpp"
+#include "evaluator/gpu_pool.hpp"
 #include "evaluator/roofline.hpp"
 #include "evaluator/zygote.hpp"
 #include "util/sha256.hpp"
@@ -48,6 +62,46 @@ constexpr double k_rules_timeout_s = 60;
 constexpr double k_compile_timeout_s = 900;   // a cold CPU compile is ~30 s, more under load
 constexpr double k_measure_grace_s = 15;      // the judge's own deadline comes first
 constexpr std::size_t k_tail = 4000;
+constexpr int k_gpu_attempts = 2;             // runs of one evaluation on GPUs that then failed
+constexpr std::int64_t k_compile_host_mb = 4096;  // one nvcc/g++ of a torch extension, with headroom
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A counting semaphore sized at run time.
+class Slots {
+ public:
+  explicit Slots(int n) : m_free(n) {}
+  void acquire() {
+    std::unique_lock lk(m_mu);
+    m_cv.wait(lk, [&] { return m_free > 0; });
+    --m_free;
+  }
+  void release() {
+    {
+      std::lock_guard lk(m_mu);
+      ++m_free;
+    }
+    m_cv.notify_one();
+  }
+
+ private:
+  std::mutex m_mu;
+  std::condition_variable m_cv;
+  int m_free;
+};
+
+// The cores this process may use, in order.
+std::vector<int> usable_cpus() {
+  std::vector<int> v;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) v.push_back(c);
+  return v;
+}
 
 std::string tail(const std::string& s, std::size_t n = k_tail) {
   return s.size() > n ? s.substr(s.size() - n) : s;
@@ -117,14 +171,21 @@ std::vector<std::string> string_list(const json& j) {
 class CpuEvaluator final : public Evaluator {
  public:
   CpuEvaluator(config::EvaluatorConfig cfg, std::string cache_dir, std::unique_ptr<Zygote> z,
-               bool daemon_nondumpable, json gpu)
+               bool daemon_nondumpable, json gpu, std::vector<int> gpus)
       : m_cfg(std::move(cfg)), m_cache(std::move(cache_dir)), m_zygote(std::move(z)),
         m_daemon_nondumpable(daemon_nondumpable), m_gpu(std::move(gpu)),
         m_gpu_mode(m_cfg.mode == config::EvalMode::gpu) {
     json v = json::parse(m_zygote->versions_json(), nullptr, false);
     if (!v.is_discarded()) m_versions = v;
-    if (m_gpu_mode) m_peaks = roofline::find_gpu(m_gpu.value("name", ""));
-    const int n = std::max(1, m_cfg.workers);
+    int n = std::max(1, m_cfg.workers);
+    if (m_gpu_mode) {
+      m_peaks = roofline::find_gpu(m_gpu.value("name", ""));
+      plan_gpu_host(gpus);
+      n = std::max(n, m_compile_slot_count + 2 * static_cast<int>(gpus.size()));
+      const char* ul = std::getenv("KORCH_EVAL_COMPILE_UNDER_LEASE");
+      m_compile_under_lease = ul && std::string(ul) == "1";
+      m_pool = std::make_unique<GpuPool>(gpus, [this](int g) { return gpu_healthy(g); });
+    }
     for (int i = 0; i < n; ++i) m_threads.emplace_back([this] { loop(); });
   }
   ~CpuEvaluator() override { shutdown(); }
@@ -179,6 +240,7 @@ class CpuEvaluator final : public Evaluator {
       left.swap(m_queue);
     }
     m_cv.notify_all();
+    if (m_pool) m_pool->stop();  // evaluations waiting for a GPU end as interrupted
     // Jobs in flight are killed; their evaluations end as worker_crash.
     if (m_zygote) m_zygote->stop();
     for (auto& t : m_threads)
@@ -281,13 +343,51 @@ class CpuEvaluator final : public Evaluator {
     return env;
   }
 
-  json spawn_extra() const {
+  // gpu >= 0: the job's only GPU (its lease); the job runs on that GPU's
+  // reserved cores. gpu < 0 in gpu mode: a CPU job (compile, rules), kept
+  // off every GPU's cores.
+  json spawn_extra(int gpu = -1) const {
     json e;
     e["memory_budget_mb"] = m_cfg.memory_budget_mb;
     // gpu: a cgroup caps the job's host memory; a measure job has three CUDA
     // processes (the judge and two runners).
-    if (m_gpu_mode) e["memory_limit_mb"] = gpu_job_host_limit_mb(3, m_cfg.memory_budget_mb);
+    if (m_gpu_mode) {
+      e["memory_limit_mb"] = gpu_job_host_limit_mb(3, m_cfg.memory_budget_mb);
+      if (gpu >= 0) {
+        e["gpu"] = gpu;
+        if (auto it = m_gpu_cpus.find(gpu); it != m_gpu_cpus.end()) e["cpus"] = it->second;
+      } else if (!m_cpu_job_cpus.empty()) {
+        e["cpus"] = m_cpu_job_cpus;
+      }
+    }
     return e;
+  }
+
+  // gpu mode: two cores per GPU for its measure jobs (the judge and two
+  // runners take turns: the protocol is synchronous), the rest for compiles;
+  // compile slots by cores and host memory unless configured.
+  void plan_gpu_host(const std::vector<int>& gpus) {
+    const std::vector<int> cpus = usable_cpus();
+    const std::size_t reserved = 2 * gpus.size();
+    std::vector<int> rest = cpus;
+    if (cpus.size() >= reserved + 2) {
+      for (std::size_t i = 0; i < gpus.size(); ++i)
+        m_gpu_cpus[gpus[i]] = {cpus[2 * i], cpus[2 * i + 1]};
+      rest.assign(cpus.begin() + static_cast<std::ptrdiff_t>(reserved), cpus.end());
+      m_cpu_job_cpus = rest;
+    }
+    int slots = m_cfg.compile_jobs;
+    if (slots <= 0) {
+      struct sysinfo si {};
+      std::int64_t mem_mb = 0;
+      if (sysinfo(&si) == 0) mem_mb = static_cast<std::int64_t>(si.totalram) * si.mem_unit >> 20;
+      const auto by_mem = static_cast<int>(std::max<std::int64_t>(1, mem_mb / k_compile_host_mb));
+      slots = std::max(1, std::min(static_cast<int>(rest.size()), by_mem));
+    }
+    m_compile_slot_count = slots;
+    m_compile_slots = std::make_unique<Slots>(slots);
+    KLOG_INFO("[eval] gpu mode: {} GPU(s), {} compile slot(s), {} core(s) for compiles", gpus.size(),
+              slots, rest.size());
   }
 
   void finish(Report& r, const std::chrono::steady_clock::time_point t0, json& evidence) const {
@@ -317,6 +417,7 @@ class CpuEvaluator final : public Evaluator {
     const auto t0 = std::chrono::steady_clock::now();
     Report r = base_report(req);
     json evidence = json::object();
+    json& stages = evidence["stages"] = json::object();  // seconds per stage
     const std::string jobs_root = m_cache + "/jobs";
 
     const std::string device = m_gpu_mode ? "cuda" : "cpu";
@@ -349,6 +450,7 @@ class CpuEvaluator final : public Evaluator {
         return r;
       }
       r.protections = string_list(rules["protections"]);
+      stages["rules_s"] = o.wall_s;
       evidence["rules"] = {{"ok", rules.value("ok", false)},
                            {"violations", rules.value("violations", json::array())},
                            {"wall_s", o.wall_s},
@@ -372,7 +474,24 @@ class CpuEvaluator final : public Evaluator {
       }
     }
 
+    // gpu, KORCH_EVAL_COMPILE_UNDER_LEASE=1: the GPU is held from here, as in
+    // harnesses that compile inside the evaluation (the benchmark's baseline).
+    std::optional<GpuPool::Lease> early;
+    if (m_gpu_mode && m_compile_under_lease) {
+      const auto w0 = std::chrono::steady_clock::now();
+      early = m_pool->acquire(priority_of(req));
+      stages["lease_wait_s"] = seconds_since(w0);
+      if (!early) {
+        r.error = "the evaluator shut down before a GPU was free";
+        r.interrupted = true;
+        finish(r, t0, evidence);
+        return r;
+      }
+    }
+    const auto held_since = std::chrono::steady_clock::now();
+
     // 2. Compile every statically resolved load_inline into the cache.
+    const auto c0 = std::chrono::steady_clock::now();
     json prebuilt = json::object();
     json compile_ev = json::array();
     json allow_extra = json::array();
@@ -428,49 +547,126 @@ class CpuEvaluator final : public Evaluator {
                        {"so", m.value("so", "")}};
     }
     evidence["compile"] = compile_ev;
-
-    // 3. gpu: Triton compiles (and autotunes) the candidate's kernels in a
-    //    sandboxed warm-up before anything is timed; the runners may not exec.
-    if (m_gpu_mode && rules.value("language", "") == "triton") {
-      JobDir dir(jobs_root, "warm");
-      json job = common_job(req);
-      job["code"] = req.code;
-      job["task_source"] = req.task.source;
-      job["prebuilt"] = prebuilt;
-      job["triton_cache"] = job["runner_env"]["TRITON_CACHE_DIR"];
-      (void)dir.write_job(job);
-      JobOutcome o;
-      {
-        std::shared_lock shared(m_timing);  // never while a timing job runs
-        o = m_zygote->run("warm", dir.path(), spawn_extra().dump(), std::nullopt, k_warm_timeout_s);
-      }
-      json res = json::parse(o.result_json, nullptr, false);
-      evidence["warm"] = {{"ok", !res.is_discarded() && res.value("ok", false)},
-                          {"wall_s", o.wall_s}, {"timed_out", o.timed_out}};
-      // A failed warm-up is not a verdict: the measure job meets the same
-      // error and reports it with the judge's evidence.
-      if (!res.is_discarded() && !res.value("ok", false))
-        evidence["warm"]["error"] = tail(res.value("error", ""), 1500);
-    }
-
-    // 4. Measure: the judge and two runners (reference, candidate).
+    stages["compile_s"] = seconds_since(c0);
     const bool triton = rules.value("language", "") == "triton";
-    json res = measure(req, prebuilt, r, evidence, triton);
-    if (res.is_null()) {
-      finish(r, t0, evidence);
-      return r;
-    }
-    apply_measure(res, r, evidence);
 
-    // 5. gpu: the roofline. A time under k_impossible_fraction * t_min is
-    //    measured again; under it twice, the timing is what is broken.
     if (m_gpu_mode) {
-      roofline_check(req, prebuilt, res, r, evidence, triton);
-      if (r.status == Verdict::worker_crash || r.status == Verdict::timeout) health_check(evidence);
+      on_gpu(req, prebuilt, triton, std::move(early), held_since, r, evidence);
+    } else {
+      // 4. Measure: the judge and two runners (reference, candidate).
+      const auto m0 = std::chrono::steady_clock::now();
+      json res = measure(req, prebuilt, r, evidence, -1, triton);
+      stages["measure_s"] = seconds_since(m0);
+      if (!res.is_null()) apply_measure(res, r, evidence);
     }
-    if (m_daemon_nondumpable) r.protections.push_back("daemon_nondumpable");
+    if (m_daemon_nondumpable && evidence.contains("measure")) r.protections.push_back("daemon_nondumpable");
     finish(r, t0, evidence);
     return r;
+  }
+
+  static GpuPool::Priority priority_of(const Request& req) {
+    return req.mode == Mode::submit ? GpuPool::Priority::submit : GpuPool::Priority::check;
+  }
+
+  // A crash or hang that may have left the GPU itself broken.
+  static bool gpu_suspect(const Report& r) {
+    if (r.status == Verdict::worker_crash || r.status == Verdict::timeout) return true;
+    if (r.status != Verdict::runtime_error) return false;
+    for (const std::string* t : {&r.error, &r.runtime_detail})
+      if (t->find("CUDA") != std::string::npos || t->find("cuda") != std::string::npos ||
+          t->find("device-side") != std::string::npos)
+        return true;
+    return false;
+  }
+
+  // gpu mode, stages 3-5 under one lease: the Triton warm-up, the measure
+  // job, the roofline check and (after a crash) the GPU's health check. A
+  // GPU that fails the check leaves the pool and the evaluation runs again
+  // on the next lease (at most k_gpu_attempts runs); the report of a run on
+  // a failed GPU is never the verdict while another attempt remains.
+  void on_gpu(const Request& req, const json& prebuilt, bool triton,
+              std::optional<GpuPool::Lease> lease, std::chrono::steady_clock::time_point held_since,
+              Report& r, json& evidence) {
+    json& stages = evidence["stages"];
+    const Report before = r;
+    for (int attempt = 1;; ++attempt) {
+      if (!lease) {
+        const auto w0 = std::chrono::steady_clock::now();
+        lease = m_pool->acquire(priority_of(req));
+        stages["lease_wait_s"] = stages.value("lease_wait_s", 0.0) + seconds_since(w0);
+        if (!lease) {
+          r.error = "the evaluator shut down before a GPU was free";
+          r.interrupted = true;
+          return;
+        }
+        held_since = std::chrono::steady_clock::now();
+      }
+      const auto l0 = held_since;
+      const int gpu = lease->gpu();
+      evidence["gpu"] = gpu;
+
+      // 3. Triton compiles (and autotunes) the candidate's kernels in a
+      //    sandboxed warm-up before anything is timed.
+      if (triton) {
+        const auto w0 = std::chrono::steady_clock::now();
+        warm(req, prebuilt, gpu, evidence);
+        stages["warm_s"] = seconds_since(w0);
+      }
+      // 4. Measure: the judge and two runners (reference, candidate).
+      const auto m0 = std::chrono::steady_clock::now();
+      json res = measure(req, prebuilt, r, evidence, gpu, triton);
+      if (!res.is_null()) {
+        apply_measure(res, r, evidence);
+        // 5. The roofline: a time under k_impossible_fraction * t_min is
+        //    measured again; under it twice, the timing is what is broken.
+        roofline_check(req, prebuilt, res, r, evidence, gpu, triton);
+      }
+      stages["measure_s"] = seconds_since(m0);
+      bool healthy = true;
+      if (gpu_suspect(r)) {
+        const auto h0 = std::chrono::steady_clock::now();
+        healthy = lease->check_health();  // on failure the GPU leaves the pool
+        stages["health_s"] = seconds_since(h0);
+        evidence["gpu_health_after"] = healthy ? "ok" : "failed";
+      }
+      stages["lease_s"] = stages.value("lease_s", 0.0) + seconds_since(l0);
+      if (healthy) return;
+      KLOG_ERROR("[eval {}] GPU {} failed its health check after this evaluation (attempt {})",
+                 req.request_id, gpu, attempt);
+      evidence["gpu_failures"].push_back({{"gpu", gpu}, {"attempt", attempt},
+                                          {"verdict", to_string(r.status)}});
+      if (attempt >= k_gpu_attempts) return;  // the verdict stands, with the evidence
+      lease.reset();
+      const json failures = evidence["gpu_failures"];
+      const json rules_ev = evidence.value("rules", json::object());
+      const json compile_ev = evidence.value("compile", json::array());
+      const json stages_ev = stages;
+      r = before;
+      evidence = json::object();
+      evidence["rules"] = rules_ev;
+      evidence["compile"] = compile_ev;
+      evidence["stages"] = stages_ev;
+      evidence["gpu_failures"] = failures;
+    }
+  }
+
+  void warm(const Request& req, const json& prebuilt, int gpu, json& evidence) {
+    JobDir dir(m_cache + "/jobs", "warm");
+    json job = common_job(req);
+    job["code"] = req.code;
+    job["task_source"] = req.task.source;
+    job["prebuilt"] = prebuilt;
+    job["triton_cache"] = job["runner_env"]["TRITON_CACHE_DIR"];
+    (void)dir.write_job(job);
+    JobOutcome o = m_zygote->run("warm", dir.path(), spawn_extra(gpu).dump(), std::nullopt,
+                                 k_warm_timeout_s);
+    json res = json::parse(o.result_json, nullptr, false);
+    evidence["warm"] = {{"ok", !res.is_discarded() && res.value("ok", false)},
+                        {"wall_s", o.wall_s}, {"timed_out", o.timed_out}};
+    // A failed warm-up is not a verdict: the measure job meets the same
+    // error and reports it with the judge's evidence.
+    if (!res.is_discarded() && !res.value("ok", false))
+      evidence["warm"]["error"] = tail(res.value("error", ""), 1500);
   }
 
   // Runs the measure job; null (with r filled in) when it left no result.
@@ -481,8 +677,8 @@ class CpuEvaluator final : public Evaluator {
   // rules already keep subprocess/os/ctypes out of the candidate's Python and
   // the symbol allowlist keeps exec out of native code; uid, namespaces, no
   // network and no_new_privs still hold. The report says "runner_may_exec".
-  json measure(const Request& req, const json& prebuilt, Report& r, json& evidence,
-               bool triton = false) {
+  json measure(const Request& req, const json& prebuilt, Report& r, json& evidence, int gpu,
+               bool triton) {
     JobDir dir(m_cache + "/jobs", "measure");
     json job = common_job(req);
     if (m_gpu_mode && triton) job["runner_exec"] = true;
@@ -498,8 +694,11 @@ class CpuEvaluator final : public Evaluator {
     std::optional<std::uint64_t> seed;
     if (req.mode == Mode::submit) seed = req.secret_seed;
     JobOutcome o;
-    if (req.mode == Mode::submit || m_gpu_mode) {
-      std::unique_lock timing(m_timing);  // one GPU job at a time; no compile while timing
+    if (m_gpu_mode) {
+      // The caller holds the GPU's lease.
+      o = m_zygote->run("measure", dir.path(), spawn_extra(gpu).dump(), seed, limit);
+    } else if (req.mode == Mode::submit) {
+      std::unique_lock timing(m_timing);  // no compile while timing
       o = m_zygote->run("measure", dir.path(), spawn_extra().dump(), seed, limit);
     } else {
       std::shared_lock shared(m_timing);
@@ -509,7 +708,6 @@ class CpuEvaluator final : public Evaluator {
     evidence["measure_wall_s"] = o.wall_s;
     if (res.is_discarded() || !res.contains("verdict")) {
       job_failed(r, o, "measure");
-      if (m_gpu_mode) health_check(evidence);
       return nullptr;
     }
     if (!o.candidate_log.empty()) res["candidate_log"] = tail(o.candidate_log);
@@ -552,7 +750,7 @@ class CpuEvaluator final : public Evaluator {
   }
 
   void roofline_check(const Request& req, const json& prebuilt, const json& res, Report& r,
-                      json& evidence, bool triton) {
+                      json& evidence, int gpu, bool triton) {
     if (!m_peaks) return;
     const json work = res.value("evidence", json::object()).value("work", json::object());
     if (!work.contains("flops")) return;
@@ -569,7 +767,7 @@ class CpuEvaluator final : public Evaluator {
     // Suspicious: measure again (a fresh judge, fresh runners).
     json again_ev = json::object();
     Report again = r;
-    json res2 = measure(req, prebuilt, again, again_ev, triton);
+    json res2 = measure(req, prebuilt, again, again_ev, gpu, triton);
     double t2 = 0;
     if (!res2.is_null() && res2.contains("cand_time_ms") && res2["cand_time_ms"].is_number())
       t2 = res2["cand_time_ms"].get<double>() / 1e3;
@@ -584,18 +782,19 @@ class CpuEvaluator final : public Evaluator {
               ": the timing, not the kernel, is broken";
   }
 
-  // After a crash or a hang, the GPU is checked before its next lease.
-  void health_check(json& evidence) {
+  // The GPU pool's health check: a small allocation and a sum on that GPU,
+  // in a sandboxed job of its own.
+  bool gpu_healthy(int gpu) {
     JobDir dir(m_cache + "/jobs", "health");
     json job;
     job["device"] = "cuda";
     (void)dir.write_job(job);
-    JobOutcome o = m_zygote->run("gpuinfo", dir.path(), spawn_extra().dump(), std::nullopt,
+    JobOutcome o = m_zygote->run("gpuinfo", dir.path(), spawn_extra(gpu).dump(), std::nullopt,
                                  k_gpuinfo_timeout_s);
     json res = json::parse(o.result_json, nullptr, false);
     const bool ok = !res.is_discarded() && res.value("ok", false) && res.value("health", false);
-    evidence["gpu_health_after"] = ok ? "ok" : "failed";
-    if (!ok) KLOG_ERROR("[eval] the GPU failed its health check after a crashed evaluation");
+    if (!ok) KLOG_ERROR("[eval] GPU {} failed its health check", gpu);
+    return ok;
   }
 
   // Returns the cache manifest for `key`, building it when absent.
@@ -633,7 +832,12 @@ class CpuEvaluator final : public Evaluator {
     json extra = spawn_extra();
     extra["build_dir"] = build;
     JobOutcome o;
-    {
+    if (m_gpu_mode) {
+      // A compile slot on the CPU pool; the GPUs keep measuring meanwhile.
+      m_compile_slots->acquire();
+      o = m_zygote->run("compile", jdir.path(), extra.dump(), std::nullopt, k_compile_timeout_s);
+      m_compile_slots->release();
+    } else {
       std::shared_lock shared(m_timing);  // never while a timing job runs
       o = m_zygote->run("compile", jdir.path(), extra.dump(), std::nullopt, k_compile_timeout_s);
     }
@@ -665,8 +869,15 @@ class CpuEvaluator final : public Evaluator {
   json m_gpu;                                   // gpu mode: facts read from the device
   bool m_gpu_mode = false;
   std::optional<roofline::GpuPeaks> m_peaks;    // datasheet peaks of that GPU, when known
-  std::shared_mutex m_timing;
+  std::shared_mutex m_timing;                   // cpu mode: timing excludes compiles
   std::atomic<int> m_compiles{0};
+  // gpu mode
+  std::unique_ptr<GpuPool> m_pool;
+  std::map<int, std::vector<int>> m_gpu_cpus;   // GPU -> the cores of its measure jobs
+  std::vector<int> m_cpu_job_cpus;              // cores of compile and rules jobs
+  int m_compile_slot_count = 1;
+  std::unique_ptr<Slots> m_compile_slots;
+  bool m_compile_under_lease = false;           // the benchmark's baseline
 
   std::mutex m_mu;
   std::condition_variable m_cv;
@@ -710,13 +921,18 @@ Result<std::unique_ptr<Evaluator>> make_cpu_evaluator(const config::EvaluatorCon
   auto z = Zygote::start(find_worker_path(), abs + "/run", fresh && std::string(fresh) == "1");
   if (!z) return std::unexpected(z.error());
   json gpu = json::object();
+  std::vector<int> gpus;
   if (cfg.mode == config::EvalMode::gpu) {
     // The GPU's facts come from the device itself, in a sandboxed job.
     auto facts = query_gpu_facts(**z, abs + "/jobs");
     if (!facts) return fail("evaluator.mode = \"gpu\": " + facts.error().message);
     gpu = json::parse(*facts);
+    auto list = config::parse_gpu_list(cfg.gpus, gpu.value("count", 1));
+    if (!list) return fail("evaluator.gpus: " + list.error().message);
+    gpus = *list;
   }
-  return std::unique_ptr<Evaluator>(new CpuEvaluator(cfg, abs, std::move(*z), nondumpable, gpu));
+  return std::unique_ptr<Evaluator>(
+      new CpuEvaluator(cfg, abs, std::move(*z), nondumpable, gpu, std::move(gpus)));
 }
 
 }  // namespace korch::evaluator

@@ -109,10 +109,4 @@ class GpuPool {
   std::thread m_retry;
 };
 
-// evaluator.gpus: "all" (every GPU the device reports) or a list like
-// "0,1" / "0-3". `count` is how many GPUs the host has. Errors name the
-// index that does not exist.
-std::optional<std::vector<int>> parse_gpu_list(const std::string& spec, int count,
-                                               std::string* error);
-
 }  // namespace korch::evaluator

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "config/gpus.hpp"
 #include "evaluator/gpu_facts.hpp"
 #include "evaluator/zygote.hpp"
 #include "util/fs.hpp"
@@ -33,6 +34,10 @@ Result<std::unique_ptr<TaskValidator>> TaskValidator::start(const config::Evalua
     if (!facts) return std::unexpected(facts.error());
     auto gpu = nlohmann::json::parse(*facts);
     v->m_budget_mb = gpu_memory_budget_mb(cfg.memory_budget_mb, gpu.value("memory_bytes", 0.0));
+    // The first GPU of evaluator.gpus.
+    auto list = config::parse_gpu_list(cfg.gpus, gpu.value("count", 1));
+    if (!list) return fail("evaluator.gpus: " + list.error().message);
+    v->m_gpu = list->front();
   }
   return v;
 }
@@ -57,7 +62,10 @@ Result<TaskValidation> TaskValidator::validate(const config::Task& task) {
   if (auto w = write_file_atomic(dir + "/job.json", job.dump()); !w) return std::unexpected(w.error());
   json extra;
   extra["memory_budget_mb"] = m_cfg.memory_budget_mb;
-  if (gpu) extra["memory_limit_mb"] = gpu_job_host_limit_mb(1, m_cfg.memory_budget_mb);
+  if (gpu) {
+    extra["memory_limit_mb"] = gpu_job_host_limit_mb(1, m_cfg.memory_budget_mb);
+    extra["gpu"] = m_gpu;
+  }
   JobOutcome o = m_zygote->run("validate", dir, extra.dump(), std::nullopt,
                                std::max(m_cfg.timeout_s, k_validate_timeout_s));
   fs::remove_all(dir, ec);

@@ -43,6 +43,7 @@ class TaskValidator {
   config::EvaluatorConfig m_cfg;
   std::string m_cache;
   std::int64_t m_budget_mb = 0;  // of GPU memory in gpu mode (gpu_facts.hpp)
+  int m_gpu = 0;                 // gpu mode: the GPU it validates on (first of evaluator.gpus)
   std::unique_ptr<Zygote> m_zygote;
 };
 

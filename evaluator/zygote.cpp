@@ -226,6 +226,10 @@ class ZygoteProc {
     env_s.push_back("OMP_NUM_THREADS=1");
     env_s.push_back("MKL_NUM_THREADS=1");
     env_s.push_back("MAX_JOBS=1");
+    // Multi-GPU hosts: NVLink multicast stays off in every process korch starts.
+    env_s.push_back("NCCL_NVLS_ENABLE=0");
+    env_s.push_back("TORCH_SYMM_MEM_DISABLE_MULTICAST=1");
+    env_s.push_back("NVSHMEM_DISABLE_NVLS=1");
     std::vector<char*> envp;
     for (auto& e : env_s) envp.push_back(e.data());
     envp.push_back(nullptr);

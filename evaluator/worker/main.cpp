@@ -135,8 +135,12 @@ std::string call_harness(const char* fn, const std::string& arg) {
 }
 
 bool env_is_whitelisted() {
+  // CUDA_VISIBLE_DEVICES: the one GPU the job may use (set by job_process);
+  // the NVLink multicast switches stay off in everything korch starts.
   static const char* allowed[] = {"PATH=", "LANG=", "LC_ALL=", "HOME=", "OMP_NUM_THREADS=",
-                                  "MKL_NUM_THREADS=", "MAX_JOBS=", "TMPDIR=", "KORCH_"};
+                                  "MKL_NUM_THREADS=", "MAX_JOBS=", "TMPDIR=", "KORCH_",
+                                  "CUDA_VISIBLE_DEVICES=", "NCCL_NVLS_ENABLE=",
+                                  "TORCH_SYMM_MEM_DISABLE_MULTICAST=", "NVSHMEM_DISABLE_NVLS="};
   for (char** e = environ; e && *e; ++e) {
     bool ok = false;
     for (const char* a : allowed) ok = ok || std::strncmp(*e, a, std::strlen(a)) == 0;
@@ -388,6 +392,19 @@ std::string cgroup_name(const std::string& job_id) { return cgroup_name_for(getp
     close_range(3, ~0u, 0);
   }
   Protections prot;
+  // The GPU of the job's lease, as device 0 of every CUDA process in it (set
+  // before anything initialises CUDA: the zygote never does).
+  if (job.contains("gpu") && job["gpu"].is_number_integer() && job["gpu"].get<int>() >= 0)
+    setenv("CUDA_VISIBLE_DEVICES", std::to_string(job["gpu"].get<int>()).c_str(), 1);
+  // The cores the job may run on: a measure job keeps its GPU's reserved
+  // cores, a compile job the rest, so compiles never preempt a timing loop.
+  if (job.contains("cpus") && job["cpus"].is_array() && !job["cpus"].empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (auto& c : job["cpus"])
+      if (c.is_number_integer() && c.get<int>() >= 0 && c.get<int>() < CPU_SETSIZE) CPU_SET(c.get<int>(), &set);
+    if (sched_setaffinity(0, sizeof set, &set) == 0) prot.push_back("cpu_affinity");
+  }
   // Memory: a cgroup where one can be made (root, cgroup v2), named after the
   // job so the zygote can remove it when the job is gone.
   const std::uint64_t limit_mb = job.value("memory_limit_mb", 0ull);

@@ -65,6 +65,8 @@ def evaluate(a, base, e):
            "--timeout", str(e.get("timeout_s", a.eval_timeout))]
     if e.get("memory_budget_mb"):
         cmd += ["--memory-budget-mb", str(e["memory_budget_mb"])]
+    if os.environ.get("KORCH_GPUS"):
+        cmd += ["--gpus", os.environ["KORCH_GPUS"]]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
         out = p.stdout.strip().splitlines()

@@ -11,6 +11,11 @@
 #   scripts/gpu/suite.sh corpus      every GPU corpus candidate through korch eval --device cuda
 #   scripts/gpu/suite.sh cpumode     the CPU evaluator on this machine's torch (full JSON in $OUT)
 #   scripts/gpu/suite.sh hang        an infinite-loop kernel, then a correct one on the same GPU
+#   scripts/gpu/suite.sh throughput [N] [M]  N new load_inline candidates pipelined vs M compiled under the lease
+#   scripts/gpu/suite.sh fidelity [N]  N evaluations of three candidates each, next to triton do_bench
+#   scripts/gpu/suite.sh pool [SAMPLES]  the GPU campaign on GPU 0, then on GPUs 0,1 (a crashing candidate included)
+#   scripts/gpu/suite.sh revalidate  korch tasks validate on the tasks flagged over_budget before the budget fix
+# KORCH_GPUS selects the GPUs of bench/throughput/fidelity/validate (default: all).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/korch-gpu-out}
@@ -104,6 +109,71 @@ case ${1:-diag} in
     "$B/tools/bench/korch-bench-eval" --device cuda --mode check --repeat 5 \
       --code tests/evaluator/corpus/good/triton_relu.py --cache "$KORCH_CACHE_DIR" \
       --task examples/tasks/1_ReLU_small.py 2>&1 | grep -v '^\[W'
+    ;;
+  throughput)
+    # Evaluations per hour when every candidate is a new load_inline kernel:
+    # compiles pipelined off the GPU lease vs compiled under it (issue #9).
+    "$B/tools/bench/korch-bench-eval" --device cuda --mode submit --gpus "${KORCH_GPUS:-all}" \
+      --throughput "${2:-24}" --baseline "${3:-3}" --code tools/bench/candidates/cuda_relu_variant.py \
+      --cache "${KORCH_CACHE_DIR}" --task .gpu-deps/kernelbench/level1/19_ReLU.py 2>&1 | grep -v '^\[W'
+    ;;
+  fidelity)
+    # Timing fidelity: N evaluations of the same candidate (the first
+    # included), speedup CV, and the medians next to triton's do_bench.
+    for pair in good/triton_layernorm.py:level1/40_LayerNorm.py good/cuda_new_gelu.py:level1/88_MinGPTNewGelu.py \
+                good/triton_new_gelu_autotune.py:level1/88_MinGPTNewGelu.py; do
+      c=${pair%%:*}; t=${pair#*:}
+      timeout 400 "$B/tools/bench/korch-bench-eval" --device cuda --mode submit --gpus "${KORCH_GPUS:-all}" \
+        --repeat "${2:-10}" --do-bench --python "$PY" --code "tests/evaluator/corpus/gpu/$c" \
+        --cache "$KORCH_CACHE_DIR" --task ".gpu-deps/kernelbench/$t" 2>&1 | grep -v '^\[W'
+    done
+    ;;
+  pool)
+    # Issue #12: the same campaign (cold caches each) on one GPU, then on
+    # two; L1/88 is answered with a candidate that faults (illegal address).
+    R=$(mktemp -d /var/tmp/korch-pool.XXXX)
+    "$PY" - "$R/replay.json" <<'PYEOF'
+import json, sys
+d = json.load(open("examples/gpu/replay.json"))
+bad = open("tests/evaluator/corpus/gpu/hacks/illegal_address.py").read()
+for r in d["replies"]:
+    if r["task"].startswith("88_"):
+        r["content"] = "Here is a kernel.\n\n```python\n" + bad + "\n```\n"
+json.dump(d, open(sys.argv[1], "w"))
+PYEOF
+    for spec in 0 0,1; do
+      W="$R/gpus-${spec/,/-}"; mkdir -p "$W"
+      "$B/tests/support/korch-fake-llm" --port 0 --script "replay:$R/replay.json" >"$W/replay.out" 2>"$W/replay.err" &
+      FAKE=$!
+      for _ in $(seq 100); do grep -q '^PORT ' "$W/replay.out" 2>/dev/null && break; sleep 0.1; done
+      PORT=$(awk '/^PORT /{print $2; exit}' "$W/replay.out")
+      t0=$(date +%s.%N)
+      timeout "${KORCH_CAMPAIGN_TIMEOUT:-400}" "$B/bin/korch" run examples/gpu/campaign.toml \
+        --set "models.replay.base_url=http://127.0.0.1:$PORT/v1" --set "db_path=$W/campaign.db" \
+        --set "tasks.kernelbench_dir=$(pwd)/.gpu-deps/kernelbench" --set "evaluator.cache_dir=$W/cache" \
+        --set "evaluator.gpus=$spec" --set "samples_per_task=${2:-1}" > "$OUT/pool_run_${spec/,/-}.log" 2>&1
+      echo "korch run (gpus $spec) rc=$?"
+      t1=$(date +%s.%N)
+      "$B/bin/korch" report --db "$W/campaign.db" 2>&1 | head -30
+      "$PY" scripts/gpu/pool_stats.py "$W/campaign.db" "$(echo "$t1 - $t0" | bc)" "gpus=$spec"
+      grep -h "GPU\|health" "$OUT/pool_run_${spec/,/-}.log" | head -20
+      kill $FAKE
+    done
+    ;;
+  revalidate)
+    # The tasks the first H200 run flagged over_budget against the 4 GB CPU
+    # default (the validator now applies the evaluator's GPU budget).
+    for spec in "1 4,5,7,9,11,19-39,41-49,51-53,55,57,59,63,64,67,76,84,86,87,89-94,96-100" \
+                "2 2,4,5,10,16,19,26,87,100" "3 17"; do
+      set -- $spec
+      timeout 900 "$B/bin/korch" tasks validate .gpu-deps/kernelbench --levels "$1" --ids "$2" --mode gpu \
+        --gpus "${KORCH_GPUS:-all}" --cache-dir "$KORCH_CACHE_DIR" 2>&1
+    done
+    ;;
+  large)
+    timeout 900 "$PY" scripts/gpu/run_corpus.py --korch "$B/bin/korch" \
+      --manifest tests/evaluator/corpus/gpu/manifest_large.json --kernelbench .gpu-deps/kernelbench \
+      --cache-dir "$KORCH_CACHE_DIR" --out "$OUT/corpus_large.json" --jobs 1 2>&1
     ;;
   ctest)
     (cd "$B" && ctest --output-on-failure --timeout 900 -j 4 "${@:2}") 2>&1

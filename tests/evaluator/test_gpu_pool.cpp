@@ -3,6 +3,7 @@
 // tested on a machine without a GPU. The H200 runs (scripts/gpu/suite.sh
 // pool) exercise the same code with real devices.
 #include "evaluator/gpu_pool.hpp"
+#include "config/gpus.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +16,7 @@
 
 using namespace std::chrono_literals;
 using korch::evaluator::GpuPool;
-using korch::evaluator::parse_gpu_list;
+using korch::config::parse_gpu_list;
 
 namespace {
 
@@ -184,15 +185,21 @@ TEST(GpuPool, EveryEvaluationRunsExactlyOnceWhileAGpuFailsAndReturns) {
 }
 
 TEST(GpuList, ParsesAllListsAndRanges) {
-  std::string err;
-  EXPECT_EQ(parse_gpu_list("all", 2, &err), (std::vector<int>{0, 1}));
-  EXPECT_EQ(parse_gpu_list("", 1, &err), (std::vector<int>{0}));
-  EXPECT_EQ(parse_gpu_list("1, 0", 2, &err), (std::vector<int>{1, 0}));
-  EXPECT_EQ(parse_gpu_list("0-3,5", 8, &err), (std::vector<int>{0, 1, 2, 3, 5}));
-  EXPECT_EQ(parse_gpu_list("0,0", 2, &err), (std::vector<int>{0}));
-  EXPECT_FALSE(parse_gpu_list("2", 2, &err));
-  EXPECT_NE(err.find("GPU 2 does not exist"), std::string::npos) << err;
-  EXPECT_FALSE(parse_gpu_list("a", 2, &err));
-  EXPECT_FALSE(parse_gpu_list("3-1", 4, &err));
-  EXPECT_FALSE(parse_gpu_list("all", 0, &err));
+  auto ok = [](const std::string& spec, std::optional<int> n) {
+    auto r = parse_gpu_list(spec, n);
+    return r ? *r : std::vector<int>{-1};
+  };
+  EXPECT_EQ(ok("all", 2), (std::vector<int>{0, 1}));
+  EXPECT_EQ(ok("", 1), (std::vector<int>{0}));
+  EXPECT_EQ(ok("1, 0", 2), (std::vector<int>{1, 0}));
+  EXPECT_EQ(ok("0-3,5", 8), (std::vector<int>{0, 1, 2, 3, 5}));
+  EXPECT_EQ(ok("0,0", 2), (std::vector<int>{0}));
+  EXPECT_EQ(ok("7", std::nullopt), (std::vector<int>{7}));  // syntax only
+  auto bad = parse_gpu_list("2", 2);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("GPU 2 does not exist"), std::string::npos) << bad.error().message;
+  EXPECT_FALSE(parse_gpu_list("a", 2));
+  EXPECT_FALSE(parse_gpu_list("3-1", 4));
+  EXPECT_FALSE(parse_gpu_list("all", 0));
+  EXPECT_FALSE(parse_gpu_list("0;1", std::nullopt));
 }

@@ -1,23 +1,40 @@
 // korch-bench-eval: measures the protected evaluator (DESIGN §5) end to end.
 //
 //   korch-bench-eval --task FILE [--task FILE ...] --code FILE [--mode check|submit]
-//                    [--device cpu|cuda] [--repeat N] [--cache DIR] [--fresh]
-//                    [--rules off] [--workers N] [--print]
+//                    [--device cpu|cuda] [--gpus all|0,1] [--repeat N] [--cache DIR]
+//                    [--fresh] [--rules off] [--workers N] [--print]
+//                    [--do-bench [--python PY]]
+//                    [--throughput N [--baseline M]]
 //
-// Runs the same evaluation N times per task, one after another, through the
-// real evaluator, and prints per-run wall time, verdict, speedup with its 95%
-// interval and the harness overhead per call on each side, then per task the
-// median/min/max/sd of the speedups and how many intervals contain 1.0 (an
-// equal-work candidate — a load_inline function calling the reference's own
-// op — must measure 1.00 with intervals that contain 1). --fresh execs a new
-// worker process per job instead of forking the warm zygote
-// (KORCH_EVAL_FRESH_PROCESS=1), for the overhead comparison.
+// Repeat mode (the default): runs the same evaluation N times per task, one
+// after another, through the real evaluator, and prints per run the wall
+// time, verdict, speedup with its 95% interval, the harness overhead per call
+// on each side, the time the GPU was leased and the evaluation's overhead
+// (its wall time less the judge's correctness and timing work: process
+// starts, imports, CUDA contexts, IPC); then per task the median/min/max/sd
+// and CV of the speedups and candidate times and how many intervals contain
+// 1.0 (an equal-work candidate — a load_inline function calling the
+// reference's own op — must measure 1.00 with intervals that contain 1).
+// --fresh execs a new worker process per job instead of forking the warm
+// zygote (KORCH_EVAL_FRESH_PROCESS=1), for the overhead comparison.
+// --do-bench: afterwards, tools/bench/do_bench.py times the same reference
+// and candidate with triton.testing.do_bench (cold L2, twice) and the
+// medians are printed side by side with korch's.
+//
+// Throughput mode (--throughput N, gpu): N evaluations submitted at once,
+// each a new load_inline source (the code's KORCH_VARIANT replaced by a
+// fresh tag, so every one is a compile-cache miss), the first task only.
+// Prints evaluations per hour, each GPU's busy fraction (time leased / wall)
+// and the stage medians. --baseline M then runs M more the way harnesses
+// that compile inside the evaluation do: the GPU lease taken before the
+// compile (KORCH_EVAL_COMPILE_UNDER_LEASE=1), side by side.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,6 +55,30 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+using json = nlohmann::json;
+
+json evidence_of(const evaluator::Report& r) {
+  json j = json::parse(r.evidence_json.empty() ? "{}" : r.evidence_json, nullptr, false);
+  return j.is_discarded() ? json::object() : j;
+}
+
+// Seconds of the judge's own work: from its runners being ready to its last
+// phase (correctness, families, ablation, timing, the check after timing).
+double judge_work_s(const json& ev) {
+  const json phases = ev.value("measure", json::object()).value("phases", json::array());
+  double ready = -1, last = -1;
+  for (auto& p : phases) {
+    if (!p.is_array() || p.size() != 2) continue;
+    if (p[0] == "runners_ready") ready = p[1].get<double>();
+    last = p[1].get<double>();
+  }
+  return ready >= 0 && last >= ready ? last - ready : 0;
+}
+
+double stage(const json& ev, const char* name) {
+  return ev.value("stages", json::object()).value(name, 0.0);
+}
+
 void summary(const char* what, const std::vector<double>& v) {
   if (v.empty()) return;
   double mean = 0;
@@ -46,18 +87,93 @@ void summary(const char* what, const std::vector<double>& v) {
   double var = 0;
   for (double x : v) var += (x - mean) * (x - mean);
   double sd = v.size() > 1 ? std::sqrt(var / static_cast<double>(v.size() - 1)) : 0;
-  std::printf("%-22s n=%zu median=%.4f min=%.4f max=%.4f mean=%.4f sd=%.4f\n", what, v.size(),
-              median(v), *std::min_element(v.begin(), v.end()),
-              *std::max_element(v.begin(), v.end()), mean, sd);
+  std::printf("%-22s n=%zu median=%.4f min=%.4f max=%.4f mean=%.4f sd=%.4f cv=%.2f%%\n", what,
+              v.size(), median(v), *std::min_element(v.begin(), v.end()),
+              *std::max_element(v.begin(), v.end()), mean, sd, mean != 0 ? 100 * sd / mean : 0.0);
+}
+
+evaluator::Report evaluate_sync(evaluator::Evaluator& ev, evaluator::Request req) {
+  std::promise<evaluator::Report> p;
+  auto f = p.get_future();
+  ev.evaluate(std::move(req), [&](evaluator::Report r) { p.set_value(std::move(r)); });
+  return f.get();
+}
+
+// N evaluations at once, each a new load_inline source. Returns evals/hour.
+double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
+                  const config::Task& task, const std::string& code_template, int n,
+                  const std::string& mode, const char* label) {
+  auto ev = evaluator::make_cpu_evaluator(cfg, cache);
+  if (!ev) {
+    std::fprintf(stderr, "evaluator: %s\n", ev.error().message.c_str());
+    return 0;
+  }
+  const std::string tag = std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  std::vector<std::promise<evaluator::Report>> ps(static_cast<std::size_t>(n));
+  std::vector<std::future<evaluator::Report>> fs;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) {
+    evaluator::Request req;
+    req.request_id = std::string(label) + "-" + std::to_string(i);
+    req.mode = evaluator::mode_from_string(mode).value_or(evaluator::Mode::submit);
+    req.task = task;
+    req.code = code_template;
+    for (std::size_t at; (at = req.code.find("KORCH_VARIANT")) != std::string::npos;)
+      req.code.replace(at, 13, tag + "-" + std::to_string(i));
+    req.secret_seed = 7000 + static_cast<std::uint64_t>(i);
+    fs.push_back(ps[static_cast<std::size_t>(i)].get_future());
+    auto* p = &ps[static_cast<std::size_t>(i)];
+    (*ev)->evaluate(req, [p](evaluator::Report r) { p->set_value(std::move(r)); });
+  }
+  std::map<std::string, int> verdicts;
+  std::map<int, double> lease_by_gpu;
+  std::map<int, int> evals_by_gpu;
+  std::vector<double> compile_s, lease_s, wait_s, wall_s, overhead_s;
+  int misses = 0;
+  for (auto& f : fs) {
+    evaluator::Report r = f.get();
+    verdicts[evaluator::to_string(r.status)]++;
+    json e = evidence_of(r);
+    for (auto& c : e.value("compile", json::array()))
+      if (!c.value("hit", true) && !c.value("probe", false)) ++misses;
+    const int gpu = e.value("gpu", -1);
+    lease_by_gpu[gpu] += stage(e, "lease_s");
+    evals_by_gpu[gpu]++;
+    compile_s.push_back(stage(e, "compile_s"));
+    lease_s.push_back(stage(e, "lease_s"));
+    wait_s.push_back(stage(e, "lease_wait_s"));
+    wall_s.push_back(r.wall_s);
+    overhead_s.push_back(stage(e, "lease_s") - judge_work_s(e));
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  (*ev)->shutdown();
+  const double per_h = n / wall * 3600;
+  std::printf("== throughput %s: %d evaluations (%s, every one a new load_inline source) in %.1f s: "
+              "%.0f evaluations/hour; compile-cache misses %d\n",
+              label, n, mode.c_str(), wall, per_h, misses);
+  for (auto& [gpu, s] : lease_by_gpu)
+    std::printf("   GPU %d: %d evaluations, busy %.1f%% (leased %.1f s of %.1f s), %.0f evaluations/hour\n",
+                gpu, evals_by_gpu[gpu], 100 * s / wall, s, wall, evals_by_gpu[gpu] / wall * 3600);
+  std::printf("   verdicts:");
+  for (auto& [v, c] : verdicts) std::printf(" %s=%d", v.c_str(), c);
+  std::printf("\n");
+  summary("   compile_s", compile_s);
+  summary("   lease_s", lease_s);
+  summary("   lease_wait_s", wait_s);
+  summary("   lease overhead_s", overhead_s);
+  summary("   eval wall_s", wall_s);
+  std::fflush(stdout);
+  return per_h;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> task_paths;
-  std::string code_path, mode = "check", cache = "korch-bench-cache", device = "cpu";
-  int repeat = 5, workers = 1;
-  bool fresh = false, rules = true, print = false;
+  std::string code_path, mode = "check", cache = "korch-bench-cache", device = "cpu", gpus = "all";
+  std::string python = "python3";
+  int repeat = 5, workers = 1, tput = 0, baseline = 0;
+  bool fresh = false, rules = true, print = false, do_bench = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -71,6 +187,11 @@ int main(int argc, char** argv) {
     else if (a == "--fresh") fresh = true;
     else if (a == "--rules") rules = next() != "off";
     else if (a == "--print") print = true;
+    else if (a == "--gpus") gpus = next();
+    else if (a == "--do-bench") do_bench = true;
+    else if (a == "--python") python = next();
+    else if (a == "--throughput") tput = std::atoi(next().c_str());
+    else if (a == "--baseline") baseline = std::atoi(next().c_str());
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -79,7 +200,8 @@ int main(int argc, char** argv) {
   if (task_paths.empty() || code_path.empty()) {
     std::fprintf(stderr, "usage: korch-bench-eval --task FILE [--task FILE ...] --code FILE "
                          "[--mode check|submit] [--device cpu|cuda] [--repeat N] [--cache DIR] "
-                         "[--fresh] [--rules off] [--print]\n");
+                         "[--fresh] [--rules off] [--print] [--gpus SPEC] [--do-bench [--python PY]] "
+                         "[--throughput N [--baseline M]]\n");
     return 2;
   }
   if (fresh) setenv("KORCH_EVAL_FRESH_PROCESS", "1", 1);
@@ -92,6 +214,27 @@ int main(int argc, char** argv) {
   cfg.mode = device == "cuda" ? config::EvalMode::gpu : config::EvalMode::cpu;
   cfg.workers = workers;
   cfg.timeout_s = 300;
+  cfg.gpus = gpus;
+  if (tput > 0) {
+    auto task = config::load_task_file(task_paths.front());
+    if (!task) {
+      std::fprintf(stderr, "cannot read %s: %s\n", task_paths.front().c_str(), task.error().message.c_str());
+      return 1;
+    }
+    if (code->find("KORCH_VARIANT") == std::string::npos) {
+      std::fprintf(stderr, "--throughput needs a code template with KORCH_VARIANT (tools/bench/candidates/)\n");
+      return 2;
+    }
+    if (mode == "check") mode = "submit";
+    const double piped = throughput(cfg, cache, *task, *code, tput, mode, "pipelined");
+    if (baseline > 0) {
+      setenv("KORCH_EVAL_COMPILE_UNDER_LEASE", "1", 1);
+      const double under = throughput(cfg, cache, *task, *code, baseline, mode, "compile-under-lease");
+      unsetenv("KORCH_EVAL_COMPILE_UNDER_LEASE");
+      if (under > 0) std::printf("pipelined / compile-under-lease: %.2fx\n", piped / under);
+    }
+    return 0;
+  }
   const auto s0 = std::chrono::steady_clock::now();
   auto ev = evaluator::make_cpu_evaluator(cfg, cache);
   if (!ev) {
@@ -110,7 +253,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("== %s (%s, %s)\n", task->name.c_str(), mode.c_str(), device.c_str());
-    std::vector<double> walls, speedups, ov_ref, ov_cand;
+    std::vector<double> walls, speedups, ov_ref, ov_cand, cand_ms, ref_ms, overhead, lease;
+    json last_evidence;
     int contains_one = 0;
     for (int i = 0; i < repeat; ++i) {
       evaluator::Request req;
@@ -120,10 +264,7 @@ int main(int argc, char** argv) {
       req.code = *code;
       req.secret_seed = 1000 + static_cast<std::uint64_t>(i);
       req.rules = rules;
-      std::promise<evaluator::Report> p;
-      auto f = p.get_future();
-      (*ev)->evaluate(req, [&](evaluator::Report r) { p.set_value(std::move(r)); });
-      evaluator::Report r = f.get();
+      evaluator::Report r = evaluate_sync(**ev, req);
       walls.push_back(r.wall_s);
       std::printf("run %d: %s wall=%.3fs", i, evaluator::to_string(r.status), r.wall_s);
       if (r.speedup) {
@@ -132,9 +273,21 @@ int main(int argc, char** argv) {
         contains_one += lo <= 1.0 && hi >= 1.0;
         std::printf(" speedup=%.3f [%.3f, %.3f] ref=%.4fms cand=%.4fms", *r.speedup, lo, hi,
                     r.ref_time_ms.value_or(0), r.cand_time_ms.value_or(0));
+        if (r.cand_time_ms) cand_ms.push_back(*r.cand_time_ms);
+        if (r.ref_time_ms) ref_ms.push_back(*r.ref_time_ms);
       }
-      auto evj = nlohmann::json::parse(r.evidence_json.empty() ? "{}" : r.evidence_json, nullptr, false);
-      if (!evj.is_discarded()) {
+      json evj = evidence_of(r);
+      last_evidence = evj;
+      {
+        const double work = judge_work_s(evj);
+        overhead.push_back(r.wall_s - work);
+        std::printf(" overhead=%.2fs", r.wall_s - work);
+        if (device == "cuda") {
+          lease.push_back(stage(evj, "lease_s"));
+          std::printf(" lease=%.2fs gpu=%d", lease.back(), evj.value("gpu", -1));
+        }
+      }
+      {
         auto t = evj.value("measure", nlohmann::json::object()).value("timing", nlohmann::json::object());
         auto ov = t.value("harness_overhead_us", nlohmann::json::object());
         if (ov.contains("ref") && ov.contains("cand")) {
@@ -153,8 +306,49 @@ int main(int argc, char** argv) {
     summary("speedup", speedups);
     summary("overhead_us ref", ov_ref);
     summary("overhead_us cand", ov_cand);
+    summary("ref_ms", ref_ms);
+    summary("cand_ms", cand_ms);
+    summary("eval overhead_s", overhead);
+    if (!last_evidence.is_null()) {
+      // Where the last evaluation's time went: the daemon's stages, then the
+      // judge's phases (seconds from the judge's start to each phase's end).
+      std::printf("stages (last run):");
+      for (auto& [k, v] : last_evidence.value("stages", json::object()).items())
+        if (v.is_number()) std::printf(" %s=%.3f", k.c_str(), v.get<double>());
+      std::printf(" measure_job=%.3f\njudge phases (last run):", last_evidence.value("measure_wall_s", 0.0));
+      for (auto& p : last_evidence.value("measure", json::object()).value("phases", json::array()))
+        if (p.is_array() && p.size() == 2) std::printf(" %s@%.3f", p[0].get<std::string>().c_str(), p[1].get<double>());
+      std::printf("\n");
+    }
+    summary("gpu lease_s", lease);
     if (!speedups.empty())
       std::printf("intervals containing 1.0: %d of %zu\n", contains_one, speedups.size());
+    if (do_bench && device == "cuda") {
+      // Triton's do_bench on the same reference and candidate, side by side.
+      const std::string cmd = python + " tools/bench/do_bench.py --task '" + task_path +
+                              "' --code '" + code_path + "' 2>/dev/null";
+      std::string out;
+      if (FILE* pp = popen(cmd.c_str(), "r")) {
+        char buf[4096];
+        while (std::fgets(buf, sizeof buf, pp)) out += buf;
+        pclose(pp);
+      }
+      json db = json::parse(out.empty() ? "null" : out.substr(out.rfind('{')), nullptr, false);
+      if (db.is_object() && !ref_ms.empty() && !cand_ms.empty()) {
+        const double kr = median(ref_ms), kc = median(cand_ms);
+        for (int i = 0; i < 2; ++i) {
+          const double dr = db["ref_ms"][i].get<double>(), dc = db["cand_ms"][i].get<double>();
+          std::printf("do_bench run %d: ref=%.4fms cand=%.4fms speedup=%.3f | korch median ref=%.4fms "
+                      "(%+.1f%%) cand=%.4fms (%+.1f%%) speedup=%.3f\n",
+                      i + 1, dr, dc, dr / dc, kr, 100 * (kr / dr - 1), kc, 100 * (kc / dc - 1),
+                      median(speedups));
+        }
+        const double r1 = db["cand_ms"][0].get<double>(), r2 = db["cand_ms"][1].get<double>();
+        std::printf("do_bench self-agreement (cand, run 2 vs 1): %+.1f%%\n", 100 * (r2 / r1 - 1));
+      } else {
+        std::printf("do_bench: no result (%s)\n", out.substr(0, 300).c_str());
+      }
+    }
   }
   (*ev)->shutdown();
   return 0;

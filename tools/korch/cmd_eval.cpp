@@ -79,6 +79,7 @@ int cmd_eval(const Args& args) {
   }
   if (auto t = args.get("--timeout")) cfg.timeout_s = std::stod(*t);
   if (auto mb = args.get("--memory-budget-mb")) cfg.memory_budget_mb = std::stoll(*mb);
+  if (auto g = args.get("--gpus")) cfg.gpus = *g;  // gpu mode: "all", "1", "0-3"
   auto ev = evaluator::make_evaluator(cfg, args.get("--cache-dir").value_or(default_cache_dir()));
   if (!ev) {
     return report_failure("eval", ErrorKind::failure, ev.error().message);

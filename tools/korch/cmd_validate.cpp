@@ -18,6 +18,7 @@ int cmd_tasks_validate(const Args& args, const std::vector<config::Task>& tasks)
   }
   cfg.mode = *mode;
   if (auto mb = args.get("--memory-budget-mb")) cfg.memory_budget_mb = std::stoll(*mb);
+  if (auto g = args.get("--gpus")) cfg.gpus = *g;  // gpu mode: "all", "1", "0-3"
   if (auto t = args.get("--timeout")) cfg.timeout_s = std::stod(*t);
   auto cache = args.get("--cache-dir").value_or("/tmp/korch-validate-cache");
   int flagged = 0;

@@ -26,10 +26,10 @@ Usage:
   korch config show CAMPAIGN.toml [--set KEY=VALUE]...
       Every configuration value and where it came from.
   korch tasks list DIR [--levels 1,2] [--ids 1-10]
-  korch tasks validate DIR [--levels 1] [--ids 1-3] [--mode cpu|gpu]
+  korch tasks validate DIR [--levels 1] [--ids 1-3] [--mode cpu|gpu] [--gpus 0]
   korch eval --task FILE --code FILE [--mode check|submit] [--device cpu|cuda]
              [--rules on|off] [--evaluator cpu|gpu|mock] [--timeout S]
-             [--memory-budget-mb N] [--tolerance strict|tf32] [--json]
+             [--memory-budget-mb N] [--tolerance strict|tf32] [--gpus all|0,1] [--json]
       One evaluation from the command line.
   korch lint FILE... [--json] [--tolerance strict|tf32] [--torch-ops allow|forbid]
       The static rules alone (no compile, no torch): `file:line: [rule] message`

@@ -141,7 +141,8 @@ class Judge:
         self.low_precision_tol = float(job["low_precision_tol"])
         self.budget = int(job.get("memory_budget_mb", 4096)) << 20
         self.deadline = time.monotonic() + float(job.get("timeout_s", 300))
-        self.evidence = {"trials": [], "families": []}
+        self.evidence = {"trials": [], "families": [], "phases": []}
+        self.t0 = time.monotonic()
         self.cand_protections = []
         self.max_abs = 0.0
         self.max_rel = 0.0
@@ -153,6 +154,11 @@ class Judge:
 
     def remaining(self):
         return max(0.5, self.deadline - time.monotonic())
+
+    def mark(self, phase):
+        """Seconds from the judge's start to the end of `phase` (the evidence's
+        profile of where a measure job spends its time)."""
+        self.evidence["phases"].append([phase, round(time.monotonic() - self.t0, 4)])
 
     # -- calls
     def call(self, runner, args, ablate=False, flush=False, want_output=True, timed=False):
@@ -511,10 +517,12 @@ class Judge:
         self.flush = torch.empty(max(2 * l2, 256 << 20), dtype=torch.uint8, device=self.dev)
         return {"inputs": self.bufs.handles(), "outputs": self.out_bufs.handles()}
 
-    def _setup_runner(self, runner, msg):
+    def _send_setup(self, runner, msg):
         hello, _ = runner.recv()
         runner.protections = hello.get("protections", [])
         runner.ch.send(msg)
+
+    def _setup_reply(self, runner):
         reply, _ = runner.recv()
         if not reply.get("ok"):
             if runner is self.refr:
@@ -530,6 +538,7 @@ class Judge:
         torch.set_grad_enabled(False)
         job = self.job
         seed = self._read_seed()
+        self.mark("seed")
         public = self.mode == "check"
         self.seed = seed
         self.task = load_task(job["task_source"])
@@ -555,8 +564,10 @@ class Judge:
             raise Verdict("task_too_large", "inputs, pristine copies and outputs need %.1f MB, "
                           "over the %d MB budget" % (est / 2**20, self.budget >> 20))
         self.first, self.first_ref = first, first_ref
+        self.mark("reference_ready")
         if self.dev != "cpu" and job.get("count_flops", True):
             self._count_work(first)
+            self.mark("work_counted")
 
         self.cand = Runner(self, "candidate", self.ctx["sock_fd"], self.ctx["cand_pid"])
         self.refr = Runner(self, "reference", self.ctx["ref_sock_fd"], self.ctx["ref_pid"])
@@ -567,9 +578,14 @@ class Judge:
                  "init_seed": init_seed}
         if self.dev != "cpu":
             setup["exchange"] = self._exchange(first, first_ref)
-        self._setup_runner(self.refr, dict(setup, code=job["task_source"], class_name="Model"))
-        reply = self._setup_runner(self.cand, dict(setup, code=job["code"], class_name="ModelNew"))
+        # Both runners build their models at the same time (each in its own
+        # process); the reference's failure is reported first.
+        self._send_setup(self.refr, dict(setup, code=job["task_source"], class_name="Model"))
+        self._send_setup(self.cand, dict(setup, code=job["code"], class_name="ModelNew"))
+        self._setup_reply(self.refr)
+        reply = self._setup_reply(self.cand)
         self.cand_protections = self.cand.protections
+        self.mark("runners_ready")
         entry_modules = int(reply.get("entry_modules", 0)) + int(reply.get("triton_kernels", 0))
         self.evidence["entry_modules"] = entry_modules
 
@@ -580,6 +596,7 @@ class Judge:
             ref_out = first_ref if i == 0 else self.ref_forward(args)
             outs, info = self.call_candidate(args)
             self.compare(ref_out, outs, info, "trial %d" % i)
+        self.mark("trials")
         if public:
             return {"verdict": "ok", "correct": True}
 
@@ -609,12 +626,15 @@ class Judge:
             raise Verdict("no_kernel", "outputs stay correct with the candidate's kernels "
                           "poisoned: the kernels do no real work")
 
+        self.mark("families_ablation")
         timing = self.time_both()
+        self.mark("timing")
 
         # Correctness again on a fresh seed.
         args = self.gen_inputs(derive(seed, "post"))
         outs, info = self.call_candidate(args)
         self.compare(self.ref_forward(args), outs, info, "after timing")
+        self.mark("after_timing")
         timing.update({"verdict": "ok", "correct": True})
         return timing
 
