@@ -923,6 +923,11 @@ Result<std::unique_ptr<Evaluator>> make_cpu_evaluator(const config::EvaluatorCon
   json gpu = json::object();
   std::vector<int> gpus;
   if (cfg.mode == config::EvalMode::gpu) {
+    // Multi-GPU hosts: NVLink multicast off in this process and everything it
+    // starts (the zygote's own environment sets them too).
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
+    setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
+    setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
     // The GPU's facts come from the device itself, in a sandboxed job.
     auto facts = query_gpu_facts(**z, abs + "/jobs");
     if (!facts) return fail("evaluator.mode = \"gpu\": " + facts.error().message);

@@ -130,8 +130,10 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
   std::map<int, int> evals_by_gpu;
   std::vector<double> compile_s, lease_s, wait_s, wall_s, overhead_s;
   int misses = 0;
+  std::vector<double> done_at;  // seconds from the first submission
   for (auto& f : fs) {
     evaluator::Report r = f.get();
+    done_at.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     verdicts[evaluator::to_string(r.status)]++;
     json e = evidence_of(r);
     for (auto& c : e.value("compile", json::array()))
@@ -154,6 +156,15 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
   for (auto& [gpu, s] : lease_by_gpu)
     std::printf("   GPU %d: %d evaluations, busy %.1f%% (leased %.1f s of %.1f s), %.0f evaluations/hour\n",
                 gpu, evals_by_gpu[gpu], 100 * s / wall, s, wall, evals_by_gpu[gpu] / wall * 3600);
+  // Steady state: after the pipeline filled (the first result), how fast
+  // results come (the compile latency of the first candidates excluded).
+  std::sort(done_at.begin(), done_at.end());
+  if (done_at.size() >= 3) {
+    const double span = done_at.back() - done_at.front();
+    std::printf("   first result after %.1f s; steady state %.0f evaluations/hour (%zu results in the "
+                "last %.1f s)\n", done_at.front(), (done_at.size() - 1) / span * 3600,
+                done_at.size() - 1, span);
+  }
   std::printf("   verdicts:");
   for (auto& [v, c] : verdicts) std::printf(" %s=%d", v.c_str(), c);
   std::printf("\n");
