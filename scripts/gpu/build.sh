@@ -4,6 +4,7 @@
 # this machine's own torch + Python, and builds with every core into
 # ${KORCH_BUILD_DIR:-build-gpu}.
 #   KORCH_PYTHON=/path/to/python3   the interpreter whose torch to use
+#   KORCH_BUILD_TARGETS="a b"       build only these targets
 #                                   (default: python3 on PATH, then /opt/torch/.venv)
 # On a GPU box WITH a registry, run scripts/install-deps.sh instead and then
 # this script (it skips the unpacking when .gpu-deps/debs is absent).
@@ -50,5 +51,11 @@ cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_PREFIX_PATH="$PREFIXES" -DPython3_EXECUTABLE="$PY" -DKORCH_BUILD_TESTS=$tests "$@" \
   >"$BUILD_DIR.configure.log" 2>&1 || {
     echo "gpu/build: configure failed; last lines:" >&2; tail -30 "$BUILD_DIR.configure.log" >&2; exit 1; }
-cmake --build "$BUILD_DIR" -j "$(nproc)"
+# KORCH_BUILD_TARGETS="korch korch-worker ...": only those (the suites need
+# korch, korch-worker, korch-bench-eval and korch-fake-llm).
+if [[ -n ${KORCH_BUILD_TARGETS:-} ]]; then
+  cmake --build "$BUILD_DIR" -j "$(nproc)" --target $KORCH_BUILD_TARGETS
+else
+  cmake --build "$BUILD_DIR" -j "$(nproc)"
+fi
 echo "gpu/build: built into $BUILD_DIR"
