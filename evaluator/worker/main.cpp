@@ -394,8 +394,15 @@ std::string cgroup_name(const std::string& job_id) { return cgroup_name_for(getp
   Protections prot;
   // The GPU of the job's lease, as device 0 of every CUDA process in it (set
   // before anything initialises CUDA: the zygote never does).
-  if (job.contains("gpu") && job["gpu"].is_number_integer() && job["gpu"].get<int>() >= 0)
-    setenv("CUDA_VISIBLE_DEVICES", std::to_string(job["gpu"].get<int>()).c_str(), 1);
+  // Python's os.environ too: it is a copy taken when the zygote started, and
+  // torch counts devices from it (through NVML) while the CUDA runtime reads
+  // the C environment; measured on the two-H200 host, a count of 2 against 1
+  // visible device failed every CUDA initialisation (_check_capability).
+  if (job.contains("gpu") && job["gpu"].is_number_integer() && job["gpu"].get<int>() >= 0) {
+    const std::string g = std::to_string(job["gpu"].get<int>());
+    setenv("CUDA_VISIBLE_DEVICES", g.c_str(), 1);
+    PyRun_SimpleString(("import os; os.environ['CUDA_VISIBLE_DEVICES'] = '" + g + "'").c_str());
+  }
   // The cores the job may run on: a measure job keeps its GPU's reserved
   // cores, a compile job the rest, so compiles never preempt a timing loop.
   if (job.contains("cpus") && job["cpus"].is_array() && !job["cpus"].empty()) {

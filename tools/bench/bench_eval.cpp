@@ -180,6 +180,7 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach a pipe even if the run is killed
   std::vector<std::string> task_paths;
   std::string code_path, mode = "check", cache = "korch-bench-cache", device = "cpu", gpus = "all";
   std::string python = "python3";
