@@ -115,7 +115,7 @@ case ${1:-diag} in
     # compiles pipelined off the GPU lease vs compiled under it (issue #9).
     "$B/tools/bench/korch-bench-eval" --device cuda --mode submit --gpus "${KORCH_GPUS:-all}" \
       --throughput "${2:-24}" --baseline "${3:-3}" --code tools/bench/candidates/cuda_relu_variant.py \
-      --cache "${KORCH_CACHE_DIR}" --task .gpu-deps/kernelbench/level1/19_ReLU.py 2>&1 | grep -v '^\[W'
+      --cache "${KORCH_CACHE_DIR}" --task .gpu-deps/kernelbench/level1/19_ReLU.py 2>&1
     ;;
   fidelity)
     # Timing fidelity: N evaluations of the same candidate (the first
@@ -123,9 +123,10 @@ case ${1:-diag} in
     for pair in good/triton_layernorm.py:level1/40_LayerNorm.py good/cuda_new_gelu.py:level1/88_MinGPTNewGelu.py \
                 good/triton_new_gelu_autotune.py:level1/88_MinGPTNewGelu.py; do
       c=${pair%%:*}; t=${pair#*:}
+      [[ -n ${KORCH_FIDELITY_ONLY:-} && $c != *${KORCH_FIDELITY_ONLY}* ]] && continue
       timeout 400 "$B/tools/bench/korch-bench-eval" --device cuda --mode submit --gpus "${KORCH_GPUS:-all}" \
         --repeat "${2:-10}" --do-bench --python "$PY" --code "tests/evaluator/corpus/gpu/$c" \
-        --cache "$KORCH_CACHE_DIR" --task ".gpu-deps/kernelbench/$t" 2>&1 | grep -v '^\[W'
+        --cache "$KORCH_CACHE_DIR" --task ".gpu-deps/kernelbench/$t" 2>&1
     done
     ;;
   pool)
@@ -148,7 +149,8 @@ PYEOF
       for _ in $(seq 100); do grep -q '^PORT ' "$W/replay.out" 2>/dev/null && break; sleep 0.1; done
       PORT=$(awk '/^PORT /{print $2; exit}' "$W/replay.out")
       t0=$(date +%s.%N)
-      timeout "${KORCH_CAMPAIGN_TIMEOUT:-400}" "$B/bin/korch" run examples/gpu/campaign.toml \
+      limit=${KORCH_CAMPAIGN_TIMEOUT:-400}; [[ $spec == 0 ]] && limit=${KORCH_ONE_GPU_TIMEOUT:-$limit}
+      timeout "$limit" "$B/bin/korch" run examples/gpu/campaign.toml \
         --set "models.replay.base_url=http://127.0.0.1:$PORT/v1" --set "db_path=$W/campaign.db" \
         --set "tasks.kernelbench_dir=$(pwd)/.gpu-deps/kernelbench" --set "evaluator.cache_dir=$W/cache" \
         --set "evaluator.gpus=$spec" --set "samples_per_task=${2:-1}" > "$OUT/pool_run_${spec/,/-}.log" 2>&1

@@ -324,12 +324,16 @@ int main(int argc, char** argv) {
     if (!last_evidence.is_null()) {
       // Where the last evaluation's time went: the daemon's stages, then the
       // judge's phases (seconds from the judge's start to each phase's end).
+      // (Named copies: a range-for over .items() of a temporary dangles.)
+      const json stages = last_evidence.value("stages", json::object());
+      const json phases = last_evidence.value("measure", json::object()).value("phases", json::array());
       std::printf("stages (last run):");
-      for (auto& [k, v] : last_evidence.value("stages", json::object()).items())
+      for (auto& [k, v] : stages.items())
         if (v.is_number()) std::printf(" %s=%.3f", k.c_str(), v.get<double>());
       std::printf(" measure_job=%.3f\njudge phases (last run):", last_evidence.value("measure_wall_s", 0.0));
-      for (auto& p : last_evidence.value("measure", json::object()).value("phases", json::array()))
-        if (p.is_array() && p.size() == 2) std::printf(" %s@%.3f", p[0].get<std::string>().c_str(), p[1].get<double>());
+      for (auto& p : phases)
+        if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_number())
+          std::printf(" %s@%.3f", p[0].get<std::string>().c_str(), p[1].get<double>());
       std::printf("\n");
     }
     summary("gpu lease_s", lease);
