@@ -621,6 +621,7 @@ class CpuEvaluator final : public Evaluator {
       const auto m0 = std::chrono::steady_clock::now();
       json res = measure(req, prebuilt, r, evidence, gpu, triton);
       if (!res.is_null()) {
+        remember_work(req.task.source, res);
         apply_measure(res, r, evidence);
         // 5. The roofline: a time under k_impossible_fraction * t_min is
         //    measured again; under it twice, the timing is what is broken.
@@ -694,6 +695,8 @@ class CpuEvaluator final : public Evaluator {
     job["task_name"] = req.task.name;
     job["prebuilt"] = prebuilt;
     job["timeout_s"] = m_cfg.timeout_s;
+    if (m_gpu_mode)
+      if (auto w = known_work(req.task.source)) job["work"] = *w;
     (void)dir.write_job(job);
     const double limit = m_cfg.timeout_s + k_measure_grace_s;
     std::optional<std::uint64_t> seed;
@@ -785,6 +788,35 @@ class CpuEvaluator final : public Evaluator {
               std::to_string(roofline::k_impossible_fraction) + " x the roofline bound " +
               std::to_string(t_min * 1e3) + " ms of " + m_peaks->name +
               ": the timing, not the kernel, is broken";
+  }
+
+  // The work (flops, bytes, dtype) of a task's reference: a function of the
+  // task's source alone (KernelBench input shapes are fixed), counted once by
+  // the judge and kept per task source, in memory and in <cache>/work/, so
+  // later evaluations of the task do not count again under the GPU lease.
+  std::string work_path(const std::string& task_source) const {
+    return m_cache + "/work/" + sha256_hex(task_source).substr(0, 32) + ".json";
+  }
+  std::optional<json> known_work(const std::string& task_source) {
+    const std::string path = work_path(task_source);
+    std::lock_guard lk(m_work_mu);
+    if (auto it = m_work.find(path); it != m_work.end()) return it->second;
+    auto text = read_file(path);
+    if (!text) return std::nullopt;
+    json w = json::parse(*text, nullptr, false);
+    if (w.is_discarded() || !w.is_object() || !w.contains("flops")) return std::nullopt;
+    m_work[path] = w;
+    return w;
+  }
+  void remember_work(const std::string& task_source, const json& res) {
+    json w = res.value("evidence", json::object()).value("work", json::object());
+    if (!w.is_object() || !w.contains("flops") || w.value("cached", false)) return;
+    const std::string path = work_path(task_source);
+    std::lock_guard lk(m_work_mu);
+    m_work[path] = w;
+    std::error_code ec;
+    fs::create_directories(m_cache + "/work", ec);
+    (void)write_file_atomic(path, w.dump());
   }
 
   // The GPU pool's health check: a small allocation and a sum on that GPU,
@@ -883,6 +915,8 @@ class CpuEvaluator final : public Evaluator {
   int m_compile_slot_count = 1;
   std::unique_ptr<Slots> m_compile_slots;
   bool m_compile_under_lease = false;           // the benchmark's baseline
+  std::mutex m_work_mu;
+  std::map<std::string, json> m_work;            // work_path -> the task's counted work
 
   std::mutex m_mu;
   std::condition_variable m_cv;

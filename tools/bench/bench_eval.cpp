@@ -35,6 +35,7 @@
 #include <cstdlib>
 #include <future>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,8 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
   const std::string tag = std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   std::vector<std::promise<evaluator::Report>> ps(static_cast<std::size_t>(n));
   std::vector<std::future<evaluator::Report>> fs;
+  std::mutex done_mu;
+  std::vector<double> done_at;  // seconds from the first submission, in completion order
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) {
     evaluator::Request req;
@@ -123,17 +126,21 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
     req.secret_seed = 7000 + static_cast<std::uint64_t>(i);
     fs.push_back(ps[static_cast<std::size_t>(i)].get_future());
     auto* p = &ps[static_cast<std::size_t>(i)];
-    (*ev)->evaluate(req, [p](evaluator::Report r) { p->set_value(std::move(r)); });
+    (*ev)->evaluate(req, [p, t0, &done_mu, &done_at](evaluator::Report r) {
+      {
+        std::lock_guard lk(done_mu);
+        done_at.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      p->set_value(std::move(r));
+    });
   }
   std::map<std::string, int> verdicts;
   std::map<int, double> lease_by_gpu;
   std::map<int, int> evals_by_gpu;
   std::vector<double> compile_s, lease_s, wait_s, wall_s, overhead_s;
   int misses = 0;
-  std::vector<double> done_at;  // seconds from the first submission
   for (auto& f : fs) {
     evaluator::Report r = f.get();
-    done_at.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     verdicts[evaluator::to_string(r.status)]++;
     json e = evidence_of(r);
     for (auto& c : e.value("compile", json::array()))
@@ -158,6 +165,7 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
                 gpu, evals_by_gpu[gpu], 100 * s / wall, s, wall, evals_by_gpu[gpu] / wall * 3600);
   // Steady state: after the pipeline filled (the first result), how fast
   // results come (the compile latency of the first candidates excluded).
+  std::lock_guard done_lk(done_mu);
   std::sort(done_at.begin(), done_at.end());
   if (done_at.size() >= 3) {
     const double span = done_at.back() - done_at.front();
