@@ -1,0 +1,45 @@
+// The GPU evaluator on the corpus files marked `# mode: gpu` (whose tasks are
+// in examples/tasks or tests/evaluator/tasks): each gets its `# expect:`
+// verdict, every evaluation names the GPU it was leased, and leases of one
+// GPU never overlap. Label `gpu`. Where no GPU-enabled worker and GPU exist
+// (the CPU CI machine), the evaluator cannot start and the test is skipped
+// with the reason. The KernelBench GPU corpus runs through
+// scripts/gpu/suite.sh corpus on the H200.
+#include <nlohmann/json.hpp>
+
+#include "tests/evaluator/eval_test_support.hpp"
+
+namespace korch::evaluator::testing {
+namespace {
+
+TEST(GpuEvaluatorCorpus, GpuFilesGetTheirVerdictsOnLeasedGpus) {
+  config::EvaluatorConfig cfg = test_config(2, 120);
+  cfg.mode = config::EvalMode::gpu;
+  auto ev = make_cpu_evaluator(cfg, k_cache_dir);
+  if (!ev) GTEST_SKIP() << "no GPU evaluator on this machine: " << ev.error().message;
+  std::vector<std::pair<CorpusFile, std::future<Report>>> runs;
+  for (const char* sub : {"good", "hacks"}) {
+    for (auto& f : corpus(sub)) {
+      if (f.mode != "gpu" || f.expect.empty()) continue;
+      auto task = task_by_stem(f.task);
+      if (!task) continue;  // a KernelBench task: scripts/gpu/suite.sh corpus
+      runs.emplace_back(f, submit(**ev, make_request(f, *task, Mode::submit)));
+    }
+  }
+  ASSERT_FALSE(runs.empty());
+  for (auto& [f, fut] : runs) {
+    Report r = fut.get();
+    EXPECT_EQ(to_string(r.status), f.expect) << f.name << ": " << r.error.substr(0, 600);
+    EXPECT_EQ(r.mode, "gpu");
+    auto ev_json = nlohmann::json::parse(r.evidence_json, nullptr, false);
+    ASSERT_FALSE(ev_json.is_discarded()) << f.name;
+    if (ev_json.contains("measure")) {
+      EXPECT_TRUE(ev_json.contains("gpu")) << f.name;
+      EXPECT_GT(ev_json["stages"].value("lease_s", 0.0), 0.0) << f.name;
+    }
+  }
+  (*ev)->shutdown();
+}
+
+}  // namespace
+}  // namespace korch::evaluator::testing
