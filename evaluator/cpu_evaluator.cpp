@@ -592,9 +592,9 @@ class CpuEvaluator final : public Evaluator {
   void on_gpu(const Request& req, const json& prebuilt, bool triton,
               std::optional<GpuPool::Lease> lease, std::chrono::steady_clock::time_point held_since,
               Report& r, json& evidence) {
-    json& stages = evidence["stages"];
     const Report before = r;
     for (int attempt = 1;; ++attempt) {
+      json& stages = evidence["stages"];  // evidence is rebuilt after a failed GPU
       if (!lease) {
         const auto w0 = std::chrono::steady_clock::now();
         lease = m_pool->acquire(priority_of(req));
