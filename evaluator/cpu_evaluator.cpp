@@ -44,6 +44,7 @@
 #include "config/gpus.hpp"
 #include "evaluator/gpu_facts.hpp"
 #include "evaluator/gpu_pool.hpp"
+#include "evaluator/job_protocol.hpp"
 #include "evaluator/roofline.hpp"
 #include "evaluator/zygote.hpp"
 #include "util/sha256.hpp"
@@ -159,14 +160,6 @@ void chown_tree_to_root(const fs::path& root) {
   std::error_code ec;
   (void)lchown(root.c_str(), 0, 0);
   for (auto& e : fs::recursive_directory_iterator(root, ec)) (void)lchown(e.path().c_str(), 0, 0);
-}
-
-std::vector<std::string> string_list(const json& j) {
-  std::vector<std::string> v;
-  if (j.is_array())
-    for (auto& x : j)
-      if (x.is_string()) v.push_back(x.get<std::string>());
-  return v;
 }
 
 class CpuEvaluator final : public Evaluator {
@@ -302,26 +295,21 @@ class CpuEvaluator final : public Evaluator {
     return r;
   }
 
-  json common_job(const Request& req) const {
-    json j;
-    j["tolerance"] = to_string(m_cfg.tolerance);
-    const auto tol = config::tolerance_profile(m_cfg.tolerance);  // the worker holds no copy
-    j["atol"] = tol.atol;
-    j["rtol"] = tol.rtol;
-    j["low_precision_tol"] = tol.low_precision_tol;
-    j["allow_tf32"] = tol.allow_tf32;
-    j["torch_ops"] = to_string(m_cfg.torch_ops);
-    j["memory_budget_mb"] = budget_mb();
-    j["device"] = m_gpu_mode ? "cuda" : "cpu";
+  protocol::Settings settings(const Request& req) const {
+    protocol::Settings st;
+    st.tolerance = m_cfg.tolerance;
+    st.torch_ops = m_cfg.torch_ops;
+    st.memory_budget_mb = budget_mb();
+    st.gpu = m_gpu_mode;
     if (m_gpu_mode) {
-      j["l2_bytes"] = m_gpu.value("l2_bytes", 0);
-      j["runner_env"] = runner_env(req.code);
+      st.l2_bytes = m_gpu.value("l2_bytes", 0);
+      st.runner_env = runner_env(req.code);
       // KORCH_RUNNER_EXEC=1 lets every runner exec; by default only a
       // Triton candidate's runners may (see measure()).
       const char* ex = std::getenv("KORCH_RUNNER_EXEC");
-      j["runner_exec"] = ex && std::string(ex) == "1";
+      st.runner_exec = ex && std::string(ex) == "1";
     }
-    return j;
+    return st;
   }
 
   // gpu: the budget is of GPU memory (gpu_facts.hpp).
@@ -347,21 +335,21 @@ class CpuEvaluator final : public Evaluator {
   // gpu >= 0: the job's only GPU (its lease); the job runs on that GPU's
   // reserved cores. gpu < 0 in gpu mode: a CPU job (compile, rules), kept
   // off every GPU's cores.
-  json spawn_extra(int gpu = -1) const {
-    json e;
-    e["memory_budget_mb"] = m_cfg.memory_budget_mb;
+  protocol::Spawn spawn(int gpu = -1) const {
+    protocol::Spawn sp;
+    sp.memory_budget_mb = m_cfg.memory_budget_mb;
     // gpu: a cgroup caps the job's host memory; a measure job has three CUDA
     // processes (the judge and two runners).
     if (m_gpu_mode) {
-      e["memory_limit_mb"] = gpu_job_host_limit_mb(3, m_cfg.memory_budget_mb);
+      sp.memory_limit_mb = gpu_job_host_limit_mb(3, m_cfg.memory_budget_mb);
       if (gpu >= 0) {
-        e["gpu"] = gpu;
-        if (auto it = m_gpu_cpus.find(gpu); it != m_gpu_cpus.end()) e["cpus"] = it->second;
-      } else if (!m_cpu_job_cpus.empty()) {
-        e["cpus"] = m_cpu_job_cpus;
+        sp.gpu = gpu;
+        if (auto it = m_gpu_cpus.find(gpu); it != m_gpu_cpus.end()) sp.cpus = it->second;
+      } else {
+        sp.cpus = m_cpu_job_cpus;
       }
     }
-    return e;
+    return sp;
   }
 
   // gpu mode: two cores per GPU for its measure jobs (the judge and two
@@ -434,42 +422,38 @@ class CpuEvaluator final : public Evaluator {
     }
 
     // 1. Rules (also run with rules off: they resolve the load_inline arguments).
-    json rules;
+    protocol::RulesResult rules;
     {
       JobDir dir(jobs_root, "rules");
-      json job = common_job(req);
-      job["code"] = req.code;
-      (void)dir.write_job(job);
-      JobOutcome o = m_zygote->run("rules", dir.path(), spawn_extra().dump(), std::nullopt,
+      (void)dir.write_job(protocol::rules_job(settings(req), req.code));
+      JobOutcome o = m_zygote->run("rules", dir.path(), spawn().dump(), std::nullopt,
                                    k_rules_timeout_s);
-      rules = json::parse(o.result_json, nullptr, false);
-      if (rules.is_discarded() || rules.contains("error")) {
-        if (!rules.is_discarded() && rules.contains("error")) {
+      auto parsed = protocol::parse_rules(o.result_json);
+      if (!parsed || !parsed->error.empty()) {
+        if (parsed) {
           r.status = Verdict::worker_crash;
-          r.error = rules.value("error", "rule checker failed");
-          r.runtime_detail = tail(rules.value("detail", ""));
+          r.error = parsed->error;
+          r.runtime_detail = tail(parsed->detail);
         } else {
           job_failed(r, o, "rule");
         }
         finish(r, t0, evidence);
         return r;
       }
-      r.protections = string_list(rules["protections"]);
+      rules = std::move(*parsed);
+      r.protections = rules.protections;
       stages["rules_s"] = o.wall_s;
-      evidence["rules"] = {{"ok", rules.value("ok", false)},
-                           {"violations", rules.value("violations", json::array())},
+      evidence["rules"] = {{"ok", rules.ok},
+                           {"violations", rules.violations_json},
                            {"wall_s", o.wall_s},
                            {"skipped", !req.rules}};
-      if (req.rules && !rules.value("ok", false)) {
+      if (req.rules && !rules.ok) {
         r.status = Verdict::rule_violation;
-        auto viol = rules.value("violations", json::array());
-        if (!viol.empty()) {
-          r.rule_id = viol[0].value("rule", "");
+        if (!rules.violations.empty()) {
+          r.rule_id = rules.violations[0].rule;
           std::string msg;
-          for (auto& v : viol) {
-            msg += "line " + std::to_string(v.value("line", 0)) + ": [" + v.value("rule", "") +
-                   "] " + v.value("message", "") + "\n";
-          }
+          for (auto& v : rules.violations)
+            msg += "line " + std::to_string(v.line) + ": [" + v.rule + "] " + v.message + "\n";
           r.error = tail(msg);
         } else {
           r.error = "the static rules rejected the candidate";
@@ -500,23 +484,20 @@ class CpuEvaluator final : public Evaluator {
     json prebuilt = json::object();
     json compile_ev = json::array();
     json allow_extra = json::array();
-    if (!rules.value("load_inline", json::array()).empty() && rules.contains("glue_probe")) {
+    if (!rules.load_inline.empty() && rules.glue_probe) {
       // What load_inline's own binding glue imports (built once per versions).
-      auto probe = compile(rules["glue_probe"]["entry"], rules["glue_probe"].value("key", ""),
-                           compile_ev, json::array(), true);
-      if (probe) allow_extra = probe->value("undefined", json::array());
+      auto probe = compile(rules.glue_probe->entry, rules.glue_probe->key, compile_ev, json::array(), true);
+      if (probe) allow_extra = probe->undefined;
     }
-    for (auto& li : rules.value("load_inline", json::array())) {
-      if (li.contains("unresolved")) {
+    for (const auto& li : rules.load_inline) {
+      if (!li.unresolved.empty()) {
         r.status = Verdict::compile_error;
-        r.error = "line " + std::to_string(li.value("lineno", 0)) +
-                  ": load_inline arguments are not statically resolvable (" +
-                  li.value("unresolved", "") + ")";
+        r.error = "line " + std::to_string(li.lineno) +
+                  ": load_inline arguments are not statically resolvable (" + li.unresolved + ")";
         finish(r, t0, evidence);
         return r;
       }
-      const std::string key = li.value("key", "");
-      auto c = compile(li["entry"], key, compile_ev, allow_extra, false);
+      auto c = compile(li.entry, li.key, compile_ev, allow_extra, false);
       if (!c) {
         r.status = Verdict::worker_crash;
         r.error = c.error().message;
@@ -524,45 +505,40 @@ class CpuEvaluator final : public Evaluator {
         finish(r, t0, evidence);
         return r;
       }
-      json m = *c;
-      const std::string status = m.value("status", "compile_error");
-      if (status == "compile_error") {
+      const protocol::CompileManifest& m = *c;
+      if (m.status == "compile_error") {
         r.status = Verdict::compile_error;
-        r.error = "the load_inline extension '" + li["entry"].value("name", "") +
-                  "' failed to compile";
-        r.compile_log = tail(m.value("log", ""));
+        r.error = "the load_inline extension '" + li.name() + "' failed to compile";
+        r.compile_log = tail(m.log);
         evidence["compile"] = compile_ev;
         finish(r, t0, evidence);
         return r;
       }
-      if (status == "rule_violation" && req.rules) {
+      if (m.status == "rule_violation" && req.rules) {
         r.status = Verdict::rule_violation;
-        auto viol = m.value("violations", json::array());
-        r.rule_id = viol.empty() ? "symbols" : viol[0].value("rule", "symbols");
+        r.rule_id = m.violations.empty() || m.violations[0].rule.empty() ? "symbols" : m.violations[0].rule;
         std::string msg;
-        for (auto& v : viol) msg += v.value("message", "") + "\n";
+        for (auto& v : m.violations) msg += v.message + "\n";
         r.error = tail(msg.empty() ? "the built library calls functions outside the allowlist"
                                    : msg);
         evidence["compile"] = compile_ev;
         finish(r, t0, evidence);
         return r;
       }
-      prebuilt[key] = {{"dir", m_cache + "/cache/" + key},
-                       {"module", m.value("module", "")},
-                       {"so", m.value("so", "")}};
+      prebuilt[li.key] = {{"dir", m_cache + "/cache/" + li.key}, {"module", m.module}, {"so", m.so}};
     }
     evidence["compile"] = compile_ev;
     stages["compile_s"] = seconds_since(c0);
-    const bool triton = rules.value("language", "") == "triton";
+    const bool triton = rules.language == "triton";
 
     if (m_gpu_mode) {
       on_gpu(req, prebuilt, triton, std::move(early), held_since, r, evidence);
     } else {
       // 4. Measure: the judge and two runners (reference, candidate).
       const auto m0 = std::chrono::steady_clock::now();
-      json res = measure(req, prebuilt, r, evidence, -1, triton);
+      auto res = measure(req, prebuilt, r, evidence, -1, triton);
       stages["measure_s"] = seconds_since(m0);
-      if (!res.is_null()) apply_measure(res, r, evidence);
+      if (res) apply_measure(*res, r, evidence);
     }
     if (m_daemon_nondumpable && evidence.contains("measure")) r.protections.push_back("daemon_nondumpable");
     finish(r, t0, evidence);
@@ -619,13 +595,13 @@ class CpuEvaluator final : public Evaluator {
       }
       // 4. Measure: the judge and two runners (reference, candidate).
       const auto m0 = std::chrono::steady_clock::now();
-      json res = measure(req, prebuilt, r, evidence, gpu, triton);
-      if (!res.is_null()) {
-        remember_work(req.task.source, res);
-        apply_measure(res, r, evidence);
+      auto res = measure(req, prebuilt, r, evidence, gpu, triton);
+      if (res) {
+        remember_work(req.task.source, res->work());
+        apply_measure(*res, r, evidence);
         // 5. The roofline: a time under k_impossible_fraction * t_min is
         //    measured again; under it twice, the timing is what is broken.
-        roofline_check(req, prebuilt, res, r, evidence, gpu, triton);
+        roofline_check(req, prebuilt, *res, r, evidence, gpu, triton);
       }
       stages["measure_s"] = seconds_since(m0);
       bool healthy = true;
@@ -658,21 +634,16 @@ class CpuEvaluator final : public Evaluator {
 
   void warm(const Request& req, const json& prebuilt, int gpu, json& evidence) {
     JobDir dir(m_cache + "/jobs", "warm");
-    json job = common_job(req);
-    job["code"] = req.code;
-    job["task_source"] = req.task.source;
-    job["prebuilt"] = prebuilt;
-    job["triton_cache"] = job["runner_env"]["TRITON_CACHE_DIR"];
-    (void)dir.write_job(job);
-    JobOutcome o = m_zygote->run("warm", dir.path(), spawn_extra(gpu).dump(), std::nullopt,
+    const protocol::Settings st = settings(req);
+    (void)dir.write_job(protocol::warm_job(st, req.code, req.task.source, prebuilt,
+                                           st.runner_env.value("TRITON_CACHE_DIR", "")));
+    JobOutcome o = m_zygote->run("warm", dir.path(), spawn(gpu).dump(), std::nullopt,
                                  k_warm_timeout_s);
-    json res = json::parse(o.result_json, nullptr, false);
-    evidence["warm"] = {{"ok", !res.is_discarded() && res.value("ok", false)},
-                        {"wall_s", o.wall_s}, {"timed_out", o.timed_out}};
+    const protocol::WarmResult w = protocol::parse_warm(o.result_json);
+    evidence["warm"] = {{"ok", w.ok}, {"wall_s", o.wall_s}, {"timed_out", o.timed_out}};
     // A failed warm-up is not a verdict: the measure job meets the same
     // error and reports it with the judge's evidence.
-    if (!res.is_discarded() && !res.value("ok", false))
-      evidence["warm"]["error"] = tail(res.value("error", ""), 1500);
+    if (!w.ok && !w.error.empty()) evidence["warm"]["error"] = tail(w.error, 1500);
   }
 
   // Runs the measure job; null (with r filled in) when it left no result.
@@ -683,84 +654,77 @@ class CpuEvaluator final : public Evaluator {
   // rules already keep subprocess/os/ctypes out of the candidate's Python and
   // the symbol allowlist keeps exec out of native code; uid, namespaces, no
   // network and no_new_privs still hold. The report says "runner_may_exec".
-  json measure(const Request& req, const json& prebuilt, Report& r, json& evidence, int gpu,
-               bool triton) {
+  std::optional<protocol::MeasureResult> measure(const Request& req, const json& prebuilt,
+                                                 Report& r, json& evidence, int gpu, bool triton) {
     JobDir dir(m_cache + "/jobs", "measure");
-    json job = common_job(req);
-    if (m_gpu_mode && triton) job["runner_exec"] = true;
-    if (job.value("runner_exec", false)) evidence["runner_may_exec"] = true;
-    job["mode"] = to_string(req.mode);
-    job["code"] = req.code;
-    job["task_source"] = req.task.source;
-    job["task_name"] = req.task.name;
-    job["prebuilt"] = prebuilt;
-    job["timeout_s"] = m_cfg.timeout_s;
-    if (m_gpu_mode)
-      if (auto w = known_work(req.task.source)) job["work"] = *w;
-    (void)dir.write_job(job);
+    protocol::Settings st = settings(req);
+    if (m_gpu_mode && triton) st.runner_exec = true;
+    if (st.runner_exec) evidence["runner_may_exec"] = true;
+    protocol::MeasureJob mj;
+    mj.mode = req.mode;
+    mj.code = req.code;
+    mj.task_source = req.task.source;
+    mj.task_name = req.task.name;
+    mj.prebuilt = prebuilt;
+    mj.timeout_s = m_cfg.timeout_s;
+    if (m_gpu_mode) mj.work = known_work(req.task.source);
+    (void)dir.write_job(protocol::measure_job(st, mj));
     const double limit = m_cfg.timeout_s + k_measure_grace_s;
     std::optional<std::uint64_t> seed;
     if (req.mode == Mode::submit) seed = req.secret_seed;
     JobOutcome o;
     if (m_gpu_mode) {
       // The caller holds the GPU's lease.
-      o = m_zygote->run("measure", dir.path(), spawn_extra(gpu).dump(), seed, limit);
+      o = m_zygote->run("measure", dir.path(), spawn(gpu).dump(), seed, limit);
     } else if (req.mode == Mode::submit) {
       std::unique_lock timing(m_timing);  // no compile while timing
-      o = m_zygote->run("measure", dir.path(), spawn_extra().dump(), seed, limit);
+      o = m_zygote->run("measure", dir.path(), spawn().dump(), seed, limit);
     } else {
       std::shared_lock shared(m_timing);
-      o = m_zygote->run("measure", dir.path(), spawn_extra().dump(), seed, limit);
+      o = m_zygote->run("measure", dir.path(), spawn().dump(), seed, limit);
     }
-    json res = json::parse(o.result_json, nullptr, false);
     evidence["measure_wall_s"] = o.wall_s;
-    if (res.is_discarded() || !res.contains("verdict")) {
+    if (!protocol::has_result(o.result_json)) {
       job_failed(r, o, "measure");
-      return nullptr;
+      return std::nullopt;
     }
-    if (!o.candidate_log.empty()) res["candidate_log"] = tail(o.candidate_log);
-    return res;
-  }
-
-  void apply_measure(const json& res, Report& r, json& evidence) const {
-    const std::string name = res.value("verdict", "");
-    auto v = verdict_from_string(name);
-    if (!v) {
+    auto m = protocol::parse_measure(o.result_json);
+    if (!m) {
       // A verdict the daemon does not know is a protocol error, said plainly.
       r.status = Verdict::worker_crash;
-      r.error = "the judge returned an unknown verdict '" + name + "' (worker/daemon version mismatch?)";
-      return;
-    }
-    r.status = *v;
-    r.correct = res.value("correct", false) && r.status == Verdict::ok;
-    auto opt = [&](const char* k) -> std::optional<double> {
-      if (res.contains(k) && res[k].is_number()) return res[k].get<double>();
+      r.error = m.error().message;
       return std::nullopt;
-    };
-    r.speedup = opt("speedup");
-    r.speedup_ci_low = opt("speedup_ci_low");
-    r.speedup_ci_high = opt("speedup_ci_high");
-    r.ref_time_ms = opt("ref_time_ms");
-    r.cand_time_ms = opt("cand_time_ms");
-    r.max_abs_diff = opt("max_abs_diff");
-    r.max_rel_diff = opt("max_rel_diff");
-    r.mismatch_frac = opt("mismatch_frac");
-    r.error = res.value("error", "");
-    std::string detail = res.value("runtime_detail", "");
-    if (r.status != Verdict::ok && res.contains("candidate_log"))
-      detail += "\n--- candidate output ---\n" + res.value("candidate_log", "");
-    r.runtime_detail = tail(detail);
-    // The candidate runner's protections are the ones a cheat meets.
-    auto cp = string_list(res.value("candidate_protections", json::array()));
-    r.protections = cp.empty() ? string_list(res.value("protections", json::array())) : cp;
-    evidence["measure"] = res.value("evidence", json::object());
-    evidence["judge_protections"] = res.value("protections", json::array());
+    }
+    m->candidate_log = tail(o.candidate_log);
+    return std::move(*m);
   }
 
-  void roofline_check(const Request& req, const json& prebuilt, const json& res, Report& r,
-                      json& evidence, int gpu, bool triton) {
+  void apply_measure(const protocol::MeasureResult& m, Report& r, json& evidence) const {
+    r.status = m.verdict;
+    r.correct = m.correct && r.status == Verdict::ok;
+    r.speedup = m.speedup;
+    r.speedup_ci_low = m.speedup_ci_low;
+    r.speedup_ci_high = m.speedup_ci_high;
+    r.ref_time_ms = m.ref_time_ms;
+    r.cand_time_ms = m.cand_time_ms;
+    r.max_abs_diff = m.max_abs_diff;
+    r.max_rel_diff = m.max_rel_diff;
+    r.mismatch_frac = m.mismatch_frac;
+    r.error = m.error;
+    std::string detail = m.runtime_detail;
+    if (r.status != Verdict::ok && !m.candidate_log.empty())
+      detail += "\n--- candidate output ---\n" + m.candidate_log;
+    r.runtime_detail = tail(detail);
+    // The candidate runner's protections are the ones a cheat meets.
+    r.protections = m.candidate_protections.empty() ? m.protections : m.candidate_protections;
+    evidence["measure"] = m.evidence;
+    evidence["judge_protections"] = m.protections;
+  }
+
+  void roofline_check(const Request& req, const json& prebuilt, const protocol::MeasureResult& res,
+                      Report& r, json& evidence, int gpu, bool triton) {
     if (!m_peaks) return;
-    const json work = res.value("evidence", json::object()).value("work", json::object());
+    const json work = res.work();
     if (!work.contains("flops")) return;
     auto prec = roofline::precision_from(work.value("dtype", "float32"), m_cfg.tolerance);
     if (!prec) return;
@@ -775,10 +739,9 @@ class CpuEvaluator final : public Evaluator {
     // Suspicious: measure again (a fresh judge, fresh runners).
     json again_ev = json::object();
     Report again = r;
-    json res2 = measure(req, prebuilt, again, again_ev, gpu, triton);
+    auto res2 = measure(req, prebuilt, again, again_ev, gpu, triton);
     double t2 = 0;
-    if (!res2.is_null() && res2.contains("cand_time_ms") && res2["cand_time_ms"].is_number())
-      t2 = res2["cand_time_ms"].get<double>() / 1e3;
+    if (res2 && res2->cand_time_ms) t2 = *res2->cand_time_ms / 1e3;
     evidence["roofline"]["remeasured_ms"] = t2 * 1e3;
     if (t2 > 0 && roofline::classify(t2, t_min) == roofline::Classification::ok) return;
     r.status = Verdict::impossible_timing;
@@ -808,8 +771,7 @@ class CpuEvaluator final : public Evaluator {
     m_work[path] = w;
     return w;
   }
-  void remember_work(const std::string& task_source, const json& res) {
-    json w = res.value("evidence", json::object()).value("work", json::object());
+  void remember_work(const std::string& task_source, const json& w) {
     if (!w.is_object() || !w.contains("flops") || w.value("cached", false)) return;
     const std::string path = work_path(task_source);
     std::lock_guard lk(m_work_mu);
@@ -823,28 +785,27 @@ class CpuEvaluator final : public Evaluator {
   // in a sandboxed job of its own.
   bool gpu_healthy(int gpu) {
     JobDir dir(m_cache + "/jobs", "health");
-    json job;
-    job["device"] = "cuda";
-    (void)dir.write_job(job);
-    JobOutcome o = m_zygote->run("gpuinfo", dir.path(), spawn_extra(gpu).dump(), std::nullopt,
+    (void)dir.write_job(protocol::gpuinfo_job());
+    JobOutcome o = m_zygote->run("gpuinfo", dir.path(), spawn(gpu).dump(), std::nullopt,
                                  k_gpuinfo_timeout_s);
-    json res = json::parse(o.result_json, nullptr, false);
-    const bool ok = !res.is_discarded() && res.value("ok", false) && res.value("health", false);
+    const protocol::GpuInfo g = protocol::parse_gpuinfo(o.result_json);
+    const bool ok = g.ok && g.health;
     if (!ok) KLOG_ERROR("[eval] GPU {} failed its health check", gpu);
     return ok;
   }
 
   // Returns the cache manifest for `key`, building it when absent.
-  Result<json> compile(const json& entry, const std::string& key, json& ev,
-                       const json& allow_extra, bool probe) {
+  // (The compile job's result.json is the manifest plus its protections.)
+  Result<protocol::CompileManifest> compile(const json& entry, const std::string& key, json& ev,
+                                            const json& allow_extra, bool probe) {
     const std::string dir = m_cache + "/cache/" + key;
     const std::string manifest = dir + "/korch-manifest.json";
-    auto load = [&]() -> std::optional<json> {
+    auto load = [&]() -> std::optional<protocol::CompileManifest> {
       auto t = read_file(manifest);
       if (!t) return std::nullopt;
-      json m = json::parse(*t, nullptr, false);
-      if (m.is_discarded()) return std::nullopt;
-      return m;
+      auto m = protocol::parse_manifest(*t);
+      if (!m) return std::nullopt;
+      return *m;
     };
     if (auto m = load()) {
       ev.push_back({{"key", key}, {"hit", true}});
@@ -859,28 +820,22 @@ class CpuEvaluator final : public Evaluator {
     }
     JobDir jdir(m_cache + "/jobs", "compile");
     const std::string build = m_cache + "/cache/tmp-" + key.substr(0, 16) + "-" + random_hex(8);
-    json job;
-    job["entry"] = entry;
-    job["key"] = key;
-    job["build_dir"] = build;
-    job["allow_extra"] = allow_extra;
-    job["probe"] = probe;
-    (void)jdir.write_job(job);
-    json extra = spawn_extra();
-    extra["build_dir"] = build;
+    (void)jdir.write_job(protocol::compile_job(entry, key, build, allow_extra, probe));
+    protocol::Spawn sp = spawn();
+    sp.build_dir = build;
     JobOutcome o;
     if (m_gpu_mode) {
       // A compile slot on the CPU pool; the GPUs keep measuring meanwhile.
       m_compile_slots->acquire();
-      o = m_zygote->run("compile", jdir.path(), extra.dump(), std::nullopt, k_compile_timeout_s);
+      o = m_zygote->run("compile", jdir.path(), sp.dump(), std::nullopt, k_compile_timeout_s);
       m_compile_slots->release();
     } else {
       std::shared_lock shared(m_timing);  // never while a timing job runs
-      o = m_zygote->run("compile", jdir.path(), extra.dump(), std::nullopt, k_compile_timeout_s);
+      o = m_zygote->run("compile", jdir.path(), sp.dump(), std::nullopt, k_compile_timeout_s);
     }
     m_compiles.fetch_add(1);
-    json res = json::parse(o.result_json, nullptr, false);
-    if (res.is_discarded() || !fs::exists(build + "/korch-manifest.json")) {
+    auto res = protocol::parse_manifest(o.result_json);
+    if (!res || !fs::exists(build + "/korch-manifest.json")) {
       fs::remove_all(build, ec);
       return fail(o.timed_out ? "the compiler exceeded its time limit"
                               : "the compile worker ended without a result: " +
@@ -891,9 +846,8 @@ class CpuEvaluator final : public Evaluator {
     if (ec) {
       fs::remove_all(build, ec);
     }
-    ev.push_back({{"key", key}, {"hit", false}, {"probe", probe},
-                  {"compile_s", res.value("compile_s", 0.0)},
-                  {"protections", res.value("protections", json::array())}});
+    ev.push_back({{"key", key}, {"hit", false}, {"probe", probe}, {"compile_s", res->compile_s},
+                  {"protections", res->protections}});
     if (auto m = load()) return *m;
     return fail("the compile cache entry " + key + " is unreadable");
   }

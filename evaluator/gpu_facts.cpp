@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <nlohmann/json.hpp>
+#include <random>
 
+#include "evaluator/job_protocol.hpp"
 #include "evaluator/zygote.hpp"
 #include "util/fs.hpp"
-#include <random>
 
 namespace korch::evaluator {
 namespace {
@@ -24,23 +24,22 @@ std::int64_t gpu_job_host_limit_mb(int cuda_processes, std::int64_t configured_m
 
 Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root) {
   namespace fs = std::filesystem;
-  using json = nlohmann::json;
   std::error_code ec;
   const std::string dir = jobs_root + "/gpuinfo-" + std::to_string(std::random_device{}());
   fs::create_directories(dir, ec);
   fs::permissions(dir, fs::perms::owner_all, ec);
-  if (auto w = write_file_atomic(dir + "/job.json", json{{"device", "cuda"}}.dump()); !w)
+  if (auto w = write_file_atomic(dir + "/job.json", protocol::gpuinfo_job().dump()); !w)
     return std::unexpected(w.error());
   JobOutcome o = zygote.run("gpuinfo", dir, "{}", std::nullopt, k_gpuinfo_timeout_s);
   fs::remove_all(dir, ec);
-  json gpu = json::parse(o.result_json, nullptr, false);
-  if (gpu.is_discarded() || !gpu.value("ok", false)) {
-    std::string why = gpu.is_discarded() ? o.worker_log : gpu.value("error", "?");
+  const protocol::GpuInfo gpu = protocol::parse_gpuinfo(o.result_json);
+  if (!gpu.ok) {
+    std::string why = gpu.raw.empty() ? o.worker_log : gpu.error;
     if (why.size() > 800) why = why.substr(why.size() - 800);
     return fail("no usable GPU: " + why +
                 " (a worker built against a CPU-only torch cannot evaluate on a GPU)");
   }
-  return gpu.dump();
+  return gpu.raw.dump();
 }
 
 }  // namespace korch::evaluator

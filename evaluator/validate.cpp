@@ -1,11 +1,11 @@
 #include "evaluator/validate.hpp"
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <random>
 
 #include "config/gpus.hpp"
 #include "evaluator/gpu_facts.hpp"
+#include "evaluator/job_protocol.hpp"
 #include "evaluator/zygote.hpp"
 #include "util/fs.hpp"
 
@@ -32,10 +32,10 @@ Result<std::unique_ptr<TaskValidator>> TaskValidator::start(const config::Evalua
     // The evaluator's own budget rule, so "over budget" means what it will do.
     auto facts = query_gpu_facts(*v->m_zygote, v->m_cache + "/jobs");
     if (!facts) return std::unexpected(facts.error());
-    auto gpu = nlohmann::json::parse(*facts);
-    v->m_budget_mb = gpu_memory_budget_mb(cfg.memory_budget_mb, gpu.value("memory_bytes", 0.0));
+    const protocol::GpuInfo gpu = protocol::parse_gpuinfo(*facts);
+    v->m_budget_mb = gpu_memory_budget_mb(cfg.memory_budget_mb, gpu.memory_bytes);
     // The first GPU of evaluator.gpus.
-    auto list = config::parse_gpu_list(cfg.gpus, gpu.value("count", 1));
+    auto list = config::parse_gpu_list(cfg.gpus, std::max(1, gpu.count));
     if (!list) return fail("evaluator.gpus: " + list.error().message);
     v->m_gpu = list->front();
   }
@@ -48,44 +48,39 @@ TaskValidator::~TaskValidator() {
 
 Result<TaskValidation> TaskValidator::validate(const config::Task& task) {
   namespace fs = std::filesystem;
-  using json = nlohmann::json;
   std::error_code ec;
   const bool gpu = m_cfg.mode == config::EvalMode::gpu;
   const std::string dir = m_cache + "/jobs/validate-" + std::to_string(std::random_device{}());
   fs::create_directories(dir, ec);
   fs::permissions(dir, fs::perms::owner_all, ec);
-  json job;
-  job["task_source"] = task.source;
-  job["task_name"] = task.name;
-  job["memory_budget_mb"] = m_budget_mb;
-  job["device"] = gpu ? "cuda" : "cpu";
-  if (auto w = write_file_atomic(dir + "/job.json", job.dump()); !w) return std::unexpected(w.error());
-  json extra;
-  extra["memory_budget_mb"] = m_cfg.memory_budget_mb;
+  if (auto w = write_file_atomic(dir + "/job.json",
+                                protocol::validate_job(task.source, task.name, m_budget_mb, gpu).dump());
+      !w)
+    return std::unexpected(w.error());
+  protocol::Spawn sp;
+  sp.memory_budget_mb = m_cfg.memory_budget_mb;
   if (gpu) {
-    extra["memory_limit_mb"] = gpu_job_host_limit_mb(1, m_cfg.memory_budget_mb);
-    extra["gpu"] = m_gpu;
+    sp.memory_limit_mb = gpu_job_host_limit_mb(1, m_cfg.memory_budget_mb);
+    sp.gpu = m_gpu;
   }
-  JobOutcome o = m_zygote->run("validate", dir, extra.dump(), std::nullopt,
+  JobOutcome o = m_zygote->run("validate", dir, sp.dump(), std::nullopt,
                                std::max(m_cfg.timeout_s, k_validate_timeout_s));
   fs::remove_all(dir, ec);
 
   TaskValidation v;
   v.task_id = task.id;
-  json res = json::parse(o.result_json, nullptr, false);
-  if (res.is_discarded()) {
+  auto res = protocol::parse_validate(o.result_json);
+  if (!res) {
     v.issues.push_back(o.timed_out ? "error: the reference exceeded the time limit"
                                    : "error: the validation worker crashed (exit " +
                                          std::to_string(o.exit_code) + ")");
     return v;
   }
-  for (auto& s : res.value("issues", json::array()))
-    if (s.is_string()) v.issues.push_back(s.get<std::string>());
+  v.issues = res->issues;
   v.ok = v.issues.empty();
-  v.estimated_bytes = res.value("estimated_bytes", std::int64_t{0});
-  v.ref_time_ms = res.value("ref_time_ms", 0.0);
-  for (auto& s : res.value("protections", json::array()))
-    if (s.is_string()) v.protections.push_back(s.get<std::string>());
+  v.estimated_bytes = res->estimated_bytes;
+  v.ref_time_ms = res->ref_time_ms;
+  v.protections = res->protections;
   return v;
 }
 

@@ -48,6 +48,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "evaluator/job_protocol_version.hpp"
 #include "evaluator/worker/sandbox.hpp"
 
 #ifndef KORCH_WORKER_PYDIR
@@ -213,6 +214,17 @@ std::uint64_t mapped_bytes() {
 
   const json job_json = json::parse(job_text, nullptr, false);
   const bool gpu_job = job_json.is_object() && job_json.value("device", "cpu") == "cuda";
+  if (!job_json.is_object() || job_json.value("protocol", -1) != korch::evaluator::protocol::k_version) {
+    // A daemon of another version: refuse rather than misread the job.
+    const std::string msg = "job protocol " +
+                            (job_json.is_object() ? std::to_string(job_json.value("protocol", -1)) : "?") +
+                            ", this korch-worker speaks " +
+                            std::to_string(korch::evaluator::protocol::k_version) +
+                            " (daemon and worker from different builds?)";
+    const std::string out = json{{"error", msg}, {"verdict", "worker_crash"}, {"correct", false}}.dump();
+    (void)!write(result_fd, out.data(), out.size());
+    _exit(0);
+  }
 
   json ctx;
   ctx["result_fd"] = result_fd;

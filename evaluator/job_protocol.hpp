@@ -1,0 +1,147 @@
+#pragma once
+// The job protocol between the daemon and korch-worker (DESIGN §5), as types:
+// what the daemon writes to a job's job.json and spawn message, and what the
+// job's result.json holds. The only code on the daemon side that builds or
+// reads job JSON (cpu/gpu evaluator, task validator, GPU facts); the worker's
+// side is evaluator/worker/py/ (field names are the same strings).
+//
+// Versioned: every job carries k_version; a worker built for another version
+// refuses the job with an error result instead of misreading it. A verdict
+// name the daemon does not know is a protocol error (parse_measure fails), not
+// a silent worker_crash.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/campaign.hpp"
+#include "evaluator/evaluator.hpp"
+#include "evaluator/job_protocol_version.hpp"
+#include "util/error.hpp"
+
+namespace korch::evaluator::protocol {
+
+using json = nlohmann::json;
+
+// ---------------------------------------------------------------- requests
+
+// How the job process is started (the zygote's spawn message).
+struct Spawn {
+  std::int64_t memory_budget_mb = 0;
+  std::int64_t memory_limit_mb = 0;  // > 0: a cgroup memory.max for the whole job
+  int gpu = -1;                      // >= 0: the job's only visible GPU
+  std::vector<int> cpus;             // non-empty: the cores the job may run on
+  std::string build_dir;             // compile jobs: the folder they build into
+  std::string dump() const;
+};
+
+// The evaluator's settings every evaluation job carries (one tolerance table:
+// the worker holds no copy of it).
+struct Settings {
+  config::Tolerance tolerance = config::Tolerance::strict;
+  config::TorchOps torch_ops = config::TorchOps::allow;
+  std::int64_t memory_budget_mb = 0;  // gpu: of GPU memory
+  bool gpu = false;
+  std::int64_t l2_bytes = 0;          // gpu: the L2 flush size
+  json runner_env = json::object();   // gpu: TRITON_* for the candidate's cache
+  bool runner_exec = false;           // gpu: the runners may exec (Triton)
+};
+
+json rules_job(const Settings& s, const std::string& code);
+json compile_job(const json& entry, const std::string& key, const std::string& build_dir,
+                 const json& allow_extra, bool probe);
+json warm_job(const Settings& s, const std::string& code, const std::string& task_source,
+              const json& prebuilt, const std::string& triton_cache);
+struct MeasureJob {
+  Mode mode = Mode::check;
+  std::string code, task_source, task_name;
+  json prebuilt = json::object();  // cache key -> {dir, module, so}
+  double timeout_s = 300;
+  std::optional<json> work;        // gpu: the task's counted work, when known
+};
+json measure_job(const Settings& s, const MeasureJob& m);
+json gpuinfo_job();
+json validate_job(const std::string& task_source, const std::string& task_name,
+                  std::int64_t memory_budget_mb, bool gpu);
+
+// ----------------------------------------------------------------- results
+
+struct Violation {
+  std::string rule;
+  int line = 0;
+  std::string message;
+};
+
+// One load_inline call the rules resolved statically.
+struct LoadInline {
+  json entry;              // its normalised arguments (the compile job's input)
+  std::string key;         // content address in the compile cache
+  int lineno = 0;
+  std::string unresolved;  // non-empty: why its arguments could not be resolved
+  std::string name() const { return entry.value("name", ""); }
+};
+
+struct RulesResult {
+  std::string error, detail;  // the rule checker itself failed
+  bool ok = false;
+  std::vector<Violation> violations;
+  json violations_json = json::array();  // as reported (the evidence keeps them)
+  std::vector<std::string> protections;
+  std::string language;       // "triton" | "cuda" | "cpp" | ...
+  std::vector<LoadInline> load_inline;
+  std::optional<LoadInline> glue_probe;
+};
+Result<RulesResult> parse_rules(const std::string& result_json);
+
+// A compile cache entry's manifest (korch-manifest.json).
+struct CompileManifest {
+  std::string status;  // "ok" | "compile_error" | "rule_violation"
+  std::string log, module, so;
+  std::vector<Violation> violations;
+  json undefined = json::array();  // symbols the glue probe imports
+  double compile_s = 0;
+  json protections = json::array();
+};
+Result<CompileManifest> parse_manifest(const std::string& text);
+
+struct WarmResult {
+  bool ok = false;
+  std::string error;
+};
+WarmResult parse_warm(const std::string& result_json);
+
+struct MeasureResult {
+  Verdict verdict = Verdict::worker_crash;
+  bool correct = false;
+  std::optional<double> speedup, speedup_ci_low, speedup_ci_high, ref_time_ms, cand_time_ms;
+  std::optional<double> max_abs_diff, max_rel_diff, mismatch_frac;
+  std::string error, runtime_detail;
+  std::vector<std::string> protections, candidate_protections;
+  json evidence = json::object();
+  std::string candidate_log;  // not from result.json: the daemon adds the runner's output tail
+  json work() const { return evidence.value("work", json::object()); }
+};
+// Fails when the job left no result (the caller reports the job's outcome)
+// or named a verdict this daemon does not know (a version mismatch).
+Result<MeasureResult> parse_measure(const std::string& result_json);
+bool has_result(const std::string& result_json);
+
+struct GpuInfo {
+  bool ok = false, health = false;
+  std::string name, capability, torch, cuda, error;
+  int sms = 0, count = 0;
+  double memory_bytes = 0, l2_bytes = 0;
+  json raw = json::object();
+};
+GpuInfo parse_gpuinfo(const std::string& result_json);
+
+struct ValidateResult {
+  std::vector<std::string> issues;
+  std::int64_t estimated_bytes = 0;
+  double ref_time_ms = 0;
+  std::vector<std::string> protections;
+};
+Result<ValidateResult> parse_validate(const std::string& result_json);
+
+}  // namespace korch::evaluator::protocol

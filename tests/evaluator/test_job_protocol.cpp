@@ -1,0 +1,123 @@
+// The job protocol's types (evaluator/job_protocol.hpp): what the daemon
+// writes, what it accepts back, and a real korch-worker refusing a job of
+// another protocol version.
+#include "evaluator/job_protocol.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "evaluator/zygote.hpp"
+#include "util/fs.hpp"
+
+namespace korch::evaluator::protocol {
+namespace {
+
+TEST(JobProtocol, JobsCarryTheVersionAndTheToleranceTable) {
+  Settings s;
+  s.tolerance = config::Tolerance::strict;
+  s.memory_budget_mb = 1024;
+  MeasureJob m;
+  m.mode = Mode::submit;
+  m.code = "code";
+  m.task_source = "src";
+  m.task_name = "t";
+  m.work = json{{"flops", 1.0}};
+  json j = measure_job(s, m);
+  EXPECT_EQ(j["protocol"], k_version);
+  EXPECT_EQ(j["mode"], "submit");
+  EXPECT_EQ(j["device"], "cpu");
+  EXPECT_EQ(j["atol"], config::tolerance_profile(config::Tolerance::strict).atol);
+  EXPECT_EQ(j["work"]["flops"], 1.0);
+  EXPECT_FALSE(j.contains("runner_env"));  // gpu-only fields stay out of cpu jobs
+  s.gpu = true;
+  s.l2_bytes = 50 << 20;
+  EXPECT_EQ(rules_job(s, "x")["l2_bytes"], 50 << 20);
+  for (const json& other : {gpuinfo_job(), validate_job("s", "n", 1, false),
+                            compile_job(json::object(), "k", "/b", json::array(), false)})
+    EXPECT_EQ(other["protocol"], k_version);
+  Spawn sp;
+  sp.memory_budget_mb = 7;
+  sp.gpu = 1;
+  sp.cpus = {2, 3};
+  json e = json::parse(sp.dump());
+  EXPECT_EQ(e["gpu"], 1);
+  EXPECT_EQ(e["cpus"], json::array({2, 3}));
+  EXPECT_FALSE(e.contains("memory_limit_mb"));
+}
+
+TEST(JobProtocol, MeasureResultsParseAndUnknownVerdictsAreErrors) {
+  auto ok = parse_measure(R"({"verdict":"ok","correct":true,"speedup":1.5,"speedup_ci_low":1.4,
+                              "evidence":{"work":{"flops":3}},"candidate_protections":["seccomp"]})");
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->verdict, Verdict::ok);
+  EXPECT_EQ(ok->speedup, 1.5);
+  EXPECT_FALSE(ok->speedup_ci_high.has_value());
+  EXPECT_EQ(ok->work()["flops"], 3);
+  EXPECT_EQ(ok->candidate_protections, std::vector<std::string>{"seccomp"});
+  auto unknown = parse_measure(R"({"verdict":"brilliant"})");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("unknown verdict 'brilliant'"), std::string::npos);
+  EXPECT_FALSE(parse_measure(""));
+  EXPECT_FALSE(parse_measure(R"({"error":"x"})"));
+  EXPECT_FALSE(has_result("{}"));
+}
+
+TEST(JobProtocol, RulesResultsParse) {
+  auto r = parse_rules(R"J({"ok":false,"violations":[{"rule":"dunder","line":3,"message":"m"}],
+                           "language":"triton","protections":["a"],
+                           "load_inline":[{"entry":{"name":"e"},"key":"k1","lineno":5},
+                                          {"unresolved":"f(x)","lineno":9}],
+                           "glue_probe":{"entry":{"name":"g"},"key":"kg"}})J");
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->ok);
+  ASSERT_EQ(r->violations.size(), 1u);
+  EXPECT_EQ(r->violations[0].rule, "dunder");
+  EXPECT_EQ(r->violations[0].line, 3);
+  ASSERT_EQ(r->load_inline.size(), 2u);
+  EXPECT_EQ(r->load_inline[0].name(), "e");
+  EXPECT_EQ(r->load_inline[1].unresolved, "f(x)");
+  ASSERT_TRUE(r->glue_probe);
+  EXPECT_EQ(r->glue_probe->key, "kg");
+  auto err = parse_rules(R"({"error":"rule checker failed","detail":"tb"})");
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->error, "rule checker failed");
+  EXPECT_FALSE(parse_rules("not json"));
+}
+
+// A real worker, a job of another protocol version: refused, with the reason.
+TEST(JobProtocol, TheWorkerRefusesAnotherVersion) {
+  // Under /var/tmp: jobs see a private /tmp (as in the evaluator's cache).
+  std::string root = "/var/tmp/korch-protocol-XXXXXX";
+  ASSERT_NE(mkdtemp(root.data()), nullptr);
+  struct Cleanup {
+    std::string p;
+    ~Cleanup() { std::error_code ec; std::filesystem::remove_all(p, ec); }
+  } cleanup{root};
+  const std::string run = root + "/run", jobs = root + "/jobs";
+  std::filesystem::create_directories(run);
+  std::filesystem::create_directories(jobs + "/j1");
+  std::filesystem::permissions(root, std::filesystem::perms::owner_all | std::filesystem::perms::others_exec |
+                                         std::filesystem::perms::group_exec);
+  auto z = Zygote::start(find_worker_path(), run);
+  ASSERT_TRUE(z) << z.error().message;
+  json job = rules_job(Settings{}, "import torch\n");
+  job["protocol"] = k_version + 99;
+  ASSERT_TRUE(write_file_atomic(jobs + "/j1/job.json", job.dump()));
+  JobOutcome o = (*z)->run("rules", jobs + "/j1", Spawn{}.dump(), std::nullopt, 60);
+  auto r = parse_rules(o.result_json);
+  ASSERT_TRUE(r) << o.worker_log;
+  EXPECT_NE(r->error.find("job protocol " + std::to_string(k_version + 99)), std::string::npos)
+      << r->error;
+  // The same job at this version is checked normally.
+  job["protocol"] = k_version;
+  ASSERT_TRUE(write_file_atomic(jobs + "/j1/job.json", job.dump()));
+  o = (*z)->run("rules", jobs + "/j1", Spawn{}.dump(), std::nullopt, 60);
+  r = parse_rules(o.result_json);
+  ASSERT_TRUE(r) << o.worker_log;
+  EXPECT_TRUE(r->error.empty()) << r->error;
+  (*z)->stop();
+}
+
+}  // namespace
+}  // namespace korch::evaluator::protocol
