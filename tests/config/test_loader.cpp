@@ -539,6 +539,8 @@ const std::map<std::string, std::string> k_non_default = {
     {"evaluator.reward", "beat_baseline"},
     {"evaluator.torch_ops", "forbid"},
     {"evaluator.workers", "5"},
+    {"evaluator.gpus", "0,1"},
+    {"evaluator.compile_jobs", "3"},
     {"evaluator.timeout_s", "45.5"},
     {"evaluator.memory_budget_mb", "2048"},
     {"evaluator.cache_dir", "/cache"},
@@ -670,6 +672,20 @@ TEST(ConfigFromJson, RefusesWrongTypesAndUnknownNames) {
   auto empty = config_from_json("{}");
   ASSERT_TRUE(empty);
   EXPECT_TRUE(*empty == CampaignConfig{});
+}
+
+// evaluator.gpus is checked at load (its syntax; which GPUs exist is known
+// only once the evaluator asks the host).
+TEST(EvaluatorGpus, BadListsAreRefusedAtLoad) {
+  TempDir dir;
+  auto path = dir.write("c.toml",
+                        "name = \"t\"\n[tasks]\nkernelbench_dir = \"/kb\"\n"
+                        "[[models]]\nid = \"m1\"\nbase_url = \"http://127.0.0.1:8000/v1\"\nmodel = \"a\"\n"
+                        "[evaluator]\ngpus = \"0;1\"\n");
+  auto loaded = load_campaign(path, k_no_env, {});
+  ASSERT_FALSE(loaded);
+  EXPECT_NE(loaded.error().message.find("evaluator.gpus"), std::string::npos) << loaded.error().message;
+  EXPECT_TRUE(load_campaign(path, k_no_env, {"evaluator.gpus=0-3"}));
 }
 
 }  // namespace
