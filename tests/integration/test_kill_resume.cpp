@@ -294,7 +294,15 @@ TEST(KillResume, CpuEvaluatorKillsLeaveNoOrphansAndNoDoubleResults) {
   // No orphaned worker: every zygote a killed korch left behind is gone
   // after the restart, and the finished run left no record behind.
   for (int z : zygotes_of_killed_runs) EXPECT_FALSE(is_live_worker(z)) << "orphaned korch-worker zygote " << z;
-  EXPECT_TRUE(recorded_zygotes(cache).empty());
+  {
+    // A record left behind: say whose (daemon pid, zygote pid, alive?).
+    std::string left;
+    std::error_code ec;
+    for (auto& e : std::filesystem::directory_iterator(cache + "/run", ec))
+      left += e.path().filename().string() + " " + slurp(e.path().string()) + "\n";
+    for (int z : recorded_zygotes(cache)) left += "zygote " + std::to_string(z) + (is_live_worker(z) ? " alive\n" : " gone\n");
+    EXPECT_TRUE(recorded_zygotes(cache).empty()) << left << "final run:\n" << final_run.second.substr(0, 3000);
+  }
 
   auto db = d + "/cpu.db";
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
