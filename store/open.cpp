@@ -170,8 +170,8 @@ class SqliteStore final : public Store {
   Result<std::vector<TaskRow>> list_tasks(const std::string& campaign_id) override {
     return read<std::vector<TaskRow>>([&](Db& db) { return detail::query_tasks(db, campaign_id); });
   }
-  Result<std::vector<EpisodeRow>> list_episodes(const std::string& campaign_id) override {
-    return read<std::vector<EpisodeRow>>(
+  Result<std::vector<EpisodeSummary>> list_episodes(const std::string& campaign_id) override {
+    return read<std::vector<EpisodeSummary>>(
         [&](Db& db) { return detail::query_episodes(db, campaign_id); });
   }
   Result<std::vector<EpisodeSnapshot>> load_unfinished(const std::string& campaign_id) override {

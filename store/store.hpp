@@ -52,7 +52,7 @@ namespace korch::store {
 
 // Newest schema version this binary understands. A database with a larger
 // recorded version is refused by open().
-inline constexpr int k_schema_version = 2;
+inline constexpr int k_schema_version = 3;
 
 struct Options {
   std::string path;
@@ -84,19 +84,28 @@ struct TaskRow {
   friend bool operator==(const TaskRow&, const TaskRow&) = default;
 };
 
-struct EpisodeRow {
+// An episode without its system prompt: what listings read (list_episodes).
+// A listing of thousands of episodes must not read thousands of prompts.
+struct EpisodeSummary {
   std::string id;
   std::string campaign_id;
   std::string task_id;
   std::string model_id;
   int sample_index = 0;
-  std::string system_prompt;   // rendered once, reused verbatim on resume
   std::string status = "pending";  // pending | running | final
   double active_s = 0;         // wall-clock seconds spent while driven
   std::int64_t tokens_used = 0;
   double cost_usd = 0;
   double created_at = 0;
   double updated_at = 0;
+
+  friend bool operator==(const EpisodeSummary&, const EpisodeSummary&) = default;
+};
+
+// The whole episode row: its summary and the system prompt, which is
+// rendered once and reused verbatim on resume.
+struct EpisodeRow : EpisodeSummary {
+  std::string system_prompt;
 
   friend bool operator==(const EpisodeRow&, const EpisodeRow&) = default;
 };
@@ -339,7 +348,9 @@ class Store {
   virtual Result<std::optional<CampaignRow>> get_campaign(const std::string& id) = 0;
   virtual Result<std::vector<CampaignRow>> list_campaigns() = 0;
   virtual Result<std::vector<TaskRow>> list_tasks(const std::string& campaign_id) = 0;
-  virtual Result<std::vector<EpisodeRow>> list_episodes(const std::string& campaign_id) = 0;
+  // The campaign's episodes without their system prompts, oldest first; one
+  // episode in full comes from load_episode.
+  virtual Result<std::vector<EpisodeSummary>> list_episodes(const std::string& campaign_id) = 0;
   // Snapshots of every episode of the campaign whose status is not final, in
   // a handful of queries (resume of 10,000 episodes must take < 5 s).
   virtual Result<std::vector<EpisodeSnapshot>> load_unfinished(const std::string& campaign_id) = 0;

@@ -15,6 +15,8 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 #include "store/codec_internal.hpp"
 #include "store/schema_internal.hpp"
@@ -59,6 +61,20 @@ class StoreTest : public ::testing::Test {
     ASSERT_EQ(rc, SQLITE_OK) << message;
   }
 
+  // The integer that a one-value query returns on a raw connection.
+  std::int64_t raw_count(const std::string& sql) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    std::int64_t out = -1;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW) {
+      out = sqlite3_column_int64(q, 0);
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return out;
+  }
+
   fs::path m_dir;
   std::string m_path;
 };
@@ -84,19 +100,21 @@ TaskRow task(const std::string& campaign_id = "c-1", const std::string& task_id 
 }
 
 EpisodeRow episode(const std::string& id, const std::string& campaign_id = "c-1", double created = 1.0) {
-  return EpisodeRow{.id = id,
-                    .campaign_id = campaign_id,
-                    .task_id = "L1/1",
-                    .model_id = "m-a",
-                    .sample_index = 3,
-                    .system_prompt = "You write kernels.\n",
-                    .status = "running",
-                    .active_s = 12.5,
-                    .tokens_used = 4242,
-                    .cost_usd = 0.25,
-                    .created_at = created,
-                    .updated_at = created + 1};
+  return EpisodeRow{EpisodeSummary{.id = id,
+                                   .campaign_id = campaign_id,
+                                   .task_id = "L1/1",
+                                   .model_id = "m-a",
+                                   .sample_index = 3,
+                                   .status = "running",
+                                   .active_s = 12.5,
+                                   .tokens_used = 4242,
+                                   .cost_usd = 0.25,
+                                   .created_at = created,
+                                   .updated_at = created + 1},
+                    "You write kernels.\n"};
 }
+
+const EpisodeSummary& summary(const EpisodeRow& row) { return row; }
 
 MessageRow message(const std::string& ep, int epoch, int seq, const std::string& content = "") {
   return MessageRow{
@@ -223,7 +241,7 @@ TEST_F(StoreTest, RoundTripsEveryRowType) {
 
   auto episodes = store->list_episodes("c-1").value();
   ASSERT_EQ(episodes.size(), 2u);
-  EXPECT_EQ(episodes[0], episode("e-1"));
+  EXPECT_EQ(episodes[0], summary(episode("e-1")));
   EXPECT_EQ(episodes[1].status, "final");  // the final row marks the episode final
 
   auto snap = store->load_episode("e-1").value();
@@ -313,9 +331,12 @@ TEST_F(StoreTest, EveryCodecNamesTheColumnsOfItsTable) {
 // A database written by an earlier korch (the shipped migrations applied by
 // hand, rows inserted by plain SQL that names its columns, not through the
 // codecs) opens, and every row type reads back as written.
+// The file is what version 2 wrote; opening it applies the later migrations.
 TEST_F(StoreTest, DatabaseWrittenWithTheShippedSchemaOpensAndReads) {
   std::string sql;
-  for (const auto& m : detail::migrations()) sql += std::string(m.sql);
+  for (const auto& m : detail::migrations()) {
+    if (m.version <= 2) sql += std::string(m.sql);
+  }
   sql += R"sql(
     CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL);
     INSERT INTO schema_migrations VALUES (1, 1.0), (2, 2.0);
@@ -349,9 +370,12 @@ TEST_F(StoreTest, DatabaseWrittenWithTheShippedSchemaOpensAndReads) {
   )sql";
   raw_exec(sql);
 
+  ASSERT_EQ(raw_count("SELECT count(*) FROM sqlite_master WHERE name = 'evaluations_by_state'"), 1);
   auto store = open();
   ASSERT_TRUE(store);
   EXPECT_EQ(store->schema_version().value(), k_schema_version);
+  // Migration 3 dropped the index that no query used.
+  EXPECT_EQ(raw_count("SELECT count(*) FROM sqlite_master WHERE name = 'evaluations_by_state'"), 0);
   EXPECT_EQ(store->get_campaign("c-1").value(), campaign());
   EXPECT_EQ(store->list_tasks("c-1").value(), std::vector<TaskRow>{task()});
   auto snap = store->load_episode("e-1").value();
@@ -461,6 +485,33 @@ TEST_F(StoreTest, FinalEpisodeStatusIsSticky) {
   auto e = store->list_episodes("c-1").value().at(0);
   EXPECT_EQ(e.status, "final");
   EXPECT_DOUBLE_EQ(e.active_s, 7.0);
+}
+
+// The status half of an EpisodeUpdate: the same status again is no
+// conflict, "final" through an update is kept, a status outside the
+// vocabulary fails the batch.
+TEST_F(StoreTest, EpisodeUpdateStatusSameFinalAndInvalid) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  b.update(EpisodeUpdate{.id = "e-1", .status = "running", .tokens_used = 1});
+  auto same = store->commit_sync(std::move(b));
+  ASSERT_TRUE(same.has_value()) << same.error().message;
+  EXPECT_TRUE(same->conflicts.empty());
+  EXPECT_EQ(store->list_episodes("c-1").value().at(0).tokens_used, 1);
+
+  WriteBatch bad;
+  bad.update(EpisodeUpdate{.id = "e-1", .status = "paused", .tokens_used = 2});
+  ASSERT_FALSE(store->commit_sync(std::move(bad)).has_value());
+  EXPECT_EQ(store->list_episodes("c-1").value().at(0).tokens_used, 1);  // rolled back whole
+
+  WriteBatch fin;
+  fin.update(EpisodeUpdate{.id = "e-1", .status = "final"});
+  ASSERT_TRUE(store->commit_sync(std::move(fin)).value().conflicts.empty());
+  WriteBatch again;
+  again.update(EpisodeUpdate{.id = "e-1", .status = "final"});
+  ASSERT_TRUE(store->commit_sync(std::move(again)).value().conflicts.empty());
+  EXPECT_EQ(store->list_episodes("c-1").value().at(0).status, "final");
 }
 
 // --- conflict rules ------------------------------------------------------------
@@ -653,7 +704,46 @@ TEST_F(StoreTest, InsertIfAbsentNeverOverwritesCampaignTaskEpisode) {
   ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
   EXPECT_EQ(store->get_campaign("c-1").value()->name, campaign().name);
   EXPECT_EQ(store->list_tasks("c-1").value().at(0).source, task().source);
-  EXPECT_EQ(store->list_episodes("c-1").value().at(0).system_prompt, episode("e-1").system_prompt);
+  EXPECT_EQ(store->load_episode("e-1").value()->episode.system_prompt, episode("e-1").system_prompt);
+}
+
+// list_episodes returns summaries: its row type has no system prompt field,
+// and the query does not touch the prompts' table (with that table gone, the
+// listing still works while a full read of one episode fails).
+template <typename T>
+concept HasSystemPrompt = requires(const T& row) { row.system_prompt; };
+static_assert(!HasSystemPrompt<EpisodeSummary>);
+static_assert(HasSystemPrompt<EpisodeRow>);
+static_assert(std::is_same_v<decltype(std::declval<Store&>().list_episodes("")),
+                             Result<std::vector<EpisodeSummary>>>);
+
+TEST_F(StoreTest, ListEpisodesReadsNoSystemPrompt) {
+  {
+    auto store = open();
+    WriteBatch b;
+    b.put(campaign());
+    b.put(task());
+    for (int i = 0; i < 3; ++i) {
+      EpisodeRow e = episode("e-" + std::to_string(i), "c-1", 1.0 + i);
+      e.system_prompt = std::string(64 * 1024, 'p');
+      b.put(e);
+    }
+    ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+    ASSERT_EQ(store->load_episode("e-0").value()->episode.system_prompt.size(), 64u * 1024);
+  }
+  raw_exec("ALTER TABLE episode_prompts RENAME TO episode_prompts_hidden");
+  auto store = open(Options{.read_only = true});  // a writer would prepare its inserts
+  auto listed = store->list_episodes("c-1");
+  ASSERT_TRUE(listed.has_value()) << listed.error().message;
+  ASSERT_EQ(listed->size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(listed->at(static_cast<std::size_t>(i)),
+              summary(episode("e-" + std::to_string(i), "c-1", 1.0 + i)));
+  }
+  // The control: a full read needs the prompts' table.
+  auto full = store->load_episode("e-0");
+  ASSERT_FALSE(full.has_value());
+  EXPECT_NE(full.error().message.find("episode_prompts"), std::string::npos) << full.error().message;
 }
 
 TEST_F(StoreTest, MessagesUseTheLiveEpochAndIgnoreDuplicates) {
