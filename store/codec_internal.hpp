@@ -239,13 +239,17 @@ std::string insert_sql(const C& codec, std::string_view tail) {
 
 // "x = excluded.x, ..." for every column but the first (the key). Columns
 // named in `sticky` keep the larger of the stored and the new value
-// ("x = MAX(table.x, excluded.x)").
+// ("x = MAX(table.x, excluded.x)"); columns named in `fixed` keep the stored
+// value (they are left out: a column in the SET list costs a delete and an
+// insert in every index on it, even when its value does not change).
 template <typename C>
-std::string excluded_set(const C& codec, std::initializer_list<std::string_view> sticky = {}) {
+std::string excluded_set(const C& codec, std::initializer_list<std::string_view> sticky = {},
+                         std::initializer_list<std::string_view> fixed = {}) {
   std::string out;
   bool key = true;
   codec.for_each([&](const auto& c) {
     if (std::exchange(key, false)) return;
+    if (std::find(fixed.begin(), fixed.end(), c.name) != fixed.end()) return;
     std::string name(c.name);
     if (!out.empty()) out += ", ";
     if (std::find(sticky.begin(), sticky.end(), c.name) != sticky.end()) {

@@ -21,6 +21,8 @@
 //    changed again (a later put is reported in CommitInfo::conflicts).
 //  - llm_calls: primary key request_id; a row in state "done" is never
 //    changed again (a later put is reported in CommitInfo::conflicts).
+//    A request id names its episode and turn: a later put keeps the stored
+//    episode_id and turn (the same holds for evaluations' episode_id).
 //    dup_possible is sticky: once stored true, a later put keeps it true
 //    (it records what already happened on the wire).
 //  - messages: primary key (episode, epoch, seq); duplicates are ignored.

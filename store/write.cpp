@@ -60,13 +60,16 @@ struct WriteSql {
   std::string select_episode_status = "SELECT status FROM episodes WHERE id = ?1";
   std::string insert_message = insert_sql(k_messages, "ON CONFLICT DO NOTHING");
   std::string insert_turn = insert_sql(k_turns, "ON CONFLICT DO NOTHING");
+  // A request id names its episode (and turn): those columns, which the
+  // by-episode indexes hold, are fixed by the first put and never rewritten.
   std::string upsert_llm_call =
       insert_sql(k_llm_calls, "ON CONFLICT (request_id) DO UPDATE SET " +
-                                  excluded_set(k_llm_calls, {"dup_possible"}) +
+                                  excluded_set(k_llm_calls, {"dup_possible"}, {"episode_id", "turn"}) +
                                   " WHERE llm_calls.state != 'done'");
-  std::string upsert_evaluation = insert_sql(
-      k_evaluations, "ON CONFLICT (request_id) DO UPDATE SET " + excluded_set(k_evaluations) +
-                         " WHERE evaluations.state != 'done'");
+  std::string upsert_evaluation =
+      insert_sql(k_evaluations, "ON CONFLICT (request_id) DO UPDATE SET " +
+                                    excluded_set(k_evaluations, {}, {"episode_id"}) +
+                                    " WHERE evaluations.state != 'done'");
   std::string insert_event = insert_sql(k_events, "");
   std::string insert_final = insert_sql(k_finals, "ON CONFLICT DO NOTHING");
   std::string finalize_episode =

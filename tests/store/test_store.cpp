@@ -598,6 +598,35 @@ TEST_F(StoreTest, DoneLlmCallIsNeverOverwritten) {
   EXPECT_EQ(store->get_llm_call(done.request_id).value(), done);
 }
 
+// A request id names its episode (and, for a call, its turn): a later put
+// updates the row's outcome but keeps where it belongs.
+TEST_F(StoreTest, RequestKeepsTheEpisodeOfItsFirstPut) {
+  auto store = open();
+  seed(*store, {"e-1", "e-2"});
+  WriteBatch first;
+  first.put(llm_call("e-1", 1, "started"));
+  first.put(evaluation("e-1", "check|e-1|1|abc", "running"));
+  ASSERT_TRUE(store->commit_sync(std::move(first)).has_value());
+
+  auto call = llm_call("e-2", 4, "done");
+  call.request_id = llm_call("e-1", 1).request_id;
+  auto eval = evaluation("e-2", "check|e-1|1|abc", "done", "correct");
+  WriteBatch later;
+  later.put(call);
+  later.put(eval);
+  ASSERT_TRUE(store->commit_sync(std::move(later)).value().conflicts.empty());
+
+  auto stored_call = store->get_llm_call(call.request_id).value();
+  ASSERT_TRUE(stored_call);
+  EXPECT_EQ(stored_call->state, "done");
+  EXPECT_EQ(stored_call->episode_id, "e-1");
+  EXPECT_EQ(stored_call->turn, 1);
+  auto stored_eval = store->get_evaluation(eval.request_id).value();
+  ASSERT_TRUE(stored_eval);
+  EXPECT_EQ(stored_eval->verdict, "correct");
+  EXPECT_EQ(stored_eval->episode_id, "e-1");
+}
+
 // A call that may have reached the server twice stays marked through its
 // result write (which carries no flag of its own) and any later write.
 TEST_F(StoreTest, DupPossibleIsStickyThroughLaterWrites) {
