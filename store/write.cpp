@@ -62,10 +62,10 @@ struct WriteSql {
   std::string insert_turn = insert_sql(k_turns, "ON CONFLICT DO NOTHING");
   // A request id names its episode (and turn): those columns, which the
   // by-episode indexes hold, are fixed by the first put and never rewritten.
-  std::string upsert_llm_call =
-      insert_sql(k_llm_calls, "ON CONFLICT (request_id) DO UPDATE SET " +
-                                  excluded_set(k_llm_calls, {"dup_possible"}, {"episode_id", "turn"}) +
-                                  " WHERE llm_calls.state != 'done'");
+  std::string upsert_llm_call = insert_sql(
+      k_llm_calls, "ON CONFLICT (request_id) DO UPDATE SET " +
+                       excluded_set(k_llm_calls, {"dup_possible"}, {"episode_id", "turn"}) +
+                       " WHERE llm_calls.state != 'done'");
   std::string upsert_evaluation =
       insert_sql(k_evaluations, "ON CONFLICT (request_id) DO UPDATE SET " +
                                     excluded_set(k_evaluations, {}, {"episode_id"}) +
@@ -128,61 +128,61 @@ CommitInfo BatchApplier::apply(const WriteBatch& batch) {
 // Applies one operation inside the open transaction, enforcing the conflict
 // rules of store.hpp. Throws on failure.
 void BatchApplier::apply_op(const WriteBatch::Op& op, CommitInfo& info) {
-  std::visit(Overloaded{
-                 [&](const CampaignRow& r) { bind_row(m_insert_campaign, k_campaigns, r).run(); },
-                 [&](const TaskRow& r) { bind_row(m_insert_task, k_tasks, r).run(); },
-                 [&](const EpisodeRow& r) {
-                   bind_row(m_insert_episode, k_episodes, r).run();
-                   if (m_db.changes() == 0) return;  // insert if absent
-                   bind_row(m_insert_episode_prompt, k_episode_prompts, r).run();
-                 },
-                 [&](const EpisodeUpdate& u) {
-                   m_update_episode.bind(u.id, u.active_s, u.tokens_used, u.cost_usd, now_unix())
-                       .run();
-                   if (m_db.changes() == 0)
-                     throw BatchError(m_db.path() + ": episode update: no episode " + u.id);
-                   if (!u.status) return;
-                   m_update_episode_status.bind(u.id, *u.status).run();
-                   if (m_db.changes() != 0) return;
-                   // Unchanged: already that status, or final (which wins).
-                   Stmt& q = m_select_episode_status;
-                   q.bind(u.id);
-                   std::string stored = q.step() ? q.text(0) : std::string();
-                   q.run();
-                   if (*u.status != stored) {
-                     info.conflicts.push_back("episode " + u.id + " is final; status " + *u.status +
-                                              " ignored");
-                   }
-                 },
-                 [&](const MessageRow& r) { bind_row(m_insert_message, k_messages, r).run(); },
-                 [&](const TurnRow& r) {
-                   bind_row(m_insert_turn, k_turns, r).run();
-                   if (m_db.changes() == 0) {
-                     info.conflicts.push_back("turn " + r.episode_id + ":" +
-                                              std::to_string(r.turn) + " exists");
-                   }
-                 },
-                 [&](const LlmCallRow& r) {
-                   bind_row(m_upsert_llm_call, k_llm_calls, r).run();
-                   if (m_db.changes() == 0)
-                     info.conflicts.push_back("llm_call " + r.request_id + " is done");
-                 },
-                 [&](const EvaluationRow& r) {
-                   bind_row(m_upsert_evaluation, k_evaluations, r).run();
-                   if (m_db.changes() == 0)
-                     info.conflicts.push_back("evaluation " + r.request_id + " is done");
-                 },
-                 [&](const EventRow& r) { bind_row(m_insert_event, k_events, r).run(); },
-                 [&](const FinalRow& r) {
-                   bind_row(m_insert_final, k_finals, r).run();
-                   if (m_db.changes() == 0) {
-                     info.conflicts.push_back("final " + r.episode_id + " exists");
-                     return;
-                   }
-                   m_finalize_episode.bind(r.episode_id, now_unix()).run();
-                 },
-             },
-             op);
+  std::visit(
+      Overloaded{
+          [&](const CampaignRow& r) { bind_row(m_insert_campaign, k_campaigns, r).run(); },
+          [&](const TaskRow& r) { bind_row(m_insert_task, k_tasks, r).run(); },
+          [&](const EpisodeRow& r) {
+            bind_row(m_insert_episode, k_episodes, r).run();
+            if (m_db.changes() == 0) return;  // insert if absent
+            bind_row(m_insert_episode_prompt, k_episode_prompts, r).run();
+          },
+          [&](const EpisodeUpdate& u) {
+            m_update_episode.bind(u.id, u.active_s, u.tokens_used, u.cost_usd, now_unix()).run();
+            if (m_db.changes() == 0)
+              throw BatchError(m_db.path() + ": episode update: no episode " + u.id);
+            if (!u.status) return;
+            m_update_episode_status.bind(u.id, *u.status).run();
+            if (m_db.changes() != 0) return;
+            // Unchanged: already that status, or final (which wins).
+            Stmt& q = m_select_episode_status;
+            q.bind(u.id);
+            std::string stored = q.step() ? q.text(0) : std::string();
+            q.run();
+            if (*u.status != stored) {
+              info.conflicts.push_back("episode " + u.id + " is final; status " + *u.status +
+                                       " ignored");
+            }
+          },
+          [&](const MessageRow& r) { bind_row(m_insert_message, k_messages, r).run(); },
+          [&](const TurnRow& r) {
+            bind_row(m_insert_turn, k_turns, r).run();
+            if (m_db.changes() == 0) {
+              info.conflicts.push_back("turn " + r.episode_id + ":" + std::to_string(r.turn) +
+                                       " exists");
+            }
+          },
+          [&](const LlmCallRow& r) {
+            bind_row(m_upsert_llm_call, k_llm_calls, r).run();
+            if (m_db.changes() == 0)
+              info.conflicts.push_back("llm_call " + r.request_id + " is done");
+          },
+          [&](const EvaluationRow& r) {
+            bind_row(m_upsert_evaluation, k_evaluations, r).run();
+            if (m_db.changes() == 0)
+              info.conflicts.push_back("evaluation " + r.request_id + " is done");
+          },
+          [&](const EventRow& r) { bind_row(m_insert_event, k_events, r).run(); },
+          [&](const FinalRow& r) {
+            bind_row(m_insert_final, k_finals, r).run();
+            if (m_db.changes() == 0) {
+              info.conflicts.push_back("final " + r.episode_id + " exists");
+              return;
+            }
+            m_finalize_episode.bind(r.episode_id, now_unix()).run();
+          },
+      },
+      op);
 }
 
 // --- Checkpointer ----------------------------------------------------------------

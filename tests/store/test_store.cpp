@@ -67,7 +67,8 @@ class StoreTest : public ::testing::Test {
     EXPECT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
     sqlite3_stmt* q = nullptr;
     std::int64_t out = -1;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW) {
       out = sqlite3_column_int64(q, 0);
     }
     sqlite3_finalize(q);
@@ -99,7 +100,8 @@ TaskRow task(const std::string& campaign_id = "c-1", const std::string& task_id 
                  .source = "class Model: pass\n"};
 }
 
-EpisodeRow episode(const std::string& id, const std::string& campaign_id = "c-1", double created = 1.0) {
+EpisodeRow episode(const std::string& id, const std::string& campaign_id = "c-1",
+                   double created = 1.0) {
   return EpisodeRow{EpisodeSummary{.id = id,
                                    .campaign_id = campaign_id,
                                    .task_id = "L1/1",
@@ -117,14 +119,15 @@ EpisodeRow episode(const std::string& id, const std::string& campaign_id = "c-1"
 const EpisodeSummary& summary(const EpisodeRow& row) { return row; }
 
 MessageRow message(const std::string& ep, int epoch, int seq, const std::string& content = "") {
-  return MessageRow{
-      .episode_id = ep,
-      .epoch = epoch,
-      .seq = seq,
-      .role = seq % 2 ? "assistant" : "user",
-      .kind = seq % 2 ? "reply" : "feedback",
-      .turn = seq / 2 + 1,
-      .content = content.empty() ? "msg " + std::to_string(epoch) + "/" + std::to_string(seq) : content};
+  return MessageRow{.episode_id = ep,
+                    .epoch = epoch,
+                    .seq = seq,
+                    .role = seq % 2 ? "assistant" : "user",
+                    .kind = seq % 2 ? "reply" : "feedback",
+                    .turn = seq / 2 + 1,
+                    .content = content.empty()
+                                   ? "msg " + std::to_string(epoch) + "/" + std::to_string(seq)
+                                   : content};
 }
 
 TurnRow turn(const std::string& ep, int n, const std::string& code = "def f(): pass") {
@@ -200,7 +203,8 @@ FinalRow final_row(const std::string& ep, const std::string& reason = "submitted
 }
 
 // A campaign with its task and the given episodes, committed.
-void seed(Store& store, const std::vector<std::string>& episodes, const std::string& campaign_id = "c-1") {
+void seed(Store& store, const std::vector<std::string>& episodes,
+          const std::string& campaign_id = "c-1") {
   WriteBatch b;
   b.put(campaign(campaign_id));
   b.put(task(campaign_id));
@@ -224,7 +228,8 @@ TEST_F(StoreTest, RoundTripsEveryRowType) {
   b.put(turn("e-1", 1));
   b.put(llm_call("e-1", 1));
   b.put(evaluation("e-1", "check|e-1|1|abc", "done", "correct"));
-  b.put(EventRow{.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5});
+  b.put(EventRow{
+      .episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5});
   b.put(final_row("e-2"));
   FinalRow no_speedup = final_row("e-2");
   auto info = store->commit_sync(std::move(b));
@@ -264,9 +269,10 @@ TEST_F(StoreTest, RoundTripsEveryRowType) {
   EXPECT_EQ(store->list_llm_calls("c-1").value(), std::vector<LlmCallRow>{llm_call("e-1", 1)});
   EXPECT_EQ(store->list_evaluations("c-1").value().size(), 1u);
   EXPECT_EQ(store->list_finals("c-1").value(), std::vector<FinalRow>{final_row("e-2")});
-  EXPECT_EQ(store->list_events("c-1").value(),
-            (std::vector<EventRow>{
-                {.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5}}));
+  EXPECT_EQ(
+      store->list_events("c-1").value(),
+      (std::vector<EventRow>{
+          {.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5}}));
 
   auto final_snap = store->load_episode("e-2").value();
   ASSERT_TRUE(final_snap && final_snap->final);
@@ -301,7 +307,8 @@ TEST_F(StoreTest, EveryCodecNamesTheColumnsOfItsTable) {
     tables_seen.insert(table);
     std::vector<std::string> in_db;
     sqlite3_stmt* q = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db, ("PRAGMA table_info(" + table + ")").c_str(), -1, &q, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(db, ("PRAGMA table_info(" + table + ")").c_str(), -1, &q, nullptr),
+              SQLITE_OK);
     while (sqlite3_step(q) == SQLITE_ROW) {
       std::string name = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
       std::string type = reinterpret_cast<const char*>(sqlite3_column_text(q, 2));
@@ -316,10 +323,11 @@ TEST_F(StoreTest, EveryCodecNamesTheColumnsOfItsTable) {
   std::apply([&](const auto&... codec) { (check(codec), ...); }, detail::k_all_codecs);
   // Every table but the bookkeeping one has a codec.
   sqlite3_stmt* q = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db,
-                               "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'schema_migrations'",
-                               -1, &q, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_prepare_v2(
+          db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'schema_migrations'",
+          -1, &q, nullptr),
+      SQLITE_OK);
   while (sqlite3_step(q) == SQLITE_ROW) {
     std::string name = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
     EXPECT_TRUE(tables_seen.contains(name)) << "table " << name << " has no codec";
@@ -386,15 +394,18 @@ TEST_F(StoreTest, DatabaseWrittenWithTheShippedSchemaOpensAndReads) {
   EXPECT_EQ(snap->llm_calls, std::vector<LlmCallRow>{llm_call("e-1", 1)});
   EXPECT_EQ(snap->evaluations,
             std::vector<EvaluationRow>{evaluation("e-1", "check|e-1|1|abc", "done", "correct")});
-  EXPECT_EQ(snap->events, (std::vector<EventRow>{
-                              {.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5}}));
+  EXPECT_EQ(
+      snap->events,
+      (std::vector<EventRow>{
+          {.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5}}));
 
   // And it takes new rows next to the old ones.
   WriteBatch b;
   b.put(turn("e-1", 2));
   b.put(final_row("e-1"));
   ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
-  EXPECT_EQ(store->list_turns("c-1").value(), (std::vector<TurnRow>{turn("e-1", 1), turn("e-1", 2)}));
+  EXPECT_EQ(store->list_turns("c-1").value(),
+            (std::vector<TurnRow>{turn("e-1", 1), turn("e-1", 2)}));
   EXPECT_EQ(store->list_finals("c-1").value(), std::vector<FinalRow>{final_row("e-1")});
   EXPECT_EQ(store->list_episodes("c-1").value().at(0).status, "final");
 }
@@ -423,7 +434,8 @@ TEST_F(StoreTest, DataSurvivesReopenAndMigrationRunsOnce) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* q = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &q, nullptr),
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &q,
+                               nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int(q, 0), k_schema_version);
@@ -693,8 +705,10 @@ TEST_F(StoreTest, Version1DatabaseMigratesWithNoCountedFailures) {
     ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
   }
   // Turn the file back into what version 1 wrote.
-  raw_exec("ALTER TABLE evaluations DROP COLUMN failures; DELETE FROM schema_migrations WHERE version > 1; "
-           "PRAGMA user_version = 1;");
+  raw_exec(
+      "ALTER TABLE evaluations DROP COLUMN failures; DELETE FROM schema_migrations WHERE version > "
+      "1; "
+      "PRAGMA user_version = 1;");
   auto store = open();
   EXPECT_EQ(store->schema_version().value(), k_schema_version);
   auto stored = store->get_evaluation("kernel|e-1|abc").value();
@@ -733,14 +747,17 @@ TEST_F(StoreTest, InsertIfAbsentNeverOverwritesCampaignTaskEpisode) {
   ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
   EXPECT_EQ(store->get_campaign("c-1").value()->name, campaign().name);
   EXPECT_EQ(store->list_tasks("c-1").value().at(0).source, task().source);
-  EXPECT_EQ(store->load_episode("e-1").value()->episode.system_prompt, episode("e-1").system_prompt);
+  EXPECT_EQ(store->load_episode("e-1").value()->episode.system_prompt,
+            episode("e-1").system_prompt);
 }
 
 // list_episodes returns summaries: its row type has no system prompt field,
 // and the query does not touch the prompts' table (with that table gone, the
 // listing still works while a full read of one episode fails).
 template <typename T>
-concept HasSystemPrompt = requires(const T& row) { row.system_prompt; };
+concept HasSystemPrompt = requires(const T& row) {
+  row.system_prompt;
+};
 static_assert(!HasSystemPrompt<EpisodeSummary>);
 static_assert(HasSystemPrompt<EpisodeRow>);
 static_assert(std::is_same_v<decltype(std::declval<Store&>().list_episodes("")),
@@ -772,7 +789,8 @@ TEST_F(StoreTest, ListEpisodesReadsNoSystemPrompt) {
   // The control: a full read needs the prompts' table.
   auto full = store->load_episode("e-0");
   ASSERT_FALSE(full.has_value());
-  EXPECT_NE(full.error().message.find("episode_prompts"), std::string::npos) << full.error().message;
+  EXPECT_NE(full.error().message.find("episode_prompts"), std::string::npos)
+      << full.error().message;
 }
 
 TEST_F(StoreTest, MessagesUseTheLiveEpochAndIgnoreDuplicates) {
@@ -837,7 +855,8 @@ TEST_F(StoreTest, GarbageFileIsRefused) {
   EXPECT_EQ(msg.find('\n'), std::string::npos);
   auto ro = Store::open(Options{.path = m_path, .read_only = true});
   ASSERT_FALSE(ro.has_value());
-  EXPECT_NE(ro.error().message.find("not a SQLite database"), std::string::npos) << ro.error().message;
+  EXPECT_NE(ro.error().message.find("not a SQLite database"), std::string::npos)
+      << ro.error().message;
 }
 
 TEST_F(StoreTest, ReadOnlyFileIsRefusedForWritingButOpensReadOnly) {
@@ -920,8 +939,8 @@ TEST_F(StoreTest, GroupCommitOf10000BatchesFrom8Threads) {
   for (auto& p : producers) p.join();
   {
     std::unique_lock lock(mutex);
-    ASSERT_TRUE(
-        cv.wait_for(lock, std::chrono::seconds(120), [&] { return done == k_threads * k_per_thread; }));
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120),
+                            [&] { return done == k_threads * k_per_thread; }));
   }
   stop_reader = true;
   reader.join();
@@ -955,8 +974,8 @@ TEST_F(StoreTest, CallbackRunsOnlyAfterCommit) {
       sqlite3* db = nullptr;
       sqlite3_open_v2(m_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
       sqlite3_stmt* q = nullptr;
-      sqlite3_prepare_v2(db, "SELECT count(*) FROM turns WHERE episode_id = 'e-1' AND turn = ?1", -1, &q,
-                         nullptr);
+      sqlite3_prepare_v2(db, "SELECT count(*) FROM turns WHERE episode_id = 'e-1' AND turn = ?1",
+                         -1, &q, nullptr);
       sqlite3_bind_int(q, 1, i);
       if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 1) ++visible;
       sqlite3_finalize(q);
