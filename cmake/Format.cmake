@@ -6,7 +6,7 @@
 # already been applied to. Add a directory after formatting it in a commit of
 # its own (`clang-format -i` on its files), at a time nobody else edits it.
 find_program(KORCH_CLANG_FORMAT NAMES clang-format-14 clang-format)
-set(KORCH_FORMAT_DIRS "llm_clients;util;tests/util;tests/llm_clients" CACHE STRING
+set(KORCH_FORMAT_DIRS "llm_clients;util;store;tests/util;tests/llm_clients;tests/store" CACHE STRING
     "Source directories (relative to the repository root) the format targets cover")
 
 if(KORCH_CLANG_FORMAT)

@@ -78,25 +78,26 @@ inline constexpr auto k_tasks = table(
     column("source", &TaskRow::source));
 
 // An EpisodeRow lives in two tables: episodes holds the small, often-updated
-// columns, episode_prompts the system prompt (several KB, written once), so
-// that an EpisodeUpdate dirties a page shared by many episodes.
+// columns (the EpisodeSummary), episode_prompts the system prompt (several
+// KB, written once), so that an EpisodeUpdate dirties a page shared by many
+// episodes and a listing reads no prompt.
 inline constexpr auto k_episodes = table(
     "episodes",
-    column("id", &EpisodeRow::id),
-    column("campaign_id", &EpisodeRow::campaign_id),
-    column("task_id", &EpisodeRow::task_id),
-    column("model_id", &EpisodeRow::model_id),
-    column("sample_index", &EpisodeRow::sample_index),
-    column("status", &EpisodeRow::status),
-    column("active_s", &EpisodeRow::active_s),
-    column("tokens_used", &EpisodeRow::tokens_used),
-    column("cost_usd", &EpisodeRow::cost_usd),
-    column("created_at", &EpisodeRow::created_at),
-    column("updated_at", &EpisodeRow::updated_at));
+    column("id", &EpisodeSummary::id),
+    column("campaign_id", &EpisodeSummary::campaign_id),
+    column("task_id", &EpisodeSummary::task_id),
+    column("model_id", &EpisodeSummary::model_id),
+    column("sample_index", &EpisodeSummary::sample_index),
+    column("status", &EpisodeSummary::status),
+    column("active_s", &EpisodeSummary::active_s),
+    column("tokens_used", &EpisodeSummary::tokens_used),
+    column("cost_usd", &EpisodeSummary::cost_usd),
+    column("created_at", &EpisodeSummary::created_at),
+    column("updated_at", &EpisodeSummary::updated_at));
 
 inline constexpr auto k_episode_prompts = table(
     "episode_prompts",
-    column("episode_id", &EpisodeRow::id),
+    column<EpisodeRow, std::string>("episode_id", &EpisodeRow::id),
     column("system_prompt", &EpisodeRow::system_prompt));
 
 inline constexpr auto k_messages = table(
@@ -238,13 +239,17 @@ std::string insert_sql(const C& codec, std::string_view tail) {
 
 // "x = excluded.x, ..." for every column but the first (the key). Columns
 // named in `sticky` keep the larger of the stored and the new value
-// ("x = MAX(table.x, excluded.x)").
+// ("x = MAX(table.x, excluded.x)"); columns named in `fixed` keep the stored
+// value (they are left out: a column in the SET list costs a delete and an
+// insert in every index on it, even when its value does not change).
 template <typename C>
-std::string excluded_set(const C& codec, std::initializer_list<std::string_view> sticky = {}) {
+std::string excluded_set(const C& codec, std::initializer_list<std::string_view> sticky = {},
+                         std::initializer_list<std::string_view> fixed = {}) {
   std::string out;
   bool key = true;
   codec.for_each([&](const auto& c) {
     if (std::exchange(key, false)) return;
+    if (std::find(fixed.begin(), fixed.end(), c.name) != fixed.end()) return;
     std::string name(c.name);
     if (!out.empty()) out += ", ";
     if (std::find(sticky.begin(), sticky.end(), c.name) != sticky.end()) {

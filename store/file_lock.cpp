@@ -32,7 +32,8 @@ Result<FileLock> FileLock::acquire(const std::string& path) {
     std::string holder = err == EWOULDBLOCK ? read_holder(fd) : std::string();
     ::close(fd);
     if (err != EWOULDBLOCK) return fail(path + ": cannot lock: " + std::strerror(err));
-    return fail(path + ": locked by " + (holder.empty() ? std::string("another process") : "pid " + holder) +
+    return fail(path + ": locked by " +
+                (holder.empty() ? std::string("another process") : "pid " + holder) +
                 " (another korch process uses this database)");
   }
   std::string pid = std::to_string(::getpid()) + "\n";

@@ -25,10 +25,16 @@ using detail::SqliteError;
 using detail::Stmt;
 using detail::Txn;
 
-// Page size of newly created databases. Each group commit rewrites one index
-// leaf per touched episode and index, so small pages write less; large
-// values spill to overflow pages either way.
-constexpr int k_page_size = 4096;
+// Page size of newly created databases (an existing file keeps its own: a
+// WAL database cannot change it). Each group commit rewrites one index leaf
+// per touched episode and index, so small pages write less. Rows of a few KB
+// decide it: on 4 KB pages a 6 KB row keeps ~2 KB in a leaf that then has no
+// room for a second one, and a 2 KB message fills a leaf alone, so a turn of
+// 20 KB took 28 KB of pages. On 2 KB pages such rows keep ~230 bytes in the
+// leaf and the rest in full overflow pages: korch-bench-store wrote 47 KB to
+// the disk per turn instead of 61 KB, with a 26% smaller file; 1 KB pages
+// wrote no less and cost more CPU (tools/bench/README.md).
+constexpr int k_page_size = 2048;
 // Page cache of the write connection. A group of 512 turns dirties ~20 MB of
 // pages; a smaller cache spills them to the WAL mid-transaction.
 constexpr int k_writer_cache_kib = 64 * 1024;
@@ -170,8 +176,8 @@ class SqliteStore final : public Store {
   Result<std::vector<TaskRow>> list_tasks(const std::string& campaign_id) override {
     return read<std::vector<TaskRow>>([&](Db& db) { return detail::query_tasks(db, campaign_id); });
   }
-  Result<std::vector<EpisodeRow>> list_episodes(const std::string& campaign_id) override {
-    return read<std::vector<EpisodeRow>>(
+  Result<std::vector<EpisodeSummary>> list_episodes(const std::string& campaign_id) override {
+    return read<std::vector<EpisodeSummary>>(
         [&](Db& db) { return detail::query_episodes(db, campaign_id); });
   }
   Result<std::vector<EpisodeSnapshot>> load_unfinished(const std::string& campaign_id) override {

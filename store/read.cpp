@@ -76,9 +76,9 @@ struct Sql {
       "SELECT " + column_list(k_campaigns) + " FROM campaigns ORDER BY created_at, id";
   std::string list_tasks = "SELECT " + column_list(k_tasks) +
                            " FROM tasks WHERE campaign_id = ?1 ORDER BY level, number, task_id";
-  std::string list_episodes = "SELECT " + episode_select() + " FROM " +
-                              std::string(k_episode_from) +
-                              " WHERE e.campaign_id = ?1 ORDER BY e.created_at, e.id";
+  // Summaries only: the prompts stay unread (episode_prompts is not joined).
+  std::string list_episodes = "SELECT " + column_list(k_episodes) +
+                              " FROM episodes WHERE campaign_id = ?1 ORDER BY created_at, id";
   std::string get_evaluation =
       "SELECT " + column_list(k_evaluations) + " FROM evaluations WHERE request_id = ?1";
   std::string get_llm_call =
@@ -244,8 +244,8 @@ std::vector<TaskRow> query_tasks(Db& db, const std::string& campaign_id) {
   return query_rows<TaskRow>(db, sql().list_tasks, reader(k_tasks), campaign_id);
 }
 
-std::vector<EpisodeRow> query_episodes(Db& db, const std::string& campaign_id) {
-  return query_rows<EpisodeRow>(db, sql().list_episodes, read_episode, campaign_id);
+std::vector<EpisodeSummary> query_episodes(Db& db, const std::string& campaign_id) {
+  return query_rows<EpisodeSummary>(db, sql().list_episodes, reader(k_episodes), campaign_id);
 }
 
 std::vector<EpisodeSnapshot> query_unfinished(Db& db, const std::string& campaign_id) {

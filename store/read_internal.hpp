@@ -50,7 +50,7 @@ class ReadPool {
 std::optional<CampaignRow> query_campaign(Db& db, const std::string& id);
 std::vector<CampaignRow> query_campaigns(Db& db);
 std::vector<TaskRow> query_tasks(Db& db, const std::string& campaign_id);
-std::vector<EpisodeRow> query_episodes(Db& db, const std::string& campaign_id);
+std::vector<EpisodeSummary> query_episodes(Db& db, const std::string& campaign_id);
 std::vector<EpisodeSnapshot> query_unfinished(Db& db, const std::string& campaign_id);
 std::optional<EpisodeSnapshot> query_episode(Db& db, const std::string& episode_id);
 std::optional<EvaluationRow> query_evaluation(Db& db, const std::string& request_id);

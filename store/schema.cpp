@@ -165,9 +165,18 @@ constexpr std::string_view k_migration_2 = R"sql(
 ALTER TABLE evaluations ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 3: drops evaluations_by_state. No query of korch reads
+// evaluations by state (resume finds them through their episode), and the
+// index cost a delete and an insert at every state change of every
+// evaluation (queued -> running -> done).
+constexpr std::string_view k_migration_3 = R"sql(
+DROP INDEX IF EXISTS evaluations_by_state;
+)sql";
+
 constexpr Migration k_migrations[] = {
     {1, k_migration_1},
     {2, k_migration_2},
+    {3, k_migration_3},
 };
 
 static_assert(sizeof(k_migrations) / sizeof(k_migrations[0]) == k_schema_version,

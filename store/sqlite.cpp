@@ -31,8 +31,8 @@ void retry_busy(const std::function<void()>& fn, int timeout_ms) {
 // --- Stmt --------------------------------------------------------------------
 
 Stmt::Stmt(sqlite3* db, std::string_view sql, const std::string& path) : m_db(db), m_path(path) {
-  int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                              &m_stmt, nullptr);
+  int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()),
+                              SQLITE_PREPARE_PERSISTENT, &m_stmt, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = m_path + ": preparing statement: " + sqlite3_errmsg(db);
     sqlite3_finalize(m_stmt);
@@ -51,21 +51,24 @@ void Stmt::reset() {
 
 void Stmt::check_bind(int rc, int index) {
   if (rc != SQLITE_OK) {
-    throw SqliteError(rc,
-                      m_path + ": binding parameter " + std::to_string(index) + ": " + sqlite3_errmsg(m_db));
+    throw SqliteError(
+        rc, m_path + ": binding parameter " + std::to_string(index) + ": " + sqlite3_errmsg(m_db));
   }
 }
 
 void Stmt::bind_text(int index, std::string_view value) {
-  check_bind(sqlite3_bind_text64(m_stmt, index, value.data(), value.size(), SQLITE_STATIC, SQLITE_UTF8),
-             index);
+  check_bind(
+      sqlite3_bind_text64(m_stmt, index, value.data(), value.size(), SQLITE_STATIC, SQLITE_UTF8),
+      index);
 }
 
 void Stmt::bind_i64(int index, std::int64_t value) {
   check_bind(sqlite3_bind_int64(m_stmt, index, value), index);
 }
 
-void Stmt::bind_f64(int index, double value) { check_bind(sqlite3_bind_double(m_stmt, index, value), index); }
+void Stmt::bind_f64(int index, double value) {
+  check_bind(sqlite3_bind_double(m_stmt, index, value), index);
+}
 
 void Stmt::bind_null(int index) { check_bind(sqlite3_bind_null(m_stmt, index), index); }
 
@@ -89,11 +92,12 @@ std::string Stmt::text(int col) const {
 Db::Db(const std::string& path, Mode mode, int busy_timeout_ms)
     : m_path(path), m_busy_timeout_ms(busy_timeout_ms) {
   int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
-  flags |= mode == Mode::read_write ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READONLY;
+  flags |= mode == Mode::read_write ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+                                    : SQLITE_OPEN_READONLY;
   int rc = sqlite3_open_v2(path.c_str(), &m_db, flags, nullptr);
   if (rc != SQLITE_OK) {
-    std::string message =
-        m_path + ": cannot open database: " + (m_db != nullptr ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc));
+    std::string message = m_path + ": cannot open database: " +
+                          (m_db != nullptr ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc));
     sqlite3_close_v2(m_db);
     m_db = nullptr;
     throw SqliteError(rc, message);

@@ -70,8 +70,7 @@ class Stmt {
   bool step();
   // Steps until done.
   void run() {
-    while (step()) {
-    }
+    while (step()) {}
   }
 
   // Column accessors for the current row (0-based).

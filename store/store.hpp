@@ -6,10 +6,10 @@
 // transaction (group commit) and invokes each batch's callback only after the
 // COMMIT is durable, so "committed" always means durable (synchronous=FULL by
 // default: the WAL is fsynced before the callback). Callbacks run one at a
-// time, in commit order, on a thread of the store. Reads use a separate connection per calling thread (checked out
-// of a small pool for the duration of one read, in its own read transaction,
-// so a read sees one consistent snapshot) and are synchronous. Every public
-// method is thread-safe. Do not destroy a Store from one of its callbacks.
+// time, in commit order, on a thread of the store. Reads use a separate connection per calling
+// thread (checked out of a small pool for the duration of one read, in its own read transaction, so
+// a read sees one consistent snapshot) and are synchronous. Every public method is thread-safe. Do
+// not destroy a Store from one of its callbacks.
 //
 // Write-ahead contract (DESIGN §3): the engine commits a step's outcome before
 // it starts any later step that depends on it.
@@ -21,6 +21,8 @@
 //    changed again (a later put is reported in CommitInfo::conflicts).
 //  - llm_calls: primary key request_id; a row in state "done" is never
 //    changed again (a later put is reported in CommitInfo::conflicts).
+//    A request id names its episode and turn: a later put keeps the stored
+//    episode_id and turn (the same holds for evaluations' episode_id).
 //    dup_possible is sticky: once stored true, a later put keeps it true
 //    (it records what already happened on the wire).
 //  - messages: primary key (episode, epoch, seq); duplicates are ignored.
@@ -52,20 +54,20 @@ namespace korch::store {
 
 // Newest schema version this binary understands. A database with a larger
 // recorded version is refused by open().
-inline constexpr int k_schema_version = 2;
+inline constexpr int k_schema_version = 3;
 
 struct Options {
   std::string path;
-  std::string synchronous = "FULL";   // OFF | NORMAL | FULL | EXTRA
+  std::string synchronous = "FULL";  // OFF | NORMAL | FULL | EXTRA
   int busy_timeout_ms = 5000;
-  int max_batches_per_txn = 512;      // group-commit upper bound
-  bool read_only = false;             // open for status/export only
+  int max_batches_per_txn = 512;  // group-commit upper bound
+  bool read_only = false;         // open for status/export only
 };
 
 struct CampaignRow {
   std::string id;
   std::string name;
-  std::string config_json;     // secrets never included
+  std::string config_json;  // secrets never included
   std::uint64_t secret_seed = 0;
   double created_at = 0;
 
@@ -79,24 +81,33 @@ struct TaskRow {
   int number = 0;
   std::string name;
   std::string path;
-  std::string source;          // reference module, stored for reproducibility
+  std::string source;  // reference module, stored for reproducibility
 
   friend bool operator==(const TaskRow&, const TaskRow&) = default;
 };
 
-struct EpisodeRow {
+// An episode without its system prompt: what listings read (list_episodes).
+// A listing of thousands of episodes must not read thousands of prompts.
+struct EpisodeSummary {
   std::string id;
   std::string campaign_id;
   std::string task_id;
   std::string model_id;
   int sample_index = 0;
-  std::string system_prompt;   // rendered once, reused verbatim on resume
   std::string status = "pending";  // pending | running | final
-  double active_s = 0;         // wall-clock seconds spent while driven
+  double active_s = 0;             // wall-clock seconds spent while driven
   std::int64_t tokens_used = 0;
   double cost_usd = 0;
   double created_at = 0;
   double updated_at = 0;
+
+  friend bool operator==(const EpisodeSummary&, const EpisodeSummary&) = default;
+};
+
+// The whole episode row: its summary and the system prompt, which is
+// rendered once and reused verbatim on resume.
+struct EpisodeRow : EpisodeSummary {
+  std::string system_prompt;
 
   friend bool operator==(const EpisodeRow&, const EpisodeRow&) = default;
 };
@@ -118,8 +129,8 @@ struct MessageRow {
   std::string episode_id;
   int epoch = 0;
   int seq = 0;
-  std::string role;            // system | user | assistant
-  std::string kind;            // system, context, task, reply, feedback, no_code, truncated, compaction, ...
+  std::string role;  // system | user | assistant
+  std::string kind;  // system, context, task, reply, feedback, no_code, truncated, compaction, ...
   int turn = 0;
   std::string content;
 
@@ -128,15 +139,15 @@ struct MessageRow {
 
 struct TurnRow {
   std::string episode_id;
-  int turn = 0;                // 1-based
+  int turn = 0;  // 1-based
   std::string model_id;
   std::string llm_request_id;
-  std::string action;          // check | submit | none
-  std::string parse_status;    // code | no_code | truncated
+  std::string action;        // check | submit | none
+  std::string parse_status;  // code | no_code | truncated
   std::string code;
   std::string code_sha;
-  std::string eval_request_id; // "" when no evaluation ran
-  std::string eval_status;     // verdict string of the check/submit, "" if none
+  std::string eval_request_id;  // "" when no evaluation ran
+  std::string eval_status;      // verdict string of the check/submit, "" if none
   std::string finish_reason;
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;
@@ -154,8 +165,8 @@ struct LlmCallRow {
   std::string state = "started";  // started | done | failed
   double started_at = 0;
   double finished_at = 0;
-  std::string content;             // failed calls only: a completed reply is stored once, as the
-                                    // episode's assistant message of this turn (agent/episode.cpp)
+  std::string content;  // failed calls only: a completed reply is stored once, as the
+                        // episode's assistant message of this turn (agent/episode.cpp)
   std::string reasoning;
   std::string finish_reason;
   std::int64_t prompt_tokens = 0;
@@ -165,16 +176,16 @@ struct LlmCallRow {
   double cost_usd = 0;
   double latency_s = 0;
   int http_attempts = 0;
-  std::string attempts_json;      // [{"status":429,"error":"","latency_s":0.1}, ...]
+  std::string attempts_json;  // [{"status":429,"error":"","latency_s":0.1}, ...]
   std::string provider_request_id;
-  std::string failure;            // "" | context_overflow | permanent | exhausted
+  std::string failure;  // "" | context_overflow | permanent | exhausted
   std::string error;
   // True when this request may have reached the provider more than once: an
   // earlier send's outcome was never committed (korch was killed or stopped
   // with the call in flight) and the call was sent again under the same id.
   // False for a call sent once. Kept by every later write of the row.
   bool dup_possible = false;
-  int sends = 1;                  // how many times this id was sent (restarts)
+  int sends = 1;  // how many times this id was sent (restarts)
 
   friend bool operator==(const LlmCallRow&, const LlmCallRow&) = default;
 };
@@ -182,11 +193,11 @@ struct LlmCallRow {
 struct EvaluationRow {
   std::string request_id;
   std::string episode_id;
-  std::string kind;               // check | submit
+  std::string kind;  // check | submit
   std::string code_sha;
-  std::string state = "queued";   // queued | running | done
-  std::string owner;              // "<host>:<pid>" of the process running it
-  int attempts = 0;               // times started, interrupted starts included (informational)
+  std::string state = "queued";  // queued | running | done
+  std::string owner;             // "<host>:<pid>" of the process running it
+  int attempts = 0;              // times started, interrupted starts included (informational)
   // Failures a live korch observed (the worker ended without a result while
   // korch ran and was not stopping): what counts toward the attempt cap
   // (agent/episode.hpp, k_max_eval_attempts). A start whose korch died or was
@@ -204,7 +215,7 @@ struct EvaluationRow {
 struct EventRow {
   std::string episode_id;
   int turn = 0;
-  std::string kind;               // compaction | crash | model_swap | resumed | budget | ...
+  std::string kind;  // compaction | crash | model_swap | resumed | budget | ...
   std::string detail;
   double at = 0;
 
@@ -213,9 +224,10 @@ struct EventRow {
 
 struct FinalRow {
   std::string episode_id;
-  std::string reason;             // submitted | no_submission | context_overflow | wall_clock | token_budget | spend_cap | llm_failure
-  std::string verdict;            // evaluator verdict of the submission, "" if none
-  std::string request_id;         // submission request id, "" if none
+  std::string reason;  // submitted | no_submission | context_overflow | wall_clock | token_budget |
+                       // spend_cap | llm_failure
+  std::string verdict;     // evaluator verdict of the submission, "" if none
+  std::string request_id;  // submission request id, "" if none
   std::optional<double> speedup;
   double reward = 0;
   bool correct = false;
@@ -228,16 +240,16 @@ struct FinalRow {
 // the order added. Several batches may share one transaction.
 class WriteBatch {
  public:
-  void put(CampaignRow row);            // insert if absent
-  void put(TaskRow row);                // insert if absent
-  void put(EpisodeRow row);             // insert if absent
+  void put(CampaignRow row);  // insert if absent
+  void put(TaskRow row);      // insert if absent
+  void put(EpisodeRow row);   // insert if absent
   void update(EpisodeUpdate update);
-  void put(MessageRow row);             // insert if absent
-  void put(TurnRow row);                // insert; existing key = conflict
-  void put(LlmCallRow row);             // upsert unless the stored row is done
-  void put(EvaluationRow row);          // upsert unless the stored row is done
-  void put(EventRow row);               // append
-  void put(FinalRow row);               // insert if absent (first final wins)
+  void put(MessageRow row);     // insert if absent
+  void put(TurnRow row);        // insert; existing key = conflict
+  void put(LlmCallRow row);     // upsert unless the stored row is done
+  void put(EvaluationRow row);  // upsert unless the stored row is done
+  void put(EventRow row);       // append
+  void put(FinalRow row);       // insert if absent (first final wins)
   // Moves every operation of `other` to the end of this batch.
   void append(WriteBatch&& other) {
     for (auto& op : other.m_ops) m_ops.push_back(std::move(op));
@@ -271,7 +283,7 @@ struct EpisodeSnapshot {
   std::vector<LlmCallRow> llm_calls;  // by turn
   std::vector<EvaluationRow> evaluations;
   std::optional<FinalRow> final;
-  std::vector<EventRow> events;       // the episode's lifecycle events, oldest first
+  std::vector<EventRow> events;  // the episode's lifecycle events, oldest first
 };
 
 // Aggregates for `korch status`. Tokens and cost are summed over the
@@ -286,7 +298,7 @@ struct CampaignCounts {
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;
   double cost_usd = 0;
-  std::int64_t submitted = 0;       // finals with reason submitted
+  std::int64_t submitted = 0;  // finals with reason submitted
   std::int64_t correct = 0;
 
   friend bool operator==(const CampaignCounts&, const CampaignCounts&) = default;
@@ -339,7 +351,9 @@ class Store {
   virtual Result<std::optional<CampaignRow>> get_campaign(const std::string& id) = 0;
   virtual Result<std::vector<CampaignRow>> list_campaigns() = 0;
   virtual Result<std::vector<TaskRow>> list_tasks(const std::string& campaign_id) = 0;
-  virtual Result<std::vector<EpisodeRow>> list_episodes(const std::string& campaign_id) = 0;
+  // The campaign's episodes without their system prompts, oldest first; one
+  // episode in full comes from load_episode.
+  virtual Result<std::vector<EpisodeSummary>> list_episodes(const std::string& campaign_id) = 0;
   // Snapshots of every episode of the campaign whose status is not final, in
   // a handful of queries (resume of 10,000 episodes must take < 5 s).
   virtual Result<std::vector<EpisodeSnapshot>> load_unfinished(const std::string& campaign_id) = 0;

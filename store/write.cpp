@@ -48,21 +48,28 @@ struct WriteSql {
   std::string insert_task = insert_sql(k_tasks, "ON CONFLICT DO NOTHING");
   std::string insert_episode = insert_sql(k_episodes, "ON CONFLICT DO NOTHING");
   std::string insert_episode_prompt = insert_sql(k_episode_prompts, "");
-  // A final episode keeps its status; RETURNING tells what is stored.
+  // An EpisodeUpdate is two statements so that the common one (counters
+  // only) neither touches the status index nor pays for RETURNING (an
+  // ephemeral table per execution): the counters, then the status when one
+  // is given and it changes (a final episode keeps its status).
   std::string update_episode =
-      "UPDATE episodes SET status = CASE WHEN status = 'final' THEN status ELSE COALESCE(?2, "
-      "status) END, "
-      "active_s = COALESCE(?3, active_s), tokens_used = COALESCE(?4, tokens_used), "
-      "cost_usd = COALESCE(?5, cost_usd), updated_at = ?6 WHERE id = ?1 RETURNING status";
+      "UPDATE episodes SET active_s = COALESCE(?2, active_s), tokens_used = COALESCE(?3, "
+      "tokens_used), cost_usd = COALESCE(?4, cost_usd), updated_at = ?5 WHERE id = ?1";
+  std::string update_episode_status =
+      "UPDATE episodes SET status = ?2 WHERE id = ?1 AND status != 'final' AND status != ?2";
+  std::string select_episode_status = "SELECT status FROM episodes WHERE id = ?1";
   std::string insert_message = insert_sql(k_messages, "ON CONFLICT DO NOTHING");
   std::string insert_turn = insert_sql(k_turns, "ON CONFLICT DO NOTHING");
-  std::string upsert_llm_call =
-      insert_sql(k_llm_calls, "ON CONFLICT (request_id) DO UPDATE SET " +
-                                  excluded_set(k_llm_calls, {"dup_possible"}) +
-                                  " WHERE llm_calls.state != 'done'");
-  std::string upsert_evaluation = insert_sql(
-      k_evaluations, "ON CONFLICT (request_id) DO UPDATE SET " + excluded_set(k_evaluations) +
-                         " WHERE evaluations.state != 'done'");
+  // A request id names its episode (and turn): those columns, which the
+  // by-episode indexes hold, are fixed by the first put and never rewritten.
+  std::string upsert_llm_call = insert_sql(
+      k_llm_calls, "ON CONFLICT (request_id) DO UPDATE SET " +
+                       excluded_set(k_llm_calls, {"dup_possible"}, {"episode_id", "turn"}) +
+                       " WHERE llm_calls.state != 'done'");
+  std::string upsert_evaluation =
+      insert_sql(k_evaluations, "ON CONFLICT (request_id) DO UPDATE SET " +
+                                    excluded_set(k_evaluations, {}, {"episode_id"}) +
+                                    " WHERE evaluations.state != 'done'");
   std::string insert_event = insert_sql(k_events, "");
   std::string insert_final = insert_sql(k_finals, "ON CONFLICT DO NOTHING");
   std::string finalize_episode =
@@ -102,6 +109,8 @@ BatchApplier::BatchApplier(Db& db)
       m_insert_episode(db.stmt(write_sql().insert_episode)),
       m_insert_episode_prompt(db.stmt(write_sql().insert_episode_prompt)),
       m_update_episode(db.stmt(write_sql().update_episode)),
+      m_update_episode_status(db.stmt(write_sql().update_episode_status)),
+      m_select_episode_status(db.stmt(write_sql().select_episode_status)),
       m_insert_message(db.stmt(write_sql().insert_message)),
       m_insert_turn(db.stmt(write_sql().insert_turn)),
       m_upsert_llm_call(db.stmt(write_sql().upsert_llm_call)),
@@ -119,55 +128,61 @@ CommitInfo BatchApplier::apply(const WriteBatch& batch) {
 // Applies one operation inside the open transaction, enforcing the conflict
 // rules of store.hpp. Throws on failure.
 void BatchApplier::apply_op(const WriteBatch::Op& op, CommitInfo& info) {
-  std::visit(Overloaded{
-                 [&](const CampaignRow& r) { bind_row(m_insert_campaign, k_campaigns, r).run(); },
-                 [&](const TaskRow& r) { bind_row(m_insert_task, k_tasks, r).run(); },
-                 [&](const EpisodeRow& r) {
-                   bind_row(m_insert_episode, k_episodes, r).run();
-                   if (m_db.changes() == 0) return;  // insert if absent
-                   bind_row(m_insert_episode_prompt, k_episode_prompts, r).run();
-                 },
-                 [&](const EpisodeUpdate& u) {
-                   Stmt& q = m_update_episode;
-                   q.bind(u.id, u.status, u.active_s, u.tokens_used, u.cost_usd, now_unix());
-                   if (!q.step())
-                     throw BatchError(m_db.path() + ": episode update: no episode " + u.id);
-                   std::string stored = q.text(0);
-                   q.run();
-                   if (u.status && *u.status != stored) {
-                     info.conflicts.push_back("episode " + u.id + " is final; status " + *u.status +
-                                              " ignored");
-                   }
-                 },
-                 [&](const MessageRow& r) { bind_row(m_insert_message, k_messages, r).run(); },
-                 [&](const TurnRow& r) {
-                   bind_row(m_insert_turn, k_turns, r).run();
-                   if (m_db.changes() == 0) {
-                     info.conflicts.push_back("turn " + r.episode_id + ":" +
-                                              std::to_string(r.turn) + " exists");
-                   }
-                 },
-                 [&](const LlmCallRow& r) {
-                   bind_row(m_upsert_llm_call, k_llm_calls, r).run();
-                   if (m_db.changes() == 0)
-                     info.conflicts.push_back("llm_call " + r.request_id + " is done");
-                 },
-                 [&](const EvaluationRow& r) {
-                   bind_row(m_upsert_evaluation, k_evaluations, r).run();
-                   if (m_db.changes() == 0)
-                     info.conflicts.push_back("evaluation " + r.request_id + " is done");
-                 },
-                 [&](const EventRow& r) { bind_row(m_insert_event, k_events, r).run(); },
-                 [&](const FinalRow& r) {
-                   bind_row(m_insert_final, k_finals, r).run();
-                   if (m_db.changes() == 0) {
-                     info.conflicts.push_back("final " + r.episode_id + " exists");
-                     return;
-                   }
-                   m_finalize_episode.bind(r.episode_id, now_unix()).run();
-                 },
-             },
-             op);
+  std::visit(
+      Overloaded{
+          [&](const CampaignRow& r) { bind_row(m_insert_campaign, k_campaigns, r).run(); },
+          [&](const TaskRow& r) { bind_row(m_insert_task, k_tasks, r).run(); },
+          [&](const EpisodeRow& r) {
+            bind_row(m_insert_episode, k_episodes, r).run();
+            if (m_db.changes() == 0) return;  // insert if absent
+            bind_row(m_insert_episode_prompt, k_episode_prompts, r).run();
+          },
+          [&](const EpisodeUpdate& u) {
+            m_update_episode.bind(u.id, u.active_s, u.tokens_used, u.cost_usd, now_unix()).run();
+            if (m_db.changes() == 0)
+              throw BatchError(m_db.path() + ": episode update: no episode " + u.id);
+            if (!u.status) return;
+            m_update_episode_status.bind(u.id, *u.status).run();
+            if (m_db.changes() != 0) return;
+            // Unchanged: already that status, or final (which wins).
+            Stmt& q = m_select_episode_status;
+            q.bind(u.id);
+            std::string stored = q.step() ? q.text(0) : std::string();
+            q.run();
+            if (*u.status != stored) {
+              info.conflicts.push_back("episode " + u.id + " is final; status " + *u.status +
+                                       " ignored");
+            }
+          },
+          [&](const MessageRow& r) { bind_row(m_insert_message, k_messages, r).run(); },
+          [&](const TurnRow& r) {
+            bind_row(m_insert_turn, k_turns, r).run();
+            if (m_db.changes() == 0) {
+              info.conflicts.push_back("turn " + r.episode_id + ":" + std::to_string(r.turn) +
+                                       " exists");
+            }
+          },
+          [&](const LlmCallRow& r) {
+            bind_row(m_upsert_llm_call, k_llm_calls, r).run();
+            if (m_db.changes() == 0)
+              info.conflicts.push_back("llm_call " + r.request_id + " is done");
+          },
+          [&](const EvaluationRow& r) {
+            bind_row(m_upsert_evaluation, k_evaluations, r).run();
+            if (m_db.changes() == 0)
+              info.conflicts.push_back("evaluation " + r.request_id + " is done");
+          },
+          [&](const EventRow& r) { bind_row(m_insert_event, k_events, r).run(); },
+          [&](const FinalRow& r) {
+            bind_row(m_insert_final, k_finals, r).run();
+            if (m_db.changes() == 0) {
+              info.conflicts.push_back("final " + r.episode_id + " exists");
+              return;
+            }
+            m_finalize_episode.bind(r.episode_id, now_unix()).run();
+          },
+      },
+      op);
 }
 
 // --- Checkpointer ----------------------------------------------------------------

@@ -48,6 +48,8 @@ class BatchApplier {
   Stmt& m_insert_episode;
   Stmt& m_insert_episode_prompt;
   Stmt& m_update_episode;
+  Stmt& m_update_episode_status;
+  Stmt& m_select_episode_status;
   Stmt& m_insert_message;
   Stmt& m_insert_turn;
   Stmt& m_upsert_llm_call;

@@ -15,6 +15,8 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 #include "store/codec_internal.hpp"
 #include "store/schema_internal.hpp"
@@ -59,6 +61,21 @@ class StoreTest : public ::testing::Test {
     ASSERT_EQ(rc, SQLITE_OK) << message;
   }
 
+  // The integer that a one-value query returns on a raw connection.
+  std::int64_t raw_count(const std::string& sql) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    std::int64_t out = -1;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW) {
+      out = sqlite3_column_int64(q, 0);
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return out;
+  }
+
   fs::path m_dir;
   std::string m_path;
 };
@@ -83,30 +100,34 @@ TaskRow task(const std::string& campaign_id = "c-1", const std::string& task_id 
                  .source = "class Model: pass\n"};
 }
 
-EpisodeRow episode(const std::string& id, const std::string& campaign_id = "c-1", double created = 1.0) {
-  return EpisodeRow{.id = id,
-                    .campaign_id = campaign_id,
-                    .task_id = "L1/1",
-                    .model_id = "m-a",
-                    .sample_index = 3,
-                    .system_prompt = "You write kernels.\n",
-                    .status = "running",
-                    .active_s = 12.5,
-                    .tokens_used = 4242,
-                    .cost_usd = 0.25,
-                    .created_at = created,
-                    .updated_at = created + 1};
+EpisodeRow episode(const std::string& id, const std::string& campaign_id = "c-1",
+                   double created = 1.0) {
+  return EpisodeRow{EpisodeSummary{.id = id,
+                                   .campaign_id = campaign_id,
+                                   .task_id = "L1/1",
+                                   .model_id = "m-a",
+                                   .sample_index = 3,
+                                   .status = "running",
+                                   .active_s = 12.5,
+                                   .tokens_used = 4242,
+                                   .cost_usd = 0.25,
+                                   .created_at = created,
+                                   .updated_at = created + 1},
+                    "You write kernels.\n"};
 }
 
+const EpisodeSummary& summary(const EpisodeRow& row) { return row; }
+
 MessageRow message(const std::string& ep, int epoch, int seq, const std::string& content = "") {
-  return MessageRow{
-      .episode_id = ep,
-      .epoch = epoch,
-      .seq = seq,
-      .role = seq % 2 ? "assistant" : "user",
-      .kind = seq % 2 ? "reply" : "feedback",
-      .turn = seq / 2 + 1,
-      .content = content.empty() ? "msg " + std::to_string(epoch) + "/" + std::to_string(seq) : content};
+  return MessageRow{.episode_id = ep,
+                    .epoch = epoch,
+                    .seq = seq,
+                    .role = seq % 2 ? "assistant" : "user",
+                    .kind = seq % 2 ? "reply" : "feedback",
+                    .turn = seq / 2 + 1,
+                    .content = content.empty()
+                                   ? "msg " + std::to_string(epoch) + "/" + std::to_string(seq)
+                                   : content};
 }
 
 TurnRow turn(const std::string& ep, int n, const std::string& code = "def f(): pass") {
@@ -182,7 +203,8 @@ FinalRow final_row(const std::string& ep, const std::string& reason = "submitted
 }
 
 // A campaign with its task and the given episodes, committed.
-void seed(Store& store, const std::vector<std::string>& episodes, const std::string& campaign_id = "c-1") {
+void seed(Store& store, const std::vector<std::string>& episodes,
+          const std::string& campaign_id = "c-1") {
   WriteBatch b;
   b.put(campaign(campaign_id));
   b.put(task(campaign_id));
@@ -206,7 +228,8 @@ TEST_F(StoreTest, RoundTripsEveryRowType) {
   b.put(turn("e-1", 1));
   b.put(llm_call("e-1", 1));
   b.put(evaluation("e-1", "check|e-1|1|abc", "done", "correct"));
-  b.put(EventRow{.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5});
+  b.put(EventRow{
+      .episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5});
   b.put(final_row("e-2"));
   FinalRow no_speedup = final_row("e-2");
   auto info = store->commit_sync(std::move(b));
@@ -223,7 +246,7 @@ TEST_F(StoreTest, RoundTripsEveryRowType) {
 
   auto episodes = store->list_episodes("c-1").value();
   ASSERT_EQ(episodes.size(), 2u);
-  EXPECT_EQ(episodes[0], episode("e-1"));
+  EXPECT_EQ(episodes[0], summary(episode("e-1")));
   EXPECT_EQ(episodes[1].status, "final");  // the final row marks the episode final
 
   auto snap = store->load_episode("e-1").value();
@@ -246,9 +269,10 @@ TEST_F(StoreTest, RoundTripsEveryRowType) {
   EXPECT_EQ(store->list_llm_calls("c-1").value(), std::vector<LlmCallRow>{llm_call("e-1", 1)});
   EXPECT_EQ(store->list_evaluations("c-1").value().size(), 1u);
   EXPECT_EQ(store->list_finals("c-1").value(), std::vector<FinalRow>{final_row("e-2")});
-  EXPECT_EQ(store->list_events("c-1").value(),
-            (std::vector<EventRow>{
-                {.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5}}));
+  EXPECT_EQ(
+      store->list_events("c-1").value(),
+      (std::vector<EventRow>{
+          {.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5}}));
 
   auto final_snap = store->load_episode("e-2").value();
   ASSERT_TRUE(final_snap && final_snap->final);
@@ -283,7 +307,8 @@ TEST_F(StoreTest, EveryCodecNamesTheColumnsOfItsTable) {
     tables_seen.insert(table);
     std::vector<std::string> in_db;
     sqlite3_stmt* q = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db, ("PRAGMA table_info(" + table + ")").c_str(), -1, &q, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(db, ("PRAGMA table_info(" + table + ")").c_str(), -1, &q, nullptr),
+              SQLITE_OK);
     while (sqlite3_step(q) == SQLITE_ROW) {
       std::string name = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
       std::string type = reinterpret_cast<const char*>(sqlite3_column_text(q, 2));
@@ -298,10 +323,11 @@ TEST_F(StoreTest, EveryCodecNamesTheColumnsOfItsTable) {
   std::apply([&](const auto&... codec) { (check(codec), ...); }, detail::k_all_codecs);
   // Every table but the bookkeeping one has a codec.
   sqlite3_stmt* q = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db,
-                               "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'schema_migrations'",
-                               -1, &q, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_prepare_v2(
+          db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'schema_migrations'",
+          -1, &q, nullptr),
+      SQLITE_OK);
   while (sqlite3_step(q) == SQLITE_ROW) {
     std::string name = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
     EXPECT_TRUE(tables_seen.contains(name)) << "table " << name << " has no codec";
@@ -313,9 +339,12 @@ TEST_F(StoreTest, EveryCodecNamesTheColumnsOfItsTable) {
 // A database written by an earlier korch (the shipped migrations applied by
 // hand, rows inserted by plain SQL that names its columns, not through the
 // codecs) opens, and every row type reads back as written.
+// The file is what version 2 wrote; opening it applies the later migrations.
 TEST_F(StoreTest, DatabaseWrittenWithTheShippedSchemaOpensAndReads) {
   std::string sql;
-  for (const auto& m : detail::migrations()) sql += std::string(m.sql);
+  for (const auto& m : detail::migrations()) {
+    if (m.version <= 2) sql += std::string(m.sql);
+  }
   sql += R"sql(
     CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL);
     INSERT INTO schema_migrations VALUES (1, 1.0), (2, 2.0);
@@ -349,9 +378,12 @@ TEST_F(StoreTest, DatabaseWrittenWithTheShippedSchemaOpensAndReads) {
   )sql";
   raw_exec(sql);
 
+  ASSERT_EQ(raw_count("SELECT count(*) FROM sqlite_master WHERE name = 'evaluations_by_state'"), 1);
   auto store = open();
   ASSERT_TRUE(store);
   EXPECT_EQ(store->schema_version().value(), k_schema_version);
+  // Migration 3 dropped the index that no query used.
+  EXPECT_EQ(raw_count("SELECT count(*) FROM sqlite_master WHERE name = 'evaluations_by_state'"), 0);
   EXPECT_EQ(store->get_campaign("c-1").value(), campaign());
   EXPECT_EQ(store->list_tasks("c-1").value(), std::vector<TaskRow>{task()});
   auto snap = store->load_episode("e-1").value();
@@ -362,15 +394,18 @@ TEST_F(StoreTest, DatabaseWrittenWithTheShippedSchemaOpensAndReads) {
   EXPECT_EQ(snap->llm_calls, std::vector<LlmCallRow>{llm_call("e-1", 1)});
   EXPECT_EQ(snap->evaluations,
             std::vector<EvaluationRow>{evaluation("e-1", "check|e-1|1|abc", "done", "correct")});
-  EXPECT_EQ(snap->events, (std::vector<EventRow>{
-                              {.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5}}));
+  EXPECT_EQ(
+      snap->events,
+      (std::vector<EventRow>{
+          {.episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5}}));
 
   // And it takes new rows next to the old ones.
   WriteBatch b;
   b.put(turn("e-1", 2));
   b.put(final_row("e-1"));
   ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
-  EXPECT_EQ(store->list_turns("c-1").value(), (std::vector<TurnRow>{turn("e-1", 1), turn("e-1", 2)}));
+  EXPECT_EQ(store->list_turns("c-1").value(),
+            (std::vector<TurnRow>{turn("e-1", 1), turn("e-1", 2)}));
   EXPECT_EQ(store->list_finals("c-1").value(), std::vector<FinalRow>{final_row("e-1")});
   EXPECT_EQ(store->list_episodes("c-1").value().at(0).status, "final");
 }
@@ -399,7 +434,8 @@ TEST_F(StoreTest, DataSurvivesReopenAndMigrationRunsOnce) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* q = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &q, nullptr),
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &q,
+                               nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int(q, 0), k_schema_version);
@@ -461,6 +497,33 @@ TEST_F(StoreTest, FinalEpisodeStatusIsSticky) {
   auto e = store->list_episodes("c-1").value().at(0);
   EXPECT_EQ(e.status, "final");
   EXPECT_DOUBLE_EQ(e.active_s, 7.0);
+}
+
+// The status half of an EpisodeUpdate: the same status again is no
+// conflict, "final" through an update is kept, a status outside the
+// vocabulary fails the batch.
+TEST_F(StoreTest, EpisodeUpdateStatusSameFinalAndInvalid) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  b.update(EpisodeUpdate{.id = "e-1", .status = "running", .tokens_used = 1});
+  auto same = store->commit_sync(std::move(b));
+  ASSERT_TRUE(same.has_value()) << same.error().message;
+  EXPECT_TRUE(same->conflicts.empty());
+  EXPECT_EQ(store->list_episodes("c-1").value().at(0).tokens_used, 1);
+
+  WriteBatch bad;
+  bad.update(EpisodeUpdate{.id = "e-1", .status = "paused", .tokens_used = 2});
+  ASSERT_FALSE(store->commit_sync(std::move(bad)).has_value());
+  EXPECT_EQ(store->list_episodes("c-1").value().at(0).tokens_used, 1);  // rolled back whole
+
+  WriteBatch fin;
+  fin.update(EpisodeUpdate{.id = "e-1", .status = "final"});
+  ASSERT_TRUE(store->commit_sync(std::move(fin)).value().conflicts.empty());
+  WriteBatch again;
+  again.update(EpisodeUpdate{.id = "e-1", .status = "final"});
+  ASSERT_TRUE(store->commit_sync(std::move(again)).value().conflicts.empty());
+  EXPECT_EQ(store->list_episodes("c-1").value().at(0).status, "final");
 }
 
 // --- conflict rules ------------------------------------------------------------
@@ -547,6 +610,35 @@ TEST_F(StoreTest, DoneLlmCallIsNeverOverwritten) {
   EXPECT_EQ(store->get_llm_call(done.request_id).value(), done);
 }
 
+// A request id names its episode (and, for a call, its turn): a later put
+// updates the row's outcome but keeps where it belongs.
+TEST_F(StoreTest, RequestKeepsTheEpisodeOfItsFirstPut) {
+  auto store = open();
+  seed(*store, {"e-1", "e-2"});
+  WriteBatch first;
+  first.put(llm_call("e-1", 1, "started"));
+  first.put(evaluation("e-1", "check|e-1|1|abc", "running"));
+  ASSERT_TRUE(store->commit_sync(std::move(first)).has_value());
+
+  auto call = llm_call("e-2", 4, "done");
+  call.request_id = llm_call("e-1", 1).request_id;
+  auto eval = evaluation("e-2", "check|e-1|1|abc", "done", "correct");
+  WriteBatch later;
+  later.put(call);
+  later.put(eval);
+  ASSERT_TRUE(store->commit_sync(std::move(later)).value().conflicts.empty());
+
+  auto stored_call = store->get_llm_call(call.request_id).value();
+  ASSERT_TRUE(stored_call);
+  EXPECT_EQ(stored_call->state, "done");
+  EXPECT_EQ(stored_call->episode_id, "e-1");
+  EXPECT_EQ(stored_call->turn, 1);
+  auto stored_eval = store->get_evaluation(eval.request_id).value();
+  ASSERT_TRUE(stored_eval);
+  EXPECT_EQ(stored_eval->verdict, "correct");
+  EXPECT_EQ(stored_eval->episode_id, "e-1");
+}
+
 // A call that may have reached the server twice stays marked through its
 // result write (which carries no flag of its own) and any later write.
 TEST_F(StoreTest, DupPossibleIsStickyThroughLaterWrites) {
@@ -613,8 +705,10 @@ TEST_F(StoreTest, Version1DatabaseMigratesWithNoCountedFailures) {
     ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
   }
   // Turn the file back into what version 1 wrote.
-  raw_exec("ALTER TABLE evaluations DROP COLUMN failures; DELETE FROM schema_migrations WHERE version > 1; "
-           "PRAGMA user_version = 1;");
+  raw_exec(
+      "ALTER TABLE evaluations DROP COLUMN failures; DELETE FROM schema_migrations WHERE version > "
+      "1; "
+      "PRAGMA user_version = 1;");
   auto store = open();
   EXPECT_EQ(store->schema_version().value(), k_schema_version);
   auto stored = store->get_evaluation("kernel|e-1|abc").value();
@@ -653,7 +747,50 @@ TEST_F(StoreTest, InsertIfAbsentNeverOverwritesCampaignTaskEpisode) {
   ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
   EXPECT_EQ(store->get_campaign("c-1").value()->name, campaign().name);
   EXPECT_EQ(store->list_tasks("c-1").value().at(0).source, task().source);
-  EXPECT_EQ(store->list_episodes("c-1").value().at(0).system_prompt, episode("e-1").system_prompt);
+  EXPECT_EQ(store->load_episode("e-1").value()->episode.system_prompt,
+            episode("e-1").system_prompt);
+}
+
+// list_episodes returns summaries: its row type has no system prompt field,
+// and the query does not touch the prompts' table (with that table gone, the
+// listing still works while a full read of one episode fails).
+template <typename T>
+concept HasSystemPrompt = requires(const T& row) {
+  row.system_prompt;
+};
+static_assert(!HasSystemPrompt<EpisodeSummary>);
+static_assert(HasSystemPrompt<EpisodeRow>);
+static_assert(std::is_same_v<decltype(std::declval<Store&>().list_episodes("")),
+                             Result<std::vector<EpisodeSummary>>>);
+
+TEST_F(StoreTest, ListEpisodesReadsNoSystemPrompt) {
+  {
+    auto store = open();
+    WriteBatch b;
+    b.put(campaign());
+    b.put(task());
+    for (int i = 0; i < 3; ++i) {
+      EpisodeRow e = episode("e-" + std::to_string(i), "c-1", 1.0 + i);
+      e.system_prompt = std::string(64 * 1024, 'p');
+      b.put(e);
+    }
+    ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+    ASSERT_EQ(store->load_episode("e-0").value()->episode.system_prompt.size(), 64u * 1024);
+  }
+  raw_exec("ALTER TABLE episode_prompts RENAME TO episode_prompts_hidden");
+  auto store = open(Options{.read_only = true});  // a writer would prepare its inserts
+  auto listed = store->list_episodes("c-1");
+  ASSERT_TRUE(listed.has_value()) << listed.error().message;
+  ASSERT_EQ(listed->size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(listed->at(static_cast<std::size_t>(i)),
+              summary(episode("e-" + std::to_string(i), "c-1", 1.0 + i)));
+  }
+  // The control: a full read needs the prompts' table.
+  auto full = store->load_episode("e-0");
+  ASSERT_FALSE(full.has_value());
+  EXPECT_NE(full.error().message.find("episode_prompts"), std::string::npos)
+      << full.error().message;
 }
 
 TEST_F(StoreTest, MessagesUseTheLiveEpochAndIgnoreDuplicates) {
@@ -718,7 +855,8 @@ TEST_F(StoreTest, GarbageFileIsRefused) {
   EXPECT_EQ(msg.find('\n'), std::string::npos);
   auto ro = Store::open(Options{.path = m_path, .read_only = true});
   ASSERT_FALSE(ro.has_value());
-  EXPECT_NE(ro.error().message.find("not a SQLite database"), std::string::npos) << ro.error().message;
+  EXPECT_NE(ro.error().message.find("not a SQLite database"), std::string::npos)
+      << ro.error().message;
 }
 
 TEST_F(StoreTest, ReadOnlyFileIsRefusedForWritingButOpensReadOnly) {
@@ -801,8 +939,8 @@ TEST_F(StoreTest, GroupCommitOf10000BatchesFrom8Threads) {
   for (auto& p : producers) p.join();
   {
     std::unique_lock lock(mutex);
-    ASSERT_TRUE(
-        cv.wait_for(lock, std::chrono::seconds(120), [&] { return done == k_threads * k_per_thread; }));
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120),
+                            [&] { return done == k_threads * k_per_thread; }));
   }
   stop_reader = true;
   reader.join();
@@ -836,8 +974,8 @@ TEST_F(StoreTest, CallbackRunsOnlyAfterCommit) {
       sqlite3* db = nullptr;
       sqlite3_open_v2(m_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
       sqlite3_stmt* q = nullptr;
-      sqlite3_prepare_v2(db, "SELECT count(*) FROM turns WHERE episode_id = 'e-1' AND turn = ?1", -1, &q,
-                         nullptr);
+      sqlite3_prepare_v2(db, "SELECT count(*) FROM turns WHERE episode_id = 'e-1' AND turn = ?1",
+                         -1, &q, nullptr);
       sqlite3_bind_int(q, 1, i);
       if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 1) ++visible;
       sqlite3_finalize(q);

@@ -110,14 +110,14 @@ void seed(Store& store, int episodes) {
                               .path = "1_matmul.py",
                               .source = "class Model: ..."});
   for (int i = 0; i < episodes; ++i) {
-    b.put(korch::store::EpisodeRow{.id = episode_id(i),
-                                   .campaign_id = k_campaign,
-                                   .task_id = "L1/1",
-                                   .model_id = "model-a",
-                                   .sample_index = i,
-                                   .system_prompt = payloads().user,
-                                   .status = "running",
-                                   .created_at = static_cast<double>(i)});
+    b.put(korch::store::EpisodeRow{korch::store::EpisodeSummary{.id = episode_id(i),
+                                                                .campaign_id = k_campaign,
+                                                                .task_id = "L1/1",
+                                                                .model_id = "model-a",
+                                                                .sample_index = i,
+                                                                .status = "running",
+                                                                .created_at = static_cast<double>(i)},
+                                   payloads().user});
     if (b.size() >= 2000) check(store.commit_sync(std::exchange(b, WriteBatch{})));
   }
   check(store.commit_sync(std::move(b)));
