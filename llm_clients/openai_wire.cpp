@@ -60,19 +60,101 @@ std::string error_text(const json& err) {
 
 }  // namespace
 
+bool append_json_string(std::string& out, std::string_view s) {
+  static constexpr char k_hex[] = "0123456789abcdef";
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  out += '"';
+  std::size_t run = 0;  // start of the bytes not yet copied
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned char c = p[i];
+    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+      ++i;
+      continue;
+    }
+    if (c >= 0x80) {
+      // A UTF-8 sequence: well formed (RFC 3629: no overlongs, no surrogates,
+      // at most U+10FFFF) or the caller falls back.
+      std::size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+      if (len == 0 || c > 0xF4 || i + len > n) return false;
+      for (std::size_t k = 1; k < len; ++k)
+        if ((p[i + k] & 0xC0) != 0x80) return false;
+      if (c == 0xE0 && p[i + 1] < 0xA0) return false;   // overlong
+      if (c == 0xED && p[i + 1] >= 0xA0) return false;  // surrogate
+      if (c == 0xF0 && p[i + 1] < 0x90) return false;   // overlong
+      if (c == 0xF4 && p[i + 1] >= 0x90) return false;  // above U+10FFFF
+      i += len;
+      continue;
+    }
+    out.append(s.data() + run, i - run);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        out += "\\u00";
+        out += k_hex[c >> 4];
+        out += k_hex[c & 0xF];
+    }
+    run = ++i;
+  }
+  out.append(s.data() + run, n - run);
+  out += '"';
+  return true;
+}
+
+// The conversation is most of a request (every earlier turn is resent), so
+// the messages are written straight into the body: no DOM copy of each
+// content string, one escaping pass over bytes that rarely need it. The rest
+// of the body, and any message that is not valid UTF-8 (nlohmann replaces its
+// bad bytes with U+FFFD), go through nlohmann, so the bytes are exactly what
+// dumping the whole body as one json value gives (tests/llm_clients).
 std::string build_request_body(const config::ModelConfig& model,
                                const std::vector<Message>& messages) {
+  static const std::string k_slot = "\x01korch-messages\x01";
   json body;
   body["model"] = model.model;
-  json msgs = json::array();
-  for (const auto& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
-  body["messages"] = std::move(msgs);
+  body["messages"] = k_slot;
   body["temperature"] = model.temperature;
   body["top_p"] = model.top_p;
   if (model.max_tokens > 0) body["max_tokens"] = model.max_tokens;
   body["stream"] = model.stream;
   if (model.stream) body["stream_options"] = {{"include_usage", true}};
-  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+  const std::string head = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  const std::string slot = json(k_slot).dump();
+  const std::size_t at = head.find(slot);
+
+  std::size_t size = head.size() + 2;
+  for (const auto& m : messages) size += m.content.size() + m.role.size() + 32;
+  std::string out;
+  out.reserve(size + size / 16);
+  out.append(head, 0, at);
+  out += '[';
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    if (i) out += ',';
+    // nlohmann orders object keys: "content" before "role".
+    out += "{\"content\":";
+    const std::size_t mark = out.size();
+    if (!append_json_string(out, messages[i].content)) {
+      out.resize(mark);
+      out += json(messages[i].content).dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+    out += ",\"role\":";
+    const std::size_t mark2 = out.size();
+    if (!append_json_string(out, messages[i].role)) {
+      out.resize(mark2);
+      out += json(messages[i].role).dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+    out += '}';
+  }
+  out += ']';
+  out.append(head, at + slot.size(), std::string::npos);
+  return out;
 }
 
 ParsedCompletion parse_completion(std::string_view body) {

@@ -20,6 +20,12 @@ namespace korch::llm {
 std::string build_request_body(const config::ModelConfig& model,
                                const std::vector<Message>& messages);
 
+// Appends `s` to `out` as a JSON string literal, escaped exactly as
+// nlohmann::json::dump() escapes it (no ASCII-only escaping, control
+// characters as \u00xx). Returns false, with `out` partly written, when `s`
+// is not valid UTF-8 (the caller decides how to replace it).
+bool append_json_string(std::string& out, std::string_view s);
+
 // A completion (or the reason it is unusable). `ok` is false for malformed
 // JSON, an `error` object, empty `choices` or a missing message.
 struct ParsedCompletion {

@@ -29,6 +29,65 @@ TEST(RequestBody, CarriesModelSettingsAndStreamOptions) {
   EXPECT_FALSE(j.contains("stream_options"));
 }
 
+// The body is written without a DOM for the messages; it must be byte for
+// byte what dumping the whole body as one nlohmann value gives (the old
+// implementation, kept here as the reference), for every kind of content:
+// quotes, backslashes, every control character, DEL, multi-byte UTF-8, and
+// invalid UTF-8 (replaced by U+FFFD the way nlohmann replaces it).
+std::string reference_body(const config::ModelConfig& model, const std::vector<Message>& messages) {
+  nlohmann::json body;
+  body["model"] = model.model;
+  nlohmann::json msgs = nlohmann::json::array();
+  for (const auto& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
+  body["messages"] = std::move(msgs);
+  body["temperature"] = model.temperature;
+  body["top_p"] = model.top_p;
+  if (model.max_tokens > 0) body["max_tokens"] = model.max_tokens;
+  body["stream"] = model.stream;
+  if (model.stream) body["stream_options"] = {{"include_usage", true}};
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+TEST(RequestBody, BytesEqualTheOneValueDumpForAnyContent) {
+  std::vector<std::string> contents = {
+      "", "plain", "quote \" and backslash \\ and slash /", "tab\tnl\ncr\rbs\bff\f",
+      "del \x7f", "ünïcödé ✓ 𝄞 日本", "\xff bad", "trunc \xe2\x82", "overlong \xc0\xaf",
+      "surrogate \xed\xa0\x80", "above \xf4\x90\x80\x80", "ok \xf4\x8f\xbf\xbf end"};
+  std::string all_controls;
+  for (int c = 0; c < 0x20; ++c) all_controls += static_cast<char>(c);
+  contents.push_back(all_controls);
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;  // a fixed pseudo-random byte soup
+  for (int k = 0; k < 200; ++k) {
+    std::string r;
+    for (int i = 0; i < 64; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      r += static_cast<char>(x & 0xFF);
+    }
+    contents.push_back(r);
+  }
+  config::ModelConfig m;
+  m.model = "gpt-\"x\"";
+  m.temperature = 0.1;
+  m.top_p = 0.95;
+  for (bool stream : {false, true}) {
+    m.stream = stream;
+    std::vector<Message> msgs;
+    for (const auto& c : contents) {
+      msgs.push_back({"user", c});
+      EXPECT_EQ(build_request_body(m, {{"system", "s"}, {"user", c}}),
+                reference_body(m, {{"system", "s"}, {"user", c}}));
+    }
+    msgs.push_back({"ro\xffle", "x"});
+    EXPECT_EQ(build_request_body(m, msgs), reference_body(m, msgs));
+    EXPECT_EQ(build_request_body(m, {}), reference_body(m, {}));
+  }
+  std::string out;
+  EXPECT_FALSE(append_json_string(out, "\xc3"));
+  out.clear();
+  EXPECT_TRUE(append_json_string(out, "a\"\x01"));
+  EXPECT_EQ(out, "\"a\\\"\\u0001\"");
+}
+
 TEST(ParseCompletion, ReadsContentReasoningFinishAndUsage) {
   auto p = parse_completion(R"({"choices":[{"index":0,"message":{"role":"assistant","content":"hi",
     "reasoning_content":"think"},"finish_reason":"length"}],
