@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <random>
 
 #include "tests/integration/campaign_fixture.hpp"
@@ -255,7 +256,11 @@ TEST(KillResume, CpuEvaluatorKillsLeaveNoOrphansAndNoDoubleResults) {
   FakeLlmProcess llm;
   ASSERT_TRUE(llm.start(d, {"--script", "replay:" KORCH_SOURCE_DIR "/tests/integration/cpu_replay.json",
                             "--latency-ms", "20"}));
-  auto cache = std::string(KORCH_TEST_CACHE) + "/kill-cpu";
+  // One cache per checkout: the test asserts on the zygote records in
+  // <cache>/run, and a second checkout running this test at the same time
+  // (a developer's tree and a CI clone) wrote its own records there.
+  auto cache = std::string(KORCH_TEST_CACHE) + "/kill-cpu-" +
+               std::to_string(std::hash<std::string>{}(KORCH_SOURCE_DIR) % 1000000007u);
   std::ostringstream toml;
   toml << "name = \"killcpu\"\ndb_path = \"" << d << "/cpu.db\"\nsamples_per_task = 4\nmax_turns = 2\n"
        << "max_inflight_episodes = 2\nlog_level = \"warn\"\n"
