@@ -233,7 +233,7 @@ const std::vector<Spec<C>>& campaign_specs() {
         "\"allow\" torch operations in forward for parts not replaced, or \"forbid\" them."},
        k_none, false, k_none, KORCH_FIELD(C, evaluator.torch_ops)},
       {{"evaluator.workers", "KORCH_EVALUATOR_WORKERS", KeyType::integer, "2",
-        "Concurrent evaluations (compile pool size)."},
+        "Concurrent evaluations (cpu mode); gpu mode runs at least evaluator.compile_jobs + 2 per GPU."},
        1, false, k_none, KORCH_FIELD(C, evaluator.workers)},
       {{"evaluator.gpus", "KORCH_EVALUATOR_GPUS", KeyType::string, "\"all\"",
         "gpu mode: the GPUs to measure on, \"all\" or indices like \"0,1\" or \"0-3\"; one evaluation per GPU at a time."},
