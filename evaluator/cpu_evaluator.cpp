@@ -37,6 +37,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sched.h>
+#include <semaphore>
 #include <shared_mutex>
 #include <sys/sysinfo.h>
 #include <thread>
@@ -70,29 +71,6 @@ constexpr std::int64_t k_compile_host_mb = 4096;  // one nvcc/g++ of a torch ext
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
-
-// A counting semaphore sized at run time.
-class Slots {
- public:
-  explicit Slots(int n) : m_free(n) {}
-  void acquire() {
-    std::unique_lock lk(m_mu);
-    m_cv.wait(lk, [&] { return m_free > 0; });
-    --m_free;
-  }
-  void release() {
-    {
-      std::lock_guard lk(m_mu);
-      ++m_free;
-    }
-    m_cv.notify_one();
-  }
-
- private:
-  std::mutex m_mu;
-  std::condition_variable m_cv;
-  int m_free;
-};
 
 // The cores this process may use, in order.
 std::vector<int> usable_cpus() {
@@ -378,7 +356,7 @@ class CpuEvaluator final : public Evaluator {
       slots = std::max(1, std::min(static_cast<int>(rest.size()), by_mem));
     }
     m_compile_slot_count = slots;
-    m_compile_slots = std::make_unique<Slots>(slots);
+    m_compile_slots = std::make_unique<std::counting_semaphore<>>(slots);
     KLOG_INFO("[eval] gpu mode: {} GPU(s), {} compile slot(s), {} core(s) for compiles", gpus.size(),
               slots, rest.size());
   }
@@ -467,12 +445,8 @@ class CpuEvaluator final : public Evaluator {
     // harnesses that compile inside the evaluation (the benchmark's baseline).
     std::optional<GpuPool::Lease> early;
     if (m_gpu_mode && m_compile_under_lease) {
-      const auto w0 = std::chrono::steady_clock::now();
-      early = m_pool->acquire(priority_of(req));
-      stages["lease_wait_s"] = seconds_since(w0);
+      early = wait_for_gpu(req, stages, r);
       if (!early) {
-        r.error = "the evaluator shut down before a GPU was free";
-        r.interrupted = true;
         finish(r, t0, evidence);
         return r;
       }
@@ -549,6 +523,19 @@ class CpuEvaluator final : public Evaluator {
     return req.mode == Mode::submit ? GpuPool::Priority::submit : GpuPool::Priority::check;
   }
 
+  // Waits for a GPU lease (SUBMIT first), adding the wait to stages.lease_wait_s;
+  // nullopt, with r marked interrupted, when the evaluator stops first.
+  std::optional<GpuPool::Lease> wait_for_gpu(const Request& req, json& stages, Report& r) {
+    const auto w0 = std::chrono::steady_clock::now();
+    auto lease = m_pool->acquire(priority_of(req));
+    stages["lease_wait_s"] = stages.value("lease_wait_s", 0.0) + seconds_since(w0);
+    if (!lease) {
+      r.error = "the evaluator shut down before a GPU was free";
+      r.interrupted = true;
+    }
+    return lease;
+  }
+
   // A crash or hang that may have left the GPU itself broken.
   static bool gpu_suspect(const Report& r) {
     if (r.status == Verdict::worker_crash || r.status == Verdict::timeout) return true;
@@ -572,14 +559,8 @@ class CpuEvaluator final : public Evaluator {
     for (int attempt = 1;; ++attempt) {
       json& stages = evidence["stages"];  // evidence is rebuilt after a failed GPU
       if (!lease) {
-        const auto w0 = std::chrono::steady_clock::now();
-        lease = m_pool->acquire(priority_of(req));
-        stages["lease_wait_s"] = stages.value("lease_wait_s", 0.0) + seconds_since(w0);
-        if (!lease) {
-          r.error = "the evaluator shut down before a GPU was free";
-          r.interrupted = true;
-          return;
-        }
+        lease = wait_for_gpu(req, stages, r);
+        if (!lease) return;
         held_since = std::chrono::steady_clock::now();
       }
       const auto l0 = held_since;
@@ -867,7 +848,7 @@ class CpuEvaluator final : public Evaluator {
   std::map<int, std::vector<int>> m_gpu_cpus;   // GPU -> the cores of its measure jobs
   std::vector<int> m_cpu_job_cpus;              // cores of compile and rules jobs
   int m_compile_slot_count = 1;
-  std::unique_ptr<Slots> m_compile_slots;
+  std::unique_ptr<std::counting_semaphore<>> m_compile_slots;
   bool m_compile_under_lease = false;           // the benchmark's baseline
   std::mutex m_work_mu;
   std::map<std::string, json> m_work;            // work_path -> the task's counted work
