@@ -298,9 +298,18 @@ class CpuEvaluator final : public Evaluator {
 
   // Triton's cache is per candidate (content-addressed by its code) and per
   // GPU kind; the runners must not exec ldconfig to find libcuda.
+  std::string triton_dir(const std::string& code) const {
+    return m_cache + "/triton/" + m_versions.value("arch", "gpu") + "-" +
+           sha256_hex(code).substr(0, 24);
+  }
+  // Written by the daemon (not the candidate) after a warm-up succeeded: the
+  // candidate's kernels and autotuning choices are in its cache, so a later
+  // evaluation of the same code (CHECK then SUBMIT, a repeat) skips the
+  // warm-up job and times the same kernels.
+  std::string warmed_marker(const std::string& code) const { return triton_dir(code) + ".warmed"; }
+
   json runner_env(const std::string& code) const {
-    const std::string dir = m_cache + "/triton/" + m_versions.value("arch", "gpu") + "-" +
-                            sha256_hex(code).substr(0, 24);
+    const std::string dir = triton_dir(code);
     json env;
     env["TRITON_CACHE_DIR"] = dir;
     env["TRITON_HOME"] = dir;
@@ -569,7 +578,9 @@ class CpuEvaluator final : public Evaluator {
 
       // 3. Triton compiles (and autotunes) the candidate's kernels in a
       //    sandboxed warm-up before anything is timed.
-      if (triton) {
+      if (triton && fs::exists(warmed_marker(req.code))) {
+        evidence["warm"] = {{"ok", true}, {"cached", true}};
+      } else if (triton) {
         const auto w0 = std::chrono::steady_clock::now();
         warm(req, prebuilt, gpu, evidence);
         stages["warm_s"] = seconds_since(w0);
@@ -622,6 +633,7 @@ class CpuEvaluator final : public Evaluator {
                                  k_warm_timeout_s);
     const protocol::WarmResult w = protocol::parse_warm(o.result_json);
     evidence["warm"] = {{"ok", w.ok}, {"wall_s", o.wall_s}, {"timed_out", o.timed_out}};
+    if (w.ok) (void)write_file_atomic(warmed_marker(req.code), "");
     // A failed warm-up is not a verdict: the measure job meets the same
     // error and reports it with the judge's evidence.
     if (!w.ok && !w.error.empty()) evidence["warm"]["error"] = tail(w.error, 1500);

@@ -12,7 +12,8 @@
 #   scripts/gpu/suite.sh cpumode     the CPU evaluator on this machine's torch (full JSON in $OUT)
 #   scripts/gpu/suite.sh hang        an infinite-loop kernel, then a correct one on the same GPU
 #   scripts/gpu/suite.sh throughput [N] [M]  N new load_inline candidates pipelined vs M compiled under the lease
-#   scripts/gpu/suite.sh fidelity [N]  N evaluations of three candidates each, next to triton do_bench
+#   scripts/gpu/suite.sh fidelity [N]  N evaluations of four candidates each, next to triton do_bench
+#   scripts/gpu/suite.sh overhead [N]  overhead per evaluation: zygote vs a fresh process per job
 #   scripts/gpu/suite.sh pool [SAMPLES]  the GPU campaign on GPU 0, then on GPUs 0,1 (a crashing candidate included)
 #   scripts/gpu/suite.sh revalidate  korch tasks validate on the tasks flagged over_budget before the budget fix
 # KORCH_GPUS selects the GPUs of bench/throughput/fidelity/validate (default: all).
@@ -120,13 +121,26 @@ case ${1:-diag} in
   fidelity)
     # Timing fidelity: N evaluations of the same candidate (the first
     # included), speedup CV, and the medians next to triton's do_bench.
-    for pair in good/triton_layernorm.py:level1/40_LayerNorm.py good/cuda_new_gelu.py:level1/88_MinGPTNewGelu.py \
-                good/triton_new_gelu_autotune.py:level1/88_MinGPTNewGelu.py; do
+    # Classes: >= 100 us (GELU, LayerNorm) and >= 10 us (a Triton ReLU, ~30 us).
+    G=tests/evaluator/corpus/gpu/good K=.gpu-deps/kernelbench/level1
+    for pair in $G/cuda_new_gelu.py:$K/88_MinGPTNewGelu.py $G/triton_new_gelu_autotune.py:$K/88_MinGPTNewGelu.py \
+                $G/triton_layernorm.py:$K/40_LayerNorm.py \
+                tests/evaluator/corpus/good/triton_relu.py:examples/tasks/6_ReLU_large.py; do
       c=${pair%%:*}; t=${pair#*:}
       [[ -n ${KORCH_FIDELITY_ONLY:-} && $c != *${KORCH_FIDELITY_ONLY}* ]] && continue
-      timeout 400 "$B/tools/bench/korch-bench-eval" --device cuda --mode submit --gpus "${KORCH_GPUS:-all}" \
-        --repeat "${2:-10}" --do-bench --python "$PY" --code "tests/evaluator/corpus/gpu/$c" \
-        --cache "$KORCH_CACHE_DIR" --task ".gpu-deps/kernelbench/$t" 2>&1
+      echo "== fidelity $(basename "$c") on $(basename "$t")"
+      timeout -s KILL "${KORCH_FIDELITY_TIMEOUT:-400}" "$B/tools/bench/korch-bench-eval" --device cuda \
+        --mode submit --gpus "${KORCH_GPUS:-all}" --repeat "${2:-10}" --do-bench --python "$PY" \
+        --code "$c" --cache "$KORCH_CACHE_DIR" --task "$t" 2>&1 | grep -v '^\[W'
+    done
+    ;;
+  overhead)
+    # Overhead per evaluation: the zygote vs a fresh process per job (the
+    # same CHECK of a cached Triton ReLU, N times each).
+    for m in "" --fresh; do
+      timeout -s KILL 200 "$B/tools/bench/korch-bench-eval" --device cuda --mode check --repeat "${2:-5}" $m \
+        --gpus "${KORCH_GPUS:-all}" --code tests/evaluator/corpus/good/triton_relu.py \
+        --cache "$KORCH_CACHE_DIR" --task examples/tasks/1_ReLU_small.py 2>&1 | grep -v '^\[W'
     done
     ;;
   pool)

@@ -100,6 +100,22 @@ evaluator::Report evaluate_sync(evaluator::Evaluator& ev, evaluator::Request req
   return f.get();
 }
 
+// Where one evaluation's time went: its stages (seconds) and the judge's
+// phases (seconds from the judge's start to the end of each phase).
+void print_profile(const json& evidence, const char* which) {
+  // (Named copies: a range-for over .items() of a temporary dangles.)
+  const json stages = evidence.value("stages", json::object());
+  const json phases = evidence.value("measure", json::object()).value("phases", json::array());
+  std::printf("stages (%s):", which);
+  for (auto& [k, v] : stages.items())
+    if (v.is_number()) std::printf(" %s=%.3f", k.c_str(), v.get<double>());
+  std::printf(" measure_job=%.3f\njudge phases (%s):", evidence.value("measure_wall_s", 0.0), which);
+  for (auto& p : phases)
+    if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_number())
+      std::printf(" %s@%.3f", p[0].get<std::string>().c_str(), p[1].get<double>());
+  std::printf("\n");
+}
+
 // N evaluations at once, each a new load_inline source. Returns evals/hour.
 double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
                   const config::Task& task, const std::string& code_template, int n,
@@ -114,6 +130,7 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
   std::vector<std::future<evaluator::Report>> fs;
   std::mutex done_mu;
   std::vector<double> done_at;  // seconds from the first submission, in completion order
+  std::vector<double> done_of(static_cast<std::size_t>(n));  // the same, per request
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) {
     evaluator::Request req;
@@ -126,10 +143,11 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
     req.secret_seed = 7000 + static_cast<std::uint64_t>(i);
     fs.push_back(ps[static_cast<std::size_t>(i)].get_future());
     auto* p = &ps[static_cast<std::size_t>(i)];
-    (*ev)->evaluate(req, [p, t0, &done_mu, &done_at](evaluator::Report r) {
+    (*ev)->evaluate(req, [p, i, t0, &done_mu, &done_at, &done_of](evaluator::Report r) {
       {
         std::lock_guard lk(done_mu);
         done_at.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        done_of[static_cast<std::size_t>(i)] = done_at.back();
       }
       p->set_value(std::move(r));
     });
@@ -139,6 +157,8 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
   std::map<int, int> evals_by_gpu;
   std::vector<double> compile_s, lease_s, wait_s, wall_s, overhead_s;
   int misses = 0;
+  json last_evidence;
+  std::vector<double> lease_of;
   for (auto& f : fs) {
     evaluator::Report r = f.get();
     verdicts[evaluator::to_string(r.status)]++;
@@ -153,6 +173,8 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
     wait_s.push_back(stage(e, "lease_wait_s"));
     wall_s.push_back(r.wall_s);
     overhead_s.push_back(stage(e, "lease_s") - judge_work_s(e));
+    lease_of.push_back(stage(e, "lease_s"));
+    last_evidence = e;
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   (*ev)->shutdown();
@@ -169,9 +191,16 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
   std::sort(done_at.begin(), done_at.end());
   if (done_at.size() >= 3) {
     const double span = done_at.back() - done_at.front();
+    // The GPUs' busy share of that window: the leases of every evaluation
+    // but the first to finish (whose lease ended as the window opened).
+    double leased = 0;
+    for (std::size_t i = 0; i < lease_of.size(); ++i)
+      if (done_of[i] > done_at.front()) leased += lease_of[i];
+    const double n_gpus = std::max<double>(1, static_cast<double>(lease_by_gpu.size()));
     std::printf("   first result after %.1f s; steady state %.0f evaluations/hour (%zu results in the "
-                "last %.1f s)\n", done_at.front(), (done_at.size() - 1) / span * 3600,
-                done_at.size() - 1, span);
+                "last %.1f s), GPU busy %.1f%% of that window\n", done_at.front(),
+                (done_at.size() - 1) / span * 3600, done_at.size() - 1, span,
+                100 * std::min(leased, span * n_gpus) / (span * n_gpus));
   }
   std::printf("   verdicts:");
   for (auto& [v, c] : verdicts) std::printf(" %s=%d", v.c_str(), c);
@@ -181,6 +210,7 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
   summary("   lease_wait_s", wait_s);
   summary("   lease overhead_s", overhead_s);
   summary("   eval wall_s", wall_s);
+  print_profile(last_evidence, "last evaluation");
   std::fflush(stdout);
   return per_h;
 }
@@ -235,7 +265,7 @@ int main(int argc, char** argv) {
   cfg.workers = workers;
   cfg.timeout_s = 300;
   cfg.gpus = gpus;
-  if (tput > 0) {
+  if (tput > 0 || baseline > 0) {  // --throughput 0 --baseline M: the baseline alone
     auto task = config::load_task_file(task_paths.front());
     if (!task) {
       std::fprintf(stderr, "cannot read %s: %s\n", task_paths.front().c_str(), task.error().message.c_str());
@@ -246,12 +276,12 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (mode == "check") mode = "submit";
-    const double piped = throughput(cfg, cache, *task, *code, tput, mode, "pipelined");
+    const double piped = tput > 0 ? throughput(cfg, cache, *task, *code, tput, mode, "pipelined") : 0;
     if (baseline > 0) {
       setenv("KORCH_EVAL_COMPILE_UNDER_LEASE", "1", 1);
       const double under = throughput(cfg, cache, *task, *code, baseline, mode, "compile-under-lease");
       unsetenv("KORCH_EVAL_COMPILE_UNDER_LEASE");
-      if (under > 0) std::printf("pipelined / compile-under-lease: %.2fx\n", piped / under);
+      if (under > 0 && piped > 0) std::printf("pipelined / compile-under-lease: %.2fx\n", piped / under);
     }
     return 0;
   }
@@ -332,17 +362,7 @@ int main(int argc, char** argv) {
     if (!last_evidence.is_null()) {
       // Where the last evaluation's time went: the daemon's stages, then the
       // judge's phases (seconds from the judge's start to each phase's end).
-      // (Named copies: a range-for over .items() of a temporary dangles.)
-      const json stages = last_evidence.value("stages", json::object());
-      const json phases = last_evidence.value("measure", json::object()).value("phases", json::array());
-      std::printf("stages (last run):");
-      for (auto& [k, v] : stages.items())
-        if (v.is_number()) std::printf(" %s=%.3f", k.c_str(), v.get<double>());
-      std::printf(" measure_job=%.3f\njudge phases (last run):", last_evidence.value("measure_wall_s", 0.0));
-      for (auto& p : phases)
-        if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_number())
-          std::printf(" %s@%.3f", p[0].get<std::string>().c_str(), p[1].get<double>());
-      std::printf("\n");
+      print_profile(last_evidence, "last run");
     }
     summary("gpu lease_s", lease);
     if (!speedups.empty())

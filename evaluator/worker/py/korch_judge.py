@@ -585,6 +585,8 @@ class Judge:
                  "init_seed": init_seed}
         if self.dev != "cpu":
             setup["exchange"] = self._exchange(first, first_ref)
+            # The GPU wait before each timed window (korch_runner.call_gpu).
+            setup["pre_us"] = float(job.get("timing_pre_us", 200))
         # Both runners build their models at the same time (each in its own
         # process); the reference's failure is reported first.
         self._send_setup(self.refr, dict(setup, code=job["task_source"], class_name="Model"))
@@ -721,8 +723,9 @@ class Judge:
                         else:
                             self.compare(refs[i], outs, info, "timed call %d" % k, fast=True)
                     block.append(info["t_ns"])
-                    extra[side].append((info["t_ns"], info["rt_ns"] / batch, info.get("host_ns"),
-                                        info.get("sync_ns")))
+                    # (the runner's GPU wait before its window is not harness overhead)
+                    extra[side].append((info["t_ns"], (info["rt_ns"] - info.get("pre_ns", 0)) / batch,
+                                        info.get("host_ns"), info.get("sync_ns")))
                 samples[side].append(block)
             b += 1
             if b < min_blocks or b % 2:
@@ -750,6 +753,7 @@ class Judge:
                      "timing_s": time.monotonic() - t_start,
                      "harness_overhead_us": overhead,
                      "threads": torch.get_num_threads(), "l2_flush": flush,
+                     "gpu_wait_us": float(job.get("timing_pre_us", 200)) if flush else 0.0,
                      "pinned_cpu": self.ctx.get("pinned_cpu", -1)}
         if self.dev != "cpu":
             for s in extra:

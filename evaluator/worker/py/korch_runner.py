@@ -9,9 +9,17 @@ equally, and the speedup compares only the models.
 
 Timing inside a runner (raw numbers only; the judge turns them into medians):
   cpu  t_ns = perf_counter around forward
-  gpu  synchronize; host t0; event start; forward; event end (current stream);
-       wait for end -> host t1; device-wide sync -> host t2;
-       ev_ns = start->end, host_ns = t1 - t0, sync_ns = t2 - t0
+  gpu  synchronize; host t0; event pre; a GPU wait of ~pre_us; event start;
+       forward; event end (current stream); wait for end -> host t1;
+       device-wide sync -> host t2;
+       ev_ns = start->end, pre_ns = pre->start, host_ns = t1 - t0 - pre_ns,
+       sync_ns = t2 - t0 - pre_ns
+The GPU wait keeps the stream busy while the host launches forward's
+kernels (as triton.testing.do_bench's L2 flush does), so the window holds
+the GPU's work and not the launch latency of the runner's Python: measured on
+the H200 a Triton LayerNorm of three kernels read 8% above do_bench and varied
+3.7% between evaluations without it. Both runners wait alike. Other streams
+are refused by the rules, so no candidate work can run during the wait.
 The judge cross-checks ev_ns against host_ns and sync_ns (work hidden on
 another stream, or host-side work the events do not see).
 
@@ -34,6 +42,8 @@ import korch_transport as kt
 # attributes later does not change what the harness calls.
 _perf_ns = time.perf_counter_ns
 _Event = None
+_cuda_sleep = getattr(torch._C, "_cuda_sleep", None)  # spins one GPU thread for N cycles
+_PRE = {"cycles": 0, "us": 0.0}
 
 _PREBUILT = {}
 _STATE = {"ablate": False, "kernel_calls": 0, "loaded": 0, "triton_kernels": 0}
@@ -263,14 +273,38 @@ def call_cpu(model, msg, fds):
     return reply, [ofd], omm
 
 
+def _calibrate_pre(pre_us):
+    """Cycles of _cuda_sleep that take ~pre_us on this GPU (its clock, read
+    with events before any candidate code is loaded)."""
+    _PRE["cycles"], _PRE["us"] = 0, 0.0
+    if pre_us <= 0 or _cuda_sleep is None:
+        return
+    a, b = _Event(enable_timing=True), _Event(enable_timing=True)
+    n = 1 << 20
+    _cuda_sleep(n)
+    torch.cuda.synchronize()
+    a.record()
+    _cuda_sleep(n)
+    b.record()
+    b.synchronize()
+    ms = a.elapsed_time(b)
+    if ms > 0:
+        _PRE["cycles"] = max(1, int(n * pre_us / (ms * 1000.0)))
+        _PRE["us"] = pre_us
+
+
 def call_gpu(model, msg, bufs, out_bufs, input_ranges):
     args = kt.device_args(msg["args"], bufs)
     _instrument(msg.get("instrument", True))
     _STATE["ablate"] = bool(msg.get("ablate"))
     calls0 = _STATE["kernel_calls"]
     start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+    pre = _Event(enable_timing=True) if _PRE["cycles"] else None
     torch.cuda.synchronize()
     h0 = _perf_ns()
+    if pre is not None:
+        pre.record()
+        _cuda_sleep(_PRE["cycles"])
     start.record()
     out = model(*args)
     end.record()
@@ -280,9 +314,11 @@ def call_gpu(model, msg, bufs, out_bufs, input_ranges):
     _korch_cuda.device_sync()  # work on any other stream, and sticky errors
     h2 = _perf_ns()
     _STATE["ablate"] = False
+    pre_ns = int(pre.elapsed_time(start) * 1e6) if pre is not None else 0
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    reply = {"ok": True, "ev_ns": int(start.elapsed_time(end) * 1e6), "host_ns": h1 - h0,
-             "sync_ns": h2 - h0, "kernel_calls": _STATE["kernel_calls"] - calls0,
+    reply = {"ok": True, "ev_ns": int(start.elapsed_time(end) * 1e6), "host_ns": h1 - h0 - pre_ns,
+             "sync_ns": h2 - h0 - pre_ns, "pre_ns": pre_ns,
+             "kernel_calls": _STATE["kernel_calls"] - calls0,
              "tuple": isinstance(out, (tuple, list))}
     reply["t_ns"] = reply["ev_ns"]
     reply.update(_output_checks(outs, "cuda", input_ranges))
@@ -375,6 +411,10 @@ def runner_main(ctx_json):
                     bufs = kt.OpenedBuffers(ex.get("inputs", []), device)
                     out_bufs = kt.OpenedBuffers(ex.get("outputs", []), device)
                     input_ranges = [(p, p + n) for p, n in zip(bufs.ptrs, bufs.sizes)]
+                    try:
+                        _calibrate_pre(float(msg.get("pre_us", 0)))
+                    except Exception:  # noqa: BLE001  (then windows open on an idle GPU)
+                        _PRE["cycles"] = 0
                 model = load_model(msg, which)
                 ch.send({"ok": True, "entry_modules": _STATE["loaded"],
                          "triton_kernels": _STATE["triton_kernels"]})
