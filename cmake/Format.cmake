@@ -2,11 +2,11 @@
 # of ctest:
 #   cmake --build build --target format-check   # fails on any unformatted file
 #   cmake --build build --target format         # rewrites them in place
-# They cover the directories in KORCH_FORMAT_DIRS, the ones a format pass has
-# already been applied to. Add a directory after formatting it in a commit of
-# its own (`clang-format -i` on its files), at a time nobody else edits it.
+# They cover the directories in KORCH_FORMAT_DIRS: every C++ source directory
+# (the whole tree was formatted in one commit of its own). A new top-level
+# directory joins the list in the commit that adds it.
 find_program(KORCH_CLANG_FORMAT NAMES clang-format-14 clang-format)
-set(KORCH_FORMAT_DIRS "llm_clients;util;store;tests/util;tests/llm_clients;tests/store" CACHE STRING
+set(KORCH_FORMAT_DIRS "agent;config;daemon;evaluator;llm_clients;prompts;store;tests;tools;util" CACHE STRING
     "Source directories (relative to the repository root) the format targets cover")
 
 if(KORCH_CLANG_FORMAT)

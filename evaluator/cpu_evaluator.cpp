@@ -400,10 +400,10 @@ class CpuEvaluator final : public Evaluator {
     json& stages = evidence["stages"] = json::object();  // seconds per stage
     const std::string jobs_root = m_cache + "/jobs";
 
-    const std::string device = m_gpu_mode ? "cuda" : "cpu";
-    if (!req.device.empty() && req.device != device) {
+    if (req.device && *req.device != (m_gpu_mode ? config::EvalMode::gpu : config::EvalMode::cpu)) {
       r.status = Verdict::worker_crash;
-      r.error = "the " + std::string(to_string(mode())) + " evaluator cannot evaluate on device '" + req.device + "'";
+      r.error = "the " + std::string(to_string(mode())) + " evaluator cannot evaluate on device '" +
+                std::string(to_string(*req.device)) + "'";
       finish(r, t0, evidence);
       return r;
     }

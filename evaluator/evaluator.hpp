@@ -47,7 +47,7 @@ struct Request {
   std::string code;              // the candidate module (defines ModelNew)
   std::uint64_t secret_seed = 0; // per-campaign, never shown to the model
   bool rules = true;             // false: skip static rules (sandbox testing; report says so)
-  std::string device;            // "cpu" | "cuda"; "" = the evaluator's own device
+  std::optional<config::EvalMode> device;  // cpu | gpu; nullopt = the evaluator's own device
 };
 
 // Everything a verdict rests on. Rendered into feedback by prompts/ and stored

@@ -90,7 +90,7 @@ int cmd_eval(const Args& args) {
   req.task = *task;
   req.code = *code;
   req.rules = rules == "on";
-  req.device = device;
+  req.device = cuda ? config::EvalMode::gpu : config::EvalMode::cpu;
   if (auto s = args.get("--seed")) {
     req.secret_seed = std::stoull(*s);
   } else {
