@@ -34,9 +34,14 @@ std::uint64_t fresh_secret_seed() {
 
 class Runner {
  public:
-  Runner(const config::CampaignConfig& cfg, const CampaignPlan& plan, store::Store& store, llm::ChatClient& client,
-         evaluator::Evaluator& evaluator, const RunOptions& options)
-      : m_cfg(cfg), m_plan(plan), m_store(store), m_client(client), m_evaluator(evaluator), m_options(options) {
+  Runner(const config::CampaignConfig& cfg, const CampaignPlan& plan, store::Store& store,
+         llm::ChatClient& client, evaluator::Evaluator& evaluator, const RunOptions& options)
+      : m_cfg(cfg),
+        m_plan(plan),
+        m_store(store),
+        m_client(client),
+        m_evaluator(evaluator),
+        m_options(options) {
     for (auto& t : plan.tasks) m_tasks[t->id] = t;
   }
 
@@ -45,14 +50,17 @@ class Runner {
     auto holder = m_store.acquire_lease(m_plan.campaign_id, m_options.owner, m_options.lease_ttl_s);
     if (!holder) return std::unexpected(holder.error());
     if (*holder && stale_on_this_host((*holder)->owner)) {
-      KLOG_WARN("campaign {}: taking over the lease of {} (that process is gone)", m_cfg.name, (*holder)->owner);
-      if (auto r = m_store.release_lease(m_plan.campaign_id, (*holder)->owner); !r) return std::unexpected(r.error());
+      KLOG_WARN("campaign {}: taking over the lease of {} (that process is gone)", m_cfg.name,
+                (*holder)->owner);
+      if (auto r = m_store.release_lease(m_plan.campaign_id, (*holder)->owner); !r)
+        return std::unexpected(r.error());
       holder = m_store.acquire_lease(m_plan.campaign_id, m_options.owner, m_options.lease_ttl_s);
       if (!holder) return std::unexpected(holder.error());
     }
     if (*holder) {
-      return fail(fmt::format("campaign '{}' is being driven by another korch process ({}); not starting a second",
-                              m_cfg.name, (*holder)->owner));
+      return fail(fmt::format(
+          "campaign '{}' is being driven by another korch process ({}); not starting a second",
+          m_cfg.name, (*holder)->owner));
     }
     auto result = drive();
     (void)m_store.release_lease(m_plan.campaign_id, m_options.owner);
@@ -66,7 +74,8 @@ class Runner {
     auto first = owner.find(':');
     auto second = owner.find(':', first + 1);
     if (first == std::string::npos || second == std::string::npos) return false;
-    if (owner.substr(0, first) != m_options.owner.substr(0, m_options.owner.find(':'))) return false;
+    if (owner.substr(0, first) != m_options.owner.substr(0, m_options.owner.find(':')))
+      return false;
     if (m_options.holds_db_lock) return true;
     auto pid = std::atoi(owner.substr(first + 1, second - first - 1).c_str());
     return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
@@ -124,7 +133,8 @@ class Runner {
           e.updated_at = now;
           batch.put(std::move(e));
           if (batch.size() >= k_episode_insert_batch) {
-            if (auto r = m_store.commit_sync(std::move(batch)); !r) return std::unexpected(r.error());
+            if (auto r = m_store.commit_sync(std::move(batch)); !r)
+              return std::unexpected(r.error());
             batch = store::WriteBatch{};
           }
         }
@@ -148,7 +158,8 @@ class Runner {
     spec->max_turns = m_cfg.max_turns;
     spec->context = m_cfg.context;
     for (auto& e : m_cfg.events) {
-      if (e.samples.empty() || std::find(e.samples.begin(), e.samples.end(), row.sample_index) != e.samples.end()) {
+      if (e.samples.empty() ||
+          std::find(e.samples.begin(), e.samples.end(), row.sample_index) != e.samples.end()) {
         spec->events.push_back(e);
       }
     }
@@ -218,8 +229,9 @@ class Runner {
     m_progress.failed = counts->final - counts->correct;
     m_final_at_start = counts->final;
     if (!snapshots->empty()) {
-      KLOG_INFO("campaign {}: {} unfinished episode(s), {} already in progress (loaded in {:.2f} s)", m_cfg.name,
-                m_waiting.size(), result.episodes_resumed, result.resume_load_s);
+      KLOG_INFO(
+          "campaign {}: {} unfinished episode(s), {} already in progress (loaded in {:.2f} s)",
+          m_cfg.name, m_waiting.size(), result.episodes_resumed, result.resume_load_s);
     }
     m_start_mono = now_mono();
     fill_slots();
@@ -247,14 +259,17 @@ class Runner {
         next_progress = mono + m_options.progress_interval_s;
       }
       if (mono >= next_heartbeat) {
-        if (auto r = m_store.heartbeat_lease(m_plan.campaign_id, m_options.owner, m_options.lease_ttl_s); !r) {
+        if (auto r =
+                m_store.heartbeat_lease(m_plan.campaign_id, m_options.owner, m_options.lease_ttl_s);
+            !r) {
           KLOG_WARN("lease heartbeat failed: {}", r.error().message);
         }
         next_heartbeat = mono + m_options.lease_ttl_s / 3;
       }
       if (stopping() && !m_cancelled) {
         m_cancelled = true;
-        if (!m_abort) KLOG_INFO("stopping: waiting for {} in-flight commit(s)", m_commits_in_flight);
+        if (!m_abort)
+          KLOG_INFO("stopping: waiting for {} in-flight commit(s)", m_commits_in_flight);
       }
       lock.lock();
     }
@@ -279,7 +294,8 @@ class Runner {
     m_progress.elapsed_s = now_mono() - m_start_mono;
     auto done_now = m_progress.final - m_final_at_start;
     auto remaining = m_progress.episodes - m_progress.final;
-    m_progress.eta_s = done_now > 0 ? m_progress.elapsed_s / static_cast<double>(done_now) * remaining : -1;
+    m_progress.eta_s =
+        done_now > 0 ? m_progress.elapsed_s / static_cast<double>(done_now) * remaining : -1;
     if (m_options.on_progress) m_options.on_progress(m_progress);
   }
 
@@ -309,17 +325,18 @@ class Runner {
     }
     ++m_commits_in_flight;
     auto next = std::make_shared<Next>(std::move(step.next));
-    m_store.commit(std::move(step.batch), [this, post = poster(), id, next](Result<store::CommitInfo> r) {
-      post([this, id, next, r = std::move(r)]() mutable {
-        --m_commits_in_flight;
-        if (!r) {
-          abort_run("store: " + r.error().message);
-          return;
-        }
-        for (auto& c : r->conflicts) KLOG_WARN("[ep {}] stored row wins: {}", id, c);
-        perform(id, std::move(*next));
-      });
-    });
+    m_store.commit(std::move(step.batch),
+                   [this, post = poster(), id, next](Result<store::CommitInfo> r) {
+                     post([this, id, next, r = std::move(r)]() mutable {
+                       --m_commits_in_flight;
+                       if (!r) {
+                         abort_run("store: " + r.error().message);
+                         return;
+                       }
+                       for (auto& c : r->conflicts) KLOG_WARN("[ep {}] stored row wins: {}", id, c);
+                       perform(id, std::move(*next));
+                     });
+                   });
   }
 
   void perform(const std::string& id, Next next) {
@@ -337,12 +354,13 @@ class Runner {
     } else if (auto* run = std::get_if<RunEval>(&next)) {
       if (stopping()) return;
       ++m_ops_in_flight;
-      m_evaluator.evaluate(std::move(run->request), [this, post = poster(), id](evaluator::Report r) {
-        post([this, id, r = std::move(r)]() mutable {
-          --m_ops_in_flight;
-          on_eval(id, std::move(r));
-        });
-      });
+      m_evaluator.evaluate(std::move(run->request),
+                           [this, post = poster(), id](evaluator::Report r) {
+                             post([this, id, r = std::move(r)]() mutable {
+                               --m_ops_in_flight;
+                               on_eval(id, std::move(r));
+                             });
+                           });
     } else if (std::holds_alternative<SimulateCrash>(next)) {
       // Drop everything held in memory and rebuild from the store, exactly as
       // after a real kill.
@@ -426,7 +444,8 @@ class Runner {
 
 }  // namespace
 
-Result<CampaignPlan> plan_campaign(const config::CampaignConfig& cfg, const evaluator::Evaluator& evaluator) {
+Result<CampaignPlan> plan_campaign(const config::CampaignConfig& cfg,
+                                   const evaluator::Evaluator& evaluator) {
   if (cfg.models.empty()) return fail("the campaign has no models");
   CampaignPlan plan;
   plan.campaign_id = ids::campaign_id(cfg.name);
@@ -444,9 +463,9 @@ Result<CampaignPlan> plan_campaign(const config::CampaignConfig& cfg, const eval
   return plan;
 }
 
-Result<RunResult> run_campaign(const config::CampaignConfig& cfg, const CampaignPlan& plan, store::Store& store,
-                               llm::ChatClient& client, evaluator::Evaluator& evaluator,
-                               const RunOptions& options) {
+Result<RunResult> run_campaign(const config::CampaignConfig& cfg, const CampaignPlan& plan,
+                               store::Store& store, llm::ChatClient& client,
+                               evaluator::Evaluator& evaluator, const RunOptions& options) {
   Runner runner(cfg, plan, store, client, evaluator, options);
   return runner.run();
 }

@@ -25,19 +25,19 @@
 namespace korch::agent {
 
 struct Progress {
-  std::int64_t episodes = 0;     // in the campaign
-  std::int64_t final = 0;        // finished (all runs)
-  std::int64_t running = 0;      // in flight now
-  std::int64_t failed = 0;       // final without a correct submission
-  std::int64_t turns = 0;        // LLM replies recorded (all runs)
+  std::int64_t episodes = 0;  // in the campaign
+  std::int64_t final = 0;     // finished (all runs)
+  std::int64_t running = 0;   // in flight now
+  std::int64_t failed = 0;    // final without a correct submission
+  std::int64_t turns = 0;     // LLM replies recorded (all runs)
   std::int64_t tokens = 0;
   double cost_usd = 0;
-  double elapsed_s = 0;          // this run
-  double eta_s = -1;             // -1 = unknown
+  double elapsed_s = 0;  // this run
+  double eta_s = -1;     // -1 = unknown
 };
 
 struct RunOptions {
-  std::string owner;             // "<host>:<pid>:<nonce>", holder of the campaign lease
+  std::string owner;  // "<host>:<pid>:<nonce>", holder of the campaign lease
   // The caller holds the database's file lock (store/file_lock.hpp): a lease
   // held by another process on this host is then stale (its holder died,
   // e.g. after kill -9) and is taken over.
@@ -51,14 +51,15 @@ struct RunOptions {
 };
 
 enum class RunStatus {
-  completed,   // every episode is final
-  stopped,     // stop requested; resumable
-  aborted,     // a failure that concerns every episode (endpoint down, bad key, spend cap, store error)
+  completed,  // every episode is final
+  stopped,    // stop requested; resumable
+  aborted,    // a failure that concerns every episode (endpoint down, bad key, spend cap, store
+              // error)
 };
 
 struct RunResult {
   RunStatus status = RunStatus::completed;
-  std::string message;           // why it stopped or aborted
+  std::string message;  // why it stopped or aborted
   Progress progress;
   std::int64_t episodes_resumed = 0;  // unfinished episodes found in the store at start
   double resume_load_s = 0;           // time to load and rebuild them
@@ -73,13 +74,14 @@ struct CampaignPlan {
 
 // Builds the plan (loads tasks, renders the system prompt from the
 // evaluator's facts and the rule table).
-Result<CampaignPlan> plan_campaign(const config::CampaignConfig& cfg, const evaluator::Evaluator& evaluator);
+Result<CampaignPlan> plan_campaign(const config::CampaignConfig& cfg,
+                                   const evaluator::Evaluator& evaluator);
 
 // Registers the campaign (campaign, task and episode rows; insert-if-absent,
 // so running it twice creates nothing new), takes the lease, and drives every
 // unfinished episode to the end. Blocks until done, stopped or aborted.
-Result<RunResult> run_campaign(const config::CampaignConfig& cfg, const CampaignPlan& plan, store::Store& store,
-                               llm::ChatClient& client, evaluator::Evaluator& evaluator,
-                               const RunOptions& options);
+Result<RunResult> run_campaign(const config::CampaignConfig& cfg, const CampaignPlan& plan,
+                               store::Store& store, llm::ChatClient& client,
+                               evaluator::Evaluator& evaluator, const RunOptions& options);
 
 }  // namespace korch::agent

@@ -18,8 +18,8 @@
 // uninterrupted run would have taken next; a step whose outcome is already
 // stored is never repeated.
 #include <cstdint>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -41,10 +41,10 @@ struct EpisodeSpec {
   std::string campaign_id;
   std::string episode_id;
   std::shared_ptr<const config::Task> task;
-  std::string model_id;            // generates every turn unless swapped
+  std::string model_id;  // generates every turn unless swapped
   int sample_index = 0;
   int max_turns = 5;
-  std::string context;             // optional first user message
+  std::string context;                         // optional first user message
   std::vector<config::LifecycleEvent> events;  // already filtered to this sample
   config::ResumeMode resume = config::ResumeMode::exact;
   double wall_clock_budget_s = 0;  // 0 = unlimited
@@ -70,12 +70,12 @@ inline constexpr int k_max_eval_attempts = 3;
 struct Attempt {
   int turn = 0;
   std::string model_id;
-  std::string action;         // check | submit | none
-  std::string parse_status;   // code | no_code | truncated
+  std::string action;        // check | submit | none
+  std::string parse_status;  // code | no_code | truncated
   std::string code;
   std::string eval_request_id;
-  std::string eval_status;    // verdict, "" if none
-  std::string result_text;    // rendered check result, "" if none
+  std::string eval_status;  // verdict, "" if none
+  std::string result_text;  // rendered check result, "" if none
   bool passed = false;
 };
 
@@ -89,7 +89,7 @@ struct EpisodeState {
   std::vector<int> message_turns;          // message turns, parallel to conversation
   int epoch = 0;
   int next_seq = 0;
-  int turn = 0;                            // the turn being generated or evaluated
+  int turn = 0;  // the turn being generated or evaluated
   std::vector<Attempt> attempts;
   std::set<std::pair<int, int>> fired_events;  // (kind, turn)
   Phase phase = Phase::idle;
@@ -99,18 +99,18 @@ struct EpisodeState {
   std::string llm_request_id;
   bool overflow_retry = false;
   int llm_sends = 0;
-  bool llm_dup_possible = false;           // may have reached the server more than once
+  bool llm_dup_possible = false;  // may have reached the server more than once
   double llm_started_at = 0;
 
   // The evaluation in flight.
   std::string eval_request_id;
   evaluator::Mode eval_mode = evaluator::Mode::check;
   std::string eval_code;
-  int eval_attempts = 0;                   // starts of this evaluation (EvaluationRow::attempts)
-  int eval_failures = 0;                   // observed failures (EvaluationRow::failures)
+  int eval_attempts = 0;  // starts of this evaluation (EvaluationRow::attempts)
+  int eval_failures = 0;  // observed failures (EvaluationRow::failures)
   bool eval_is_fallback = false;
-  std::string end_reason;                  // why the loop ended (for the final row)
-  store::TurnRow pending_turn;             // the current turn's row, written with its evaluation
+  std::string end_reason;       // why the loop ended (for the final row)
+  store::TurnRow pending_turn;  // the current turn's row, written with its evaluation
   // resume: (attempts, failures) of the unfinished evaluations, by request id
   std::map<std::string, std::pair<int, int>> stored_eval_counts;
 
@@ -125,9 +125,9 @@ struct CallLlm {
 struct RunEval {
   evaluator::Request request;
 };
-struct SimulateCrash {};    // drop the in-memory state and rebuild from the store
+struct SimulateCrash {};  // drop the in-memory state and rebuild from the store
 struct Finished {};
-struct AbortCampaign {      // a failure that must stop the run (unreachable endpoint, bad key)
+struct AbortCampaign {  // a failure that must stop the run (unreachable endpoint, bad key)
   std::string reason;
 };
 using Next = std::variant<std::monostate, CallLlm, RunEval, SimulateCrash, Finished, AbortCampaign>;
@@ -140,10 +140,10 @@ struct Step {
 // Context the runner supplies to each transition (time is injected so the
 // machine stays pure and testable).
 struct Env {
-  double now = 0;                 // unix seconds, stamped on rows
-  double active_delta_s = 0;      // driven wall-clock time since the previous step
-  bool spend_cap_reached = false; // the campaign's spend cap is reached
-  std::string owner;              // "<host>:<pid>" for evaluation rows
+  double now = 0;                  // unix seconds, stamped on rows
+  double active_delta_s = 0;       // driven wall-clock time since the previous step
+  bool spend_cap_reached = false;  // the campaign's spend cap is reached
+  std::string owner;               // "<host>:<pid>" for evaluation rows
   std::uint64_t secret_seed = 0;
 };
 

@@ -14,7 +14,7 @@ struct ParsedReply {
   bool has_code = false;
   std::string code;
   Action action = Action::check;
-  bool explicit_action = false;   // an ACTION: line was present
+  bool explicit_action = false;     // an ACTION: line was present
   bool unterminated_block = false;  // a ```python block was opened but never closed
 };
 

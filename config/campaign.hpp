@@ -14,17 +14,17 @@ namespace korch::config {
 
 // One model endpoint (OpenAI-compatible /v1/chat/completions).
 struct ModelConfig {
-  std::string id;            // korch's name for it, used in ids and reports
-  std::string base_url;      // e.g. "http://127.0.0.1:8000/v1"
-  std::string model;         // the provider's model name sent in the request
-  std::string api_key_env;   // name of the env var holding the key ("" = none)
+  std::string id;           // korch's name for it, used in ids and reports
+  std::string base_url;     // e.g. "http://127.0.0.1:8000/v1"
+  std::string model;        // the provider's model name sent in the request
+  std::string api_key_env;  // name of the env var holding the key ("" = none)
   double temperature = 0.0;
   double top_p = 1.0;
   int max_tokens = 8192;
-  int concurrency = 64;      // max requests in flight to this model
-  bool stream = false;       // use SSE streaming
-  int max_attempts = 6;      // HTTP attempts per call, including the first
-  double retry_cap_s = 60;   // longest single backoff / Retry-After honoured
+  int concurrency = 64;     // max requests in flight to this model
+  bool stream = false;      // use SSE streaming
+  int max_attempts = 6;     // HTTP attempts per call, including the first
+  double retry_cap_s = 60;  // longest single backoff / Retry-After honoured
   double connect_timeout_s = 10;
   double first_byte_timeout_s = 300;
   double total_timeout_s = 900;
@@ -33,15 +33,16 @@ struct ModelConfig {
   double price_prompt_per_mtok = 0;
   double price_completion_per_mtok = 0;
   double price_cached_per_mtok = 0;
-  int context_window = 0;    // tokens; 0 = unknown
+  int context_window = 0;  // tokens; 0 = unknown
 
   bool operator==(const ModelConfig&) const = default;
 };
 
 struct TaskSelection {
-  std::string kernelbench_dir;   // a KernelBench/ folder with level1..level4, or any folder of task files
+  std::string
+      kernelbench_dir;  // a KernelBench/ folder with level1..level4, or any folder of task files
   std::vector<int> levels = {1};
-  std::string ids;               // "1-10,15,20-22"; empty = all
+  std::string ids;  // "1-10,15,20-22"; empty = all
 
   bool operator==(const TaskSelection&) const = default;
 };
@@ -50,9 +51,9 @@ struct TaskSelection {
 // listed), for studying and testing robustness (DESIGN §2).
 struct LifecycleEvent {
   LifecycleKind kind = LifecycleKind::compaction;
-  int turn = 0;                  // applies before this turn (1-based) is generated
-  std::string model;             // model_swap: model id that generates that turn
-  std::vector<int> samples;      // empty = every sample
+  int turn = 0;              // applies before this turn (1-based) is generated
+  std::string model;         // model_swap: model id that generates that turn
+  std::vector<int> samples;  // empty = every sample
 
   bool operator==(const LifecycleEvent&) const = default;
 };
@@ -62,24 +63,24 @@ struct EvaluatorConfig {
   Tolerance tolerance = Tolerance::strict;
   Reward reward = Reward::speedup;
   TorchOps torch_ops = TorchOps::allow;
-  int workers = 2;                 // concurrent evaluations (cpu mode; gpu mode: at least
-                                   // compile_jobs + 2 per GPU, so compiles overlap measuring)
-  std::string gpus = "all";        // gpu mode: "all" or indices "0,1" / "0-3" (one evaluation per GPU)
-  int compile_jobs = 0;            // gpu mode: concurrent compiles; 0 = sized to the host
-  double timeout_s = 300;          // wall clock per evaluation
+  int workers = 2;           // concurrent evaluations (cpu mode; gpu mode: at least
+                             // compile_jobs + 2 per GPU, so compiles overlap measuring)
+  std::string gpus = "all";  // gpu mode: "all" or indices "0,1" / "0-3" (one evaluation per GPU)
+  int compile_jobs = 0;      // gpu mode: concurrent compiles; 0 = sized to the host
+  double timeout_s = 300;    // wall clock per evaluation
   std::int64_t memory_budget_mb = 4096;
-  std::string cache_dir;           // compile cache; "" = <db dir>/korch-cache
-  double mock_latency_s = 0;       // mock mode: simulated evaluation time
+  std::string cache_dir;      // compile cache; "" = <db dir>/korch-cache
+  double mock_latency_s = 0;  // mock mode: simulated evaluation time
 
   bool operator==(const EvaluatorConfig&) const = default;
 };
 
 struct CampaignConfig {
-  std::string name;                // the campaign id is derived from it
+  std::string name;  // the campaign id is derived from it
   std::string db_path = "korch.db";
-  std::string context;             // optional first user message
+  std::string context;  // optional first user message
   TaskSelection tasks;
-  std::vector<ModelConfig> models; // the first is the default generator
+  std::vector<ModelConfig> models;  // the first is the default generator
   int samples_per_task = 1;
   int max_turns = 5;
   double episode_wall_clock_s = 2400;

@@ -26,8 +26,9 @@ Result<std::vector<int>> parse_gpu_list(const std::string& spec, std::optional<i
     const std::string tok = s.substr(pos, comma - pos);
     pos = comma + 1;
     auto num = [&](const std::string& t) -> int {
-      if (t.empty() || t.size() > 4 ||
-          !std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      if (t.empty() || t.size() > 4 || !std::all_of(t.begin(), t.end(), [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c));
+          }))
         return -1;
       return std::stoi(t);
     };

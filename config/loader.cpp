@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -156,14 +156,14 @@ std::string_view kind_doc() {
 template <typename Struct>
 struct Spec {
   KeyInfo info;
-  std::optional<double> min;              // inclusive lower bound
-  bool min_exclusive = false;             // min is exclusive (timeouts > 0)
-  std::optional<double> max;              // inclusive upper bound
+  std::optional<double> min;   // inclusive lower bound
+  bool min_exclusive = false;  // min is exclusive (timeouts > 0)
+  std::optional<double> max;   // inclusive upper bound
   std::optional<std::string> (*set)(Struct&, const Value&) = nullptr;
   Value (*get)(const Struct&) = nullptr;
 };
 
-#define KORCH_FIELD(Struct, expr)                                                          \
+#define KORCH_FIELD(Struct, expr)                                                            \
   [](Struct& s, const Value& v) -> std::optional<std::string> { return assign(s.expr, v); }, \
       [](const Struct& s) -> Value { return to_value(s.expr); }
 
@@ -175,84 +175,168 @@ constexpr std::optional<double> k_none = std::nullopt;
 const std::vector<Spec<C>>& campaign_specs() {
   static const std::vector<Spec<C>> k_specs = {
       {{"name", "KORCH_NAME", KeyType::string, "\"\"",
-        "Campaign name (required). The campaign id is derived from it: keep it unchanged to resume."},
-       k_none, false, k_none, KORCH_FIELD(C, name)},
+        "Campaign name (required). The campaign id is derived from it: keep it unchanged to "
+        "resume."},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, name)},
       {{"db_path", "KORCH_DB_PATH", KeyType::path, "\"korch.db\"",
         "SQLite database that records every step of every episode."},
-       k_none, false, k_none, KORCH_FIELD(C, db_path)},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, db_path)},
       {{"context", "KORCH_CONTEXT", KeyType::string, "\"\"",
         "Optional campaign context, sent before the task prompt in the first user message."},
-       k_none, false, k_none, KORCH_FIELD(C, context)},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, context)},
       {{"tasks.kernelbench_dir", "KORCH_TASKS_KERNELBENCH_DIR", KeyType::path, "\"\"",
-        "Task source (required): a KernelBench/ folder with level1..level4, or any folder of task files."},
-       k_none, false, k_none, KORCH_FIELD(C, tasks.kernelbench_dir)},
+        "Task source (required): a KernelBench/ folder with level1..level4, or any folder of task "
+        "files."},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, tasks.kernelbench_dir)},
       {{"tasks.levels", "KORCH_TASKS_LEVELS", KeyType::integer_list, "[1]",
         "KernelBench levels to run; ignored for a folder without level subfolders."},
-       1, false, k_none, KORCH_FIELD(C, tasks.levels)},
+       1,
+       false,
+       k_none,
+       KORCH_FIELD(C, tasks.levels)},
       {{"tasks.ids", "KORCH_TASKS_IDS", KeyType::string, "\"\"",
         "Task numbers to run within each level, e.g. \"1-10,15\"; empty runs all."},
-       k_none, false, k_none, KORCH_FIELD(C, tasks.ids)},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, tasks.ids)},
       {{"samples_per_task", "KORCH_SAMPLES_PER_TASK", KeyType::integer, "1",
         "Independent episodes per (task, model); sample indices are 0-based."},
-       1, false, k_none, KORCH_FIELD(C, samples_per_task)},
+       1,
+       false,
+       k_none,
+       KORCH_FIELD(C, samples_per_task)},
       {{"max_turns", "KORCH_MAX_TURNS", KeyType::integer, "5",
         "Model replies per episode; the last one is submitted."},
-       1, false, k_none, KORCH_FIELD(C, max_turns)},
+       1,
+       false,
+       k_none,
+       KORCH_FIELD(C, max_turns)},
       {{"episode_wall_clock_s", "KORCH_EPISODE_WALL_CLOCK_S", KeyType::number, "2400",
         "Wall-clock budget of one episode in seconds."},
-       0, true, k_none, KORCH_FIELD(C, episode_wall_clock_s)},
+       0,
+       true,
+       k_none,
+       KORCH_FIELD(C, episode_wall_clock_s)},
       {{"episode_token_budget", "KORCH_EPISODE_TOKEN_BUDGET", KeyType::integer, "0",
         "Token budget of one episode (prompt + completion); 0 = unlimited."},
-       0, false, k_none, KORCH_FIELD(C, episode_token_budget)},
+       0,
+       false,
+       k_none,
+       KORCH_FIELD(C, episode_token_budget)},
       {{"spend_cap_usd", "KORCH_SPEND_CAP_USD", KeyType::number, "0",
         "Campaign spend cap in USD (from the model price tables); 0 = unlimited."},
-       0, false, k_none, KORCH_FIELD(C, spend_cap_usd)},
+       0,
+       false,
+       k_none,
+       KORCH_FIELD(C, spend_cap_usd)},
       {{"max_inflight_episodes", "KORCH_MAX_INFLIGHT_EPISODES", KeyType::integer, "1000",
         "Episodes running concurrently."},
-       1, false, k_none, KORCH_FIELD(C, max_inflight_episodes)},
+       1,
+       false,
+       k_none,
+       KORCH_FIELD(C, max_inflight_episodes)},
       {{"resume", "KORCH_RESUME", KeyType::string, "\"exact\"",
-        "How an interrupted episode continues: \"exact\" (rebuild the conversation) or \"compact\" (summary)."},
-       k_none, false, k_none, KORCH_FIELD(C, resume)},
+        "How an interrupted episode continues: \"exact\" (rebuild the conversation) or \"compact\" "
+        "(summary)."},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, resume)},
       {{"synchronous", "KORCH_SYNCHRONOUS", KeyType::string, "\"FULL\"",
         "SQLite PRAGMA synchronous: \"OFF\", \"NORMAL\", \"FULL\" or \"EXTRA\"."},
-       k_none, false, k_none, KORCH_FIELD(C, synchronous)},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, synchronous)},
       {{"log_level", "KORCH_LOG_LEVEL", KeyType::string, "\"info\"",
         "Log level: trace, debug, info, warn, error, critical or off."},
-       k_none, false, k_none,
+       k_none,
+       false,
+       k_none,
        KORCH_FIELD(C, log_level)},
       {{"evaluator.mode", "KORCH_EVALUATOR_MODE", KeyType::string, "\"mock\"",
-        "\"gpu\" (real), \"cpu\" (real pipeline on the CPU) or \"mock\" (real rules, fake timings)."},
-       k_none, false, k_none, KORCH_FIELD(C, evaluator.mode)},
+        "\"gpu\" (real), \"cpu\" (real pipeline on the CPU) or \"mock\" (real rules, fake "
+        "timings)."},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, evaluator.mode)},
       {{"evaluator.tolerance", "KORCH_EVALUATOR_TOLERANCE", KeyType::string, "\"strict\"",
         tolerance_doc()},
-       k_none, false, k_none, KORCH_FIELD(C, evaluator.tolerance)},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, evaluator.tolerance)},
       {{"evaluator.reward", "KORCH_EVALUATOR_REWARD", KeyType::string, "\"speedup\"",
         "Reward: \"speedup\", \"roofline\" or \"beat_baseline\"."},
-       k_none, false, k_none, KORCH_FIELD(C, evaluator.reward)},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, evaluator.reward)},
       {{"evaluator.torch_ops", "KORCH_EVALUATOR_TORCH_OPS", KeyType::string, "\"allow\"",
         "\"allow\" torch operations in forward for parts not replaced, or \"forbid\" them."},
-       k_none, false, k_none, KORCH_FIELD(C, evaluator.torch_ops)},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, evaluator.torch_ops)},
       {{"evaluator.workers", "KORCH_EVALUATOR_WORKERS", KeyType::integer, "2",
-        "Concurrent evaluations (cpu mode); gpu mode runs at least evaluator.compile_jobs + 2 per GPU."},
-       1, false, k_none, KORCH_FIELD(C, evaluator.workers)},
+        "Concurrent evaluations (cpu mode); gpu mode runs at least evaluator.compile_jobs + 2 per "
+        "GPU."},
+       1,
+       false,
+       k_none,
+       KORCH_FIELD(C, evaluator.workers)},
       {{"evaluator.gpus", "KORCH_EVALUATOR_GPUS", KeyType::string, "\"all\"",
-        "gpu mode: the GPUs to measure on, \"all\" or indices like \"0,1\" or \"0-3\"; one evaluation per GPU at a time."},
-       k_none, false, k_none, KORCH_FIELD(C, evaluator.gpus)},
+        "gpu mode: the GPUs to measure on, \"all\" or indices like \"0,1\" or \"0-3\"; one "
+        "evaluation per GPU at a time."},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, evaluator.gpus)},
       {{"evaluator.compile_jobs", "KORCH_EVALUATOR_COMPILE_JOBS", KeyType::integer, "0",
-        "gpu mode: concurrent compiles (nvcc, Triton) on the CPU while the GPUs measure; 0 = sized to the host's cores and memory."},
-       0, false, k_none, KORCH_FIELD(C, evaluator.compile_jobs)},
+        "gpu mode: concurrent compiles (nvcc, Triton) on the CPU while the GPUs measure; 0 = sized "
+        "to the host's cores and memory."},
+       0,
+       false,
+       k_none,
+       KORCH_FIELD(C, evaluator.compile_jobs)},
       {{"evaluator.timeout_s", "KORCH_EVALUATOR_TIMEOUT_S", KeyType::number, "300",
         "Wall-clock limit of one evaluation in seconds."},
-       0, true, k_none, KORCH_FIELD(C, evaluator.timeout_s)},
+       0,
+       true,
+       k_none,
+       KORCH_FIELD(C, evaluator.timeout_s)},
       {{"evaluator.memory_budget_mb", "KORCH_EVALUATOR_MEMORY_BUDGET_MB", KeyType::integer, "4096",
         "Per-task memory budget in MiB; larger tasks get the task_too_large verdict."},
-       1, false, k_none, KORCH_FIELD(C, evaluator.memory_budget_mb)},
+       1,
+       false,
+       k_none,
+       KORCH_FIELD(C, evaluator.memory_budget_mb)},
       {{"evaluator.cache_dir", "KORCH_EVALUATOR_CACHE_DIR", KeyType::path, "\"\"",
         "Compile cache folder; empty = <folder of db_path>/korch-cache."},
-       k_none, false, k_none, KORCH_FIELD(C, evaluator.cache_dir)},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, evaluator.cache_dir)},
       {{"evaluator.mock_latency_s", "KORCH_EVALUATOR_MOCK_LATENCY_S", KeyType::number, "0",
         "Mock mode only: simulated time of one evaluation in seconds."},
-       0, false, k_none, KORCH_FIELD(C, evaluator.mock_latency_s)},
+       0,
+       false,
+       k_none,
+       KORCH_FIELD(C, evaluator.mock_latency_s)},
   };
   return k_specs;
 }
@@ -261,48 +345,106 @@ const std::vector<Spec<M>>& model_specs() {
   static const std::vector<Spec<M>> k_specs = {
       {{"id", "", KeyType::string, "\"\"",
         "korch's name for the model (required, unique; letters, digits, '.', '_', '-')."},
-       k_none, false, k_none, KORCH_FIELD(M, id)},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(M, id)},
       {{"base_url", "", KeyType::string, "\"\"",
         "OpenAI-compatible endpoint (required), e.g. \"http://127.0.0.1:8000/v1\"."},
-       k_none, false, k_none, KORCH_FIELD(M, base_url)},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(M, base_url)},
       {{"model", "", KeyType::string, "\"\"", "Model name sent in the request (required)."},
-       k_none, false, k_none, KORCH_FIELD(M, model)},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(M, model)},
       {{"api_key_env", "", KeyType::string, "\"\"",
         "Name of the environment variable holding the API key (never the key); empty = no key."},
-       k_none, false, k_none, KORCH_FIELD(M, api_key_env)},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(M, api_key_env)},
       {{"temperature", "", KeyType::number, "0", "Sampling temperature."},
-       0, false, k_none, KORCH_FIELD(M, temperature)},
+       0,
+       false,
+       k_none,
+       KORCH_FIELD(M, temperature)},
       {{"top_p", "", KeyType::number, "1", "Nucleus sampling probability, in (0, 1]."},
-       0, true, 1, KORCH_FIELD(M, top_p)},
+       0,
+       true,
+       1,
+       KORCH_FIELD(M, top_p)},
       {{"max_tokens", "", KeyType::integer, "8192", "Completion token limit per reply."},
-       1, false, k_none, KORCH_FIELD(M, max_tokens)},
+       1,
+       false,
+       k_none,
+       KORCH_FIELD(M, max_tokens)},
       {{"concurrency", "", KeyType::integer, "64", "Most requests in flight to this model."},
-       1, false, k_none, KORCH_FIELD(M, concurrency)},
+       1,
+       false,
+       k_none,
+       KORCH_FIELD(M, concurrency)},
       {{"stream", "", KeyType::boolean, "false", "Use SSE streaming."},
-       k_none, false, k_none, KORCH_FIELD(M, stream)},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(M, stream)},
       {{"max_attempts", "", KeyType::integer, "6", "HTTP attempts per call, the first included."},
-       1, false, k_none, KORCH_FIELD(M, max_attempts)},
+       1,
+       false,
+       k_none,
+       KORCH_FIELD(M, max_attempts)},
       {{"retry_cap_s", "", KeyType::number, "60",
         "Longest single backoff or Retry-After honoured, in seconds."},
-       0, false, k_none, KORCH_FIELD(M, retry_cap_s)},
+       0,
+       false,
+       k_none,
+       KORCH_FIELD(M, retry_cap_s)},
       {{"connect_timeout_s", "", KeyType::number, "10", "Connection timeout in seconds."},
-       0, true, k_none, KORCH_FIELD(M, connect_timeout_s)},
+       0,
+       true,
+       k_none,
+       KORCH_FIELD(M, connect_timeout_s)},
       {{"first_byte_timeout_s", "", KeyType::number, "300",
         "Time to the first response byte, in seconds."},
-       0, true, k_none, KORCH_FIELD(M, first_byte_timeout_s)},
+       0,
+       true,
+       k_none,
+       KORCH_FIELD(M, first_byte_timeout_s)},
       {{"total_timeout_s", "", KeyType::number, "900", "Whole-request timeout in seconds."},
-       0, true, k_none, KORCH_FIELD(M, total_timeout_s)},
+       0,
+       true,
+       k_none,
+       KORCH_FIELD(M, total_timeout_s)},
       {{"stall_timeout_s", "", KeyType::number, "120",
         "Streaming: abort when no bytes arrive for this many seconds."},
-       0, true, k_none, KORCH_FIELD(M, stall_timeout_s)},
+       0,
+       true,
+       k_none,
+       KORCH_FIELD(M, stall_timeout_s)},
       {{"price_prompt_per_mtok", "", KeyType::number, "0", "USD per million prompt tokens."},
-       0, false, k_none, KORCH_FIELD(M, price_prompt_per_mtok)},
-      {{"price_completion_per_mtok", "", KeyType::number, "0", "USD per million completion tokens."},
-       0, false, k_none, KORCH_FIELD(M, price_completion_per_mtok)},
+       0,
+       false,
+       k_none,
+       KORCH_FIELD(M, price_prompt_per_mtok)},
+      {{"price_completion_per_mtok", "", KeyType::number, "0",
+        "USD per million completion tokens."},
+       0,
+       false,
+       k_none,
+       KORCH_FIELD(M, price_completion_per_mtok)},
       {{"price_cached_per_mtok", "", KeyType::number, "0", "USD per million cached prompt tokens."},
-       0, false, k_none, KORCH_FIELD(M, price_cached_per_mtok)},
+       0,
+       false,
+       k_none,
+       KORCH_FIELD(M, price_cached_per_mtok)},
       {{"context_window", "", KeyType::integer, "0", "Context window in tokens; 0 = unknown."},
-       0, false, k_none, KORCH_FIELD(M, context_window)},
+       0,
+       false,
+       k_none,
+       KORCH_FIELD(M, context_window)},
   };
   return k_specs;
 }
@@ -392,7 +534,8 @@ std::optional<double> parse_double(std::string_view s) {
   if (!s.empty() && s.front() == '+') s.remove_prefix(1);
   double x = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || !std::isfinite(x)) return std::nullopt;
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || !std::isfinite(x))
+    return std::nullopt;
   return x;
 }
 
@@ -472,7 +615,8 @@ std::optional<Value> node_value(KeyType t, const toml::node& node) {
       std::vector<int> xs;
       for (const auto& el : *arr) {
         auto x = el.as_integer();
-        if (!x || x->get() < std::numeric_limits<int>::min() || x->get() > std::numeric_limits<int>::max())
+        if (!x || x->get() < std::numeric_limits<int>::min() ||
+            x->get() > std::numeric_limits<int>::max())
           return std::nullopt;
         xs.push_back(static_cast<int>(x->get()));
       }
@@ -484,7 +628,8 @@ std::optional<Value> node_value(KeyType t, const toml::node& node) {
 
 // Checks choices and bounds; returns the error text (without location).
 template <typename Struct>
-std::optional<std::string> check_rules(const Spec<Struct>& spec, std::string_view label, const Value& v) {
+std::optional<std::string> check_rules(const Spec<Struct>& spec, std::string_view label,
+                                       const Value& v) {
   auto check_one = [&](double x, const std::string& shown) -> std::optional<std::string> {
     if (spec.min) {
       if (spec.min_exclusive && !(x > *spec.min))
@@ -492,10 +637,12 @@ std::optional<std::string> check_rules(const Spec<Struct>& spec, std::string_vie
       if (!spec.min_exclusive && x < *spec.min)
         return fmt::format("'{}' must be >= {} (got {})", label, *spec.min, shown);
     }
-    if (spec.max && x > *spec.max) return fmt::format("'{}' must be <= {} (got {})", label, *spec.max, shown);
+    if (spec.max && x > *spec.max)
+      return fmt::format("'{}' must be <= {} (got {})", label, *spec.max, shown);
     return std::nullopt;
   };
-  if (auto x = std::get_if<std::int64_t>(&v)) return check_one(static_cast<double>(*x), std::to_string(*x));
+  if (auto x = std::get_if<std::int64_t>(&v))
+    return check_one(static_cast<double>(*x), std::to_string(*x));
   if (auto x = std::get_if<double>(&v)) return check_one(*x, fmt::format("{}", *x));
   if (auto xs = std::get_if<std::vector<int>>(&v)) {
     for (int x : *xs)
@@ -534,19 +681,23 @@ using Locator = std::function<std::string(const std::string& key)>;
 // "'key' must be ..."), reported here, in key order, like any other rule.
 using UnknownNames = std::map<std::string, std::string>;
 
-Result<void> validate_with(const CampaignConfig& cfg, const Locator& where, std::vector<std::string>* warnings,
+Result<void> validate_with(const CampaignConfig& cfg, const Locator& where,
+                           std::vector<std::string>* warnings,
                            const UnknownNames& unknown_names = {}) {
   for (const auto& spec : campaign_specs()) {
     std::string key(spec.info.name);
-    if (auto it = unknown_names.find(key); it != unknown_names.end()) return fail(where(key) + it->second);
+    if (auto it = unknown_names.find(key); it != unknown_names.end())
+      return fail(where(key) + it->second);
     if (auto e = check_rules(spec, key, spec.get(cfg))) return fail(where(key) + *e);
   }
   if (cfg.name.empty())
     return fail(where("name") + "'name' is required (the campaign id is derived from it)");
   if (cfg.tasks.kernelbench_dir.empty())
     return fail(where("tasks.kernelbench_dir") +
-                "'tasks.kernelbench_dir' is required: set it under [tasks] or with KORCH_TASKS_KERNELBENCH_DIR");
-  if (cfg.tasks.levels.empty()) return fail(where("tasks.levels") + "'tasks.levels' must not be empty");
+                "'tasks.kernelbench_dir' is required: set it under [tasks] or with "
+                "KORCH_TASKS_KERNELBENCH_DIR");
+  if (cfg.tasks.levels.empty())
+    return fail(where("tasks.levels") + "'tasks.levels' must not be empty");
   if (cfg.evaluator.reward == Reward::roofline && cfg.evaluator.mode == EvalMode::cpu)
     return fail(where("evaluator.reward") +
                 "'evaluator.reward = \"roofline\"' needs the GPU's datasheet peaks: use it with "
@@ -572,8 +723,8 @@ Result<void> validate_with(const CampaignConfig& cfg, const Locator& where, std:
     }
     if (!valid_model_id(m.id))
       return fail(where(at + ".id") +
-                  fmt::format("'{}.id' may only hold letters, digits, '.', '_' and '-' (got {})", at,
-                              toml_quote(m.id)));
+                  fmt::format("'{}.id' may only hold letters, digits, '.', '_' and '-' (got {})",
+                              at, toml_quote(m.id)));
     if (!m.base_url.starts_with("http://") && !m.base_url.starts_with("https://"))
       return fail(where(at + ".base_url") +
                   fmt::format("'{}.base_url' must start with http:// or https:// (got {})", at,
@@ -585,27 +736,30 @@ Result<void> validate_with(const CampaignConfig& cfg, const Locator& where, std:
                               "(letters, digits, '_'), not the key itself",
                               at));
     if (auto [it, fresh] = seen.emplace(m.id, i); !fresh)
-      return fail(where(at + ".id") + fmt::format("duplicate model id '{}' (also models[{}])", m.id, it->second));
+      return fail(where(at + ".id") +
+                  fmt::format("duplicate model id '{}' (also models[{}])", m.id, it->second));
   }
 
   for (std::size_t i = 0; i < cfg.events.size(); ++i) {
     const auto& e = cfg.events[i];
     auto at = fmt::format("events[{}]", i);
-    if (e.turn < 1) return fail(where(at + ".turn") + fmt::format("'{}.turn' must be >= 1 (got {})", at, e.turn));
+    if (e.turn < 1)
+      return fail(where(at + ".turn") + fmt::format("'{}.turn' must be >= 1 (got {})", at, e.turn));
     if (e.turn > cfg.max_turns && warnings)
-      warnings->push_back(where(at + ".turn") + fmt::format("'{}' at turn {} never fires: max_turns is {}", at,
-                                                            e.turn, cfg.max_turns));
+      warnings->push_back(
+          where(at + ".turn") +
+          fmt::format("'{}' at turn {} never fires: max_turns is {}", at, e.turn, cfg.max_turns));
     if (e.kind == LifecycleKind::model_swap) {
       if (e.model.empty())
         return fail(where(at) + fmt::format("'{}' is a model_swap event: 'model' is required", at));
       if (!seen.contains(e.model))
-        return fail(where(at + ".model") +
-                    fmt::format("'{}.model' names an unknown model '{}'{}", at, e.model,
-                                suggestion(e.model, [&] {
-                                  std::vector<std::string> ids;
-                                  for (const auto& m : cfg.models) ids.push_back(m.id);
-                                  return ids;
-                                }())));
+        return fail(where(at + ".model") + fmt::format("'{}.model' names an unknown model '{}'{}",
+                                                       at, e.model, suggestion(e.model, [&] {
+                                                         std::vector<std::string> ids;
+                                                         for (const auto& m : cfg.models)
+                                                           ids.push_back(m.id);
+                                                         return ids;
+                                                       }())));
     } else if (!e.model.empty()) {
       return fail(where(at + ".model") +
                   fmt::format("'{}.model' only applies to model_swap events (this one is '{}')", at,
@@ -636,11 +790,12 @@ class Loader {
   }
 
   Result<void> apply_file(const toml::table& root);
-  Result<void> apply_env(const std::map<std::string, std::string>& env, std::vector<std::string>& warnings);
+  Result<void> apply_env(const std::map<std::string, std::string>& env,
+                         std::vector<std::string>& warnings);
   Result<void> apply_flags(const std::vector<std::string>& overrides);
   Result<void> validate(std::vector<std::string>& warnings) const {
-    return validate_with(m_cfg, [this](const std::string& key) { return where(key); }, &warnings,
-                         m_unknown_names);
+    return validate_with(
+        m_cfg, [this](const std::string& key) { return where(key); }, &warnings, m_unknown_names);
   }
   LoadedConfig finish(std::vector<std::string> warnings) const;
 
@@ -709,9 +864,12 @@ std::vector<std::string> campaign_candidates() {
 Result<void> Loader::set_campaign_from_node(const Spec<C>& spec, const toml::node& node) {
   std::string key(spec.info.name);
   auto v = node_value(spec.info.type, node);
-  if (!v) return fail(file_where(node) + fmt::format("'{}' must be {}", key, type_phrase(spec.info.type)));
+  if (!v)
+    return fail(file_where(node) +
+                fmt::format("'{}' must be {}", key, type_phrase(spec.info.type)));
   if (spec.info.type == KeyType::path) v = Value{resolve(std::get<std::string>(*v))};
-  if (auto e = set_campaign(spec, *v)) return fail(file_where(node) + fmt::format("'{}' {}", key, *e));
+  if (auto e = set_campaign(spec, *v))
+    return fail(file_where(node) + fmt::format("'{}' {}", key, *e));
   m_origins[key] = file_origin(node);
   return {};
 }
@@ -725,9 +883,12 @@ Result<void> Loader::load_model(std::size_t index, const toml::table& tbl) {
   for (auto&& [k, node] : tbl) {
     auto key = at + "." + std::string(k.str());
     const auto* spec = find_spec(model_specs(), k.str());
-    if (!spec) return fail(file_where(k) + fmt::format("unknown key '{}'{}", key, suggestion(key, names)));
+    if (!spec)
+      return fail(file_where(k) + fmt::format("unknown key '{}'{}", key, suggestion(key, names)));
     auto v = node_value(spec->info.type, node);
-    if (!v) return fail(file_where(node) + fmt::format("'{}' must be {}", key, type_phrase(spec->info.type)));
+    if (!v)
+      return fail(file_where(node) +
+                  fmt::format("'{}' must be {}", key, type_phrase(spec->info.type)));
     if (auto e = spec->set(m, *v)) return fail(file_where(node) + fmt::format("'{}' {}", key, *e));
     m_origins[key] = file_origin(node);
   }
@@ -749,10 +910,12 @@ Result<void> Loader::load_event(std::size_t index, const toml::table& tbl) {
     if (it == event_infos().end())
       return fail(file_where(k) + fmt::format("unknown key '{}'{}", key, suggestion(key, names)));
     auto v = node_value(it->type, node);
-    if (!v) return fail(file_where(node) + fmt::format("'{}' must be {}", key, type_phrase(it->type)));
+    if (!v)
+      return fail(file_where(node) + fmt::format("'{}' must be {}", key, type_phrase(it->type)));
     m_origins[key] = file_origin(node);
     if (it->name == "kind") {
-      if (auto err = assign(e.kind, *v)) return fail(file_where(node) + fmt::format("'{}' {}", key, *err));
+      if (auto err = assign(e.kind, *v))
+        return fail(file_where(node) + fmt::format("'{}' {}", key, *err));
       has_kind = true;
     } else if (it->name == "turn") {
       auto x = std::get<std::int64_t>(*v);
@@ -778,18 +941,21 @@ Result<void> Loader::apply_file(const toml::table& root) {
     std::string key(k.str());
     if (key == "tasks" || key == "evaluator") {
       auto tbl = node.as_table();
-      if (!tbl) return fail(file_where(node) + fmt::format("'{}' must be a table ([{}])", key, key));
+      if (!tbl)
+        return fail(file_where(node) + fmt::format("'{}' must be a table ([{}])", key, key));
       for (auto&& [k2, node2] : *tbl) {
         auto dotted = key + "." + std::string(k2.str());
         const auto* spec = find_spec(campaign_specs(), dotted);
         if (!spec)
-          return fail(file_where(k2) + fmt::format("unknown key '{}'{}", dotted, suggestion(dotted, candidates)));
+          return fail(file_where(k2) +
+                      fmt::format("unknown key '{}'{}", dotted, suggestion(dotted, candidates)));
         if (auto r = set_campaign_from_node(*spec, node2); !r) return r;
       }
     } else if (key == "models" || key == "events") {
       auto arr = node.as_array();
       if (!arr || (!arr->empty() && !arr->is_array_of_tables()))
-        return fail(file_where(node) + fmt::format("'{}' must be an array of tables ([[{}]])", key, key));
+        return fail(file_where(node) +
+                    fmt::format("'{}' must be an array of tables ([[{}]])", key, key));
       for (std::size_t i = 0; i < arr->size(); ++i) {
         const auto& tbl = *arr->get(i)->as_table();
         auto r = key == "models" ? load_model(i, tbl) : load_event(i, tbl);
@@ -798,7 +964,8 @@ Result<void> Loader::apply_file(const toml::table& root) {
     } else {
       const auto* spec = find_spec(campaign_specs(), key);
       if (!spec || key.find('.') != std::string::npos)
-        return fail(file_where(k) + fmt::format("unknown key '{}'{}", key, suggestion(key, candidates)));
+        return fail(file_where(k) +
+                    fmt::format("unknown key '{}'{}", key, suggestion(key, candidates)));
       if (auto r = set_campaign_from_node(*spec, node); !r) return r;
     }
   }
@@ -871,12 +1038,15 @@ Result<void> Loader::apply_flags(const std::vector<std::string>& overrides) {
       std::vector<std::string> names;
       for (const auto& s : model_specs()) names.emplace_back(s.info.name);
       const auto* spec = find_spec(model_specs(), field);
-      if (!spec) return fail(where + fmt::format("unknown model key '{}'{}", field, suggestion(field, names)));
+      if (!spec)
+        return fail(where +
+                    fmt::format("unknown model key '{}'{}", field, suggestion(field, names)));
       if (field == "id") return fail(where + "a model's id can only be set in the file");
       auto i = static_cast<std::size_t>(it - m_cfg.models.begin());
       auto label = fmt::format("models[{}].{}", i, field);
       auto v = parse_text(spec->info.type, text);
-      if (!v) return fail(where + fmt::format("'{}' must be {}", label, type_phrase(spec->info.type)));
+      if (!v)
+        return fail(where + fmt::format("'{}' must be {}", label, type_phrase(spec->info.type)));
       if (auto e = spec->set(*it, *v)) return fail(where + fmt::format("'{}' {}", label, *e));
       m_origins[label] = {"flag", where};
       continue;
@@ -970,7 +1140,8 @@ std::optional<Value> json_value(KeyType t, const nlohmann::ordered_json& j) {
 }
 
 // The node at dotted `name` under `root`; nullptr when absent.
-const nlohmann::ordered_json* find_dotted(const nlohmann::ordered_json& root, std::string_view name) {
+const nlohmann::ordered_json* find_dotted(const nlohmann::ordered_json& root,
+                                          std::string_view name) {
   const nlohmann::ordered_json* node = &root;
   while (true) {
     auto dot = name.find('.');
@@ -1003,8 +1174,8 @@ nlohmann::ordered_json specs_to_json(const std::vector<Spec<Struct>>& specs, con
 
 // Sets every key of `specs` present in `j`; a missing key keeps its default.
 template <typename Struct>
-Result<void> specs_from_json(const std::vector<Spec<Struct>>& specs, const nlohmann::ordered_json& j,
-                             std::string_view at, Struct& s) {
+Result<void> specs_from_json(const std::vector<Spec<Struct>>& specs,
+                             const nlohmann::ordered_json& j, std::string_view at, Struct& s) {
   for (const auto& spec : specs) {
     const auto* node = find_dotted(j, spec.info.name);
     if (!node) continue;
@@ -1017,7 +1188,8 @@ Result<void> specs_from_json(const std::vector<Spec<Struct>>& specs, const nlohm
 }
 
 nlohmann::ordered_json event_to_json(const LifecycleEvent& e) {
-  return {{"kind", to_string(e.kind)}, {"turn", e.turn}, {"model", e.model}, {"samples", e.samples}};
+  return {
+      {"kind", to_string(e.kind)}, {"turn", e.turn}, {"model", e.model}, {"samples", e.samples}};
 }
 
 Result<LifecycleEvent> event_from_json(const nlohmann::ordered_json& j, const std::string& at) {
@@ -1076,13 +1248,15 @@ std::string render_model_key(const ModelConfig& model, std::string_view name) {
 
 std::string model_env_name(std::string_view model_id, std::string_view key) {
   std::string out = "KORCH_MODELS_";
-  for (unsigned char c : model_id) out += std::isalnum(c) ? static_cast<char>(std::toupper(c)) : '_';
+  for (unsigned char c : model_id)
+    out += std::isalnum(c) ? static_cast<char>(std::toupper(c)) : '_';
   out += '_';
   for (unsigned char c : key) out += static_cast<char>(std::toupper(c));
   return out;
 }
 
-Result<LoadedConfig> load_campaign(const std::string& path, const std::map<std::string, std::string>& env,
+Result<LoadedConfig> load_campaign(const std::string& path,
+                                   const std::map<std::string, std::string>& env,
                                    const std::vector<std::string>& overrides) {
   auto text = read_file(path);
   if (!text) return fail(text.error().message);
@@ -1135,7 +1309,8 @@ Result<CampaignConfig> config_from_json(std::string_view json) {
 }
 
 Result<void> validate(const CampaignConfig& cfg) {
-  return validate_with(cfg, [](const std::string&) { return std::string(); }, nullptr);
+  return validate_with(
+      cfg, [](const std::string&) { return std::string(); }, nullptr);
 }
 
 std::string describe(const LoadedConfig& loaded) {

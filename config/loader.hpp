@@ -36,8 +36,8 @@ enum class KeyType { string, path, integer, number, boolean, integer_list };
 
 // The documented part of one key (the setters stay in loader.cpp).
 struct KeyInfo {
-  std::string_view name;           // dotted TOML name: "max_turns", "evaluator.mode"
-  std::string_view env;            // "KORCH_MAX_TURNS"; empty for model/event keys
+  std::string_view name;  // dotted TOML name: "max_turns", "evaluator.mode"
+  std::string_view env;   // "KORCH_MAX_TURNS"; empty for model/event keys
   KeyType type = KeyType::string;
   std::string_view default_value;  // rendered as TOML: "5", "\"exact\"", "[1]"
   std::string_view doc;            // one sentence, used by docs/config.md
@@ -68,7 +68,7 @@ struct ConfigValue {
 
 struct LoadedConfig {
   CampaignConfig config;
-  std::string path;                // the config file, as given
+  std::string path;  // the config file, as given
   // Every key-table key in table order, then every field of every model
   // ("models.<id>.<key>"), then every event ("events[<i>]").
   std::vector<ConfigValue> values;

@@ -6,9 +6,9 @@
 #include <cctype>
 #include <charconv>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string_view>
-#include <optional>
 #include <system_error>
 #include <tuple>
 
@@ -60,7 +60,8 @@ bool has_top_level(std::string_view src, std::string_view prefix) {
   while (pos <= src.size()) {
     auto end = src.find('\n', pos);
     auto line = src.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
-    if (line.starts_with(prefix) && (line.size() == prefix.size() || !is_identifier_char(line[prefix.size()])))
+    if (line.starts_with(prefix) &&
+        (line.size() == prefix.size() || !is_identifier_char(line[prefix.size()])))
       return true;
     if (end == std::string_view::npos) break;
     pos = end + 1;
@@ -125,7 +126,8 @@ Result<std::vector<Found>> list_folder(const fs::path& folder) {
     if (!is_task_candidate(e)) continue;
     auto parts = split_stem(e.path().stem().string());
     if (!parts)
-      return fail(fmt::format("{}: task file names must look like <number>_<Name>.py", e.path().string()));
+      return fail(
+          fmt::format("{}: task file names must look like <number>_<Name>.py", e.path().string()));
     out.push_back({e.path(), parts->number, std::move(parts->name)});
   }
   return out;
@@ -192,7 +194,8 @@ Result<std::vector<Task>> load_tasks(const TaskSelection& sel) {
   if (sel.kernelbench_dir.empty()) return fail("tasks.kernelbench_dir is not set");
   std::error_code ec;
   fs::path dir = fs::absolute(fs::path(sel.kernelbench_dir), ec).lexically_normal();
-  if (ec || !fs::is_directory(dir, ec)) return fail(fmt::format("{}: task folder not found", sel.kernelbench_dir));
+  if (ec || !fs::is_directory(dir, ec))
+    return fail(fmt::format("{}: task folder not found", sel.kernelbench_dir));
   auto ids = parse_id_ranges(sel.ids);
   if (!ids) return fail(fmt::format("{}: {}", sel.kernelbench_dir, ids.error().message));
   auto selected = [&](int number) {
@@ -219,7 +222,8 @@ Result<std::vector<Task>> load_tasks(const TaskSelection& sel) {
     if (!files) return std::unexpected(files.error());
     for (auto& f : *files) found.emplace_back(0, std::move(f));
   }
-  if (found.empty()) return fail(fmt::format("{}: no task files (<number>_<Name>.py) found", root.string()));
+  if (found.empty())
+    return fail(fmt::format("{}: no task files (<number>_<Name>.py) found", root.string()));
 
   std::vector<Task> tasks;
   for (auto& [level, f] : found) {

@@ -44,7 +44,9 @@ namespace korch {
 template <>
 struct EnumNames<config::EvalMode> {
   static constexpr std::pair<config::EvalMode, std::string_view> k_names[] = {
-      {config::EvalMode::mock, "mock"}, {config::EvalMode::cpu, "cpu"}, {config::EvalMode::gpu, "gpu"}};
+      {config::EvalMode::mock, "mock"},
+      {config::EvalMode::cpu, "cpu"},
+      {config::EvalMode::gpu, "gpu"}};
 };
 template <>
 struct EnumNames<config::Tolerance> {
@@ -111,7 +113,7 @@ constexpr std::optional<E> from_string(std::string_view text) {
 // The one tolerance table: read by the evaluator (passed to the worker in the
 // job JSON), the roofline model and the system prompt.
 struct ToleranceProfile {
-  double atol = 0;               // fp32 outputs; scaled by max(1, rms(ref)) in the judge
+  double atol = 0;  // fp32 outputs; scaled by max(1, rms(ref)) in the judge
   double rtol = 0;
   double low_precision_tol = 0;  // fp16/bf16 outputs: atol = rtol = max(atol, this)
   bool allow_tf32 = false;       // TF32 matmuls/convolutions on both sides

@@ -56,9 +56,9 @@ agent::Progress progress_of(const store::CampaignCounts& c) {
 }
 
 nlohmann::json progress_json(const agent::Progress& p) {
-  return {{"episodes", p.episodes}, {"final", p.final},   {"running", p.running},     {"failed", p.failed},
-          {"turns", p.turns},       {"tokens", p.tokens}, {"cost_usd", p.cost_usd}, {"elapsed_s", p.elapsed_s},
-          {"eta_s", p.eta_s}};
+  return {{"episodes", p.episodes}, {"final", p.final},         {"running", p.running},
+          {"failed", p.failed},     {"turns", p.turns},         {"tokens", p.tokens},
+          {"cost_usd", p.cost_usd}, {"elapsed_s", p.elapsed_s}, {"eta_s", p.eta_s}};
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
@@ -71,7 +71,8 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 
 // TOML text of a JSON scalar or array of scalars.
 Result<std::string> toml_value(const nlohmann::json& v, const std::string& key) {
-  if (v.is_string() || v.is_boolean() || v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  if (v.is_string() || v.is_boolean() || v.is_number_integer() || v.is_number_unsigned())
+    return v.dump();
   if (v.is_number_float()) {
     auto s = v.dump();
     if (s.find_first_of(".eE") == std::string::npos) s += ".0";
@@ -164,8 +165,10 @@ Daemon::Daemon(ServeConfig cfg) : m_cfg(std::move(cfg)) {}
 Daemon::~Daemon() { stop(); }
 
 Result<void> Daemon::persist(const Campaign& c) {
-  nlohmann::json j = {{"id", c.id}, {"name", c.name}, {"state", c.state}, {"submitted_at", c.submitted_at}};
-  return write_file_atomic(fs::path(m_cfg.state_dir) / "campaigns" / (c.id + ".json"), j.dump(2) + "\n");
+  nlohmann::json j = {
+      {"id", c.id}, {"name", c.name}, {"state", c.state}, {"submitted_at", c.submitted_at}};
+  return write_file_atomic(fs::path(m_cfg.state_dir) / "campaigns" / (c.id + ".json"),
+                           j.dump(2) + "\n");
 }
 
 void Daemon::resume_all() {
@@ -243,7 +246,9 @@ void Daemon::drive(Campaign& c) {
       ++m_version;
     };
     RunnerHooks hooks;
-    hooks.wrap_client = [this](std::unique_ptr<llm::ChatClient> inner) { return m_metrics.wrap(std::move(inner)); };
+    hooks.wrap_client = [this](std::unique_ptr<llm::ChatClient> inner) {
+      return m_metrics.wrap(std::move(inner));
+    };
     hooks.wrap_evaluator = [this](std::unique_ptr<evaluator::Evaluator> inner) {
       return m_metrics.wrap(std::move(inner));
     };
@@ -331,22 +336,25 @@ Reply Daemon::submit(const std::string& body, bool json) {
     return r;
   };
   auto loaded = config::load_campaign(incoming.string(), {}, {"db_path=" + m_cfg.db});
-  if (!loaded) return discard(Reply::error(400, replace_all(loaded.error().message, incoming.string(), "campaign")));
+  if (!loaded)
+    return discard(
+        Reply::error(400, replace_all(loaded.error().message, incoming.string(), "campaign")));
   auto& cfg = loaded->config;
   auto tasks = config::load_tasks(cfg.tasks);
   if (!tasks) return discard(Reply::error(400, tasks.error().message));
   if (tasks->empty()) return discard(Reply::error(400, "the task selection is empty"));
   for (auto& m : cfg.models) {
     if (!m.api_key_env.empty() && !std::getenv(m.api_key_env.c_str())) {
-      return discard(Reply::error(400, fmt::format("model {}: api_key_env {} is not set in the daemon's environment",
-                                                   m.id, m.api_key_env)));
+      return discard(Reply::error(
+          400, fmt::format("model {}: api_key_env {} is not set in the daemon's environment", m.id,
+                           m.api_key_env)));
     }
   }
   auto id = ids::campaign_id(cfg.name);
   std::lock_guard lock(m_mutex);
   if (auto* existing = find(id)) {
-    return discard(Reply::error(409, fmt::format("campaign '{}' exists ({}); pick another name", cfg.name,
-                                                 existing->state)));
+    return discard(Reply::error(409, fmt::format("campaign '{}' exists ({}); pick another name",
+                                                 cfg.name, existing->state)));
   }
   auto c = std::make_unique<Campaign>();
   c->id = id;
@@ -385,11 +393,16 @@ Reply Daemon::get(const std::string& id) {
     d = describe(*c);
   }
   if (auto counts = m_store->counts(d["id"].get<std::string>())) {
-    d["counts"] = {{"episodes", counts->episodes},   {"pending", counts->pending},
-                   {"running", counts->running},     {"final", counts->final},
-                   {"turns", counts->turns},         {"llm_calls", counts->llm_calls},
-                   {"prompt_tokens", counts->prompt_tokens}, {"completion_tokens", counts->completion_tokens},
-                   {"cost_usd", counts->cost_usd},   {"submitted", counts->submitted},
+    d["counts"] = {{"episodes", counts->episodes},
+                   {"pending", counts->pending},
+                   {"running", counts->running},
+                   {"final", counts->final},
+                   {"turns", counts->turns},
+                   {"llm_calls", counts->llm_calls},
+                   {"prompt_tokens", counts->prompt_tokens},
+                   {"completion_tokens", counts->completion_tokens},
+                   {"cost_usd", counts->cost_usd},
+                   {"submitted", counts->submitted},
                    {"correct", counts->correct}};
   }
   return {200, d};
@@ -399,7 +412,8 @@ Reply Daemon::pause(const std::string& id) {
   std::lock_guard lock(m_mutex);
   auto* c = find(id);
   if (!c) return Reply::error(404, "no campaign '" + id + "'");
-  if (c->state != "active") return Reply::error(409, "campaign '" + c->name + "' is " + c->state + ", not active");
+  if (c->state != "active")
+    return Reply::error(409, "campaign '" + c->name + "' is " + c->state + ", not active");
   return stop_driving(*c, "paused");
 }
 
@@ -408,7 +422,8 @@ Reply Daemon::resume(const std::string& id) {
   if (m_stopping.load()) return Reply::error(503, "the daemon is stopping");
   auto* c = find(id);
   if (!c) return Reply::error(404, "no campaign '" + id + "'");
-  if (c->phase == "invalid") return Reply::error(409, "campaign '" + c->name + "' has an invalid config: " + c->message);
+  if (c->phase == "invalid")
+    return Reply::error(409, "campaign '" + c->name + "' has an invalid config: " + c->message);
   if (c->state == "completed" || c->state == "cancelled") {
     return Reply::error(409, "campaign '" + c->name + "' is " + c->state);
   }
@@ -454,17 +469,26 @@ Reply Daemon::episodes(const std::string& id_or_name) {
   if (!*camp) return Reply::error(404, "no campaign '" + id_or_name + "'");
   auto eps = m_store->list_episodes(id);
   auto finals = m_store->list_finals(id);
-  if (!eps || !finals) return Reply::error(500, !eps ? eps.error().message : finals.error().message);
+  if (!eps || !finals)
+    return Reply::error(500, !eps ? eps.error().message : finals.error().message);
   std::map<std::string, const store::FinalRow*> by_ep;
   for (auto& f : *finals) by_ep[f.episode_id] = &f;
   nlohmann::json arr = nlohmann::json::array();
   for (auto& e : *eps) {
-    nlohmann::json j = {{"id", e.id},         {"task_id", e.task_id},      {"model_id", e.model_id},
-                        {"sample", e.sample_index}, {"status", e.status},  {"tokens", e.tokens_used},
-                        {"cost_usd", e.cost_usd}, {"active_s", e.active_s}};
+    nlohmann::json j = {{"id", e.id},
+                        {"task_id", e.task_id},
+                        {"model_id", e.model_id},
+                        {"sample", e.sample_index},
+                        {"status", e.status},
+                        {"tokens", e.tokens_used},
+                        {"cost_usd", e.cost_usd},
+                        {"active_s", e.active_s}};
     if (auto it = by_ep.find(e.id); it != by_ep.end()) {
       auto& f = *it->second;
-      j["final"] = {{"reason", f.reason}, {"verdict", f.verdict}, {"correct", f.correct}, {"reward", f.reward}};
+      j["final"] = {{"reason", f.reason},
+                    {"verdict", f.verdict},
+                    {"correct", f.correct},
+                    {"reward", f.reward}};
       if (f.speedup) j["final"]["speedup"] = *f.speedup;
     }
     arr.push_back(std::move(j));
@@ -492,7 +516,8 @@ Reply Daemon::episode(const std::string& episode_id) {
   for (auto& t : s.turns) {
     std::string feedback;
     for (auto& m : s.messages) {
-      if (m.turn == t.turn && m.role == "user" && m.kind != "task" && m.kind != "context") feedback = m.content;
+      if (m.turn == t.turn && m.role == "user" && m.kind != "task" && m.kind != "context")
+        feedback = m.content;
     }
     turns.push_back({{"turn", t.turn},
                      {"model_id", t.model_id},
@@ -508,12 +533,19 @@ Reply Daemon::episode(const std::string& episode_id) {
                      {"at", t.at}});
   }
   auto& e = s.episode;
-  nlohmann::json j = {{"id", e.id},           {"campaign_id", e.campaign_id}, {"task_id", e.task_id},
-                      {"model_id", e.model_id}, {"sample", e.sample_index},   {"status", e.status},
-                      {"tokens", e.tokens_used}, {"cost_usd", e.cost_usd},    {"turns", turns}};
+  nlohmann::json j = {{"id", e.id},
+                      {"campaign_id", e.campaign_id},
+                      {"task_id", e.task_id},
+                      {"model_id", e.model_id},
+                      {"sample", e.sample_index},
+                      {"status", e.status},
+                      {"tokens", e.tokens_used},
+                      {"cost_usd", e.cost_usd},
+                      {"turns", turns}};
   if (s.final) {
     auto& f = *s.final;
-    j["final"] = {{"reason", f.reason}, {"verdict", f.verdict}, {"correct", f.correct}, {"reward", f.reward}};
+    j["final"] = {
+        {"reason", f.reason}, {"verdict", f.verdict}, {"correct", f.correct}, {"reward", f.reward}};
     if (f.speedup) j["final"]["speedup"] = *f.speedup;
   }
   return {200, j};
@@ -534,18 +566,20 @@ Result<config::Task> Daemon::resolve_task(const nlohmann::json& spec) {
   } else if (spec.is_object()) {
     if (spec.contains("path") && spec["path"].is_string()) {
       path = spec["path"].get<std::string>();
-    } else if (spec.contains("level") && spec.contains("number") && spec["level"].is_number_integer() &&
-               spec["number"].is_number_integer()) {
+    } else if (spec.contains("level") && spec.contains("number") &&
+               spec["level"].is_number_integer() && spec["number"].is_number_integer()) {
       level = spec["level"].get<int>();
       number = spec["number"].get<int>();
     }
   }
   if (!path.empty()) return config::load_task_file(path);
   if (level <= 0 || number <= 0) {
-    return fail(ErrorKind::invalid, "task: give {\"path\": FILE}, {\"level\": L, \"number\": N} or \"L/N\"");
+    return fail(ErrorKind::invalid,
+                "task: give {\"path\": FILE}, {\"level\": L, \"number\": N} or \"L/N\"");
   }
   if (m_cfg.env_tasks_dir.empty()) {
-    return fail(ErrorKind::invalid, "task: level/number needs env.tasks_dir (--env-tasks-dir) in the daemon's config");
+    return fail(ErrorKind::invalid,
+                "task: level/number needs env.tasks_dir (--env-tasks-dir) in the daemon's config");
   }
   config::TaskSelection sel;
   sel.kernelbench_dir = m_cfg.env_tasks_dir;
@@ -553,14 +587,17 @@ Result<config::Task> Daemon::resolve_task(const nlohmann::json& spec) {
   sel.ids = std::to_string(number);
   auto tasks = config::load_tasks(sel);
   if (!tasks) return std::unexpected(with_kind(tasks.error(), ErrorKind::invalid));
-  if (tasks->empty()) return fail(ErrorKind::invalid, fmt::format("task: no task {}/{} in {}", level, number, sel.kernelbench_dir));
+  if (tasks->empty())
+    return fail(ErrorKind::invalid,
+                fmt::format("task: no task {}/{} in {}", level, number, sel.kernelbench_dir));
   return tasks->front();
 }
 
 Reply Daemon::evaluate(const nlohmann::json& req) {
   if (m_stopping.load()) return Reply::error(503, "the daemon is stopping");
   if (!req.is_object()) return Reply::error(400, "expected a JSON object");
-  if (!req.contains("code") || !req["code"].is_string()) return Reply::error(400, "'code' (a string) is required");
+  if (!req.contains("code") || !req["code"].is_string())
+    return Reply::error(400, "'code' (a string) is required");
   if (!req.contains("task")) return Reply::error(400, "'task' is required");
   auto mode = req.value("mode", std::string("check"));
   const auto eval_mode = evaluator::mode_from_string(mode);
@@ -576,12 +613,15 @@ Reply Daemon::evaluate(const nlohmann::json& req) {
   r.secret_seed = ids::stable_hash64(r.request_id);
   auto promise = std::make_shared<std::promise<evaluator::Report>>();
   auto future = promise->get_future();
-  m_evaluator->evaluate(r, [promise](evaluator::Report rep) { promise->set_value(std::move(rep)); });
-  if (future.wait_for(std::chrono::duration<double>(m_cfg.eval_timeout_s)) != std::future_status::ready) {
+  m_evaluator->evaluate(r,
+                        [promise](evaluator::Report rep) { promise->set_value(std::move(rep)); });
+  if (future.wait_for(std::chrono::duration<double>(m_cfg.eval_timeout_s)) !=
+      std::future_status::ready) {
     return Reply::error(504, "the evaluation did not finish within eval_timeout_s");
   }
   auto rep = future.get();
-  if (rep.interrupted) return Reply::error(503, "the evaluation was interrupted (the daemon is stopping)");
+  if (rep.interrupted)
+    return Reply::error(503, "the evaluation was interrupted (the daemon is stopping)");
   store::WriteBatch b;
   store::EvaluationRow row;
   row.request_id = r.request_id;
@@ -605,7 +645,10 @@ nlohmann::json Daemon::progress_snapshot() {
   std::lock_guard lock(m_mutex);
   nlohmann::json arr = nlohmann::json::array();
   for (auto& [id, c] : m_campaigns) {
-    arr.push_back({{"id", c->id}, {"name", c->name}, {"state", c->state}, {"phase", c->phase},
+    arr.push_back({{"id", c->id},
+                   {"name", c->name},
+                   {"state", c->state},
+                   {"phase", c->phase},
                    {"progress", progress_json(c->progress)}});
     m_metrics.set_campaign(c->name, c->state, c->progress);
   }

@@ -32,7 +32,9 @@ namespace korch::daemon {
 struct Reply {
   int status = 200;
   nlohmann::json body;
-  static Reply error(int status, std::string message) { return {status, {{"error", std::move(message)}}}; }
+  static Reply error(int status, std::string message) {
+    return {status, {{"error", std::move(message)}}};
+  }
 };
 
 class Daemon {

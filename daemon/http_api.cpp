@@ -140,7 +140,8 @@ struct HttpApi::Impl {
   using Handler = std::function<Reply(const httplib::Request&)>;
 
   void add(const std::string& method, const std::string& path, Handler h) {
-    auto wrapped = [this, path, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+    auto wrapped = [this, path, h = std::move(h)](const httplib::Request& req,
+                                                  httplib::Response& res) {
       Reply r;
       try {
         r = h(req);
@@ -179,27 +180,34 @@ struct HttpApi::Impl {
       if (req.body.empty()) return Reply::error(400, "empty body: send a campaign TOML or JSON");
       return daemon.submit(req.body, is_json(req));
     });
-    add("GET", "/api/campaigns/{id}", [this](const httplib::Request& req) { return daemon.get(req.matches[1]); });
-    add("POST", "/api/campaigns/{id}/pause", [this](const httplib::Request& req) { return daemon.pause(req.matches[1]); });
+    add("GET", "/api/campaigns/{id}",
+        [this](const httplib::Request& req) { return daemon.get(req.matches[1]); });
+    add("POST", "/api/campaigns/{id}/pause",
+        [this](const httplib::Request& req) { return daemon.pause(req.matches[1]); });
     add("POST", "/api/campaigns/{id}/resume",
         [this](const httplib::Request& req) { return daemon.resume(req.matches[1]); });
     add("POST", "/api/campaigns/{id}/cancel",
         [this](const httplib::Request& req) { return daemon.cancel(req.matches[1]); });
     add("GET", "/api/campaigns/{id}/episodes",
         [this](const httplib::Request& req) { return daemon.episodes(req.matches[1]); });
-    add("GET", "/api/episodes/{id}", [this](const httplib::Request& req) { return daemon.episode(req.matches[1]); });
+    add("GET", "/api/episodes/{id}",
+        [this](const httplib::Request& req) { return daemon.episode(req.matches[1]); });
     add("POST", "/api/evaluations", [this](const httplib::Request& req) {
       auto j = nlohmann::json::parse(req.body, nullptr, false);
       if (j.is_discarded()) return Reply::error(400, "malformed JSON");
       return daemon.evaluate(j);
     });
-    server.Get("/api/events", [this](const httplib::Request&, httplib::Response& res) { events(res); });
+    server.Get("/api/events",
+               [this](const httplib::Request&, httplib::Response& res) { events(res); });
     server.Get(to_regex("/api/campaigns/{id}/report"),
                [this](const httplib::Request& req, httplib::Response& res) { report(req, res); });
-    server.Get("/", [this](const httplib::Request&, httplib::Response& res) { asset(res, "index.html", "/"); });
-    server.Get(to_regex("/dashboard/{file}"), [this](const httplib::Request& req, httplib::Response& res) {
-      asset(res, req.matches[1], "/dashboard/{file}");
+    server.Get("/", [this](const httplib::Request&, httplib::Response& res) {
+      asset(res, "index.html", "/");
     });
+    server.Get(to_regex("/dashboard/{file}"),
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 asset(res, req.matches[1], "/dashboard/{file}");
+               });
   }
 
   // GET /api/campaigns/{id}/report[?format=json|html]: `korch report`'s JSON
@@ -236,9 +244,10 @@ struct HttpApi::Impl {
       daemon.metrics().count_http(route, 404);
       return;
     }
-    res.set_header("Content-Security-Policy",
-                   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                   "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'");
+    res.set_header(
+        "Content-Security-Policy",
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'");
     res.set_header("X-Content-Type-Options", "nosniff");
     res.set_header("Cache-Control", "no-cache");
     res.set_content(std::string(a->data), std::string(a->content_type));
@@ -251,7 +260,8 @@ struct HttpApi::Impl {
     auto& cfg = daemon.config();
     if (sse_clients.fetch_add(1) >= cfg.sse_max_clients) {
       sse_clients.fetch_sub(1);
-      send(res, Reply::error(503, fmt::format("too many progress streams (sse_max_clients = {})", cfg.sse_max_clients)));
+      send(res, Reply::error(503, fmt::format("too many progress streams (sse_max_clients = {})",
+                                              cfg.sse_max_clients)));
       daemon.metrics().count_http("/api/events", 503);
       return;
     }
@@ -321,29 +331,34 @@ Result<std::unique_ptr<HttpApi>> HttpApi::bind(Daemon& daemon, const std::string
     mp->listen_fd = sock;  // the last socket set up is the listening one
   });
   s.set_pre_routing_handler([mp](const httplib::Request& req, httplib::Response& res) {
-    if (mp->token.empty() || is_public(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+    if (mp->token.empty() || is_public(req.path))
+      return httplib::Server::HandlerResponse::Unhandled;
     auto h = req.get_header_value("Authorization");
     if (h.rfind("Bearer ", 0) != 0 || !constant_time_equal(h.substr(7), mp->token)) {
       res.status = 401;
       res.set_header("WWW-Authenticate", "Bearer");
-      res.set_content(nlohmann::json{{"error", h.empty() ? "missing bearer token" : "wrong bearer token"}}.dump(),
-                      "application/json");
+      res.set_content(
+          nlohmann::json{{"error", h.empty() ? "missing bearer token" : "wrong bearer token"}}
+              .dump(),
+          "application/json");
       mp->daemon.metrics().count_http("auth", 401);
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string msg = res.status == 404   ? "no route " + req.method + " " + req.path
-                      : res.status == 413 ? "request body too large"
-                      : res.status == 405 ? "method not allowed"
-                                          : "bad request";
-    res.set_content(nlohmann::json{{"error", msg}}.dump(), "application/json");
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  s.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        std::string msg = res.status == 404   ? "no route " + req.method + " " + req.path
+                          : res.status == 413 ? "request body too large"
+                          : res.status == 405 ? "method not allowed"
+                                              : "bad request";
+        res.set_content(nlohmann::json{{"error", msg}}.dump(), "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   m.routes();
-  int port = hp->second == 0 ? s.bind_to_any_port(hp->first) : (s.bind_to_port(hp->first, hp->second) ? hp->second : -1);
+  int port = hp->second == 0 ? s.bind_to_any_port(hp->first)
+                             : (s.bind_to_port(hp->first, hp->second) ? hp->second : -1);
   if (port < 0) return fail(ErrorKind::unavailable, "cannot listen on " + cfg.listen);
   // httplib compiles in a backlog of 5; listen() again on the bound socket
   // raises it (Linux updates the backlog of a listening socket).

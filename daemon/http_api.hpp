@@ -15,9 +15,9 @@
 namespace korch::daemon {
 
 struct Route {
-  std::string method;   // GET | POST
-  std::string path;     // OpenAPI form: /api/campaigns/{id}
-  bool auth = true;     // needs the bearer token
+  std::string method;  // GET | POST
+  std::string path;    // OpenAPI form: /api/campaigns/{id}
+  bool auth = true;    // needs the bearer token
 };
 
 // Every route the API server registers, in OpenAPI path form.

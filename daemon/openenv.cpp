@@ -27,8 +27,9 @@ using json = nlohmann::json;
 
 const std::vector<Route>& env_routes() {
   static const std::vector<Route> routes = {
-      {"GET", "/ws", true},       {"POST", "/reset", true},    {"POST", "/step", true}, {"GET", "/state", true},
-      {"GET", "/health", false},  {"GET", "/metadata", true},  {"GET", "/schema", true},
+      {"GET", "/ws", true},     {"POST", "/reset", true},  {"POST", "/step", true},
+      {"GET", "/state", true},  {"GET", "/health", false}, {"GET", "/metadata", true},
+      {"GET", "/schema", true},
   };
   return routes;
 }
@@ -42,7 +43,9 @@ struct EnvError {
   std::string message;
 };
 
-json error_frame(const EnvError& e) { return {{"type", "error"}, {"data", {{"message", e.message}, {"code", e.code}}}}; }
+json error_frame(const EnvError& e) {
+  return {{"type", "error"}, {"data", {{"message", e.message}, {"code", e.code}}}};
+}
 
 // One environment episode: a stored episode of the env campaign.
 struct EnvEpisode {
@@ -59,7 +62,8 @@ struct EnvEpisode {
 bool valid_episode_id(const std::string& s) {
   if (s.empty() || s.size() > 100) return false;
   for (char c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+      return false;
   }
   return true;
 }
@@ -89,7 +93,10 @@ struct EnvServer::Impl {
     store::CampaignRow c;
     c.id = campaign_id;
     c.name = daemon.config().env_name;
-    c.config_json = json{{"openenv", true}, {"max_turns", max_turns}, {"evaluator", std::string(config::to_string(daemon.evaluator().mode()))}}.dump();
+    c.config_json = json{{"openenv", true},
+                         {"max_turns", max_turns},
+                         {"evaluator", std::string(config::to_string(daemon.evaluator().mode()))}}
+                        .dump();
     c.secret_seed = ids::stable_hash64("openenv|" + c.name);
     c.created_at = now_unix();
     b.put(c);
@@ -98,9 +105,14 @@ struct EnvServer::Impl {
     return {};
   }
 
-  json observation(const EnvEpisode& ep, const std::string& prompt, const std::string& feedback, double reward) {
-    json obs = {{"episode_id", ep.id}, {"task_id", ep.task.id},     {"turn", ep.turns},
-                {"max_turns", max_turns}, {"prompt", prompt},      {"feedback", feedback},
+  json observation(const EnvEpisode& ep, const std::string& prompt, const std::string& feedback,
+                   double reward) {
+    json obs = {{"episode_id", ep.id},
+                {"task_id", ep.task.id},
+                {"turn", ep.turns},
+                {"max_turns", max_turns},
+                {"prompt", prompt},
+                {"feedback", feedback},
                 {"verdict", ep.last_verdict.empty() ? json() : json(ep.last_verdict)},
                 {"speedup", ep.last_speedup ? json(*ep.last_speedup) : json()}};
     return {{"observation", obs}, {"reward", reward}, {"done", ep.done}};
@@ -119,7 +131,8 @@ struct EnvServer::Impl {
     if (!*snap) return std::optional<EnvEpisode>();
     auto& s = **snap;
     if (s.episode.campaign_id != campaign_id) {
-      return std::unexpected(EnvError{"VALIDATION_ERROR", "episode '" + id + "' belongs to a campaign, not the environment"});
+      return std::unexpected(EnvError{
+          "VALIDATION_ERROR", "episode '" + id + "' belongs to a campaign, not the environment"});
     }
     auto tasks = daemon.store().list_tasks(campaign_id);
     if (!tasks) return std::unexpected(EnvError{"EXECUTION_ERROR", tasks.error().message});
@@ -139,11 +152,13 @@ struct EnvServer::Impl {
 
   // reset: {"seed"?, "task_id"?, "episode_id"?}
   std::expected<std::pair<EnvEpisode, json>, EnvError> reset(const json& data) {
-    if (!data.is_null() && !data.is_object()) return std::unexpected(EnvError{"VALIDATION_ERROR", "reset data must be an object"});
+    if (!data.is_null() && !data.is_object())
+      return std::unexpected(EnvError{"VALIDATION_ERROR", "reset data must be an object"});
     json d = data.is_object() ? data : json::object();
     std::uint64_t seed = 0;
     if (d.contains("seed") && !d["seed"].is_null()) {
-      if (!d["seed"].is_number_integer()) return std::unexpected(EnvError{"VALIDATION_ERROR", "'seed' must be an integer"});
+      if (!d["seed"].is_number_integer())
+        return std::unexpected(EnvError{"VALIDATION_ERROR", "'seed' must be an integer"});
       seed = d["seed"].get<std::uint64_t>();
     } else {
       seed = std::random_device{}();
@@ -151,18 +166,21 @@ struct EnvServer::Impl {
     std::string id;
     if (d.contains("episode_id") && !d["episode_id"].is_null()) {
       if (!d["episode_id"].is_string() || !valid_episode_id(d["episode_id"].get<std::string>())) {
-        return std::unexpected(EnvError{"VALIDATION_ERROR", "'episode_id' must be 1-100 of [A-Za-z0-9._-]"});
+        return std::unexpected(
+            EnvError{"VALIDATION_ERROR", "'episode_id' must be 1-100 of [A-Za-z0-9._-]"});
       }
       id = d["episode_id"].get<std::string>();
       auto existing = load(id);
       if (!existing) return std::unexpected(existing.error());
       if (*existing) {
         auto& ep = **existing;
-        auto obs = observation(ep, prompts::task_prompt(ep.task, std::max(1, max_turns - ep.turns)), "", 0);
+        auto obs = observation(ep, prompts::task_prompt(ep.task, std::max(1, max_turns - ep.turns)),
+                               "", 0);
         return std::pair{std::move(ep), std::move(obs)};
       }
     } else {
-      id = fmt::format("env-{:016x}", (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}());
+      id = fmt::format("env-{:016x}", (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
+                                          std::random_device{}());
     }
     Result<config::Task> task = fail("no task");
     if (d.contains("task_id") && !d["task_id"].is_null()) {
@@ -177,7 +195,8 @@ struct EnvServer::Impl {
         task = fail(all ? "env.tasks_dir has no tasks" : all.error().message);
       }
     } else {
-      return std::unexpected(EnvError{"VALIDATION_ERROR", "give 'task_id' (a task file or \"L/N\" with env.tasks_dir)"});
+      return std::unexpected(EnvError{
+          "VALIDATION_ERROR", "give 'task_id' (a task file or \"L/N\" with env.tasks_dir)"});
     }
     if (!task) return std::unexpected(EnvError{"VALIDATION_ERROR", task.error().message});
     EnvEpisode ep;
@@ -220,24 +239,29 @@ struct EnvServer::Impl {
 
   // step: {"code": "...", "action": "CHECK"|"SUBMIT"} (or the same inside "action").
   // `done` gets the reply JSON (observation data) or an error; on any thread.
-  void step(EnvEpisode& ep, const json& data, std::function<void(std::expected<json, EnvError>)> done) {
+  void step(EnvEpisode& ep, const json& data,
+            std::function<void(std::expected<json, EnvError>)> done) {
     json a = data;
     if (a.is_object() && a.contains("action") && a["action"].is_object()) a = a["action"];
     if (!a.is_object() || !a.contains("code") || !a["code"].is_string()) {
-      return done(std::unexpected(EnvError{"VALIDATION_ERROR", "step needs {\"code\": string, \"action\": \"CHECK\"|\"SUBMIT\"}"}));
+      return done(std::unexpected(EnvError{
+          "VALIDATION_ERROR", "step needs {\"code\": string, \"action\": \"CHECK\"|\"SUBMIT\"}"}));
     }
     std::string kind = a.value("action", a.value("mode", std::string("CHECK")));
     for (auto& ch : kind) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
     if (kind != "CHECK" && kind != "SUBMIT") {
-      return done(std::unexpected(EnvError{"VALIDATION_ERROR", "'action' must be CHECK or SUBMIT"}));
+      return done(
+          std::unexpected(EnvError{"VALIDATION_ERROR", "'action' must be CHECK or SUBMIT"}));
     }
-    if (ep.done) return done(std::unexpected(EnvError{"VALIDATION_ERROR", "the episode is done; send reset"}));
+    if (ep.done)
+      return done(std::unexpected(EnvError{"VALIDATION_ERROR", "the episode is done; send reset"}));
     std::string code = a["code"].get<std::string>();
     int turn = ep.turns + 1;
     bool submit = kind == "SUBMIT" || turn >= max_turns;
     evaluator::Request req;
     req.mode = submit ? evaluator::Mode::submit : evaluator::Mode::check;
-    req.request_id = submit ? ids::submit_request_id(ep.id, code) : ids::check_request_id(ep.id, turn, code);
+    req.request_id =
+        submit ? ids::submit_request_id(ep.id, code) : ids::check_request_id(ep.id, turn, code);
     req.task = ep.task;
     req.code = code;
     req.secret_seed = ids::stable_hash64("openenv|" + ep.id);
@@ -245,10 +269,13 @@ struct EnvServer::Impl {
     double started = now_unix();
     daemon.evaluator().evaluate(req, [this, &ep, req, kind, submit, turn, started, code,
                                       done = std::move(done)](evaluator::Report rep) mutable {
-      if (rep.interrupted) return done(std::unexpected(EnvError{"EXECUTION_ERROR", "the evaluation was interrupted (the daemon is stopping)"}));
+      if (rep.interrupted)
+        return done(std::unexpected(EnvError{
+            "EXECUTION_ERROR", "the evaluation was interrupted (the daemon is stopping)"}));
       double reward = submit ? evaluator::reward_for(daemon.config().evaluator.reward, rep) : 0.0;
       int replies_left = std::max(0, max_turns - turn);
-      std::string feedback = submit ? prompts::render_report(rep) : prompts::check_feedback(rep, std::max(1, replies_left));
+      std::string feedback = submit ? prompts::render_report(rep)
+                                    : prompts::check_feedback(rep, std::max(1, replies_left));
       store::WriteBatch b;
       store::EvaluationRow ev;
       ev.request_id = req.request_id;
@@ -307,9 +334,11 @@ struct EnvServer::Impl {
       }
       auto verdict = ev.verdict;
       auto speedup = rep.speedup;
-      daemon.store().commit(std::move(b), [this, &ep, turn, submit, verdict, speedup, feedback, reward,
-                                            done = std::move(done)](Result<store::CommitInfo> r) mutable {
-        if (!r) return done(std::unexpected(EnvError{"EXECUTION_ERROR", "store: " + r.error().message}));
+      daemon.store().commit(std::move(b), [this, &ep, turn, submit, verdict, speedup, feedback,
+                                           reward, done = std::move(done)](
+                                              Result<store::CommitInfo> r) mutable {
+        if (!r)
+          return done(std::unexpected(EnvError{"EXECUTION_ERROR", "store: " + r.error().message}));
         // Applied by the caller's strand: the episode object belongs to it.
         done(json{{"__apply", true},
                   {"turn", turn},
@@ -328,24 +357,27 @@ struct EnvServer::Impl {
     ep.next_seq += 2;
     ep.done = s["submit"].get<bool>();
     ep.last_verdict = s["verdict"].get<std::string>();
-    ep.last_speedup = s["speedup"].is_null() ? std::nullopt : std::optional<double>(s["speedup"].get<double>());
+    ep.last_speedup =
+        s["speedup"].is_null() ? std::nullopt : std::optional<double>(s["speedup"].get<double>());
     ep.last_reward = s["reward"].get<double>();
     return observation(ep, "", s["feedback"].get<std::string>(), ep.last_reward);
   }
 
   static json metadata() {
     return {{"name", "korch"},
-            {"description", "Write a faster PyTorch module (ModelNew) for a KernelBench task; CHECK runs it "
-                            "unprotected for feedback, SUBMIT is scored and ends the episode."},
+            {"description",
+             "Write a faster PyTorch module (ModelNew) for a KernelBench task; CHECK runs it "
+             "unprotected for feedback, SUBMIT is scored and ends the episode."},
             {"version", "0.1.0"}};
   }
 
   static json schema() {
-    json action = {{"type", "object"},
-                   {"properties",
-                    {{"code", {{"type", "string"}, {"description", "Python module defining ModelNew"}}},
-                     {"action", {{"type", "string"}, {"enum", {"CHECK", "SUBMIT"}}}}}},
-                   {"required", {"code"}}};
+    json action = {
+        {"type", "object"},
+        {"properties",
+         {{"code", {{"type", "string"}, {"description", "Python module defining ModelNew"}}},
+          {"action", {{"type", "string"}, {"enum", {"CHECK", "SUBMIT"}}}}}},
+        {"required", {"code"}}};
     json observation = {{"type", "object"},
                         {"properties",
                          {{"episode_id", {{"type", "string"}}},
@@ -385,7 +417,8 @@ namespace {
 // answered while a step evaluates) and handles one message at a time.
 class WsSession : public std::enable_shared_from_this<WsSession> {
  public:
-  WsSession(tcp::socket&& socket, EnvServer::Impl& env) : m_ws(std::move(socket)), m_env(env), m_idle(m_ws.get_executor()) {}
+  WsSession(tcp::socket&& socket, EnvServer::Impl& env)
+      : m_ws(std::move(socket)), m_env(env), m_idle(m_ws.get_executor()) {}
 
   void run(http::request<http::string_body> req) {
     websocket::stream_base::timeout t{};
@@ -418,8 +451,9 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     if (ec) return;
     if (m_env.sessions.fetch_add(1) >= m_env.daemon.config().env_max_sessions) {
       m_env.sessions.fetch_sub(1);
-      send(error_frame({"CAPACITY_REACHED", fmt::format("the server holds its maximum of {} sessions",
-                                                         m_env.daemon.config().env_max_sessions)}));
+      send(error_frame(
+          {"CAPACITY_REACHED", fmt::format("the server holds its maximum of {} sessions",
+                                           m_env.daemon.config().env_max_sessions)}));
       m_close_after_write = true;
       m_closing = true;
       return;
@@ -439,7 +473,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     m_idle.expires_after(std::chrono::seconds(1));
     m_idle.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (ec || self->m_closing) return;
-      if (!self->m_busy && now_mono() - self->m_last > self->m_env.daemon.config().env_idle_timeout_s) {
+      if (!self->m_busy &&
+          now_mono() - self->m_last > self->m_env.daemon.config().env_idle_timeout_s) {
         self->m_closing = true;
         self->send(error_frame({"SESSION_ERROR", "idle timeout: session closed"}));
         self->m_close_after_write = true;
@@ -478,7 +513,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
 
   void handle(const std::string& text) {
     auto msg = json::parse(text, nullptr, false);
-    if (msg.is_discarded() || !msg.is_object()) return send(error_frame({"INVALID_JSON", "the frame is not a JSON object"}));
+    if (msg.is_discarded() || !msg.is_object())
+      return send(error_frame({"INVALID_JSON", "the frame is not a JSON object"}));
     auto type = msg.value("type", std::string());
     json data = msg.contains("data") ? msg["data"] : json::object();
     if (type == "reset") {
@@ -487,7 +523,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       m_ep = std::move(r->first);
       return send({{"type", "observation"}, {"data", r->second}});
     }
-    if (type == "state") return send({{"type", "state"}, {"data", m_env.state(m_ep ? &*m_ep : nullptr)}});
+    if (type == "state")
+      return send({{"type", "state"}, {"data", m_env.state(m_ep ? &*m_ep : nullptr)}});
     if (type == "close") {
       m_closing = true;
       m_close_after_write = true;
@@ -512,7 +549,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       return;
     }
     if (type.empty()) return send(error_frame({"VALIDATION_ERROR", "missing 'type'"}));
-    send(error_frame({"UNKNOWN_TYPE", "unknown message type '" + type + "' (reset, step, state, close)"}));
+    send(error_frame(
+        {"UNKNOWN_TYPE", "unknown message type '" + type + "' (reset, step, state, close)"}));
   }
 
   void send(const json& j) {
@@ -527,22 +565,24 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     }
     m_writing = true;
     m_ws.text(true);
-    m_ws.async_write(net::buffer(m_outbox.front()), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->m_outbox.pop_front();
-      if (ec) {
-        self->m_outbox.clear();
-        self->m_writing = false;
-        return;
-      }
-      self->write_next();
-    });
+    m_ws.async_write(net::buffer(m_outbox.front()),
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       self->m_outbox.pop_front();
+                       if (ec) {
+                         self->m_outbox.clear();
+                         self->m_writing = false;
+                         return;
+                       }
+                       self->write_next();
+                     });
   }
 
   void flush_or_close() {
     if (m_writing || !m_close_after_write || m_closed) return;
     m_closed = true;
     m_idle.cancel();
-    m_ws.async_close(websocket::close_code::normal, [self = shared_from_this()](beast::error_code) {});
+    m_ws.async_close(websocket::close_code::normal,
+                     [self = shared_from_this()](beast::error_code) {});
   }
 
   websocket::stream<beast::tcp_stream> m_ws;
@@ -553,7 +593,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   std::deque<std::string> m_outbox;
   std::optional<EnvEpisode> m_ep;
   double m_last = 0;
-  bool m_busy = false, m_writing = false, m_closing = false, m_close_after_write = false, m_closed = false;
+  bool m_busy = false, m_writing = false, m_closing = false, m_close_after_write = false,
+       m_closed = false;
   bool m_counted = false;
 };
 
@@ -566,11 +607,13 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
     m_parser.emplace();
     m_parser->body_limit(static_cast<std::uint64_t>(m_env.daemon.config().max_body_bytes));
     m_stream.expires_after(std::chrono::seconds(m_env.daemon.config().read_timeout_s));
-    http::async_read(m_stream, m_buffer, *m_parser, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      if (ec == http::error::body_limit) return self->reply(413, {{"error", "request body too large"}}, false);
-      if (ec) return;
-      self->on_request(self->m_parser->release());
-    });
+    http::async_read(m_stream, m_buffer, *m_parser,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       if (ec == http::error::body_limit)
+                         return self->reply(413, {{"error", "request body too large"}}, false);
+                       if (ec) return;
+                       self->on_request(self->m_parser->release());
+                     });
   }
 
  private:
@@ -578,9 +621,12 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
     m_keep_alive = req.keep_alive();
     std::string target(req.target());
     std::string path = target.substr(0, target.find('?'));
-    std::string query = target.find('?') == std::string::npos ? "" : target.substr(target.find('?') + 1);
+    std::string query =
+        target.find('?') == std::string::npos ? "" : target.substr(target.find('?') + 1);
     if (path != "/health" && !m_env.authorized(req)) {
-      return reply(401, {{"error", req[http::field::authorization].empty() ? "missing bearer token" : "wrong bearer token"}});
+      return reply(401,
+                   {{"error", req[http::field::authorization].empty() ? "missing bearer token"
+                                                                      : "wrong bearer token"}});
     }
     if (websocket::is_upgrade(req)) {
       if (path != "/ws") return reply(404, {{"error", "WebSocket is served on /ws"}});
@@ -590,13 +636,16 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
     }
     auto method = req.method();
     if (path == "/health" && method == http::verb::get) return reply(200, {{"status", "healthy"}});
-    if (path == "/metadata" && method == http::verb::get) return reply(200, EnvServer::Impl::metadata());
-    if (path == "/schema" && method == http::verb::get) return reply(200, EnvServer::Impl::schema());
+    if (path == "/metadata" && method == http::verb::get)
+      return reply(200, EnvServer::Impl::metadata());
+    if (path == "/schema" && method == http::verb::get)
+      return reply(200, EnvServer::Impl::schema());
     if (path == "/ws") return reply(400, {{"error", "/ws needs a WebSocket upgrade"}});
     json body = json::object();
     if (method == http::verb::post && !req.body().empty()) {
       body = json::parse(req.body(), nullptr, false);
-      if (body.is_discarded()) return reply(400, {{"error", "malformed JSON"}, {"code", "INVALID_JSON"}});
+      if (body.is_discarded())
+        return reply(400, {{"error", "malformed JSON"}, {"code", "INVALID_JSON"}});
     }
     if (path == "/reset" && method == http::verb::post) {
       auto r = m_env.reset(body);
@@ -615,40 +664,47 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
     if (path == "/step" && method == http::verb::post) {
       // Stateless over HTTP: the episode named by episode_id is rebuilt from the store.
       if (!body.is_object() || !body.contains("episode_id") || !body["episode_id"].is_string()) {
-        return reply(400, {{"error", "POST /step needs episode_id (from /reset) and action"}, {"code", "VALIDATION_ERROR"}});
+        return reply(400, {{"error", "POST /step needs episode_id (from /reset) and action"},
+                           {"code", "VALIDATION_ERROR"}});
       }
       auto ep = m_env.load(body["episode_id"].get<std::string>());
       if (!ep) return reply(400, {{"error", ep.error().message}, {"code", ep.error().code}});
-      if (!*ep) return reply(404, {{"error", "no episode '" + body["episode_id"].get<std::string>() + "'"}});
+      if (!*ep)
+        return reply(404,
+                     {{"error", "no episode '" + body["episode_id"].get<std::string>() + "'"}});
       m_ep = std::move(**ep);
       auto self = shared_from_this();
-      m_env.step(*m_ep, body.contains("action") ? body["action"] : body, [self](std::expected<json, EnvError> r) {
-        net::post(self->m_stream.get_executor(), [self, r = std::move(r)] {
-          if (!r) return self->reply(r.error().code == "VALIDATION_ERROR" ? 400 : 500,
-                                     {{"error", r.error().message}, {"code", r.error().code}});
-          self->reply(200, self->m_env.apply(*self->m_ep, *r));
-        });
-      });
+      m_env.step(*m_ep, body.contains("action") ? body["action"] : body,
+                 [self](std::expected<json, EnvError> r) {
+                   net::post(self->m_stream.get_executor(), [self, r = std::move(r)] {
+                     if (!r)
+                       return self->reply(r.error().code == "VALIDATION_ERROR" ? 400 : 500,
+                                          {{"error", r.error().message}, {"code", r.error().code}});
+                     self->reply(200, self->m_env.apply(*self->m_ep, *r));
+                   });
+                 });
       return;
     }
     reply(404, {{"error", "no route " + std::string(req.method_string()) + " " + path}});
   }
 
   void reply(int status, const json& body, bool keep = true) {
-    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(status), 11);
+    auto res =
+        std::make_shared<http::response<http::string_body>>(static_cast<http::status>(status), 11);
     res->set(http::field::content_type, "application/json");
     res->keep_alive(keep && m_keep_alive);
     res->body() = body.dump();
     res->prepare_payload();
     m_stream.expires_after(std::chrono::seconds(m_env.daemon.config().write_timeout_s));
-    http::async_write(m_stream, *res, [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
-      if (ec || !res->keep_alive()) {
-        beast::error_code ignored;
-        self->m_stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-        return;
-      }
-      self->read();
-    });
+    http::async_write(m_stream, *res,
+                      [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
+                        if (ec || !res->keep_alive()) {
+                          beast::error_code ignored;
+                          self->m_stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+                          return;
+                        }
+                        self->read();
+                      });
   }
 
   beast::tcp_stream m_stream;
@@ -685,7 +741,9 @@ Result<std::unique_ptr<EnvServer>> EnvServer::bind(Daemon& daemon, const std::st
   if (!ec) m.acceptor.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) m.acceptor.bind(ep, ec);
   if (!ec) m.acceptor.listen(daemon.config().listen_backlog, ec);
-  if (ec) return fail(ErrorKind::unavailable, "cannot listen on " + daemon.config().env_listen + ": " + ec.message());
+  if (ec)
+    return fail(ErrorKind::unavailable,
+                "cannot listen on " + daemon.config().env_listen + ": " + ec.message());
   m.port = m.acceptor.local_endpoint().port();
   return s;
 }

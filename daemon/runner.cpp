@@ -23,9 +23,10 @@ std::string default_cache_dir(const config::CampaignConfig& cfg) {
 }
 
 Result<agent::RunResult> run_campaign_wired(const config::CampaignConfig& cfg, store::Store& store,
-                                            const agent::RunOptions& options, const RunnerHooks& hooks) {
-  auto ev = evaluator::make_evaluator(cfg.evaluator,
-                                      hooks.cache_dir.empty() ? default_cache_dir(cfg) : hooks.cache_dir);
+                                            const agent::RunOptions& options,
+                                            const RunnerHooks& hooks) {
+  auto ev = evaluator::make_evaluator(
+      cfg.evaluator, hooks.cache_dir.empty() ? default_cache_dir(cfg) : hooks.cache_dir);
   if (!ev) return std::unexpected(prefixed(ev.error(), "evaluator: "));
   std::unique_ptr<evaluator::Evaluator> evaluator = std::move(*ev);
   if (hooks.wrap_evaluator) evaluator = hooks.wrap_evaluator(std::move(evaluator));
@@ -43,10 +44,12 @@ Result<agent::RunResult> run_campaign_wired(const config::CampaignConfig& cfg, s
     return std::unexpected(std::move(e));
   };
   for (auto& m : cfg.models) {
-    if (auto r = client->add_model(m); !r) return abandon(prefixed(r.error(), fmt::format("model {}: ", m.id)));
+    if (auto r = client->add_model(m); !r)
+      return abandon(prefixed(r.error(), fmt::format("model {}: ", m.id)));
     if (!hooks.probe_endpoints) continue;
     if (auto r = llm::probe_endpoint(m.base_url, hooks.probe_timeout_s); !r) {
-      return abandon(prefixed(r.error(), fmt::format("LLM endpoint of model {} unreachable: ", m.id)));
+      return abandon(
+          prefixed(r.error(), fmt::format("LLM endpoint of model {} unreachable: ", m.id)));
     }
   }
   if (hooks.on_ready) hooks.on_ready(*plan, *evaluator);

@@ -28,7 +28,8 @@ struct RunnerHooks {
   // Decorators (metrics, timing): take the real object, return the one the
   // campaign uses (it owns the inner one).
   std::function<std::unique_ptr<llm::ChatClient>(std::unique_ptr<llm::ChatClient>)> wrap_client;
-  std::function<std::unique_ptr<evaluator::Evaluator>(std::unique_ptr<evaluator::Evaluator>)> wrap_evaluator;
+  std::function<std::unique_ptr<evaluator::Evaluator>(std::unique_ptr<evaluator::Evaluator>)>
+      wrap_evaluator;
   // Called once everything is built and checked, just before the run starts
   // (banners, signal handlers).
   std::function<void(const agent::CampaignPlan&, const evaluator::Evaluator&)> on_ready;
@@ -41,6 +42,7 @@ std::string default_cache_dir(const config::CampaignConfig& cfg);
 // carry their kind (a bad plan is `invalid`) and say what failed
 // ("evaluator: ...", "model m1: ...", "LLM endpoint of model m1 unreachable: ...").
 Result<agent::RunResult> run_campaign_wired(const config::CampaignConfig& cfg, store::Store& store,
-                                            const agent::RunOptions& options, const RunnerHooks& hooks = {});
+                                            const agent::RunOptions& options,
+                                            const RunnerHooks& hooks = {});
 
 }  // namespace korch::daemon

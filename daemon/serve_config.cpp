@@ -2,10 +2,10 @@
 
 #include <arpa/inet.h>
 
+#include <toml++/toml.h>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
-#include <toml++/toml.h>
 #include <type_traits>
 
 #include "config/vocabulary.hpp"
@@ -42,65 +42,82 @@ Result<void> to_double(const std::string& v, double& out) {
   }
 }
 
-#define KSTR(name, field, doc)                                                                          \
-  Setter {                                                                                              \
-    {name, "", doc}, [](ServeConfig& c, const std::string& v) -> Result<void> {                       \
-      c.field = v;                                                                                      \
-      return {};                                                                                        \
-    }                                                                                                   \
+#define KSTR(name, field, doc)                                                  \
+  Setter {                                                                      \
+    {name, "", doc}, [](ServeConfig& c, const std::string& v) -> Result<void> { \
+      c.field = v;                                                              \
+      return {};                                                                \
+    }                                                                           \
   }
-#define KENUM(name, field, doc)                                                                         \
-  Setter {                                                                                              \
-    {name, "", doc}, [](ServeConfig& c, const std::string& v) -> Result<void> {                       \
-      auto e = config::from_string<std::remove_cvref_t<decltype(c.field)>>(v);                       \
-      if (!e) return fail(ErrorKind::invalid, "unknown value '" + v + "'");                           \
-      c.field = *e;                                                                                     \
-      return {};                                                                                        \
-    }                                                                                                   \
+#define KENUM(name, field, doc)                                                 \
+  Setter {                                                                      \
+    {name, "", doc}, [](ServeConfig& c, const std::string& v) -> Result<void> { \
+      auto e = config::from_string<std::remove_cvref_t<decltype(c.field)>>(v);  \
+      if (!e) return fail(ErrorKind::invalid, "unknown value '" + v + "'");     \
+      c.field = *e;                                                             \
+      return {};                                                                \
+    }                                                                           \
   }
-#define KINT(name, field, doc)                                                                          \
-  Setter {                                                                                              \
-    {name, "", doc}, [](ServeConfig& c, const std::string& v) -> Result<void> { return to_int(v, c.field); } \
+#define KINT(name, field, doc)                                                                  \
+  Setter {                                                                                      \
+    {name, "", doc},                                                                            \
+        [](ServeConfig& c, const std::string& v) -> Result<void> { return to_int(v, c.field); } \
   }
-#define KNUM(name, field, doc)                                                                          \
-  Setter {                                                                                              \
-    {name, "", doc}, [](ServeConfig& c, const std::string& v) -> Result<void> { return to_double(v, c.field); } \
+#define KNUM(name, field, doc)                                                                     \
+  Setter {                                                                                         \
+    {name, "", doc},                                                                               \
+        [](ServeConfig& c, const std::string& v) -> Result<void> { return to_double(v, c.field); } \
   }
 
 const std::vector<Setter>& setters() {
   static const std::vector<Setter> table = [] {
     std::vector<Setter> t = {
-        KSTR("listen", listen, "Address of the HTTP API, metrics and dashboard (host:port; port 0 = any)."),
-        KSTR("env_listen", env_listen, "Address of the OpenEnv endpoint (WebSocket /ws and HTTP), or \"off\"."),
+        KSTR("listen", listen,
+             "Address of the HTTP API, metrics and dashboard (host:port; port 0 = any)."),
+        KSTR("env_listen", env_listen,
+             "Address of the OpenEnv endpoint (WebSocket /ws and HTTP), or \"off\"."),
         KSTR("db", db, "The database the daemon owns (file lock); submitted campaigns run in it."),
-        KSTR("token_file", token_file, "File whose first line is the bearer token (else KORCH_API_TOKEN)."),
-        KSTR("state_dir", state_dir, "Submitted campaign files and their states; default <db>.serve."),
+        KSTR("token_file", token_file,
+             "File whose first line is the bearer token (else KORCH_API_TOKEN)."),
+        KSTR("state_dir", state_dir,
+             "Submitted campaign files and their states; default <db>.serve."),
         KSTR("log_level", log_level, "trace, debug, info, warn, error."),
-        KINT("http_threads", http_threads, "API pool threads; each serves one connection at a time."),
-        KINT("http_queue", http_queue, "Accepted connections waiting for a pool thread before accept slows."),
+        KINT("http_threads", http_threads,
+             "API pool threads; each serves one connection at a time."),
+        KINT("http_queue", http_queue,
+             "Accepted connections waiting for a pool thread before accept slows."),
         KINT("listen_backlog", listen_backlog, "Listen backlog of the API socket."),
         KINT("max_body_bytes", max_body_bytes, "Largest request body; larger ones get 413."),
         KINT("read_timeout_s", read_timeout_s, "Seconds to read a request."),
         KINT("write_timeout_s", write_timeout_s, "Seconds to write a response chunk."),
         KINT("keep_alive_s", keep_alive_s, "Idle seconds a keep-alive connection is held."),
-        KINT("sse_max_clients", sse_max_clients, "Open progress streams (/api/events); more get 503."),
+        KINT("sse_max_clients", sse_max_clients,
+             "Open progress streams (/api/events); more get 503."),
         KNUM("sse_interval_s", sse_interval_s, "Seconds between progress events."),
         KNUM("sse_keepalive_s", sse_keepalive_s, "Seconds between keep-alive comments."),
-        KNUM("eval_timeout_s", eval_timeout_s, "Longest wait of POST /api/evaluations for a verdict."),
-        KINT("env.max_sessions", env_max_sessions, "Concurrent OpenEnv sessions; more get CAPACITY_REACHED."),
-        KNUM("env.idle_timeout_s", env_idle_timeout_s, "An OpenEnv session idle this long is closed."),
-        KSTR("env.tasks_dir", env_tasks_dir, "KernelBench folder for reset task ids like \"1/19\"."),
+        KNUM("eval_timeout_s", eval_timeout_s,
+             "Longest wait of POST /api/evaluations for a verdict."),
+        KINT("env.max_sessions", env_max_sessions,
+             "Concurrent OpenEnv sessions; more get CAPACITY_REACHED."),
+        KNUM("env.idle_timeout_s", env_idle_timeout_s,
+             "An OpenEnv session idle this long is closed."),
+        KSTR("env.tasks_dir", env_tasks_dir,
+             "KernelBench folder for reset task ids like \"1/19\"."),
         KINT("env.max_turns", env_max_turns, "Steps per environment episode."),
-        KSTR("env.campaign", env_name, "Campaign name under which environment episodes are stored."),
-        KENUM("evaluator.mode", evaluator.mode, "mock, cpu or gpu: one-off evaluations and environment steps."),
+        KSTR("env.campaign", env_name,
+             "Campaign name under which environment episodes are stored."),
+        KENUM("evaluator.mode", evaluator.mode,
+              "mock, cpu or gpu: one-off evaluations and environment steps."),
         KENUM("evaluator.tolerance", evaluator.tolerance, "strict or tf32."),
         KENUM("evaluator.reward", evaluator.reward, "speedup, roofline or beat_baseline."),
         KENUM("evaluator.torch_ops", evaluator.torch_ops, "allow or forbid."),
         KINT("evaluator.workers", evaluator.workers, "Concurrent evaluations."),
         KNUM("evaluator.timeout_s", evaluator.timeout_s, "Wall clock per evaluation."),
         KINT("evaluator.memory_budget_mb", evaluator.memory_budget_mb, "Memory per evaluation."),
-        KSTR("evaluator.cache_dir", evaluator.cache_dir, "Compile cache; default <db dir>/korch-cache."),
-        KNUM("evaluator.mock_latency_s", evaluator.mock_latency_s, "Mock mode: simulated evaluation time."),
+        KSTR("evaluator.cache_dir", evaluator.cache_dir,
+             "Compile cache; default <db dir>/korch-cache."),
+        KNUM("evaluator.mock_latency_s", evaluator.mock_latency_s,
+             "Mock mode: simulated evaluation time."),
     };
     for (auto& s : t) {
       std::string f = "--" + s.key.name;
@@ -129,7 +146,8 @@ std::string node_text(const toml::node& n) {
   return "";
 }
 
-Result<void> walk(const toml::table& t, const std::string& prefix, const std::string& file, ServeConfig& cfg) {
+Result<void> walk(const toml::table& t, const std::string& prefix, const std::string& file,
+                  ServeConfig& cfg) {
   for (auto& [k, v] : t) {
     std::string name = prefix + std::string(k.str());
     if (auto* sub = v.as_table()) {
@@ -138,11 +156,12 @@ Result<void> walk(const toml::table& t, const std::string& prefix, const std::st
     }
     auto* s = find_setter(name);
     if (!s) {
-      return fail(ErrorKind::invalid, file + ":" + std::to_string(v.source().begin.line) + ": unknown key '" + name + "'");
+      return fail(ErrorKind::invalid, file + ":" + std::to_string(v.source().begin.line) +
+                                          ": unknown key '" + name + "'");
     }
     if (auto r = s->set(cfg, node_text(v)); !r) {
-      return fail(ErrorKind::invalid,
-                  file + ":" + std::to_string(v.source().begin.line) + ": '" + name + "' " + r.error().message);
+      return fail(ErrorKind::invalid, file + ":" + std::to_string(v.source().begin.line) + ": '" +
+                                          name + "' " + r.error().message);
     }
   }
   return {};
@@ -159,7 +178,8 @@ const std::vector<ServeKey>& serve_keys() {
   return keys;
 }
 
-Result<ServeConfig> load_serve_config(const std::string& file, const std::multimap<std::string, std::string>& flags) {
+Result<ServeConfig> load_serve_config(const std::string& file,
+                                      const std::multimap<std::string, std::string>& flags) {
   ServeConfig cfg;
   if (!file.empty()) {
     auto text = read_file(file);
@@ -169,20 +189,24 @@ Result<ServeConfig> load_serve_config(const std::string& file, const std::multim
       if (auto r = walk(t, "", file, cfg); !r) return std::unexpected(r.error());
     } catch (const toml::parse_error& e) {
       return fail(ErrorKind::invalid, file + ":" + std::to_string(e.source().begin.line) + ":" +
-                                          std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
+                                          std::to_string(e.source().begin.column) + ": " +
+                                          std::string(e.description()));
     }
   }
   for (auto& [flag, value] : flags) {
     if (flag == "--config" || flag == "--help") continue;
     auto* s = find_setter(flag);
     if (!s) return fail(ErrorKind::invalid, "unknown flag " + flag);
-    if (auto r = s->set(cfg, value); !r) return fail(ErrorKind::invalid, flag + ": " + r.error().message);
+    if (auto r = s->set(cfg, value); !r)
+      return fail(ErrorKind::invalid, flag + ": " + r.error().message);
   }
   if (cfg.http_threads < 2) return fail(ErrorKind::invalid, "'http_threads' must be >= 2");
   if (cfg.sse_max_clients >= cfg.http_threads) {
-    return fail(ErrorKind::invalid, "'sse_max_clients' must be below 'http_threads' (a stream holds a pool thread)");
+    return fail(ErrorKind::invalid,
+                "'sse_max_clients' must be below 'http_threads' (a stream holds a pool thread)");
   }
-  if (cfg.max_body_bytes < 1024) return fail(ErrorKind::invalid, "'max_body_bytes' must be >= 1024");
+  if (cfg.max_body_bytes < 1024)
+    return fail(ErrorKind::invalid, "'max_body_bytes' must be >= 1024");
   if (cfg.env_max_sessions < 1) return fail(ErrorKind::invalid, "'env.max_sessions' must be >= 1");
   if (cfg.env_max_turns < 1) return fail(ErrorKind::invalid, "'env.max_turns' must be >= 1");
   if (cfg.state_dir.empty()) cfg.state_dir = cfg.db + ".serve";
@@ -197,15 +221,18 @@ Result<std::string> load_token(const ServeConfig& cfg) {
   std::string line;
   std::getline(in, line);
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-  if (line.size() < 16) return fail(ErrorKind::invalid, cfg.token_file + ": the token must be at least 16 characters");
+  if (line.size() < 16)
+    return fail(ErrorKind::invalid, cfg.token_file + ": the token must be at least 16 characters");
   return line;
 }
 
 Result<std::pair<std::string, int>> split_host_port(const std::string& address) {
   auto colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) return fail(ErrorKind::invalid, "'" + address + "' is not host:port");
+  if (colon == std::string::npos || colon == 0)
+    return fail(ErrorKind::invalid, "'" + address + "' is not host:port");
   std::string host = address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   int port = 0;
   if (auto r = to_int(address.substr(colon + 1), port); !r || port < 0 || port > 65535) {
     return fail(ErrorKind::invalid, "'" + address + "': bad port");

@@ -14,23 +14,24 @@
 namespace korch::daemon {
 
 struct ServeConfig {
-  std::string listen = "127.0.0.1:8765";   // the HTTP API, metrics and dashboard
-  std::string env_listen = "off";  // e.g. "127.0.0.1:8766"  // the OpenEnv endpoint (WebSocket /ws + HTTP); "off" = none
+  std::string listen = "127.0.0.1:8765";  // the HTTP API, metrics and dashboard
+  std::string env_listen =
+      "off";  // e.g. "127.0.0.1:8766"  // the OpenEnv endpoint (WebSocket /ws + HTTP); "off" = none
   std::string db = "korch.db";
-  std::string token_file;                  // "" = KORCH_API_TOKEN, or no token (loopback only)
-  std::string state_dir;                   // "" = <db>.serve (submitted campaign files, their states)
+  std::string token_file;  // "" = KORCH_API_TOKEN, or no token (loopback only)
+  std::string state_dir;   // "" = <db>.serve (submitted campaign files, their states)
   std::string log_level = "info";
-  int http_threads = 16;                   // API pool threads (one per open connection)
-  int http_queue = 64;                     // connections waiting for a pool thread
+  int http_threads = 16;  // API pool threads (one per open connection)
+  int http_queue = 64;    // connections waiting for a pool thread
   int listen_backlog = 1024;
-  std::int64_t max_body_bytes = 1 << 20;   // larger requests get 413
+  std::int64_t max_body_bytes = 1 << 20;  // larger requests get 413
   int read_timeout_s = 10;
   int write_timeout_s = 10;
   int keep_alive_s = 5;
-  int sse_max_clients = 8;                 // open progress streams; more get 503
-  double sse_interval_s = 1;               // progress event period
-  double sse_keepalive_s = 15;             // comment lines between events when nothing changes
-  double eval_timeout_s = 600;             // one-off evaluation: longest wait for the verdict
+  int sse_max_clients = 8;      // open progress streams; more get 503
+  double sse_interval_s = 1;    // progress event period
+  double sse_keepalive_s = 15;  // comment lines between events when nothing changes
+  double eval_timeout_s = 600;  // one-off evaluation: longest wait for the verdict
   // OpenEnv endpoint
   int env_max_sessions = 16;
   double env_idle_timeout_s = 600;
@@ -42,15 +43,16 @@ struct ServeConfig {
 
 // One documented key.
 struct ServeKey {
-  std::string name;   // "listen", "env.max_sessions", "evaluator.mode"
-  std::string flag;   // "--listen", "--env-max-sessions", "--evaluator-mode"
+  std::string name;  // "listen", "env.max_sessions", "evaluator.mode"
+  std::string flag;  // "--listen", "--env-max-sessions", "--evaluator-mode"
   std::string doc;
 };
 const std::vector<ServeKey>& serve_keys();
 
 // Loads `file` (if not empty) then applies `flags` (flag name -> value).
 // Fails with one line naming the file, the key or the flag.
-Result<ServeConfig> load_serve_config(const std::string& file, const std::multimap<std::string, std::string>& flags);
+Result<ServeConfig> load_serve_config(const std::string& file,
+                                      const std::multimap<std::string, std::string>& flags);
 
 // The token: KORCH_API_TOKEN, else the first line of token_file. "" = none.
 Result<std::string> load_token(const ServeConfig& cfg);

@@ -26,20 +26,20 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <sched.h>
+#include <sys/sysinfo.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <map>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sched.h>
 #include <semaphore>
 #include <shared_mutex>
-#include <sys/sysinfo.h>
 #include <thread>
 
 #include "config/gpus.hpp"
@@ -48,9 +48,9 @@
 #include "evaluator/job_protocol.hpp"
 #include "evaluator/roofline.hpp"
 #include "evaluator/zygote.hpp"
-#include "util/sha256.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
+#include "util/sha256.hpp"
 
 namespace korch::evaluator {
 namespace {
@@ -59,14 +59,15 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr const char* k_version = "korch-eval/0.2";
-constexpr double k_warm_timeout_s = 900;      // Triton compiles + autotuning of one candidate
+constexpr double k_warm_timeout_s = 900;  // Triton compiles + autotuning of one candidate
 constexpr double k_gpuinfo_timeout_s = 120;
 constexpr double k_rules_timeout_s = 60;
-constexpr double k_compile_timeout_s = 900;   // a cold CPU compile is ~30 s, more under load
-constexpr double k_measure_grace_s = 15;      // the judge's own deadline comes first
+constexpr double k_compile_timeout_s = 900;  // a cold CPU compile is ~30 s, more under load
+constexpr double k_measure_grace_s = 15;     // the judge's own deadline comes first
 constexpr std::size_t k_tail = 4000;
-constexpr int k_gpu_attempts = 2;             // runs of one evaluation on GPUs that then failed
-constexpr std::int64_t k_compile_host_mb = 4096;  // one nvcc/g++ of a torch extension, with headroom
+constexpr int k_gpu_attempts = 2;  // runs of one evaluation on GPUs that then failed
+constexpr std::int64_t k_compile_host_mb =
+    4096;  // one nvcc/g++ of a torch extension, with headroom
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -110,7 +111,9 @@ class JobDir {
     fs::remove_all(m_path, ec);
   }
   const std::string& path() const { return m_path; }
-  Result<void> write_job(const json& j) { return write_file_atomic(m_path + "/job.json", j.dump()); }
+  Result<void> write_job(const json& j) {
+    return write_file_atomic(m_path + "/job.json", j.dump());
+  }
 
  private:
   std::string m_path;
@@ -122,8 +125,7 @@ class FileLock {
   explicit FileLock(const std::string& path) {
     m_fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (m_fd >= 0) {
-      while (flock(m_fd, LOCK_EX) != 0 && errno == EINTR) {
-      }
+      while (flock(m_fd, LOCK_EX) != 0 && errno == EINTR) {}
     }
   }
   ~FileLock() {
@@ -144,8 +146,11 @@ class CpuEvaluator final : public Evaluator {
  public:
   CpuEvaluator(config::EvaluatorConfig cfg, std::string cache_dir, std::unique_ptr<Zygote> z,
                bool daemon_nondumpable, json gpu, std::vector<int> gpus)
-      : m_cfg(std::move(cfg)), m_cache(std::move(cache_dir)), m_zygote(std::move(z)),
-        m_daemon_nondumpable(daemon_nondumpable), m_gpu(std::move(gpu)),
+      : m_cfg(std::move(cfg)),
+        m_cache(std::move(cache_dir)),
+        m_zygote(std::move(z)),
+        m_daemon_nondumpable(daemon_nondumpable),
+        m_gpu(std::move(gpu)),
         m_gpu_mode(m_cfg.mode == config::EvalMode::gpu) {
     json v = json::parse(m_zygote->versions_json(), nullptr, false);
     if (!v.is_discarded()) m_versions = v;
@@ -179,27 +184,32 @@ class CpuEvaluator final : public Evaluator {
   }
 
   std::string version() const override { return k_version; }
-  config::EvalMode mode() const override { return m_gpu_mode ? config::EvalMode::gpu : config::EvalMode::cpu; }
+  config::EvalMode mode() const override {
+    return m_gpu_mode ? config::EvalMode::gpu : config::EvalMode::cpu;
+  }
 
   std::string device_description() const override {
     if (m_gpu_mode) {
       char buf[512];
-      std::snprintf(buf, sizeof buf,
-                    "%s (compute capability %s, %d SMs, %.0f MB L2, %.0f GB memory%s); torch %s, "
-                    "CUDA %s, Triton %s, Python %s. Kernels: Triton, or CUDA C++ built with "
-                    "torch.utils.cpp_extension.load_inline.",
-                    m_gpu.value("name", "GPU").c_str(), m_gpu.value("capability", "?").c_str(),
-                    m_gpu.value("sms", 0), m_gpu.value("l2_bytes", 0.0) / 1e6,
-                    m_gpu.value("memory_bytes", 0.0) / 1e9,
-                    m_peaks ? (", " + std::to_string(static_cast<int>(m_peaks->mem_bw_bytes_s / 1e9)) +
-                               " GB/s by its datasheet").c_str() : "",
-                    m_versions.value("torch", "?").c_str(), m_versions.value("cuda", "?").c_str(),
-                    m_versions.value("triton", "?").c_str(), m_versions.value("python", "?").c_str());
+      std::snprintf(
+          buf, sizeof buf,
+          "%s (compute capability %s, %d SMs, %.0f MB L2, %.0f GB memory%s); torch %s, "
+          "CUDA %s, Triton %s, Python %s. Kernels: Triton, or CUDA C++ built with "
+          "torch.utils.cpp_extension.load_inline.",
+          m_gpu.value("name", "GPU").c_str(), m_gpu.value("capability", "?").c_str(),
+          m_gpu.value("sms", 0), m_gpu.value("l2_bytes", 0.0) / 1e6,
+          m_gpu.value("memory_bytes", 0.0) / 1e9,
+          m_peaks ? (", " + std::to_string(static_cast<int>(m_peaks->mem_bw_bytes_s / 1e9)) +
+                     " GB/s by its datasheet")
+                        .c_str()
+                  : "",
+          m_versions.value("torch", "?").c_str(), m_versions.value("cuda", "?").c_str(),
+          m_versions.value("triton", "?").c_str(), m_versions.value("python", "?").c_str());
       return buf;
     }
     return "CPU (x86_64), one thread per side; torch " + m_versions.value("torch", "?") +
-           ", Python " + m_versions.value("python", "?") + ", compiler: " +
-           m_versions.value("compiler", "?") +
+           ", Python " + m_versions.value("python", "?") +
+           ", compiler: " + m_versions.value("compiler", "?") +
            ". Kernels are C++ built with torch.utils.cpp_extension.load_inline (CPU only).";
   }
 
@@ -224,8 +234,7 @@ class CpuEvaluator final : public Evaluator {
       r.interrupted = true;
       try {
         cb(std::move(r));
-      } catch (...) {
-      }
+      } catch (...) {}
     }
   }
 
@@ -259,8 +268,7 @@ class CpuEvaluator final : public Evaluator {
         item.second(std::move(r));
       } catch (const std::exception& e) {
         KLOG_ERROR("[eval {}] callback threw: {}", item.first.request_id, e.what());
-      } catch (...) {
-      }
+      } catch (...) {}
     }
   }
 
@@ -348,11 +356,14 @@ class CpuEvaluator final : public Evaluator {
   // cores nor compile on the other's.
   void plan_gpu_host(const std::vector<int>& gpus) {
     const std::vector<int> cpus = usable_cpus();
-    const int host_gpus = std::max(m_gpu.value("count", 1), *std::max_element(gpus.begin(), gpus.end()) + 1);
+    const int host_gpus =
+        std::max(m_gpu.value("count", 1), *std::max_element(gpus.begin(), gpus.end()) + 1);
     const std::size_t reserved = 2 * static_cast<std::size_t>(host_gpus);
     std::vector<int> rest = cpus;
     if (cpus.size() >= reserved + 2) {
-      for (int g : gpus) m_gpu_cpus[g] = {cpus[2 * static_cast<std::size_t>(g)], cpus[2 * static_cast<std::size_t>(g) + 1]};
+      for (int g : gpus)
+        m_gpu_cpus[g] = {cpus[2 * static_cast<std::size_t>(g)],
+                         cpus[2 * static_cast<std::size_t>(g) + 1]};
       rest.assign(cpus.begin() + static_cast<std::ptrdiff_t>(reserved), cpus.end());
       m_cpu_job_cpus = rest;
     }
@@ -366,8 +377,8 @@ class CpuEvaluator final : public Evaluator {
     }
     m_compile_slot_count = slots;
     m_compile_slots = std::make_unique<std::counting_semaphore<>>(slots);
-    KLOG_INFO("[eval] gpu mode: {} GPU(s), {} compile slot(s), {} core(s) for compiles", gpus.size(),
-              slots, rest.size());
+    KLOG_INFO("[eval] gpu mode: {} GPU(s), {} compile slot(s), {} core(s) for compiles",
+              gpus.size(), slots, rest.size());
   }
 
   void finish(Report& r, const std::chrono::steady_clock::time_point t0, json& evidence) const {
@@ -385,12 +396,12 @@ class CpuEvaluator final : public Evaluator {
     } else {
       r.status = Verdict::worker_crash;
       r.error = std::string("the ") + stage + " worker ended without a result" +
-                (o.error.empty() ? "" : ": " + o.error) +
-                " (exit code " + std::to_string(o.exit_code) +
+                (o.error.empty() ? "" : ": " + o.error) + " (exit code " +
+                std::to_string(o.exit_code) +
                 (o.signal ? ", signal " + std::to_string(o.signal) : "") + ")";
     }
-    r.runtime_detail = tail(o.worker_log + (o.candidate_log.empty() ? "" : "\n--- candidate ---\n" +
-                                                                             o.candidate_log));
+    r.runtime_detail = tail(
+        o.worker_log + (o.candidate_log.empty() ? "" : "\n--- candidate ---\n" + o.candidate_log));
   }
 
   Report run(const Request& req) {
@@ -413,8 +424,8 @@ class CpuEvaluator final : public Evaluator {
     {
       JobDir dir(jobs_root, "rules");
       (void)dir.write_job(protocol::rules_job(settings(req), req.code));
-      JobOutcome o = m_zygote->run("rules", dir.path(), spawn().dump(), std::nullopt,
-                                   k_rules_timeout_s);
+      JobOutcome o =
+          m_zygote->run("rules", dir.path(), spawn().dump(), std::nullopt, k_rules_timeout_s);
       auto parsed = protocol::parse_rules(o.result_json);
       if (!parsed || !parsed->error.empty()) {
         if (parsed) {
@@ -469,7 +480,8 @@ class CpuEvaluator final : public Evaluator {
     json allow_extra = json::array();
     if (!rules.load_inline.empty() && rules.glue_probe) {
       // What load_inline's own binding glue imports (built once per versions).
-      auto probe = compile(rules.glue_probe->entry, rules.glue_probe->key, compile_ev, json::array(), true);
+      auto probe =
+          compile(rules.glue_probe->entry, rules.glue_probe->key, compile_ev, json::array(), true);
       if (probe) allow_extra = probe->undefined;
     }
     for (const auto& li : rules.load_inline) {
@@ -499,16 +511,18 @@ class CpuEvaluator final : public Evaluator {
       }
       if (m.status == "rule_violation" && req.rules) {
         r.status = Verdict::rule_violation;
-        r.rule_id = m.violations.empty() || m.violations[0].rule.empty() ? "symbols" : m.violations[0].rule;
+        r.rule_id =
+            m.violations.empty() || m.violations[0].rule.empty() ? "symbols" : m.violations[0].rule;
         std::string msg;
         for (auto& v : m.violations) msg += v.message + "\n";
-        r.error = tail(msg.empty() ? "the built library calls functions outside the allowlist"
-                                   : msg);
+        r.error =
+            tail(msg.empty() ? "the built library calls functions outside the allowlist" : msg);
         evidence["compile"] = compile_ev;
         finish(r, t0, evidence);
         return r;
       }
-      prebuilt[li.key] = {{"dir", m_cache + "/cache/" + li.key}, {"module", m.module}, {"so", m.so}};
+      prebuilt[li.key] = {
+          {"dir", m_cache + "/cache/" + li.key}, {"module", m.module}, {"so", m.so}};
     }
     evidence["compile"] = compile_ev;
     stages["compile_s"] = seconds_since(c0);
@@ -523,7 +537,8 @@ class CpuEvaluator final : public Evaluator {
       stages["measure_s"] = seconds_since(m0);
       if (res) apply_measure(*res, r, evidence);
     }
-    if (m_daemon_nondumpable && evidence.contains("measure")) r.protections.push_back("daemon_nondumpable");
+    if (m_daemon_nondumpable && evidence.contains("measure"))
+      r.protections.push_back("daemon_nondumpable");
     finish(r, t0, evidence);
     return r;
   }
@@ -607,8 +622,8 @@ class CpuEvaluator final : public Evaluator {
       if (healthy) return;
       KLOG_ERROR("[eval {}] GPU {} failed its health check after this evaluation (attempt {})",
                  req.request_id, gpu, attempt);
-      evidence["gpu_failures"].push_back({{"gpu", gpu}, {"attempt", attempt},
-                                          {"verdict", to_string(r.status)}});
+      evidence["gpu_failures"].push_back(
+          {{"gpu", gpu}, {"attempt", attempt}, {"verdict", to_string(r.status)}});
       if (attempt >= k_gpu_attempts) return;  // the verdict stands, with the evidence
       lease.reset();
       const json failures = evidence["gpu_failures"];
@@ -629,8 +644,8 @@ class CpuEvaluator final : public Evaluator {
     const protocol::Settings st = settings(req);
     (void)dir.write_job(protocol::warm_job(st, req.code, req.task.source, prebuilt,
                                            st.runner_env.value("TRITON_CACHE_DIR", "")));
-    JobOutcome o = m_zygote->run("warm", dir.path(), spawn(gpu).dump(), std::nullopt,
-                                 k_warm_timeout_s);
+    JobOutcome o =
+        m_zygote->run("warm", dir.path(), spawn(gpu).dump(), std::nullopt, k_warm_timeout_s);
     const protocol::WarmResult w = protocol::parse_warm(o.result_json);
     evidence["warm"] = {{"ok", w.ok}, {"wall_s", o.wall_s}, {"timed_out", o.timed_out}};
     if (w.ok) (void)write_file_atomic(warmed_marker(req.code), "");
@@ -725,8 +740,11 @@ class CpuEvaluator final : public Evaluator {
     const double t_min = roofline::t_min_s(w, *m_peaks, *prec);
     if (!(t_min > 0)) return;
     r.t_min_ms = t_min * 1e3;
-    evidence["roofline"] = {{"gpu", m_peaks->name}, {"precision", roofline::to_string(*prec)},
-                            {"flops", w.flops}, {"bytes", w.bytes}, {"t_min_ms", t_min * 1e3}};
+    evidence["roofline"] = {{"gpu", m_peaks->name},
+                            {"precision", roofline::to_string(*prec)},
+                            {"flops", w.flops},
+                            {"bytes", w.bytes},
+                            {"t_min_ms", t_min * 1e3}};
     if (r.status != Verdict::ok || !r.cand_time_ms) return;
     if (roofline::classify(*r.cand_time_ms / 1e3, t_min) == roofline::Classification::ok) return;
     // Suspicious: measure again (a fresh judge, fresh runners).
@@ -779,8 +797,8 @@ class CpuEvaluator final : public Evaluator {
   bool gpu_healthy(int gpu) {
     JobDir dir(m_cache + "/jobs", "health");
     (void)dir.write_job(protocol::gpuinfo_job());
-    JobOutcome o = m_zygote->run("gpuinfo", dir.path(), spawn(gpu).dump(), std::nullopt,
-                                 k_gpuinfo_timeout_s);
+    JobOutcome o =
+        m_zygote->run("gpuinfo", dir.path(), spawn(gpu).dump(), std::nullopt, k_gpuinfo_timeout_s);
     const protocol::GpuInfo g = protocol::parse_gpuinfo(o.result_json);
     const bool ok = g.ok && g.health;
     if (!ok) KLOG_ERROR("[eval] GPU {} failed its health check", gpu);
@@ -830,16 +848,19 @@ class CpuEvaluator final : public Evaluator {
     auto res = protocol::parse_manifest(o.result_json);
     if (!res || !fs::exists(build + "/korch-manifest.json")) {
       fs::remove_all(build, ec);
-      return fail(o.timed_out ? "the compiler exceeded its time limit"
-                              : "the compile worker ended without a result: " +
-                                    tail(o.worker_log, 500));
+      return fail(o.timed_out
+                      ? "the compiler exceeded its time limit"
+                      : "the compile worker ended without a result: " + tail(o.worker_log, 500));
     }
     chown_tree_to_root(build);
     fs::rename(build, dir, ec);
     if (ec) {
       fs::remove_all(build, ec);
     }
-    ev.push_back({{"key", key}, {"hit", false}, {"probe", probe}, {"compile_s", res->compile_s},
+    ev.push_back({{"key", key},
+                  {"hit", false},
+                  {"probe", probe},
+                  {"compile_s", res->compile_s},
                   {"protections", res->protections}});
     if (auto m = load()) return *m;
     return fail("the compile cache entry " + key + " is unreadable");
@@ -850,20 +871,20 @@ class CpuEvaluator final : public Evaluator {
   std::unique_ptr<Zygote> m_zygote;
   bool m_daemon_nondumpable;
   json m_versions = json::object();
-  json m_gpu;                                   // gpu mode: facts read from the device
+  json m_gpu;  // gpu mode: facts read from the device
   bool m_gpu_mode = false;
-  std::optional<roofline::GpuPeaks> m_peaks;    // datasheet peaks of that GPU, when known
-  std::shared_mutex m_timing;                   // cpu mode: timing excludes compiles
+  std::optional<roofline::GpuPeaks> m_peaks;  // datasheet peaks of that GPU, when known
+  std::shared_mutex m_timing;                 // cpu mode: timing excludes compiles
   std::atomic<int> m_compiles{0};
   // gpu mode
   std::unique_ptr<GpuPool> m_pool;
-  std::map<int, std::vector<int>> m_gpu_cpus;   // GPU -> the cores of its measure jobs
-  std::vector<int> m_cpu_job_cpus;              // cores of compile and rules jobs
+  std::map<int, std::vector<int>> m_gpu_cpus;  // GPU -> the cores of its measure jobs
+  std::vector<int> m_cpu_job_cpus;             // cores of compile and rules jobs
   int m_compile_slot_count = 1;
   std::unique_ptr<std::counting_semaphore<>> m_compile_slots;
-  bool m_compile_under_lease = false;           // the benchmark's baseline
+  bool m_compile_under_lease = false;  // the benchmark's baseline
   std::mutex m_work_mu;
-  std::map<std::string, json> m_work;            // work_path -> the task's counted work
+  std::map<std::string, json> m_work;  // work_path -> the task's counted work
 
   std::mutex m_mu;
   std::condition_variable m_cv;
@@ -889,16 +910,19 @@ Result<std::unique_ptr<Evaluator>> make_cpu_evaluator(const config::EvaluatorCon
     for (fs::path p = fs::path(abs).parent_path(); !p.empty(); p = p.parent_path()) {
       auto st = fs::status(p, ec);
       if (!ec && (st.permissions() & fs::perms::others_exec) == fs::perms::none) {
-        return fail("the evaluator cache " + abs + " is not reachable by the sandbox's unprivileged user: " +
-                    p.string() + " is not searchable by others; set evaluator.cache_dir (or --cache-dir) elsewhere");
+        return fail(
+            "the evaluator cache " + abs +
+            " is not reachable by the sandbox's unprivileged user: " + p.string() +
+            " is not searchable by others; set evaluator.cache_dir (or --cache-dir) elsewhere");
       }
       if (p == p.root_path()) break;
     }
   }
   // The candidate runner (uid nobody) must reach the built libraries.
-  fs::permissions(abs + "/cache", fs::perms::owner_all | fs::perms::group_read |
-                                      fs::perms::group_exec | fs::perms::others_read |
-                                      fs::perms::others_exec, ec);
+  fs::permissions(abs + "/cache",
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                      fs::perms::others_read | fs::perms::others_exec,
+                  ec);
   // The daemon holds API keys: no ptrace, no /proc/<pid>/mem, no core dumps.
   const bool nondumpable = prctl(PR_SET_DUMPABLE, 0) == 0;
   const int reaped = reap_orphans(abs + "/run");

@@ -2,10 +2,10 @@
 // factory. Shared by every mode.
 #include "evaluator/evaluator.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 

@@ -41,12 +41,12 @@ const char* to_string(Mode m);
 std::optional<Mode> mode_from_string(std::string_view s);
 
 struct Request {
-  std::string request_id;        // "check|..." or "kernel|..." (util/ids.hpp)
+  std::string request_id;  // "check|..." or "kernel|..." (util/ids.hpp)
   Mode mode = Mode::check;
   config::Task task;
-  std::string code;              // the candidate module (defines ModelNew)
-  std::uint64_t secret_seed = 0; // per-campaign, never shown to the model
-  bool rules = true;             // false: skip static rules (sandbox testing; report says so)
+  std::string code;               // the candidate module (defines ModelNew)
+  std::uint64_t secret_seed = 0;  // per-campaign, never shown to the model
+  bool rules = true;              // false: skip static rules (sandbox testing; report says so)
   std::optional<config::EvalMode> device;  // cpu | gpu; nullopt = the evaluator's own device
 };
 
@@ -56,8 +56,8 @@ struct Report {
   std::string request_id;
   Verdict status = Verdict::worker_crash;
   bool correct = false;
-  std::optional<double> speedup;          // median_ref / median_cand
-  std::optional<double> speedup_ci_low;   // bootstrap 95% interval
+  std::optional<double> speedup;         // median_ref / median_cand
+  std::optional<double> speedup_ci_low;  // bootstrap 95% interval
   std::optional<double> speedup_ci_high;
   double reward = 0;
   std::optional<double> ref_time_ms;
@@ -65,18 +65,18 @@ struct Report {
   std::optional<double> max_abs_diff;
   std::optional<double> max_rel_diff;
   std::optional<double> mismatch_frac;
-  std::string rule_id;        // rule_violation: which rule
-  std::string error;          // first line(s) of the failure
-  std::string compile_log;    // compiler output tail
-  std::string runtime_detail; // runtime traceback tail
+  std::string rule_id;                   // rule_violation: which rule
+  std::string error;                     // first line(s) of the failure
+  std::string compile_log;               // compiler output tail
+  std::string runtime_detail;            // runtime traceback tail
   std::vector<std::string> protections;  // sandbox features that were active
   std::string evaluator_version;
-  std::string mode;           // "mock" | "cpu" | "gpu"
-  bool mock = false;          // true: verdict and timings are fake
+  std::string mode;   // "mock" | "cpu" | "gpu"
+  bool mock = false;  // true: verdict and timings are fake
   double wall_s = 0;
-  bool rules_skipped = false; // the static rules were not run (--rules off)
+  bool rules_skipped = false;      // the static rules were not run (--rules off)
   std::optional<double> t_min_ms;  // roofline lower bound, when known
-  std::string evidence_json;  // stage-specific evidence (JSON object text)
+  std::string evidence_json;       // stage-specific evidence (JSON object text)
   // Not a result: the evaluation did not run to its end because the
   // evaluator was shutting down (its workers are killed, its queue dropped).
   // Whatever the verdict fields say, the engine never records or counts such
@@ -127,9 +127,9 @@ Result<std::unique_ptr<Evaluator>> make_evaluator(const config::EvaluatorConfig&
 double reward_speedup(bool correct, std::optional<double> speedup);
 double reward_roofline(bool correct, double t_min_s, double t_cand_s);
 double reward_beat_baseline(bool correct, std::optional<double> ci_low);
-// The campaign's reward option applied to a report: the one reward function every mode uses. `roofline`
-// needs r.t_min_ms (gpu mode); without it the speedup reward is used and the
-// config validation refuses `roofline` where no mode can compute t_min.
+// The campaign's reward option applied to a report: the one reward function every mode uses.
+// `roofline` needs r.t_min_ms (gpu mode); without it the speedup reward is used and the config
+// validation refuses `roofline` where no mode can compute t_min.
 double reward_for(config::Reward reward, const Report& r);
 
 }  // namespace korch::evaluator

@@ -59,18 +59,21 @@ void GpuPool::give_back(int gpu, bool healthy) {
   {
     std::lock_guard lk(m_mu);
     Gpu& s = m_gpus[gpu];
-    if (s.leased) s.stats.busy_s += std::chrono::duration<double>(Clock::now() - s.leased_at).count();
+    if (s.leased)
+      s.stats.busy_s += std::chrono::duration<double>(Clock::now() - s.leased_at).count();
     s.leased = false;
     if (!healthy) {
       s.stats.in_pool = false;
       s.stats.health_failures++;
-      s.backoff = s.backoff.count() == 0 ? m_opt.retry_initial
-                                         : std::min(m_opt.retry_max, s.backoff * 2);
+      s.backoff =
+          s.backoff.count() == 0 ? m_opt.retry_initial : std::min(m_opt.retry_max, s.backoff * 2);
       s.retry_at = Clock::now() + s.backoff;
     }
   }
-  if (healthy) m_cv.notify_all();
-  else m_retry_cv.notify_all();
+  if (healthy)
+    m_cv.notify_all();
+  else
+    m_retry_cv.notify_all();
 }
 
 // Checks every GPU out of the pool when its back-off ends. The check runs
@@ -89,8 +92,10 @@ void GpuPool::retry_loop() {
       next = std::min(next, s.retry_at);
     }
     if (due < 0) {
-      if (next == Clock::time_point::max()) m_retry_cv.wait(lk);
-      else m_retry_cv.wait_until(lk, next);
+      if (next == Clock::time_point::max())
+        m_retry_cv.wait(lk);
+      else
+        m_retry_cv.wait_until(lk, next);
       continue;
     }
     Gpu& s = m_gpus[due];

@@ -38,7 +38,8 @@ class GpuPool {
 
   // `gpus`: device indices (as CUDA numbers them on this host), at least one.
   GpuPool(std::vector<int> gpus, HealthCheck check, Options opt);
-  GpuPool(std::vector<int> gpus, HealthCheck check) : GpuPool(std::move(gpus), std::move(check), Options{}) {}
+  GpuPool(std::vector<int> gpus, HealthCheck check)
+      : GpuPool(std::move(gpus), std::move(check), Options{}) {}
   ~GpuPool();
   GpuPool(const GpuPool&) = delete;
   GpuPool& operator=(const GpuPool&) = delete;
@@ -75,11 +76,11 @@ class GpuPool {
 
   struct GpuStats {
     int gpu = -1;
-    bool in_pool = true;     // false: failed its last health check
-    double busy_s = 0;       // total time leased out
+    bool in_pool = true;  // false: failed its last health check
+    double busy_s = 0;    // total time leased out
     int leases = 0;
     int health_failures = 0;
-    int returns = 0;         // times it came back after a failure
+    int returns = 0;  // times it came back after a failure
   };
   std::vector<GpuStats> stats() const;
   std::size_t size() const { return m_order.size(); }
@@ -98,7 +99,7 @@ class GpuPool {
 
   HealthCheck m_check;
   Options m_opt;
-  std::vector<int> m_order;   // the configured order: the first free one is leased
+  std::vector<int> m_order;  // the configured order: the first free one is leased
   mutable std::mutex m_mu;
   std::condition_variable m_cv;        // a GPU came free, or stop
   std::condition_variable m_retry_cv;  // a GPU left the pool, or stop

@@ -35,7 +35,8 @@ LoadInline load_inline_of(const json& j) {
   li.entry = j.value("entry", json::object());
   li.key = j.value("key", "");
   li.lineno = j.value("lineno", 0);
-  if (j.contains("unresolved")) li.unresolved = j["unresolved"].is_string() ? j["unresolved"].get<std::string>() : "?";
+  if (j.contains("unresolved"))
+    li.unresolved = j["unresolved"].is_string() ? j["unresolved"].get<std::string>() : "?";
   return li;
 }
 
@@ -79,7 +80,7 @@ json rules_job(const Settings& s, const std::string& code) {
 
 json compile_job(const json& entry, const std::string& key, const std::string& build_dir,
                  const json& allow_extra, bool probe) {
-  return {{"protocol", k_version}, {"entry", entry}, {"key", key}, {"build_dir", build_dir},
+  return {{"protocol", k_version},      {"entry", entry}, {"key", key}, {"build_dir", build_dir},
           {"allow_extra", allow_extra}, {"probe", probe}};
 }
 
@@ -109,8 +110,11 @@ json gpuinfo_job() { return {{"protocol", k_version}, {"device", "cuda"}}; }
 
 json validate_job(const std::string& task_source, const std::string& task_name,
                   std::int64_t memory_budget_mb, bool gpu) {
-  return {{"protocol", k_version}, {"task_source", task_source}, {"task_name", task_name},
-          {"memory_budget_mb", memory_budget_mb}, {"device", gpu ? "cuda" : "cpu"}};
+  return {{"protocol", k_version},
+          {"task_source", task_source},
+          {"task_name", task_name},
+          {"memory_budget_mb", memory_budget_mb},
+          {"device", gpu ? "cuda" : "cpu"}};
 }
 
 Result<RulesResult> parse_rules(const std::string& result_json) {
@@ -127,8 +131,10 @@ Result<RulesResult> parse_rules(const std::string& result_json) {
   r.violations = violations(r.violations_json);
   r.protections = strings(j.value("protections", json::array()));
   r.language = j["language"].is_string() ? j["language"].get<std::string>() : "";
-  for (auto& li : j.value("load_inline", json::array())) r.load_inline.push_back(load_inline_of(li));
-  if (j.contains("glue_probe") && j["glue_probe"].is_object()) r.glue_probe = load_inline_of(j["glue_probe"]);
+  for (auto& li : j.value("load_inline", json::array()))
+    r.load_inline.push_back(load_inline_of(li));
+  if (j.contains("glue_probe") && j["glue_probe"].is_object())
+    r.glue_probe = load_inline_of(j["glue_probe"]);
   return r;
 }
 

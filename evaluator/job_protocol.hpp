@@ -43,9 +43,9 @@ struct Settings {
   config::TorchOps torch_ops = config::TorchOps::allow;
   std::int64_t memory_budget_mb = 0;  // gpu: of GPU memory
   bool gpu = false;
-  std::int64_t l2_bytes = 0;          // gpu: the L2 flush size
-  json runner_env = json::object();   // gpu: TRITON_* for the candidate's cache
-  bool runner_exec = false;           // gpu: the runners may exec (Triton)
+  std::int64_t l2_bytes = 0;         // gpu: the L2 flush size
+  json runner_env = json::object();  // gpu: TRITON_* for the candidate's cache
+  bool runner_exec = false;          // gpu: the runners may exec (Triton)
 };
 
 json rules_job(const Settings& s, const std::string& code);
@@ -58,7 +58,7 @@ struct MeasureJob {
   std::string code, task_source, task_name;
   json prebuilt = json::object();  // cache key -> {dir, module, so}
   double timeout_s = 300;
-  std::optional<json> work;        // gpu: the task's counted work, when known
+  std::optional<json> work;  // gpu: the task's counted work, when known
 };
 json measure_job(const Settings& s, const MeasureJob& m);
 json gpuinfo_job();
@@ -75,8 +75,8 @@ struct Violation {
 
 // One load_inline call the rules resolved statically.
 struct LoadInline {
-  json entry;              // its normalised arguments (the compile job's input)
-  std::string key;         // content address in the compile cache
+  json entry;       // its normalised arguments (the compile job's input)
+  std::string key;  // content address in the compile cache
   int lineno = 0;
   std::string unresolved;  // non-empty: why its arguments could not be resolved
   std::string name() const { return entry.value("name", ""); }
@@ -88,7 +88,7 @@ struct RulesResult {
   std::vector<Violation> violations;
   json violations_json = json::array();  // as reported (the evidence keeps them)
   std::vector<std::string> protections;
-  std::string language;       // "triton" | "cuda" | "cpp" | ...
+  std::string language;  // "triton" | "cuda" | "cpp" | ...
   std::vector<LoadInline> load_inline;
   std::optional<LoadInline> glue_probe;
 };

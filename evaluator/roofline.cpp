@@ -23,8 +23,7 @@ const std::array<GpuPeaks, 12> k_table = {{
     // FP32 51 TF; TF32 756*, BF16/FP16 1,513*, FP8 3,026*, INT8 3,026* TOPS;
     // 2 TB/s. Whitepaper (GH100, H100 PCIe): TF32 378 / FP16 756 / FP8 1,513 dense.
     {"H100 PCIe 80GB", 2.0e12, 51 * k_tera, 378 * k_tera, 756.5 * k_tera, 756.5 * k_tera,
-     1513 * k_tera, 1513 * k_tera,
-     "NVIDIA H100 datasheet (H100 PCIe column), sparse rates halved"},
+     1513 * k_tera, 1513 * k_tera, "NVIDIA H100 datasheet (H100 PCIe column), sparse rates halved"},
     // NVIDIA H100 Tensor Core GPU datasheet, "H100 NVL" column (94GB HBM3):
     // FP32 60 TF; TF32 835*, BF16/FP16 1,671*, FP8 3,341*, INT8 3,341* TOPS; 3.9 TB/s.
     {"H100 NVL 94GB", 3.9e12, 60 * k_tera, 417.5 * k_tera, 835.5 * k_tera, 835.5 * k_tera,
@@ -84,18 +83,18 @@ struct NameRule {
 };
 
 const std::array<NameRule, 12> k_name_rules = {{
-    {"h100", {"pcie"}, "H100 PCIe 80GB"},         // "NVIDIA H100 PCIe"
-    {"h100", {"nvl"}, "H100 NVL 94GB"},           // "NVIDIA H100 NVL"
-    {"h100", {}, "H100 SXM5 80GB"},               // "NVIDIA H100 80GB HBM3"
-    {"h200", {"nvl"}, "H200 NVL 141GB"},          // "NVIDIA H200 NVL"
-    {"h200", {}, "H200 SXM 141GB"},               // "NVIDIA H200"
-    {"a100", {"pcie", "40gb"}, "A100 PCIe 40GB"}, // "NVIDIA A100-PCIE-40GB"
-    {"a100", {"pcie"}, "A100 PCIe 80GB"},         // "NVIDIA A100 80GB PCIe"
-    {"a100", {"40gb"}, "A100 SXM4 40GB"},         // "NVIDIA A100-SXM4-40GB"
-    {"a100", {}, "A100 SXM4 80GB"},               // "NVIDIA A100-SXM4-80GB"
-    {"l40s", {}, "L40S"},                         // "NVIDIA L40S"
-    {"l40", {}, "L40"},                           // "NVIDIA L40"
-    {"l4", {}, "L4"},                             // "NVIDIA L4"
+    {"h100", {"pcie"}, "H100 PCIe 80GB"},          // "NVIDIA H100 PCIe"
+    {"h100", {"nvl"}, "H100 NVL 94GB"},            // "NVIDIA H100 NVL"
+    {"h100", {}, "H100 SXM5 80GB"},                // "NVIDIA H100 80GB HBM3"
+    {"h200", {"nvl"}, "H200 NVL 141GB"},           // "NVIDIA H200 NVL"
+    {"h200", {}, "H200 SXM 141GB"},                // "NVIDIA H200"
+    {"a100", {"pcie", "40gb"}, "A100 PCIe 40GB"},  // "NVIDIA A100-PCIE-40GB"
+    {"a100", {"pcie"}, "A100 PCIe 80GB"},          // "NVIDIA A100 80GB PCIe"
+    {"a100", {"40gb"}, "A100 SXM4 40GB"},          // "NVIDIA A100-SXM4-40GB"
+    {"a100", {}, "A100 SXM4 80GB"},                // "NVIDIA A100-SXM4-80GB"
+    {"l40s", {}, "L40S"},                          // "NVIDIA L40S"
+    {"l40", {}, "L40"},                            // "NVIDIA L40"
+    {"l4", {}, "L4"},                              // "NVIDIA L4"
 }};
 
 // Lower-cased alphanumeric tokens; a number followed by "gb" is merged
@@ -108,8 +107,9 @@ std::vector<std::string> tokenize(std::string_view name) {
       return;
     }
     const bool is_gb = current == "gb";
-    if (is_gb && !tokens.empty() && !tokens.back().empty()
-        && std::ranges::all_of(tokens.back(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    if (is_gb && !tokens.empty() && !tokens.back().empty() &&
+        std::ranges::all_of(tokens.back(),
+                            [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
       tokens.back() += current;
     } else {
       tokens.push_back(current);
@@ -203,15 +203,13 @@ Result<GpuPeaks> cpu_peaks(double mem_bw_bytes_s, double flops) {
 }
 
 double compute_ceiling_flops(const GpuPeaks& p, Precision precision) {
-  const double strict = std::max({p.fp32_flops, p.tf32_tensor_flops, p.fp16_tensor_flops,
-                                  p.bf16_tensor_flops});
+  const double strict =
+      std::max({p.fp32_flops, p.tf32_tensor_flops, p.fp16_tensor_flops, p.bf16_tensor_flops});
   switch (precision) {
-    case Precision::fp32_strict:
-      return strict;
+    case Precision::fp32_strict: return strict;
     case Precision::fp32_tf32:
     case Precision::fp16:
-    case Precision::bf16:
-      return std::max({strict, p.fp8_tensor_flops, p.int8_tensor_ops});
+    case Precision::bf16: return std::max({strict, p.fp8_tensor_flops, p.int8_tensor_ops});
   }
   return strict;
 }

@@ -32,15 +32,15 @@ namespace korch::evaluator::roofline {
 // structured sparsity, which needs sparse operands the tasks do not have).
 // A zero rate means the device has no such unit (e.g. fp8 on an A100).
 struct GpuPeaks {
-  std::string name;                // canonical, e.g. "H100 SXM5 80GB"
-  double mem_bw_bytes_s = 0;       // device memory bandwidth
-  double fp32_flops = 0;           // FP32 on the CUDA cores (non-tensor)
-  double tf32_tensor_flops = 0;    // TF32 tensor cores, dense
-  double fp16_tensor_flops = 0;    // FP16 tensor cores (FP32 accumulate), dense
-  double bf16_tensor_flops = 0;    // BF16 tensor cores, dense
-  double fp8_tensor_flops = 0;     // FP8 tensor cores, dense; 0 before Ada/Hopper
-  double int8_tensor_ops = 0;      // INT8 tensor cores, dense (ops/s)
-  std::string source;              // where the numbers come from
+  std::string name;              // canonical, e.g. "H100 SXM5 80GB"
+  double mem_bw_bytes_s = 0;     // device memory bandwidth
+  double fp32_flops = 0;         // FP32 on the CUDA cores (non-tensor)
+  double tf32_tensor_flops = 0;  // TF32 tensor cores, dense
+  double fp16_tensor_flops = 0;  // FP16 tensor cores (FP32 accumulate), dense
+  double bf16_tensor_flops = 0;  // BF16 tensor cores, dense
+  double fp8_tensor_flops = 0;   // FP8 tensor cores, dense; 0 before Ada/Hopper
+  double int8_tensor_ops = 0;    // INT8 tensor cores, dense (ops/s)
+  std::string source;            // where the numbers come from
 };
 
 // What arithmetic a task admits: the dtype of its data and the tolerance

@@ -53,8 +53,9 @@ Result<TaskValidation> TaskValidator::validate(const config::Task& task) {
   const std::string dir = m_cache + "/jobs/validate-" + std::to_string(std::random_device{}());
   fs::create_directories(dir, ec);
   fs::permissions(dir, fs::perms::owner_all, ec);
-  if (auto w = write_file_atomic(dir + "/job.json",
-                                protocol::validate_job(task.source, task.name, m_budget_mb, gpu).dump());
+  if (auto w = write_file_atomic(
+          dir + "/job.json",
+          protocol::validate_job(task.source, task.name, m_budget_mb, gpu).dump());
       !w)
     return std::unexpected(w.error());
   protocol::Spawn sp;
@@ -84,8 +85,7 @@ Result<TaskValidation> TaskValidator::validate(const config::Task& task) {
   return v;
 }
 
-Result<TaskValidation> validate_task(const config::Task& task,
-                                     const config::EvaluatorConfig& cfg,
+Result<TaskValidation> validate_task(const config::Task& task, const config::EvaluatorConfig& cfg,
                                      const std::string& cache_dir) {
   auto v = TaskValidator::start(cfg, cache_dir);
   if (!v) return std::unexpected(v.error());

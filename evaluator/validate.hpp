@@ -48,8 +48,7 @@ class TaskValidator {
 };
 
 // One task with a zygote of its own (seconds of start-up).
-Result<TaskValidation> validate_task(const config::Task& task,
-                                     const config::EvaluatorConfig& cfg,
+Result<TaskValidation> validate_task(const config::Task& task, const config::EvaluatorConfig& cfg,
                                      const std::string& cache_dir);
 
 }  // namespace korch::evaluator

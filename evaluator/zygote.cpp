@@ -31,8 +31,8 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr double k_hello_timeout_s = 180;   // Python + torch import on a loaded machine
-constexpr double k_kill_grace_s = 15;       // after SIGKILL, for the zygote's exit event
+constexpr double k_hello_timeout_s = 180;  // Python + torch import on a loaded machine
+constexpr double k_kill_grace_s = 15;      // after SIGKILL, for the zygote's exit event
 constexpr std::size_t k_log_tail = 4000;
 constexpr std::size_t k_max_message = 1 << 20;
 
@@ -93,9 +93,9 @@ class ZygoteProc {
 
   bool wait_ready(double timeout_s) {
     std::unique_lock lk(m_mu);
-    return m_cv.wait_for(lk, std::chrono::duration<double>(timeout_s),
-                         [&] { return m_ready || m_stopping || m_failed; }) &&
-           m_ready;
+    return m_cv.wait_for(lk, std::chrono::duration<double>(timeout_s), [&] {
+      return m_ready || m_stopping || m_failed;
+    }) && m_ready;
   }
 
   void stop() {
@@ -268,8 +268,8 @@ class ZygoteProc {
     j["daemon_start"] = start_time_of(getpid());
     j["zygote_pid"] = zpid;
     j["zygote_start"] = start_time_of(zpid);
-    m_pid_file = m_run_dir + "/zygote-" + std::to_string(getpid()) + "-" + std::to_string(zpid) +
-                 ".json";
+    m_pid_file =
+        m_run_dir + "/zygote-" + std::to_string(getpid()) + "-" + std::to_string(zpid) + ".json";
     (void)write_file_atomic(m_pid_file, j.dump());
   }
 
@@ -395,8 +395,10 @@ Result<std::unique_ptr<Zygote>> Zygote::start(const std::string& worker_path,
   if (!proc->wait_ready(k_hello_timeout_s)) return fail("the korch-worker zygote did not start");
   impl->versions = proc->versions();
   impl->startup_s = proc->startup_s();
-  if (fresh_per_job) proc->stop();
-  else impl->warm = std::move(proc);
+  if (fresh_per_job)
+    proc->stop();
+  else
+    impl->warm = std::move(proc);
   return std::unique_ptr<Zygote>(new Zygote(std::move(impl)));
 }
 

@@ -14,15 +14,15 @@ namespace korch::evaluator {
 
 // What one job left behind.
 struct JobOutcome {
-  bool started = false;     // the zygote forked it
-  bool timed_out = false;   // killed at the wall-clock limit
-  int exit_code = -1;       // of the job's first process (128+signal when PID 1 died by one)
-  int signal = 0;           // the first process died by this signal
-  std::string result_json;  // result.json, empty when the job wrote none
-  std::string worker_log;   // tail of the trusted side's stdout/stderr
+  bool started = false;       // the zygote forked it
+  bool timed_out = false;     // killed at the wall-clock limit
+  int exit_code = -1;         // of the job's first process (128+signal when PID 1 died by one)
+  int signal = 0;             // the first process died by this signal
+  std::string result_json;    // result.json, empty when the job wrote none
+  std::string worker_log;     // tail of the trusted side's stdout/stderr
   std::string candidate_log;  // tail of the candidate runner's stdout/stderr
   double wall_s = 0;
-  std::string error;        // why it did not start / the zygote died
+  std::string error;  // why it did not start / the zygote died
 };
 
 class Zygote {

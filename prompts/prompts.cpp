@@ -78,21 +78,23 @@ std::string system_prompt(const SystemFacts& facts) {
   std::string rules;
   for (auto& r : facts.rules) rules += fmt::format("- [{}] {}\n", r.id, r.message);
   if (rules.empty()) rules = "- (no static rules are enforced by this evaluator)\n";
-  return trim_newline(fill(template_text("system"),
-                           {{"device", facts.device},
-                            {"tolerance", config::tolerance_summary(facts.tolerance)},
-                            {"score", score_text(facts.reward)},
-                            {"torch_ops_note", facts.torch_ops == config::TorchOps::forbid
-                                                   ? " (campaign policy: tensor arithmetic and "
-                                                     "reductions in torch are forbidden at run time)"
-                                                   : ""},
-                            {"rules", trim_newline(rules)},
-                            {"max_turns", std::to_string(facts.max_turns)}}));
+  return trim_newline(
+      fill(template_text("system"),
+           {{"device", facts.device},
+            {"tolerance", config::tolerance_summary(facts.tolerance)},
+            {"score", score_text(facts.reward)},
+            {"torch_ops_note", facts.torch_ops == config::TorchOps::forbid
+                                   ? " (campaign policy: tensor arithmetic and "
+                                     "reductions in torch are forbidden at run time)"
+                                   : ""},
+            {"rules", trim_newline(rules)},
+            {"max_turns", std::to_string(facts.max_turns)}}));
 }
 
 std::string footer(int replies_left) {
   if (replies_left <= 1) return trim_newline(std::string(template_text("footer_last")));
-  return trim_newline(fill(template_text("footer_more"), {{"replies_left", std::to_string(replies_left)}}));
+  return trim_newline(
+      fill(template_text("footer_more"), {{"replies_left", std::to_string(replies_left)}}));
 }
 
 std::string task_prompt(const config::Task& task, int replies_left) {
@@ -105,26 +107,31 @@ std::string render_report(const evaluator::Report& report) {
   std::string mock_note = report.mock ? " [MOCK evaluator: this result is fake]" : "";
   std::string status = evaluator::to_string(report.status);
   if (report.status == evaluator::Verdict::ok) {
-    return trim_newline(fill(template_text("feedback_ok"), {{"status", status},
-                                                            {"max_abs_diff", fmt_num(report.max_abs_diff)},
-                                                            {"mock_note", mock_note}}));
+    return trim_newline(
+        fill(template_text("feedback_ok"), {{"status", status},
+                                            {"max_abs_diff", fmt_num(report.max_abs_diff)},
+                                            {"mock_note", mock_note}}));
   }
   std::string details;
   if (!report.rule_id.empty()) details += fmt::format("Rule: {}\n", report.rule_id);
-  if (!report.error.empty()) details += fmt::format("Error:\n{}\n", head(report.error, k_error_head_chars));
+  if (!report.error.empty())
+    details += fmt::format("Error:\n{}\n", head(report.error, k_error_head_chars));
   if (!report.compile_log.empty()) {
-    details += fmt::format("Compiler output (tail):\n{}\n", tail(report.compile_log, k_compile_tail_chars));
+    details += fmt::format("Compiler output (tail):\n{}\n",
+                           tail(report.compile_log, k_compile_tail_chars));
   }
   if (!report.runtime_detail.empty()) {
-    details += fmt::format("Runtime detail (tail):\n{}\n", tail(report.runtime_detail, k_runtime_tail_chars));
+    details += fmt::format("Runtime detail (tail):\n{}\n",
+                           tail(report.runtime_detail, k_runtime_tail_chars));
   }
   std::vector<std::string> diffs;
   if (report.max_abs_diff) diffs.push_back("max_abs_diff " + fmt_num(report.max_abs_diff));
   if (report.max_rel_diff) diffs.push_back("max_rel_diff " + fmt_num(report.max_rel_diff));
   if (report.mismatch_frac) diffs.push_back("mismatch_frac " + fmt_num(report.mismatch_frac));
   if (!diffs.empty()) details += fmt::format("{}\n", fmt::join(diffs, ", "));
-  return trim_newline(fill(template_text("feedback_fail"),
-                           {{"status", status}, {"mock_note", mock_note}, {"details", trim_newline(details)}}));
+  return trim_newline(
+      fill(template_text("feedback_fail"),
+           {{"status", status}, {"mock_note", mock_note}, {"details", trim_newline(details)}}));
 }
 
 std::string check_feedback(const evaluator::Report& report, int replies_left) {
@@ -136,8 +143,9 @@ std::string no_code_message(bool truncated, int replies_left) {
   return text + "\n\n" + footer(replies_left);
 }
 
-std::string compaction_summary(const config::Task& task, const std::vector<AttemptSummary>& attempts,
-                               bool resumed, int replies_left) {
+std::string compaction_summary(const config::Task& task,
+                               const std::vector<AttemptSummary>& attempts, bool resumed,
+                               int replies_left) {
   int passed = 0;
   std::vector<std::string> history;
   const AttemptSummary* latest_passing = nullptr;
@@ -161,9 +169,10 @@ std::string compaction_summary(const config::Task& task, const std::vector<Attem
        {"passed", std::to_string(passed)},
        {"history", history.empty() ? "none" : fmt::format("{}", fmt::join(history, "; "))},
        {"source", trim_newline(task.source)},
-       {"code_label", latest_passing ? fmt::format("Latest code that passed a CHECK (turn {})", shown->turn)
-                      : shown        ? fmt::format("Latest code (turn {}, did not pass)", shown->turn)
-                                     : "No code yet"},
+       {"code_label", latest_passing
+                          ? fmt::format("Latest code that passed a CHECK (turn {})", shown->turn)
+                      : shown ? fmt::format("Latest code (turn {}, did not pass)", shown->turn)
+                              : "No code yet"},
        {"code", shown ? trim_newline(shown->code) : "# (none)"},
        {"latest_result", latest_result ? latest_result->result_text : "none"},
        {"footer", footer(replies_left)}}));

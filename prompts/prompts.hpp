@@ -15,7 +15,7 @@ namespace korch::prompts {
 
 // Facts stated by the system prompt.
 struct SystemFacts {
-  std::string device;          // evaluator's device description
+  std::string device;  // evaluator's device description
   config::Tolerance tolerance = config::Tolerance::strict;
   config::Reward reward = config::Reward::speedup;
   config::TorchOps torch_ops = config::TorchOps::allow;
@@ -50,15 +50,16 @@ std::string no_code_message(bool truncated, int replies_left);
 // One attempt, as the compaction summary sees it.
 struct AttemptSummary {
   int turn = 0;
-  std::string action;        // check | submit | none
-  std::string status;        // verdict, "no_code" or "truncated"
-  std::string code;          // "" when none
-  bool passed = false;       // a CHECK with status ok
-  std::string result_text;   // render_report() of its check, "" if none
+  std::string action;       // check | submit | none
+  std::string status;       // verdict, "no_code" or "truncated"
+  std::string code;         // "" when none
+  bool passed = false;      // a CHECK with status ok
+  std::string result_text;  // render_report() of its check, "" if none
 };
 
 // The compaction summary that replaces the conversation (DESIGN §2).
-std::string compaction_summary(const config::Task& task, const std::vector<AttemptSummary>& attempts,
-                               bool resumed, int replies_left);
+std::string compaction_summary(const config::Task& task,
+                               const std::vector<AttemptSummary>& attempts, bool resumed,
+                               int replies_left);
 
 }  // namespace korch::prompts

@@ -1,9 +1,9 @@
 #pragma once
 // The prompt templates (prompts/templates/*.txt), embedded at build time.
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-#include <string>
 
 namespace korch::prompts {
 

@@ -17,7 +17,9 @@ template <typename E>
 struct EnumNames;  // static constexpr std::pair<E, std::string_view> k_names[] = {...};
 
 template <typename E>
-concept NamedEnum = requires { EnumNames<E>::k_names; };
+concept NamedEnum = requires {
+  EnumNames<E>::k_names;
+};
 
 // The name of `value`; "" for a value missing from the table (a bug that a
 // unit test catches).

@@ -91,8 +91,7 @@ Result<Child> Child::spawn(const std::vector<std::string>& argv, const SpawnOpti
   child.m_group = options.own_process_group;
   int exec_errno = 0;
   ssize_t n;
-  while ((n = ::read(err_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
-  }
+  while ((n = ::read(err_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {}
   ::close(err_pipe[0]);
   if (n == static_cast<ssize_t>(sizeof exec_errno)) {
     child.wait();
@@ -102,7 +101,10 @@ Result<Child> Child::spawn(const std::vector<std::string>& argv, const SpawnOpti
 }
 
 Child::Child(Child&& other) noexcept
-    : m_pid(other.m_pid), m_stdout_fd(other.m_stdout_fd), m_group(other.m_group), m_status(other.m_status) {
+    : m_pid(other.m_pid),
+      m_stdout_fd(other.m_stdout_fd),
+      m_group(other.m_group),
+      m_status(other.m_status) {
   other.m_pid = -1;
   other.m_stdout_fd = -1;
 }
@@ -151,8 +153,7 @@ int Child::wait() {
   if (m_status) return *m_status;
   if (m_pid <= 0) return -1;
   int status = 0;
-  while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {}
   m_status = decode(status);
   return *m_status;
 }

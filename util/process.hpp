@@ -22,12 +22,12 @@ namespace korch::process {
 struct SpawnOptions {
   // Set on top of the parent's environment; a value of "" unsets the variable.
   std::map<std::string, std::string> env;
-  std::string stdout_path;       // "" = inherit; else appended to (created 0644)
-  std::string stderr_path;       // "" = inherit; else appended to
-  bool capture_stdout = false;   // read it through a pipe (Child::read_stdout)
-  bool stdin_null = true;        // stdin from /dev/null
+  std::string stdout_path;         // "" = inherit; else appended to (created 0644)
+  std::string stderr_path;         // "" = inherit; else appended to
+  bool capture_stdout = false;     // read it through a pipe (Child::read_stdout)
+  bool stdin_null = true;          // stdin from /dev/null
   bool own_process_group = false;  // setpgid(0, 0): signals to the group reach its children
-  std::optional<uid_t> uid;      // when root: run as this uid (and gid)
+  std::optional<uid_t> uid;        // when root: run as this uid (and gid)
 };
 
 // A started child. Destroying a child that was not waited for kills it with
@@ -36,7 +36,8 @@ class Child {
  public:
   // Starts argv[0] (a path, or a name looked up in PATH). Fails when the
   // program cannot be found or started (the child exits 127).
-  static Result<Child> spawn(const std::vector<std::string>& argv, const SpawnOptions& options = {});
+  static Result<Child> spawn(const std::vector<std::string>& argv,
+                             const SpawnOptions& options = {});
 
   Child() = default;
   Child(Child&& other) noexcept;
@@ -63,8 +64,8 @@ class Child {
 };
 
 struct Output {
-  int status = 0;      // exit code, or 128 + signal
-  std::string out;     // its stdout
+  int status = 0;          // exit code, or 128 + signal
+  std::string out;         // its stdout
   bool timed_out = false;  // killed with SIGKILL after `timeout`
 };
 

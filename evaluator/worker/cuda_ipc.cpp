@@ -95,8 +95,15 @@ PyMethodDef k_methods[] = {
     {"device_sync", py_device_sync, METH_NOARGS, "cudaDeviceSynchronize()"},
     {nullptr, nullptr, 0, nullptr}};
 
-PyModuleDef k_module = {PyModuleDef_HEAD_INIT, "_korch_cuda", "korch's trusted CUDA IPC helpers", -1,
-                        k_methods, nullptr, nullptr, nullptr, nullptr};
+PyModuleDef k_module = {PyModuleDef_HEAD_INIT,
+                        "_korch_cuda",
+                        "korch's trusted CUDA IPC helpers",
+                        -1,
+                        k_methods,
+                        nullptr,
+                        nullptr,
+                        nullptr,
+                        nullptr};
 
 }  // namespace
 

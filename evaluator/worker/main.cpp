@@ -69,10 +69,10 @@ using korch::worker::Protections;
 using korch::worker::SeccompProfile;
 
 constexpr int k_control_fd = 3;
-constexpr std::uint32_t k_uid_candidate = 65534;  // nobody
-constexpr std::uint32_t k_uid_judge = 65533;      // the judge (trusted harness, reference outputs)
-constexpr std::uint32_t k_uid_ref_runner = 65531; // the reference runner (times the reference)
-constexpr std::uint32_t k_uid_compile = 65532;    // the compiler
+constexpr std::uint32_t k_uid_candidate = 65534;   // nobody
+constexpr std::uint32_t k_uid_judge = 65533;       // the judge (trusted harness, reference outputs)
+constexpr std::uint32_t k_uid_ref_runner = 65531;  // the reference runner (times the reference)
+constexpr std::uint32_t k_uid_compile = 65532;     // the compiler
 constexpr std::size_t k_max_message = 1 << 20;
 
 [[noreturn]] void die(const char* what) {
@@ -138,10 +138,19 @@ std::string call_harness(const char* fn, const std::string& arg) {
 bool env_is_whitelisted() {
   // CUDA_VISIBLE_DEVICES: the one GPU the job may use (set by job_process);
   // the NVLink multicast switches stay off in everything korch starts.
-  static const char* allowed[] = {"PATH=", "LANG=", "LC_ALL=", "HOME=", "OMP_NUM_THREADS=",
-                                  "MKL_NUM_THREADS=", "MAX_JOBS=", "TMPDIR=", "KORCH_",
-                                  "CUDA_VISIBLE_DEVICES=", "NCCL_NVLS_ENABLE=",
-                                  "TORCH_SYMM_MEM_DISABLE_MULTICAST=", "NVSHMEM_DISABLE_NVLS="};
+  static const char* allowed[] = {"PATH=",
+                                  "LANG=",
+                                  "LC_ALL=",
+                                  "HOME=",
+                                  "OMP_NUM_THREADS=",
+                                  "MKL_NUM_THREADS=",
+                                  "MAX_JOBS=",
+                                  "TMPDIR=",
+                                  "KORCH_",
+                                  "CUDA_VISIBLE_DEVICES=",
+                                  "NCCL_NVLS_ENABLE=",
+                                  "TORCH_SYMM_MEM_DISABLE_MULTICAST=",
+                                  "NVSHMEM_DISABLE_NVLS="};
   for (char** e = environ; e && *e; ++e) {
     bool ok = false;
     for (const char* a : allowed) ok = ok || std::strncmp(*e, a, std::strlen(a)) == 0;
@@ -195,7 +204,7 @@ std::uint64_t mapped_bytes() {
     // The job dir is <cache>/jobs/<id>: keep the cache root (prebuilt
     // libraries) and the harness's Python visible under a private /tmp.
     std::vector<std::string> keep = {real_path(dir + "/../.."), real_path(KORCH_WORKER_PYDIR),
-                                      real_path(korch::evaluator::rules_python_dir())};
+                                     real_path(korch::evaluator::rules_python_dir())};
     korch::worker::private_mounts(prot, keep);
   }
   if (env_is_whitelisted()) prot.push_back("env_whitelist");
@@ -214,14 +223,16 @@ std::uint64_t mapped_bytes() {
 
   const json job_json = json::parse(job_text, nullptr, false);
   const bool gpu_job = job_json.is_object() && job_json.value("device", "cpu") == "cuda";
-  if (!job_json.is_object() || job_json.value("protocol", -1) != korch::evaluator::protocol::k_version) {
+  if (!job_json.is_object() ||
+      job_json.value("protocol", -1) != korch::evaluator::protocol::k_version) {
     // A daemon of another version: refuse rather than misread the job.
-    const std::string msg = "job protocol " +
-                            (job_json.is_object() ? std::to_string(job_json.value("protocol", -1)) : "?") +
-                            ", this korch-worker speaks " +
-                            std::to_string(korch::evaluator::protocol::k_version) +
-                            " (daemon and worker from different builds?)";
-    const std::string out = json{{"error", msg}, {"verdict", "worker_crash"}, {"correct", false}}.dump();
+    const std::string msg =
+        "job protocol " +
+        (job_json.is_object() ? std::to_string(job_json.value("protocol", -1)) : "?") +
+        ", this korch-worker speaks " + std::to_string(korch::evaluator::protocol::k_version) +
+        " (daemon and worker from different builds?)";
+    const std::string out =
+        json{{"error", msg}, {"verdict", "worker_crash"}, {"correct", false}}.dump();
     (void)!write(result_fd, out.data(), out.size());
     _exit(0);
   }
@@ -421,7 +432,8 @@ std::string cgroup_name(const std::string& job_id) { return cgroup_name_for(getp
     cpu_set_t set;
     CPU_ZERO(&set);
     for (auto& c : job["cpus"])
-      if (c.is_number_integer() && c.get<int>() >= 0 && c.get<int>() < CPU_SETSIZE) CPU_SET(c.get<int>(), &set);
+      if (c.is_number_integer() && c.get<int>() >= 0 && c.get<int>() < CPU_SETSIZE)
+        CPU_SET(c.get<int>(), &set);
     if (sched_setaffinity(0, sizeof set, &set) == 0) prot.push_back("cpu_affinity");
   }
   // Memory: a cgroup where one can be made (root, cgroup v2), named after the
@@ -440,8 +452,7 @@ std::string cgroup_name(const std::string& job_id) { return cgroup_name_for(getp
   }
   if (seed_fd >= 0) close(seed_fd);
   int status = 0;
-  while (waitpid(g, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(g, &status, 0) < 0 && errno == EINTR) {}
   if (WIFSIGNALED(status)) _exit(128 + WTERMSIG(status));
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 125);
 }
@@ -486,8 +497,7 @@ int zygote_main() {
     }
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo si;
-      while (read(sfd, &si, sizeof si) == sizeof si) {
-      }
+      while (read(sfd, &si, sizeof si) == sizeof si) {}
       int status = 0;
       pid_t p;
       while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
@@ -531,8 +541,10 @@ int zygote_main() {
       ev["ev"] = "started";
       ev["job"] = msg.value("job", "");
       ev["pid"] = pid;
-      if (pid < 0) ev["error"] = std::strerror(errno);
-      else jobs[pid] = msg.value("job", "");
+      if (pid < 0)
+        ev["error"] = std::strerror(errno);
+      else
+        jobs[pid] = msg.value("job", "");
       send_msg(k_control_fd, ev);
     }
   }

@@ -40,17 +40,64 @@ bool load_seccomp(SeccompProfile profile) {
     if (nr < 0) return;  // not on this architecture
     ok = ok && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), nr, 0) == 0;
   };
-  for (const char* name :
-       {"ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "unshare",
-        "setns", "kexec_load", "kexec_file_load", "bpf", "perf_event_open", "init_module",
-        "finit_module", "delete_module", "reboot", "swapon", "swapoff", "pivot_root", "chroot",
-        "keyctl", "add_key", "request_key", "userfaultfd", "io_uring_setup", "io_uring_enter",
-        "io_uring_register", "open_by_handle_at", "name_to_handle_at", "fanotify_init",
-        "acct", "quotactl", "syslog", "settimeofday", "clock_settime", "adjtimex",
-        "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick",
-        "pidfd_getfd", "kcmp", "lookup_dcookie", "vhangup", "iopl", "ioperm", "setuid",
-        "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
-        "setfsuid", "setfsgid", "capset", "personality"}) {
+  for (const char* name : {"ptrace",
+                           "process_vm_readv",
+                           "process_vm_writev",
+                           "mount",
+                           "umount2",
+                           "unshare",
+                           "setns",
+                           "kexec_load",
+                           "kexec_file_load",
+                           "bpf",
+                           "perf_event_open",
+                           "init_module",
+                           "finit_module",
+                           "delete_module",
+                           "reboot",
+                           "swapon",
+                           "swapoff",
+                           "pivot_root",
+                           "chroot",
+                           "keyctl",
+                           "add_key",
+                           "request_key",
+                           "userfaultfd",
+                           "io_uring_setup",
+                           "io_uring_enter",
+                           "io_uring_register",
+                           "open_by_handle_at",
+                           "name_to_handle_at",
+                           "fanotify_init",
+                           "acct",
+                           "quotactl",
+                           "syslog",
+                           "settimeofday",
+                           "clock_settime",
+                           "adjtimex",
+                           "move_mount",
+                           "open_tree",
+                           "fsopen",
+                           "fsmount",
+                           "fsconfig",
+                           "fspick",
+                           "pidfd_getfd",
+                           "kcmp",
+                           "lookup_dcookie",
+                           "vhangup",
+                           "iopl",
+                           "ioperm",
+                           "setuid",
+                           "setgid",
+                           "setreuid",
+                           "setregid",
+                           "setresuid",
+                           "setresgid",
+                           "setgroups",
+                           "setfsuid",
+                           "setfsgid",
+                           "capset",
+                           "personality"}) {
     deny(seccomp_syscall_resolve_name(name));
   }
   if (profile == SeccompProfile::strict) {
@@ -60,8 +107,8 @@ bool load_seccomp(SeccompProfile profile) {
   // clone3 passes its flags in memory a filter cannot read: make glibc fall
   // back to clone, whose namespace flags we can check.
   deny(seccomp_syscall_resolve_name("clone3"), ENOSYS);
-  for (unsigned long flag : {CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET,
-                             CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP}) {
+  for (unsigned long flag : {CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC,
+                             CLONE_NEWUTS, CLONE_NEWCGROUP}) {
     ok = ok && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
                                 SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)) == 0;
   }

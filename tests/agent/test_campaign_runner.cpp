@@ -120,14 +120,17 @@ TEST_F(CampaignRunnerTest, StoresTheWholeResolvedConfig) {
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_TRUE(*back == m_cfg) << m_row.config_json;
   // Events, budgets and the synchronous mode are part of the record.
-  EXPECT_NE(m_row.config_json.find("\"events\":[{\"kind\":\"compaction\",\"turn\":2"), std::string::npos);
-  EXPECT_NE(m_row.config_json.find("\"spend_cap_usd\":0.0"), std::string::npos) << m_row.config_json;
+  EXPECT_NE(m_row.config_json.find("\"events\":[{\"kind\":\"compaction\",\"turn\":2"),
+            std::string::npos);
+  EXPECT_NE(m_row.config_json.find("\"spend_cap_usd\":0.0"), std::string::npos)
+      << m_row.config_json;
   EXPECT_NE(m_row.config_json.find("\"synchronous\":\"OFF\""), std::string::npos);
 }
 
 TEST_F(CampaignRunnerTest, SystemPromptStatesTheCampaignsVocabulary) {
   run_once();
-  EXPECT_NE(m_plan.system_prompt.find(config::tolerance_summary(config::Tolerance::tf32)), std::string::npos)
+  EXPECT_NE(m_plan.system_prompt.find(config::tolerance_summary(config::Tolerance::tf32)),
+            std::string::npos)
       << m_plan.system_prompt;
   EXPECT_NE(m_plan.system_prompt.find("forbidden at run time"), std::string::npos);
   EXPECT_NE(m_plan.system_prompt.find("MOCK evaluator"), std::string::npos);
@@ -145,7 +148,8 @@ TEST_F(CampaignRunnerTest, RunningAgainRepeatsNothing) {
 }
 
 TEST_F(CampaignRunnerTest, SpendCapStopsNewWork) {
-  m_cfg.models[0].price_prompt_per_mtok = 1e6;  // $1 per prompt token: the first reply passes the cap
+  m_cfg.models[0].price_prompt_per_mtok =
+      1e6;  // $1 per prompt token: the first reply passes the cap
   m_cfg.spend_cap_usd = 0.01;
   auto r = run_once();
   EXPECT_NE(r.status, RunStatus::stopped);

@@ -14,8 +14,8 @@ namespace {
 using evaluator::Verdict;
 
 std::string code_reply(const std::string& body, const char* action) {
-  return "Plan.\n```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    " + body + "\n```\nACTION: " + action +
-         "\n";
+  return "Plan.\n```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    " + body +
+         "\n```\nACTION: " + action + "\n";
 }
 
 llm::ChatResult ok_reply(std::string content, std::string finish = "stop") {
@@ -55,7 +55,8 @@ class EpisodeTest : public ::testing::Test {
     m_task = std::make_shared<config::Task>();
     m_task->id = "L1/19_ReLU";
     m_task->name = "ReLU";
-    m_task->source = "class Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n";
+    m_task->source =
+        "class Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n";
     m_spec = std::make_shared<EpisodeSpec>();
     m_spec->campaign_id = "c-test";
     m_spec->task = m_task;
@@ -104,11 +105,13 @@ class EpisodeTest : public ::testing::Test {
   std::optional<store::FinalRow> final_row() { return snapshot().final; }
 
   static CallLlm as_call(const Next& n) {
-    EXPECT_TRUE(std::holds_alternative<CallLlm>(n)) << "next action is not CallLlm (index " << n.index() << ")";
+    EXPECT_TRUE(std::holds_alternative<CallLlm>(n))
+        << "next action is not CallLlm (index " << n.index() << ")";
     return std::holds_alternative<CallLlm>(n) ? std::get<CallLlm>(n) : CallLlm{};
   }
   static RunEval as_eval(const Next& n) {
-    EXPECT_TRUE(std::holds_alternative<RunEval>(n)) << "next action is not RunEval (index " << n.index() << ")";
+    EXPECT_TRUE(std::holds_alternative<RunEval>(n))
+        << "next action is not RunEval (index " << n.index() << ")";
     return std::holds_alternative<RunEval>(n) ? std::get<RunEval>(n) : RunEval{};
   }
 
@@ -144,7 +147,8 @@ TEST_F(EpisodeTest, Rule1_SystemPromptStatesRulesFormatAndTarget) {
   f.tolerance = config::Tolerance::strict;
   f.reward = config::Reward::speedup;
   f.max_turns = 5;
-  f.rules = {{"no_try_except", "try/except is not allowed"}, {"allowed_imports", "only allowed imports"}};
+  f.rules = {{"no_try_except", "try/except is not allowed"},
+             {"allowed_imports", "only allowed imports"}};
   auto text = prompts::system_prompt(f);
   EXPECT_NE(text.find("NVIDIA H200"), std::string::npos);
   EXPECT_NE(text.find("[no_try_except] try/except is not allowed"), std::string::npos);
@@ -169,7 +173,8 @@ TEST_F(EpisodeTest, Rule3_NoCodeIsRecordedAndTheModelIsTold) {
   ASSERT_EQ(snap.turns.size(), 1u);
   EXPECT_EQ(snap.turns[0].parse_status, "no_code");
   EXPECT_EQ(snap.turns[0].action, "none");
-  EXPECT_NE(call.request.messages.back().content.find("no ```python code block"), std::string::npos);
+  EXPECT_NE(call.request.messages.back().content.find("no ```python code block"),
+            std::string::npos);
   EXPECT_NE(call.request.messages.back().content.find("2 replies left"), std::string::npos);
 }
 
@@ -181,7 +186,8 @@ TEST_F(EpisodeTest, Rule4_CheckResultIsTheNextUserMessageWithRemainingReplies) {
   auto& last = call.request.messages.back().content;
   EXPECT_NE(last.find("CHECK result: incorrect"), std::string::npos);
   EXPECT_NE(last.find("max_abs_diff 0.5"), std::string::npos);
-  EXPECT_NE(last.find("2 replies left. SUBMIT this code or improve it and CHECK again"), std::string::npos);
+  EXPECT_NE(last.find("2 replies left. SUBMIT this code or improve it and CHECK again"),
+            std::string::npos);
   EXPECT_EQ(snapshot().turns[0].eval_status, "incorrect");
 }
 
@@ -203,7 +209,8 @@ TEST_F(EpisodeTest, Rule5_AnyCodeOnTheLastTurnIsSubmittedAndThePromptSaysSo) {
   evaluated(Verdict::incorrect);
   reply(code_reply("x = 2", "CHECK"));
   auto call = as_call(evaluated(Verdict::incorrect));
-  EXPECT_NE(call.request.messages.back().content.find("1 reply left: the code in your next reply will be submitted"),
+  EXPECT_NE(call.request.messages.back().content.find(
+                "1 reply left: the code in your next reply will be submitted"),
             std::string::npos);
   auto ev = as_eval(reply(code_reply("x = 3", "CHECK")));
   EXPECT_EQ(ev.request.mode, evaluator::Mode::submit);
@@ -411,7 +418,8 @@ TEST_F(EpisodeTest, Rule8_ContextOverflowCompactsOnceThenEnds) {
   auto retry = as_call(commit(on_llm_result(m_state, overflow, m_env)));
   EXPECT_NE(retry.request.request_id, ids::llm_request_id(m_spec->episode_id, 1, "m1"));
   EXPECT_EQ(retry.request.messages.size(), 2u);
-  EXPECT_NE(retry.request.messages[1].content.find("Summary of the work so far"), std::string::npos);
+  EXPECT_NE(retry.request.messages[1].content.find("Summary of the work so far"),
+            std::string::npos);
   EXPECT_TRUE(std::holds_alternative<Finished>(commit(on_llm_result(m_state, overflow, m_env))));
   EXPECT_EQ(final_row()->reason, "context_overflow");
 }

@@ -32,7 +32,8 @@ TEST(ReplyParser, LastActionLineWinsAndDefaultIsCheck) {
   EXPECT_FALSE(parse_reply("```python\nclass ModelNew: pass\n```\n").explicit_action);
   auto r = parse_reply("ACTION: SUBMIT\n```python\nclass ModelNew: pass\n```\nACTION: CHECK\n");
   EXPECT_EQ(r.action, Action::check);
-  EXPECT_EQ(parse_reply("```python\nclass ModelNew: pass\n```\naction: **submit**").action, Action::submit);
+  EXPECT_EQ(parse_reply("```python\nclass ModelNew: pass\n```\naction: **submit**").action,
+            Action::submit);
 }
 
 TEST(ReplyParser, ActionInsideCodeIsIgnored) {

@@ -51,7 +51,8 @@ std::string value_of(const LoadedConfig& c, const std::string& key) {
 
 std::string env_name_for(std::string_view key) {
   std::string out = "KORCH_";
-  for (char c : key) out += c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char c : key)
+    out += c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -78,7 +79,8 @@ TEST(KeyTable, DefaultsMatchCampaignStruct) {
 
 // The rows of the markdown table that follows heading `heading` in `doc`:
 // first cell (without backticks) -> the other cells (backticks stripped).
-std::map<std::string, std::vector<std::string>> markdown_table(const std::string& doc, const std::string& heading) {
+std::map<std::string, std::vector<std::string>> markdown_table(const std::string& doc,
+                                                               const std::string& heading) {
   std::map<std::string, std::vector<std::string>> rows;
   std::istringstream in(doc);
   std::string line;
@@ -96,7 +98,8 @@ std::map<std::string, std::vector<std::string>> markdown_table(const std::string
         auto b = cell.find_first_not_of(' ');
         auto e = cell.find_last_not_of(' ');
         cell = b == std::string::npos ? "" : cell.substr(b, e - b + 1);
-        if (cell.size() >= 2 && cell.front() == '`' && cell.back() == '`') cell = cell.substr(1, cell.size() - 2);
+        if (cell.size() >= 2 && cell.front() == '`' && cell.back() == '`')
+          cell = cell.substr(1, cell.size() - 2);
         cells.push_back(cell);
         cell.clear();
       } else {
@@ -121,8 +124,8 @@ TEST(KeyTable, DocsMatchKeyTable) {
   // On failure, print the rows the docs should hold.
   std::string expected;
   for (const auto& k : key_table())
-    expected += "| `" + std::string(k.name) + "` | `" + std::string(k.env) + "` | `" + std::string(k.default_value) +
-                "` | " + std::string(k.doc) + " |\n";
+    expected += "| `" + std::string(k.name) + "` | `" + std::string(k.env) + "` | `" +
+                std::string(k.default_value) + "` | " + std::string(k.doc) + " |\n";
 
   auto rows = markdown_table(doc, "## Keys");
   EXPECT_EQ(rows.size(), key_table().size()) << expected;
@@ -146,7 +149,8 @@ TEST(KeyTable, DocsMatchKeyTable) {
   auto events = markdown_table(doc, "## Events");
   EXPECT_EQ(events.size(), event_key_table().size());
   for (const auto& k : event_key_table())
-    EXPECT_TRUE(events.contains(std::string(k.name))) << "docs/config.md lacks event key " << k.name;
+    EXPECT_TRUE(events.contains(std::string(k.name)))
+        << "docs/config.md lacks event key " << k.name;
 }
 
 // ---------------------------------------------------------------------------
@@ -180,12 +184,14 @@ TEST(Loader, DefaultsApplyWhenUnset) {
 
 TEST(Loader, PrecedenceFileEnvFlag) {
   TempDir dir;
-  auto path = dir.write("c.toml", "max_turns = 3\n"            // line 1
-                                  "samples_per_task = 2\n" +   // line 2
-                                      std::string(k_minimal) +  // lines 3-9
-                                      "[evaluator]\n"            // line 10
-                                      "mode = \"cpu\"\n");       // line 11
-  std::map<std::string, std::string> env = {{"KORCH_MAX_TURNS", "4"}, {"KORCH_SAMPLES_PER_TASK", "7"}};
+  auto path = dir.write("c.toml",
+                        "max_turns = 3\n"             // line 1
+                        "samples_per_task = 2\n" +    // line 2
+                            std::string(k_minimal) +  // lines 3-9
+                            "[evaluator]\n"           // line 10
+                            "mode = \"cpu\"\n");      // line 11
+  std::map<std::string, std::string> env = {{"KORCH_MAX_TURNS", "4"},
+                                            {"KORCH_SAMPLES_PER_TASK", "7"}};
   std::vector<std::string> flags = {"max_turns=6"};
 
   auto file_only = load_campaign(path, k_no_env, k_no_flags);
@@ -216,7 +222,8 @@ TEST(Loader, EnvAndFlagTypes) {
   std::map<std::string, std::string> env = {{"KORCH_TASKS_LEVELS", "1,2"},
                                             {"KORCH_EPISODE_WALL_CLOCK_S", "12.5"},
                                             {"KORCH_EVALUATOR_MODE", "gpu"}};
-  std::vector<std::string> flags = {"tasks.levels=[3, 4]", "spend_cap_usd = 10", "context=hello = world"};
+  std::vector<std::string> flags = {"tasks.levels=[3, 4]", "spend_cap_usd = 10",
+                                    "context=hello = world"};
   auto loaded = load_campaign(path, env, flags);
   ASSERT_TRUE(loaded) << loaded.error().message;
   EXPECT_EQ(loaded->config.tasks.levels, (std::vector<int>{3, 4}));
@@ -231,8 +238,9 @@ TEST(Loader, EnvAndFlagTypes) {
 TEST(Loader, ModelOverridesByEnvAndFlag) {
   TempDir dir;
   auto path = dir.write("c.toml", k_minimal);
-  std::map<std::string, std::string> env = {{"KORCH_MODELS_M1_BASE_URL", "http://127.0.0.1:9000/v1"},
-                                            {"KORCH_MODELS_M1_CONCURRENCY", "3"}};
+  std::map<std::string, std::string> env = {
+      {"KORCH_MODELS_M1_BASE_URL", "http://127.0.0.1:9000/v1"},
+      {"KORCH_MODELS_M1_CONCURRENCY", "3"}};
   auto loaded = load_campaign(path, env, {"models.m1.concurrency=5", "models.m1.stream=true"});
   ASSERT_TRUE(loaded) << loaded.error().message;
   const auto& m = loaded->config.models[0];
@@ -245,7 +253,8 @@ TEST(Loader, ModelOverridesByEnvAndFlag) {
 
   auto bad = load_campaign(path, k_no_env, {"models.nope.base_url=http://x"});
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("no model with id 'nope'"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("no model with id 'nope'"), std::string::npos)
+      << bad.error().message;
 }
 
 TEST(Loader, RelativePathsResolveAgainstTheFile) {
@@ -274,13 +283,14 @@ TEST(Loader, RelativePathsResolveAgainstTheFile) {
 
 TEST(Loader, EventsAndModels) {
   TempDir dir;
-  auto path = dir.write("c.toml", std::string(k_minimal) +
-                                      "[[models]]\n"
-                                      "id = \"m2\"\nbase_url = \"http://h/v1\"\nmodel = \"two\"\n"
-                                      "api_key_env = \"M2_KEY\"\nprice_prompt_per_mtok = 1.5\n"
-                                      "context_window = 32768\n"
-                                      "[[events]]\nkind = \"model_swap\"\nturn = 2\nmodel = \"m2\"\n"
-                                      "[[events]]\nkind = \"crash\"\nturn = 4\nsamples = [0]\n");
+  auto path =
+      dir.write("c.toml", std::string(k_minimal) +
+                              "[[models]]\n"
+                              "id = \"m2\"\nbase_url = \"http://h/v1\"\nmodel = \"two\"\n"
+                              "api_key_env = \"M2_KEY\"\nprice_prompt_per_mtok = 1.5\n"
+                              "context_window = 32768\n"
+                              "[[events]]\nkind = \"model_swap\"\nturn = 2\nmodel = \"m2\"\n"
+                              "[[events]]\nkind = \"crash\"\nturn = 4\nsamples = [0]\n");
   auto loaded = load_campaign(path, {{"M2_KEY", "sk-very-secret"}}, k_no_flags);
   ASSERT_TRUE(loaded) << loaded.error().message;
   const auto& c = loaded->config;
@@ -296,7 +306,8 @@ TEST(Loader, EventsAndModels) {
 
   auto shown = describe(*loaded);
   EXPECT_NE(shown.find("models.m2.api_key_env = \"M2_KEY\""), std::string::npos) << shown;
-  EXPECT_NE(shown.find("events[0] = { kind = \"model_swap\", turn = 2, model = \"m2\" }"), std::string::npos)
+  EXPECT_NE(shown.find("events[0] = { kind = \"model_swap\", turn = 2, model = \"m2\" }"),
+            std::string::npos)
       << shown;
   EXPECT_EQ(shown.find("sk-very-secret"), std::string::npos);
 }
@@ -307,14 +318,17 @@ TEST(Loader, DescribeShowsEveryKeyWithItsOrigin) {
   auto loaded = load_campaign(path, {{"KORCH_RESUME", "compact"}}, {"evaluator.workers=4"});
   ASSERT_TRUE(loaded) << loaded.error().message;
   auto shown = describe(*loaded);
-  for (const auto& k : key_table()) EXPECT_NE(shown.find(std::string(k.name) + " = "), std::string::npos) << k.name;
+  for (const auto& k : key_table())
+    EXPECT_NE(shown.find(std::string(k.name) + " = "), std::string::npos) << k.name;
   auto line_of = [&](const std::string& prefix) {
     auto p = shown.find("\n" + prefix);
-    return p == std::string::npos ? std::string() : shown.substr(p + 1, shown.find('\n', p + 1) - p - 1);
+    return p == std::string::npos ? std::string()
+                                  : shown.substr(p + 1, shown.find('\n', p + 1) - p - 1);
   };
   auto mt = line_of("max_turns = 3 ");
   EXPECT_NE(mt.find("   # file:" + path + ":1"), std::string::npos) << shown;
-  EXPECT_NE(line_of("resume = \"compact\" ").find("# env:KORCH_RESUME"), std::string::npos) << shown;
+  EXPECT_NE(line_of("resume = \"compact\" ").find("# env:KORCH_RESUME"), std::string::npos)
+      << shown;
   EXPECT_NE(line_of("evaluator.workers = 4 ").find("# flag"), std::string::npos) << shown;
   EXPECT_NE(line_of("log_level = \"info\" ").find("# default"), std::string::npos) << shown;
 }
@@ -322,7 +336,8 @@ TEST(Loader, DescribeShowsEveryKeyWithItsOrigin) {
 TEST(Loader, WarnsAboutMisspeltEnvVariables) {
   TempDir dir;
   auto path = dir.write("c.toml", k_minimal);
-  auto loaded = load_campaign(path, {{"KORCH_MAX_TURN", "3"}, {"KORCH_UNRELATED_THING", "1"}}, k_no_flags);
+  auto loaded =
+      load_campaign(path, {{"KORCH_MAX_TURN", "3"}, {"KORCH_UNRELATED_THING", "1"}}, k_no_flags);
   ASSERT_TRUE(loaded) << loaded.error().message;
   ASSERT_EQ(loaded->warnings.size(), 1u);
   EXPECT_NE(loaded->warnings[0].find("KORCH_MAX_TURNS"), std::string::npos);
@@ -421,72 +436,175 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ErrorCase{"malformed", k_min + "max_turns = = 3\n", {}, {}, "@:8:13: "},
         ErrorCase{"unterminated", "name = \"t\n", {}, {}, "@:1:"},
-        ErrorCase{"unknown_key", "max_turn = 3\n" + k_min, {}, {},
+        ErrorCase{"unknown_key",
+                  "max_turn = 3\n" + k_min,
+                  {},
+                  {},
                   "@:1: unknown key 'max_turn' (did you mean 'max_turns'?)"},
-        ErrorCase{"unknown_key_far", "frobnicate = 3\n" + k_min, {}, {}, "@:1: unknown key 'frobnicate'"},
-        ErrorCase{"unknown_in_section", k_min + "[evaluator]\nmodee = \"gpu\"\n", {}, {},
+        ErrorCase{
+            "unknown_key_far", "frobnicate = 3\n" + k_min, {}, {}, "@:1: unknown key 'frobnicate'"},
+        ErrorCase{"unknown_in_section",
+                  k_min + "[evaluator]\nmodee = \"gpu\"\n",
+                  {},
+                  {},
                   "@:9: unknown key 'evaluator.modee' (did you mean 'evaluator.mode'?)"},
-        ErrorCase{"nested_key_at_root", "mode = \"gpu\"\n" + k_min, {}, {},
+        ErrorCase{"nested_key_at_root",
+                  "mode = \"gpu\"\n" + k_min,
+                  {},
+                  {},
                   "@:1: unknown key 'mode' (did you mean 'evaluator.mode'?)"},
-        ErrorCase{"unknown_section", k_min + "[evaluater]\nmode = \"gpu\"\n", {}, {},
+        ErrorCase{"unknown_section",
+                  k_min + "[evaluater]\nmode = \"gpu\"\n",
+                  {},
+                  {},
                   "(did you mean 'evaluator'?)"},
-        ErrorCase{"unknown_model_key", k_min + "temprature = 0.5\n", {}, {},
-                  "@:8: unknown key 'models[0].temprature' (did you mean 'models[0].temperature'?)"},
-        ErrorCase{"wrong_type", k_min.substr(0, 11) + "max_turns = \"five\"\n" + k_min.substr(11), {}, {},
+        ErrorCase{
+            "unknown_model_key",
+            k_min + "temprature = 0.5\n",
+            {},
+            {},
+            "@:8: unknown key 'models[0].temprature' (did you mean 'models[0].temperature'?)"},
+        ErrorCase{"wrong_type",
+                  k_min.substr(0, 11) + "max_turns = \"five\"\n" + k_min.substr(11),
+                  {},
+                  {},
                   "@:2: 'max_turns' must be an integer"},
-        ErrorCase{"wrong_type_float_for_int", "max_turns = 2.5\n" + k_min, {}, {},
+        ErrorCase{"wrong_type_float_for_int",
+                  "max_turns = 2.5\n" + k_min,
+                  {},
+                  {},
                   "@:1: 'max_turns' must be an integer"},
-        ErrorCase{"wrong_type_model", k_min + "temperature = \"hot\"\n", {}, {},
+        ErrorCase{"wrong_type_model",
+                  k_min + "temperature = \"hot\"\n",
+                  {},
+                  {},
                   "@:8: 'models[0].temperature' must be a number"},
-        ErrorCase{"wrong_type_levels", k_min.substr(0, 43) + "levels = [1, \"2\"]\n" + k_min.substr(43), {}, {},
+        ErrorCase{"wrong_type_levels",
+                  k_min.substr(0, 43) + "levels = [1, \"2\"]\n" + k_min.substr(43),
+                  {},
+                  {},
                   "@:4: 'tasks.levels' must be a list of integers"},
-        ErrorCase{"tasks_not_table", "tasks = 3\nname = \"t\"\n", {}, {}, "@:1: 'tasks' must be a table"},
-        ErrorCase{"max_turns_zero", "max_turns = 0\n" + k_min, {}, {}, "@:1: 'max_turns' must be >= 1 (got 0)"},
-        ErrorCase{"bad_mode", k_min + "[evaluator]\nmode = \"tpu\"\n", {}, {},
+        ErrorCase{
+            "tasks_not_table", "tasks = 3\nname = \"t\"\n", {}, {}, "@:1: 'tasks' must be a table"},
+        ErrorCase{"max_turns_zero",
+                  "max_turns = 0\n" + k_min,
+                  {},
+                  {},
+                  "@:1: 'max_turns' must be >= 1 (got 0)"},
+        ErrorCase{"bad_mode",
+                  k_min + "[evaluator]\nmode = \"tpu\"\n",
+                  {},
+                  {},
                   "@:9: 'evaluator.mode' must be \"mock\", \"cpu\" or \"gpu\" (got \"tpu\")"},
-        ErrorCase{"bad_resume", "resume = \"fuzzy\"\n" + k_min, {}, {},
+        ErrorCase{"bad_resume",
+                  "resume = \"fuzzy\"\n" + k_min,
+                  {},
+                  {},
                   "@:1: 'resume' must be \"exact\" or \"compact\" (got \"fuzzy\")"},
-        ErrorCase{"duplicate_model", k_min + "[[models]]\nid = \"m1\"\nbase_url = \"http://x/v1\"\nmodel = \"y\"\n",
-                  {}, {}, "@:9: duplicate model id 'm1'"},
-        ErrorCase{"swap_unknown_model", k_min + "[[events]]\nkind = \"model_swap\"\nturn = 2\nmodel = \"m2\"\n", {}, {},
+        ErrorCase{"duplicate_model",
+                  k_min + "[[models]]\nid = \"m1\"\nbase_url = \"http://x/v1\"\nmodel = \"y\"\n",
+                  {},
+                  {},
+                  "@:9: duplicate model id 'm1'"},
+        ErrorCase{"swap_unknown_model",
+                  k_min + "[[events]]\nkind = \"model_swap\"\nturn = 2\nmodel = \"m2\"\n",
+                  {},
+                  {},
                   "@:11: 'events[0].model' names an unknown model 'm2' (did you mean 'm1'?)"},
-        ErrorCase{"swap_without_model", k_min + "[[events]]\nkind = \"model_swap\"\nturn = 2\n", {}, {},
+        ErrorCase{"swap_without_model",
+                  k_min + "[[events]]\nkind = \"model_swap\"\nturn = 2\n",
+                  {},
+                  {},
                   "@:8: 'events[0]' is a model_swap event: 'model' is required"},
-        ErrorCase{"bad_event_kind", k_min + "[[events]]\nkind = \"explode\"\nturn = 2\n", {}, {},
+        ErrorCase{"bad_event_kind",
+                  k_min + "[[events]]\nkind = \"explode\"\nturn = 2\n",
+                  {},
+                  {},
                   "@:9: 'events[0].kind' must be \"compaction\", \"crash\" or \"model_swap\""},
-        ErrorCase{"event_turn_zero", k_min + "[[events]]\nkind = \"crash\"\nturn = 0\n", {}, {},
+        ErrorCase{"event_turn_zero",
+                  k_min + "[[events]]\nkind = \"crash\"\nturn = 0\n",
+                  {},
+                  {},
                   "@:10: 'events[0].turn' must be >= 1 (got 0)"},
-        ErrorCase{"event_sample_out_of_range", k_min + "[[events]]\nkind = \"crash\"\nturn = 2\nsamples = [1]\n",
-                  {}, {}, "@:11: 'events[0].samples' holds 1"},
-        ErrorCase{"no_models", "name = \"t\"\n[tasks]\nkernelbench_dir = \"/kb\"\n", {}, {},
+        ErrorCase{"event_sample_out_of_range",
+                  k_min + "[[events]]\nkind = \"crash\"\nturn = 2\nsamples = [1]\n",
+                  {},
+                  {},
+                  "@:11: 'events[0].samples' holds 1"},
+        ErrorCase{"no_models",
+                  "name = \"t\"\n[tasks]\nkernelbench_dir = \"/kb\"\n",
+                  {},
+                  {},
                   "@: no models: add a [[models]] table"},
-        ErrorCase{"empty_models", "name = \"t\"\nmodels = []\n[tasks]\nkernelbench_dir = \"/kb\"\n", {}, {},
+        ErrorCase{"empty_models",
+                  "name = \"t\"\nmodels = []\n[tasks]\nkernelbench_dir = \"/kb\"\n",
+                  {},
+                  {},
                   "@: no models"},
-        ErrorCase{"models_not_tables", "name = \"t\"\nmodels = [1]\n", {}, {},
+        ErrorCase{"models_not_tables",
+                  "name = \"t\"\nmodels = [1]\n",
+                  {},
+                  {},
                   "@:2: 'models' must be an array of tables ([[models]])"},
-        ErrorCase{"model_missing_url", "name = \"t\"\ntasks.kernelbench_dir = \"/kb\"\n[[models]]\nid = \"a\"\nmodel = \"b\"\n",
-                  {}, {}, "@:3: 'models[0].base_url' is required"},
-        ErrorCase{"model_bad_url", k_models_only + "id = \"a\"\nmodel = \"b\"\nbase_url = \"ftp://x\"\n", {}, {},
-                  "@:7: 'models[0].base_url' must start with http:// or https:// (got \"ftp://x\")"},
-        ErrorCase{"api_key_pasted", k_min + "api_key_env = \"sk-abc123\"\n", {}, {},
+        ErrorCase{"model_missing_url",
+                  "name = \"t\"\ntasks.kernelbench_dir = \"/kb\"\n[[models]]\nid = \"a\"\nmodel = "
+                  "\"b\"\n",
+                  {},
+                  {},
+                  "@:3: 'models[0].base_url' is required"},
+        ErrorCase{
+            "model_bad_url",
+            k_models_only + "id = \"a\"\nmodel = \"b\"\nbase_url = \"ftp://x\"\n",
+            {},
+            {},
+            "@:7: 'models[0].base_url' must start with http:// or https:// (got \"ftp://x\")"},
+        ErrorCase{"api_key_pasted",
+                  k_min + "api_key_env = \"sk-abc123\"\n",
+                  {},
+                  {},
                   "@:8: 'models[0].api_key_env' must be the NAME of an environment variable"},
-        ErrorCase{"missing_kernelbench_dir",
-                  "name = \"t\"\n[[models]]\nid = \"a\"\nbase_url = \"http://h/v1\"\nmodel = \"b\"\n", {}, {},
-                  "@: 'tasks.kernelbench_dir' is required"},
+        ErrorCase{
+            "missing_kernelbench_dir",
+            "name = \"t\"\n[[models]]\nid = \"a\"\nbase_url = \"http://h/v1\"\nmodel = \"b\"\n",
+            {},
+            {},
+            "@: 'tasks.kernelbench_dir' is required"},
         ErrorCase{"missing_name", k_min.substr(11), {}, {}, "@: 'name' is required"},
-        ErrorCase{"bad_ids", k_models_only.substr(0, 43) + "ids = \"1-x\"\n" + k_models_only.substr(43) + "id = \"a\"\nmodel = \"b\"\nbase_url = \"http://h\"\n", {}, {},
+        ErrorCase{"bad_ids",
+                  k_models_only.substr(0, 43) + "ids = \"1-x\"\n" + k_models_only.substr(43) +
+                      "id = \"a\"\nmodel = \"b\"\nbase_url = \"http://h\"\n",
+                  {},
+                  {},
                   "@:4: 'tasks.ids': bad id list '1-x'"},
-        ErrorCase{"env_wrong_type", k_min, {{"KORCH_MAX_TURNS", "many"}}, {},
+        ErrorCase{"env_wrong_type",
+                  k_min,
+                  {{"KORCH_MAX_TURNS", "many"}},
+                  {},
                   "KORCH_MAX_TURNS: 'max_turns' must be an integer (got \"many\")"},
-        ErrorCase{"env_bad_value", k_min, {{"KORCH_EVALUATOR_MODE", "tpu"}}, {},
+        ErrorCase{"env_bad_value",
+                  k_min,
+                  {{"KORCH_EVALUATOR_MODE", "tpu"}},
+                  {},
                   "KORCH_EVALUATOR_MODE: 'evaluator.mode' must be"},
-        ErrorCase{"env_out_of_range", k_min, {{"KORCH_MAX_TURNS", "99999999999"}}, {},
+        ErrorCase{"env_out_of_range",
+                  k_min,
+                  {{"KORCH_MAX_TURNS", "99999999999"}},
+                  {},
                   "KORCH_MAX_TURNS: 'max_turns' is out of range"},
-        ErrorCase{"flag_bad_value", k_min, {}, {"max_turns=0"}, "--set max_turns=0: 'max_turns' must be >= 1"},
-        ErrorCase{"flag_unknown", k_min, {}, {"max_turnz=3"},
+        ErrorCase{"flag_bad_value",
+                  k_min,
+                  {},
+                  {"max_turns=0"},
+                  "--set max_turns=0: 'max_turns' must be >= 1"},
+        ErrorCase{"flag_unknown",
+                  k_min,
+                  {},
+                  {"max_turnz=3"},
                   "--set max_turnz=3: unknown key 'max_turnz' (did you mean 'max_turns'?)"},
-        ErrorCase{"flag_no_equals", k_min, {}, {"max_turns"}, "--set max_turns: expected key=value"},
-        ErrorCase{"flag_models_table", k_min, {}, {"models=x"}, "'models' can only be set in the file"}),
+        ErrorCase{
+            "flag_no_equals", k_min, {}, {"max_turns"}, "--set max_turns: expected key=value"},
+        ErrorCase{
+            "flag_models_table", k_min, {}, {"models=x"}, "'models' can only be set in the file"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Loader, MissingFile) {
@@ -576,12 +694,13 @@ class ConfigRecord : public ::testing::Test {
   // A config with every key away from its default: two models (the second
   // for a model_swap event) and two events.
   CampaignConfig non_default_config() {
-    auto path = m_dir.write("c.toml",
-                            "name = \"t\"\n[tasks]\nkernelbench_dir = \"/kb\"\n"
-                            "[[models]]\nid = \"m1\"\nbase_url = \"http://127.0.0.1:8000/v1\"\nmodel = \"a\"\n"
-                            "[[models]]\nid = \"m2\"\nbase_url = \"http://127.0.0.1:8001/v1\"\nmodel = \"b\"\n"
-                            "[[events]]\nkind = \"model_swap\"\nturn = 2\nmodel = \"m2\"\nsamples = [0, 2]\n"
-                            "[[events]]\nkind = \"crash\"\nturn = 3\n");
+    auto path = m_dir.write(
+        "c.toml",
+        "name = \"t\"\n[tasks]\nkernelbench_dir = \"/kb\"\n"
+        "[[models]]\nid = \"m1\"\nbase_url = \"http://127.0.0.1:8000/v1\"\nmodel = \"a\"\n"
+        "[[models]]\nid = \"m2\"\nbase_url = \"http://127.0.0.1:8001/v1\"\nmodel = \"b\"\n"
+        "[[events]]\nkind = \"model_swap\"\nturn = 2\nmodel = \"m2\"\nsamples = [0, 2]\n"
+        "[[events]]\nkind = \"crash\"\nturn = 3\n");
     std::vector<std::string> flags;
     for (const auto& [k, v] : k_non_default) flags.push_back(k + "=" + v);
     for (const auto& [k, v] : k_model_non_default) flags.push_back("models.m1." + k + "=" + v);
@@ -603,7 +722,8 @@ TEST_F(ConfigRecord, TheTestSetsEveryKeyAwayFromItsDefault) {
   for (const auto& k : model_key_table()) {
     if (k.name == "id") continue;
     ASSERT_TRUE(k_model_non_default.contains(std::string(k.name)))
-        << "add a non-default value for the new model key '" << k.name << "' to k_model_non_default";
+        << "add a non-default value for the new model key '" << k.name
+        << "' to k_model_non_default";
     EXPECT_NE(render_model_key(cfg.models.at(0), k.name), k.default_value) << k.name;
   }
 }
@@ -613,7 +733,8 @@ TEST_F(ConfigRecord, EveryKeyRoundTrips) {
   const auto json = config_to_json(cfg);
   auto back = config_from_json(json);
   ASSERT_TRUE(back) << back.error().message;
-  for (const auto& k : key_table()) EXPECT_EQ(render_key(*back, k.name), render_key(cfg, k.name)) << k.name;
+  for (const auto& k : key_table())
+    EXPECT_EQ(render_key(*back, k.name), render_key(cfg, k.name)) << k.name;
   ASSERT_EQ(back->models.size(), cfg.models.size());
   for (std::size_t i = 0; i < cfg.models.size(); ++i) {
     for (const auto& k : model_key_table()) {
@@ -634,10 +755,11 @@ TEST_F(ConfigRecord, EveryKeyRoundTrips) {
 
 TEST_F(ConfigRecord, NamesAreWrittenAsTheFileSpellsThem) {
   const auto json = config_to_json(non_default_config());
-  for (const char* word : {"\"mode\":\"gpu\"", "\"tolerance\":\"tf32\"", "\"reward\":\"beat_baseline\"",
-                           "\"torch_ops\":\"forbid\"", "\"resume\":\"compact\"", "\"synchronous\":\"NORMAL\"",
-                           "\"kind\":\"model_swap\"", "\"spend_cap_usd\":12.25",
-                           "\"price_completion_per_mtok\":6.0"}) {
+  for (const char* word :
+       {"\"mode\":\"gpu\"", "\"tolerance\":\"tf32\"", "\"reward\":\"beat_baseline\"",
+        "\"torch_ops\":\"forbid\"", "\"resume\":\"compact\"", "\"synchronous\":\"NORMAL\"",
+        "\"kind\":\"model_swap\"", "\"spend_cap_usd\":12.25",
+        "\"price_completion_per_mtok\":6.0"}) {
     EXPECT_NE(json.find(word), std::string::npos) << word << " in " << json;
   }
 }
@@ -663,11 +785,13 @@ TEST(ConfigFromJson, RefusesWrongTypesAndUnknownNames) {
   EXPECT_EQ(bad_type.error().message, "'max_turns' must be an integer");
   auto bad_name = config_from_json(R"({"evaluator":{"mode":"tpu"}})");
   ASSERT_FALSE(bad_name);
-  EXPECT_EQ(bad_name.error().message, "'evaluator.mode' must be \"mock\", \"cpu\" or \"gpu\" (got \"tpu\")");
+  EXPECT_EQ(bad_name.error().message,
+            "'evaluator.mode' must be \"mock\", \"cpu\" or \"gpu\" (got \"tpu\")");
   auto bad_kind = config_from_json(R"({"events":[{"kind":"explode","turn":1}]})");
   ASSERT_FALSE(bad_kind);
-  EXPECT_EQ(bad_kind.error().message,
-            "'events[0].kind' must be \"compaction\", \"crash\" or \"model_swap\" (got \"explode\")");
+  EXPECT_EQ(
+      bad_kind.error().message,
+      "'events[0].kind' must be \"compaction\", \"crash\" or \"model_swap\" (got \"explode\")");
   // Absent keys keep their defaults.
   auto empty = config_from_json("{}");
   ASSERT_TRUE(empty);
@@ -678,13 +802,15 @@ TEST(ConfigFromJson, RefusesWrongTypesAndUnknownNames) {
 // only once the evaluator asks the host).
 TEST(EvaluatorGpus, BadListsAreRefusedAtLoad) {
   TempDir dir;
-  auto path = dir.write("c.toml",
-                        "name = \"t\"\n[tasks]\nkernelbench_dir = \"/kb\"\n"
-                        "[[models]]\nid = \"m1\"\nbase_url = \"http://127.0.0.1:8000/v1\"\nmodel = \"a\"\n"
-                        "[evaluator]\ngpus = \"0;1\"\n");
+  auto path =
+      dir.write("c.toml",
+                "name = \"t\"\n[tasks]\nkernelbench_dir = \"/kb\"\n"
+                "[[models]]\nid = \"m1\"\nbase_url = \"http://127.0.0.1:8000/v1\"\nmodel = \"a\"\n"
+                "[evaluator]\ngpus = \"0;1\"\n");
   auto loaded = load_campaign(path, k_no_env, {});
   ASSERT_FALSE(loaded);
-  EXPECT_NE(loaded.error().message.find("evaluator.gpus"), std::string::npos) << loaded.error().message;
+  EXPECT_NE(loaded.error().message.find("evaluator.gpus"), std::string::npos)
+      << loaded.error().message;
   EXPECT_TRUE(load_campaign(path, k_no_env, {"evaluator.gpus=0-3"}));
 }
 

@@ -40,8 +40,8 @@ std::string kernelbench() {
   return fs::is_directory(dir + "/level1") ? dir : std::string();
 }
 
-#define REQUIRE_KERNELBENCH()                                              \
-  const auto kb = kernelbench();                                           \
+#define REQUIRE_KERNELBENCH()    \
+  const auto kb = kernelbench(); \
   if (kb.empty()) GTEST_SKIP() << "no KernelBench copy at " KORCH_SHARED_KERNELBENCH
 
 // ---------------------------------------------------------------------------
@@ -77,7 +77,8 @@ TEST_P(IdRangeErrors, Rejected) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, IdRangeErrors,
-                         ::testing::Values("1-", "-3", "a", "5-1", "1,,2", "1,", "1.5", "1-2-3", "x-y"));
+                         ::testing::Values("1-", "-3", "a", "5-1", "1,,2", "1,", "1.5", "1-2-3",
+                                           "x-y"));
 
 // ---------------------------------------------------------------------------
 // KernelBench
@@ -137,7 +138,8 @@ TEST(KernelBench, IdsMatchingNothingIsAnError) {
   REQUIRE_KERNELBENCH();
   auto tasks = load_tasks({.kernelbench_dir = kb, .levels = {4}, .ids = "500"});
   ASSERT_FALSE(tasks);
-  EXPECT_NE(tasks.error().message.find("no tasks match ids '500'"), std::string::npos) << tasks.error().message;
+  EXPECT_NE(tasks.error().message.find("no tasks match ids '500'"), std::string::npos)
+      << tasks.error().message;
 }
 
 TEST(KernelBench, SingleFileGetsItsLevelFromTheFolder) {
@@ -174,7 +176,8 @@ TEST(PlainFolder, TasksHaveLevelZero) {
 }
 
 TEST(PlainFolder, ExampleTasksLoad) {
-  auto tasks = load_tasks({.kernelbench_dir = std::string(KORCH_SOURCE_DIR) + "/examples/tasks", .levels = {1},
+  auto tasks = load_tasks({.kernelbench_dir = std::string(KORCH_SOURCE_DIR) + "/examples/tasks",
+                           .levels = {1},
                            .ids = "1-4"});
   ASSERT_TRUE(tasks) << tasks.error().message;
   ASSERT_EQ(tasks->size(), 4u);
@@ -193,7 +196,8 @@ TEST(PlainFolder, BrokenTaskFileFailsNamingIt) {
   auto tasks = load_tasks({.kernelbench_dir = dir.path().string(), .levels = {1}, .ids = ""});
   ASSERT_FALSE(tasks);
   EXPECT_NE(tasks.error().message.find(bad), std::string::npos) << tasks.error().message;
-  EXPECT_NE(tasks.error().message.find("get_init_inputs"), std::string::npos) << tasks.error().message;
+  EXPECT_NE(tasks.error().message.find("get_init_inputs"), std::string::npos)
+      << tasks.error().message;
 
   auto single = load_task_file(bad);
   ASSERT_FALSE(single);
@@ -236,7 +240,8 @@ TEST(PlainFolder, SingleFileWithoutNumber) {
 TEST(Sources, MissingDirectory) {
   auto tasks = load_tasks({.kernelbench_dir = "/nonexistent/kb", .levels = {1}, .ids = ""});
   ASSERT_FALSE(tasks);
-  EXPECT_NE(tasks.error().message.find("/nonexistent/kb"), std::string::npos) << tasks.error().message;
+  EXPECT_NE(tasks.error().message.find("/nonexistent/kb"), std::string::npos)
+      << tasks.error().message;
   auto task = load_task_file("/nonexistent/kb/1_X.py");
   ASSERT_FALSE(task);
   EXPECT_NE(task.error().message.find("/nonexistent/kb/1_X.py"), std::string::npos);
@@ -246,7 +251,8 @@ TEST(Sources, EmptyFolderHasNoTasks) {
   TempDir dir;
   auto tasks = load_tasks({.kernelbench_dir = dir.path().string(), .levels = {1}, .ids = ""});
   ASSERT_FALSE(tasks);
-  EXPECT_NE(tasks.error().message.find(dir.path().string()), std::string::npos) << tasks.error().message;
+  EXPECT_NE(tasks.error().message.find(dir.path().string()), std::string::npos)
+      << tasks.error().message;
   EXPECT_NE(tasks.error().message.find("no task files"), std::string::npos);
 }
 
@@ -255,7 +261,8 @@ TEST(Sources, BadIdSpecNamesTheFolder) {
   dir.write("1_Good.py", k_task_source);
   auto tasks = load_tasks({.kernelbench_dir = dir.path().string(), .levels = {1}, .ids = "1-"});
   ASSERT_FALSE(tasks);
-  EXPECT_NE(tasks.error().message.find(dir.path().string()), std::string::npos) << tasks.error().message;
+  EXPECT_NE(tasks.error().message.find(dir.path().string()), std::string::npos)
+      << tasks.error().message;
 }
 
 TEST(Sources, CheckoutTopFolderFindsKernelBenchSubfolder) {

@@ -71,7 +71,8 @@ TEST(Tolerance, FormattedAsThePromptWritesIt) {
   EXPECT_EQ(format_tolerance(1e-2), "1e-2");
   EXPECT_EQ(format_tolerance(5e-3), "5e-3");
   EXPECT_EQ(format_tolerance(1e-10), "1e-10");
-  EXPECT_EQ(tolerance_summary(Tolerance::strict), "atol = rtol = 1e-4 (fp32; TF32 off; fp16/bf16 tasks 1e-2)");
+  EXPECT_EQ(tolerance_summary(Tolerance::strict),
+            "atol = rtol = 1e-4 (fp32; TF32 off; fp16/bf16 tasks 1e-2)");
   EXPECT_EQ(tolerance_summary(Tolerance::tf32), "atol = rtol = 1e-2 (TF32 allowed)");
 }
 

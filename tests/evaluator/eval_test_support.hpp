@@ -61,8 +61,8 @@ inline CorpusFile read_corpus(const std::filesystem::path& p) {
 inline std::vector<CorpusFile> corpus(const std::string& sub) {
   std::vector<CorpusFile> out;
   std::error_code ec;
-  for (auto& e : std::filesystem::directory_iterator(
-           k_source_dir + "/tests/evaluator/corpus/" + sub, ec)) {
+  for (auto& e :
+       std::filesystem::directory_iterator(k_source_dir + "/tests/evaluator/corpus/" + sub, ec)) {
     if (e.path().extension() == ".py") out.push_back(read_corpus(e.path()));
   }
   std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });

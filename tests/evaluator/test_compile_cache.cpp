@@ -56,11 +56,14 @@ TEST(CompileCache, ConcurrentCompilesOfOneKeyDoNotRace) {
   // fails to compile quickly; failures are cached like successes.
   CorpusFile f;
   f.name = "race";
-  f.code = "import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n"
-           "src = \"int broken( { " + std::to_string(::time(nullptr)) + " \"\n"
-           "ext = load_inline(name=\"race_ext\", cpp_sources=src, functions=[\"broken\"], "
-           "verbose=False)\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
-           "        return ext.broken(x)\n";
+  f.code =
+      "import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n"
+      "src = \"int broken( { " +
+      std::to_string(::time(nullptr)) +
+      " \"\n"
+      "ext = load_inline(name=\"race_ext\", cpp_sources=src, functions=[\"broken\"], "
+      "verbose=False)\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+      "        return ext.broken(x)\n";
   auto task = task_by_stem("1_ReLU_small");
   ASSERT_TRUE(task);
   auto a = submit(**ev, make_request(f, *task, Mode::check));
@@ -109,8 +112,8 @@ TEST(Zygote, ForkIsCheaperThanAFreshProcess) {
     ASSERT_TRUE(ev) << ev.error().message;
     fresh = median_wall(**ev, f, *task, 3);
   }
-  std::printf("check-mode evaluation (3 jobs): zygote fork %.3f s, fresh processes %.3f s\n",
-              warm, fresh);
+  std::printf("check-mode evaluation (3 jobs): zygote fork %.3f s, fresh processes %.3f s\n", warm,
+              fresh);
   EXPECT_LT(warm, fresh);
 }
 
@@ -136,12 +139,16 @@ TEST(Zygote, ReapsTheZygoteOfAKilledDaemon) {
   pid_t dead = fork();
   if (dead == 0) _exit(0);
   waitpid(dead, nullptr, 0);
-  json j{{"daemon_pid", dead}, {"daemon_start", 1},
-         {"zygote_pid", orphan}, {"zygote_start", start_time(orphan)}};
+  json j{{"daemon_pid", dead},
+         {"daemon_start", 1},
+         {"zygote_pid", orphan},
+         {"zygote_start", start_time(orphan)}};
   std::ofstream(run + "/zygote-dead.json") << j.dump();
   // A record whose daemon is alive (us) is left alone.
-  json live{{"daemon_pid", getpid()}, {"daemon_start", start_time(getpid())},
-            {"zygote_pid", orphan}, {"zygote_start", start_time(orphan)}};
+  json live{{"daemon_pid", getpid()},
+            {"daemon_start", start_time(getpid())},
+            {"zygote_pid", orphan},
+            {"zygote_start", start_time(orphan)}};
   std::ofstream(run + "/zygote-live.json") << live.dump();
   EXPECT_EQ(reap_orphans(run), 1);
   int status = 0;
@@ -160,7 +167,8 @@ TEST(CacheDir, UnreachableByTheSandboxUserIsAClearError) {
   cfg.mode = config::EvalMode::cpu;
   auto ev = make_cpu_evaluator(cfg, std::string(tmpl) + "/cache");
   ASSERT_FALSE(ev);
-  EXPECT_NE(ev.error().message.find("not searchable by others"), std::string::npos) << ev.error().message;
+  EXPECT_NE(ev.error().message.find("not searchable by others"), std::string::npos)
+      << ev.error().message;
   std::filesystem::remove_all(tmpl);
 }
 

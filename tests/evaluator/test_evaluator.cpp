@@ -12,9 +12,10 @@ namespace korch::evaluator {
 namespace {
 
 TEST(VerdictNames, RoundTrip) {
-  for (auto v : {Verdict::ok, Verdict::rule_violation, Verdict::compile_error, Verdict::runtime_error,
-                 Verdict::incorrect, Verdict::timeout, Verdict::worker_crash, Verdict::impossible_timing,
-                 Verdict::no_kernel, Verdict::task_too_large}) {
+  for (auto v :
+       {Verdict::ok, Verdict::rule_violation, Verdict::compile_error, Verdict::runtime_error,
+        Verdict::incorrect, Verdict::timeout, Verdict::worker_crash, Verdict::impossible_timing,
+        Verdict::no_kernel, Verdict::task_too_large}) {
     EXPECT_EQ(verdict_from_string(to_string(v)), v) << to_string(v);
   }
   EXPECT_EQ(verdict_from_string("OK"), std::nullopt);
@@ -102,10 +103,12 @@ INSTANTIATE_TEST_SUITE_P(
         RewardCase{"speedup", config::Reward::speedup, true, 2.0, 1.5, 1.0, 2.0, 1.3},
         RewardCase{"speedup_incorrect", config::Reward::speedup, false, 2.0, 1.5, 1.0, 2.0, 0.0},
         RewardCase{"beat_baseline", config::Reward::beat_baseline, true, 2.0, 1.5, 1.0, 2.0, 1.0},
-        RewardCase{"beat_baseline_ci_at_one", config::Reward::beat_baseline, true, 2.0, 0.9, {}, {}, 0.0},
+        RewardCase{
+            "beat_baseline_ci_at_one", config::Reward::beat_baseline, true, 2.0, 0.9, {}, {}, 0.0},
         RewardCase{"roofline", config::Reward::roofline, true, 2.0, 1.5, 1.0, 2.0, 0.3 + 2.7 / 2},
         // Without t_min (cpu or mock mode) roofline falls back to the speedup reward.
-        RewardCase{"roofline_without_t_min", config::Reward::roofline, true, 2.0, 1.5, {}, 2.0, 1.3}),
+        RewardCase{
+            "roofline_without_t_min", config::Reward::roofline, true, 2.0, 1.5, {}, 2.0, 1.3}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(MakeEvaluator, MockModeIsLabelledMock) {

@@ -2,8 +2,8 @@
 // fake GPUs (plain indices) and a fake health check, so the scheduling is
 // tested on a machine without a GPU. The H200 runs (scripts/gpu/suite.sh
 // pool) exercise the same code with real devices.
-#include "evaluator/gpu_pool.hpp"
 #include "config/gpus.hpp"
+#include "evaluator/gpu_pool.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using korch::evaluator::GpuPool;
 using korch::config::parse_gpu_list;
+using korch::evaluator::GpuPool;
 
 namespace {
 
@@ -46,7 +46,8 @@ TEST(GpuPool, OneEvaluationPerGpuAndWaitersBlock) {
   auto b = pool.acquire(GpuPool::Priority::check);
   ASSERT_TRUE(a && b);
   EXPECT_NE(a->gpu(), b->gpu());
-  auto third = std::async(std::launch::async, [&] { return pool.acquire(GpuPool::Priority::check); });
+  auto third =
+      std::async(std::launch::async, [&] { return pool.acquire(GpuPool::Priority::check); });
   EXPECT_EQ(third.wait_for(100ms), std::future_status::timeout);
   const int freed = b->gpu();
   b->release();
@@ -83,11 +84,14 @@ TEST(GpuPool, SubmitIsServedBeforeCheckThenArrivalOrder) {
 TEST(GpuPool, FailedHealthCheckTakesTheGpuOutUntilARetryPasses) {
   std::atomic<bool> gpu0_healthy{false};
   std::atomic<int> checks0{0};
-  GpuPool pool({0, 1}, [&](int g) {
-    if (g != 0) return true;
-    checks0++;
-    return gpu0_healthy.load();
-  }, fast_retry());
+  GpuPool pool(
+      {0, 1},
+      [&](int g) {
+        if (g != 0) return true;
+        checks0++;
+        return gpu0_healthy.load();
+      },
+      fast_retry());
   auto a = pool.acquire(GpuPool::Priority::submit);
   ASSERT_TRUE(a);
   ASSERT_EQ(a->gpu(), 0);  // the configured order: the first free one
@@ -143,13 +147,16 @@ TEST(GpuPool, BusyTimeCountsLeasedTime) {
 // no GPU ever runs two at the same time.
 TEST(GpuPool, EveryEvaluationRunsExactlyOnceWhileAGpuFailsAndReturns) {
   std::atomic<int> fail_next_on_0{1};
-  GpuPool pool({0, 1}, [&](int g) {
-    if (g == 0 && fail_next_on_0.load() > 0) {
-      fail_next_on_0--;
-      return false;
-    }
-    return true;
-  }, fast_retry());
+  GpuPool pool(
+      {0, 1},
+      [&](int g) {
+        if (g == 0 && fail_next_on_0.load() > 0) {
+          fail_next_on_0--;
+          return false;
+        }
+        return true;
+      },
+      fast_retry());
   std::atomic<int> busy[2] = {0, 0};
   std::atomic<bool> overlap{false};
   std::mutex mu;
@@ -197,7 +204,8 @@ TEST(GpuList, ParsesAllListsAndRanges) {
   EXPECT_EQ(ok("7", std::nullopt), (std::vector<int>{7}));  // syntax only
   auto bad = parse_gpu_list("2", 2);
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("GPU 2 does not exist"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("GPU 2 does not exist"), std::string::npos)
+      << bad.error().message;
   EXPECT_FALSE(parse_gpu_list("a", 2));
   EXPECT_FALSE(parse_gpu_list("3-1", 4));
   EXPECT_FALSE(parse_gpu_list("all", 0));

@@ -92,12 +92,16 @@ TEST(JobProtocol, TheWorkerRefusesAnotherVersion) {
   ASSERT_NE(mkdtemp(root.data()), nullptr);
   struct Cleanup {
     std::string p;
-    ~Cleanup() { std::error_code ec; std::filesystem::remove_all(p, ec); }
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(p, ec);
+    }
   } cleanup{root};
   const std::string run = root + "/run", jobs = root + "/jobs";
   std::filesystem::create_directories(run);
   std::filesystem::create_directories(jobs + "/j1");
-  std::filesystem::permissions(root, std::filesystem::perms::owner_all | std::filesystem::perms::others_exec |
+  std::filesystem::permissions(root, std::filesystem::perms::owner_all |
+                                         std::filesystem::perms::others_exec |
                                          std::filesystem::perms::group_exec);
   auto z = Zygote::start(find_worker_path(), run);
   ASSERT_TRUE(z) << z.error().message;

@@ -47,9 +47,9 @@ class SandboxTest : public ::testing::Test {
 
 TEST_F(SandboxTest, ReportsItsProtections) {
   Report r = run("sandbox_getenv");
-  for (const char* p : {"pid_ns", "mount_ns", "net_ns", "ipc_ns", "uid_nobody", "no_new_privs",
-                        "seccomp", "rlimit_as", "no_core", "pdeathsig", "private_proc",
-                        "private_tmp", "env_whitelist"}) {
+  for (const char* p :
+       {"pid_ns", "mount_ns", "net_ns", "ipc_ns", "uid_nobody", "no_new_privs", "seccomp",
+        "rlimit_as", "no_core", "pdeathsig", "private_proc", "private_tmp", "env_whitelist"}) {
     EXPECT_NE(std::find(r.protections.begin(), r.protections.end(), p), r.protections.end())
         << "missing protection " << p;
   }

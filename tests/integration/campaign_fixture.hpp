@@ -30,7 +30,8 @@ class FakeLlmProcess {
     m_proc = Process::start(argv, m_out, dir + "/fake-llm.err");
     for (int i = 0; i < 500; ++i) {
       auto text = slurp(m_out);
-      if (auto pos = text.find("PORT "); pos != std::string::npos && text.find('\n', pos) != std::string::npos) {
+      if (auto pos = text.find("PORT ");
+          pos != std::string::npos && text.find('\n', pos) != std::string::npos) {
         m_port = std::stoi(text.substr(pos + 5));
         return true;
       }
@@ -82,7 +83,8 @@ inline std::optional<std::string> poll_value(const std::string& db, const std::s
   if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
     sqlite3_busy_timeout(h, 1000);
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+    if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
       auto* t = sqlite3_column_text(st, 0);
       value = t ? reinterpret_cast<const char*>(t) : "";
     }
@@ -96,7 +98,8 @@ inline std::optional<std::string> poll_value(const std::string& db, const std::s
 // `timeout` passes (false). Tests wait for states, never for fixed times: a
 // loaded 2-core CI machine can be slow at any step.
 template <typename Pred>
-bool wait_until(Process& process, Pred done, std::chrono::milliseconds timeout = std::chrono::seconds(120)) {
+bool wait_until(Process& process, Pred done,
+                std::chrono::milliseconds timeout = std::chrono::seconds(120)) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (done()) return true;
@@ -111,8 +114,7 @@ inline std::map<std::string, int> receptions(const std::string& log_path, std::s
   std::map<std::string, int> seen;
   std::ifstream log(log_path);
   std::string line;
-  for (std::size_t i = 0; i < skip && std::getline(log, line); ++i) {
-  }
+  for (std::size_t i = 0; i < skip && std::getline(log, line); ++i) {}
   double t = 0;
   std::string id;
   while (log >> t >> id) ++seen[id];

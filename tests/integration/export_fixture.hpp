@@ -25,7 +25,8 @@ inline std::vector<nlohmann::json> export_records(const std::string& dir, const 
   return records;
 }
 
-inline std::vector<nlohmann::json> normalized_export(const std::string& dir, const std::string& toml) {
+inline std::vector<nlohmann::json> normalized_export(const std::string& dir,
+                                                     const std::string& toml) {
   auto records = export_records(dir, toml);
   for (auto& j : records) {
     for (auto& f : reports::run_describing_fields()) j.erase(f);

@@ -13,7 +13,8 @@ namespace korch::testing {
 class ServeProcess {
  public:
   // Starts `korch serve --db DB --listen 127.0.0.1:0 EXTRA...`; waits for its ports.
-  bool start(const std::string& dir, const std::string& db, const std::vector<std::string>& extra = {},
+  bool start(const std::string& dir, const std::string& db,
+             const std::vector<std::string>& extra = {},
              const std::map<std::string, std::string>& env = {}) {
     static int starts = 0;  // every process of a test its own files
     m_out = dir + "/serve-" + std::to_string(starts) + ".out";
@@ -24,9 +25,11 @@ class ServeProcess {
     m_proc = Process::start(argv, m_out, m_err, env);
     for (int i = 0; i < 1500; ++i) {
       auto text = slurp(m_out);
-      if (auto pos = text.find("LISTEN api "); pos != std::string::npos && text.find('\n', pos) != std::string::npos) {
+      if (auto pos = text.find("LISTEN api ");
+          pos != std::string::npos && text.find('\n', pos) != std::string::npos) {
         m_port = std::stoi(text.substr(pos + 11));
-        if (auto e = text.find("LISTEN env "); e != std::string::npos) m_env_port = std::stoi(text.substr(e + 11));
+        if (auto e = text.find("LISTEN env "); e != std::string::npos)
+          m_env_port = std::stoi(text.substr(e + 11));
         bool want_env = std::find(extra.begin(), extra.end(), "--env-listen") != extra.end();
         if (!want_env || m_env_port > 0) return true;
       }

@@ -15,14 +15,16 @@ struct Outcome {
 };
 
 // Runs korch; as root, optionally as uid nobody (root ignores file modes).
-Outcome korch(const std::vector<std::string>& args, const std::string& dir, bool as_nobody = false) {
+Outcome korch(const std::vector<std::string>& args, const std::string& dir,
+              bool as_nobody = false) {
   std::vector<std::string> argv = {KORCH_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   auto out = dir + "/korch.out";
   auto err = dir + "/korch.err";
   std::remove(out.c_str());
   std::remove(err.c_str());
-  auto p = Process::start(argv, out, err, {}, as_nobody ? std::optional<uid_t>(65534) : std::nullopt);
+  auto p =
+      Process::start(argv, out, err, {}, as_nobody ? std::optional<uid_t>(65534) : std::nullopt);
   int rc = p.wait();
   return {rc, slurp(err)};
 }
@@ -32,7 +34,8 @@ std::string last_line(const std::string& text) {
   auto end = text.find_last_not_of('\n');
   if (end == std::string::npos) return "";
   auto start = text.rfind('\n', end);
-  return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+  return text.substr(start == std::string::npos ? 0 : start + 1,
+                     end - (start == std::string::npos ? 0 : start + 1) + 1);
 }
 
 class CliErrors : public ::testing::Test {
@@ -44,8 +47,10 @@ class CliErrors : public ::testing::Test {
   }
   std::string good_toml(const std::string& extra_top = "", const std::string& tasks_dir = "") {
     std::ostringstream s;
-    s << "name = \"errors\"\ndb_path = \"" << m_d << "/k.db\"\nmax_turns = 2\nlog_level = \"warn\"\n" << extra_top
-      << "[tasks]\nkernelbench_dir = \"" << (tasks_dir.empty() ? std::string(KORCH_EXAMPLES_DIR) + "/tasks" : tasks_dir)
+    s << "name = \"errors\"\ndb_path = \"" << m_d
+      << "/k.db\"\nmax_turns = 2\nlog_level = \"warn\"\n"
+      << extra_top << "[tasks]\nkernelbench_dir = \""
+      << (tasks_dir.empty() ? std::string(KORCH_EXAMPLES_DIR) + "/tasks" : tasks_dir)
       << "\"\n[evaluator]\nmode = \"mock\"\n"
       << "[[models]]\nid = \"m1\"\nbase_url = \"" << m_llm.base_url() << "\"\nmodel = \"fake\"\n";
     return s.str();

@@ -20,18 +20,22 @@ constexpr const char* k_token = "dashboard-token-0123456789abcdef";
 
 std::string campaign_toml(const std::string& base_url) {
   std::ostringstream s;
-  s << "name = \"watched\"\nsamples_per_task = 3\nmax_turns = 3\nmax_inflight_episodes = 2\nlog_level = \"warn\"\n"
+  s << "name = \"watched\"\nsamples_per_task = 3\nmax_turns = 3\nmax_inflight_episodes = "
+       "2\nlog_level = \"warn\"\n"
     << "[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR "/tasks\"\nids = \"1-4\"\n"
     << "[evaluator]\nmode = \"mock\"\nmock_latency_s = 0.4\n"
-    << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url << "\"\nmodel = \"fake-1\"\nconcurrency = 2\n"
+    << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url
+    << "\"\nmodel = \"fake-1\"\nconcurrency = 2\n"
     << "price_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 2.0\n"
-    << "[[models]]\nid = \"m2\"\nbase_url = \"" << base_url << "\"\nmodel = \"fake-2\"\nconcurrency = 2\n"
+    << "[[models]]\nid = \"m2\"\nbase_url = \"" << base_url
+    << "\"\nmodel = \"fake-2\"\nconcurrency = 2\n"
     << "price_prompt_per_mtok = 3.0\nprice_completion_per_mtok = 4.0\n";
   return s.str();
 }
 
 std::string find_chromium() {
-  if (const char* c = std::getenv("KORCH_CHROMIUM"); c && *c) return std::filesystem::exists(c) ? c : "";
+  if (const char* c = std::getenv("KORCH_CHROMIUM"); c && *c)
+    return std::filesystem::exists(c) ? c : "";
   for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
     if (std::filesystem::exists(p)) return p;
   }
@@ -54,7 +58,8 @@ TEST(Dashboard, FilesAreServedWithoutATokenAndOnlyFromTheDaemon) {
   // Every script and style sheet of the page is one of the daemon's files.
   std::regex ref(R"re((?:src|href)="([^"]+)")re");
   int refs = 0;
-  for (auto it = std::sregex_iterator(page->body.begin(), page->body.end(), ref); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(page->body.begin(), page->body.end(), ref);
+       it != std::sregex_iterator(); ++it) {
     std::string url = (*it)[1];
     if (url == "data:,") continue;  // the empty icon (no /favicon.ico request)
     ASSERT_EQ(url.rfind("/dashboard/", 0), 0u) << url;
@@ -91,7 +96,8 @@ TEST(Dashboard, FilesAreServedWithoutATokenAndOnlyFromTheDaemon) {
 
 TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   auto chromium = find_chromium();
-  if (chromium.empty()) GTEST_SKIP() << "chromium not installed (scripts/install-deps.sh, or KORCH_CHROMIUM=PATH)";
+  if (chromium.empty())
+    GTEST_SKIP() << "chromium not installed (scripts/install-deps.sh, or KORCH_CHROMIUM=PATH)";
   const std::string driver_dir = KORCH_SOURCE_DIR "/tests/integration/dashboard";
   if (!std::filesystem::exists(driver_dir + "/node_modules/playwright-core/package.json")) {
     GTEST_SKIP() << "playwright-core not installed: run scripts/install-test-npm.sh";
@@ -108,7 +114,8 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   FakeLlmProcess llm;
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "60"}));
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, d + "/dash.db", {"--sse-interval-s", "0.2"}, {{"KORCH_API_TOKEN", k_token}}))
+  ASSERT_TRUE(
+      serve.start(d, d + "/dash.db", {"--sse-interval-s", "0.2"}, {{"KORCH_API_TOKEN", k_token}}))
       << serve.err();
   auto cli = serve.client(k_token);
   auto r = cli.Post("/api/campaigns", campaign_toml(llm.base_url()), "application/toml");
@@ -117,16 +124,17 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   std::string id = body_json(r)["id"];
 
   auto url = "http://127.0.0.1:" + std::to_string(serve.port()) + "/";
-  auto [rc, out] = run_capture({"/usr/bin/env", "node", driver_dir + "/check_dashboard.mjs", "--url", url, "--token",
-                                k_token, "--out", artifacts, "--chromium", chromium, "--campaign", "watched",
-                                "--timeout-s", "90"},
+  auto [rc, out] = run_capture({"/usr/bin/env", "node", driver_dir + "/check_dashboard.mjs",
+                                "--url", url, "--token", k_token, "--out", artifacts, "--chromium",
+                                chromium, "--campaign", "watched", "--timeout-s", "90"},
                                d);
   ASSERT_EQ(rc, 0) << out;
   auto seen = nlohmann::json::parse(out.substr(0, out.find('\n')), nullptr, false);
   ASSERT_TRUE(seen.is_object()) << out;
 
   EXPECT_TRUE(seen["page_errors"].empty()) << seen["page_errors"];
-  EXPECT_TRUE(seen["console_errors"].empty()) << seen["console_errors"] << " " << seen["failed_responses"];
+  EXPECT_TRUE(seen["console_errors"].empty())
+      << seen["console_errors"] << " " << seen["failed_responses"];
   EXPECT_TRUE(seen["failed_responses"].empty()) << seen["failed_responses"];
   EXPECT_TRUE(seen["foreign_requests"].empty()) << seen["foreign_requests"];
   EXPECT_FALSE(seen["token_left_in_url"].get<bool>());
@@ -174,7 +182,9 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   ASSERT_EQ(seen["turn_buttons"].get<std::size_t>(), ep["turns"].size());
   ASSERT_EQ(seen["turns"].size(), ep["turns"].size());
   ASSERT_FALSE(ep["turns"].empty());
-  auto shown = [](const nlohmann::json& v) { return v.get<std::string>().empty() ? std::string("–") : v.get<std::string>(); };
+  auto shown = [](const nlohmann::json& v) {
+    return v.get<std::string>().empty() ? std::string("–") : v.get<std::string>();
+  };
   int with_feedback = 0;
   for (std::size_t i = 0; i < ep["turns"].size(); ++i) {
     auto& turn = seen["turns"][i];
@@ -204,7 +214,9 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
     return phase != "running" && phase != "stopping";
   }));
   auto api_report = body_json(cli.Get(("/api/campaigns/" + id + "/report").c_str()));
-  auto [jrc, jtext] = run_capture({KORCH_BIN, "report", "--db", d + "/dash.db", "--campaign", "watched", "--format", "json"}, d);
+  auto [jrc, jtext] = run_capture(
+      {KORCH_BIN, "report", "--db", d + "/dash.db", "--campaign", "watched", "--format", "json"},
+      d);
   ASSERT_EQ(jrc, 0) << jtext;
   EXPECT_EQ(api_report, nlohmann::json::parse(jtext));
   EXPECT_EQ(api_report["episodes"].size(), 24u);

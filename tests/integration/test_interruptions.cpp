@@ -22,14 +22,15 @@ std::string submitting_replay(const std::string& dir) {
       "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n```\n\n"
       "ACTION: SUBMIT\n";
   auto path = dir + "/replay.json";
-  write_text(path, nlohmann::json{{"replies", nlohmann::json::array()}, {"default", content}}.dump());
+  write_text(path,
+             nlohmann::json{{"replies", nlohmann::json::array()}, {"default", content}}.dump());
   return path;
 }
 
 // One task, one sample, one turn. Campaigns of one name have the same ids
 // (episodes, request ids) in any database, so their exports compare.
-std::string one_turn_toml(const std::string& name, const std::string& db, const std::string& base_url,
-                          double mock_latency_s) {
+std::string one_turn_toml(const std::string& name, const std::string& db,
+                          const std::string& base_url, double mock_latency_s) {
   std::ostringstream s;
   s << "name = \"" << name << "\"\n"
     << "db_path = \"" << db << "\"\n"
@@ -61,7 +62,8 @@ TEST(Interruptions, SigintDuringTheEvaluationThreeTimesKeepsTheResult) {
   TempDir dir;
   auto d = dir.path().string();
   FakeLlmProcess llm;
-  ASSERT_TRUE(llm.start(d, {"--script", "replay:" + submitting_replay(d), "--log", d + "/requests.log"}));
+  ASSERT_TRUE(
+      llm.start(d, {"--script", "replay:" + submitting_replay(d), "--log", d + "/requests.log"}));
   constexpr double k_eval_s = 3;
 
   auto ref_toml = d + "/ref.toml";
@@ -77,13 +79,16 @@ TEST(Interruptions, SigintDuringTheEvaluationThreeTimesKeepsTheResult) {
   write_text(toml, one_turn_toml("sigint", db, llm.base_url(), k_eval_s));
   constexpr int k_interrupts = 3;
   for (int i = 1; i <= k_interrupts; ++i) {
-    auto p = Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/run.out", d + "/run.err");
+    auto p =
+        Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/run.out", d + "/run.err");
     // This run's start of the evaluation is committed (attempts = i) and the
     // mock evaluator is holding it for k_eval_s.
     auto running = [&] {
-      return poll_value(db, "SELECT attempts FROM evaluations WHERE state = 'running'") == std::to_string(i);
+      return poll_value(db, "SELECT attempts FROM evaluations WHERE state = 'running'") ==
+             std::to_string(i);
     };
-    ASSERT_TRUE(wait_until(p, running, k_state_timeout)) << "run " << i << ": " << slurp(d + "/run.err");
+    ASSERT_TRUE(wait_until(p, running, k_state_timeout))
+        << "run " << i << ": " << slurp(d + "/run.err");
     p.signal(SIGINT);
     ASSERT_TRUE(p.wait_for(std::chrono::seconds(60))) << "korch did not stop after SIGINT";
     EXPECT_EQ(p.wait(), k_exit_interrupted) << slurp(d + "/run.err");
@@ -103,14 +108,16 @@ TEST(Interruptions, SigintDuringTheEvaluationThreeTimesKeepsTheResult) {
   EXPECT_DOUBLE_EQ(result.reward, reference.reward);
   auto row = query(db, "SELECT state, verdict, attempts, failures FROM evaluations");
   ASSERT_EQ(row.size(), 1u);
-  EXPECT_EQ(row[0], (std::vector<std::string>{"done", "ok", std::to_string(k_interrupts + 1), "0"}));
+  EXPECT_EQ(row[0],
+            (std::vector<std::string>{"done", "ok", std::to_string(k_interrupts + 1), "0"}));
 
   // The whole export equals the uninterrupted run's, bar the run-describing
   // fields; the one LLM call was sent once and is not marked.
   auto ref_export = normalized_export(d, ref_toml);
   auto got_export = normalized_export(d, toml);
   ASSERT_EQ(got_export.size(), ref_export.size());
-  for (std::size_t i = 0; i < ref_export.size(); ++i) EXPECT_EQ(got_export[i], ref_export[i]) << "record " << i;
+  for (std::size_t i = 0; i < ref_export.size(); ++i)
+    EXPECT_EQ(got_export[i], ref_export[i]) << "record " << i;
   EXPECT_EQ(query(db, "SELECT sends, dup_possible FROM llm_calls"),
             (std::vector<std::vector<std::string>>{{"1", "0"}}));
 }
@@ -123,15 +130,19 @@ TEST(Interruptions, SigkillDuringTheLlmCallMarksItDupPossible) {
   auto d = dir.path().string();
   FakeLlmProcess llm;
   auto log = d + "/requests.log";
-  ASSERT_TRUE(llm.start(d, {"--script", "replay:" + submitting_replay(d), "--latency-ms", "2000", "--log", log}));
+  ASSERT_TRUE(llm.start(
+      d, {"--script", "replay:" + submitting_replay(d), "--latency-ms", "2000", "--log", log}));
 
   auto toml = d + "/c.toml";
   auto db = d + "/c.db";
   write_text(toml, one_turn_toml("sigkill", db, llm.base_url(), 0));
   {
-    auto p = Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/run.out", d + "/run.err");
+    auto p =
+        Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/run.out", d + "/run.err");
     // The server has the request (and holds it for 2 s).
-    ASSERT_TRUE(wait_until(p, [&] { return line_count(log) >= 1; }, k_state_timeout)) << slurp(d + "/run.err");
+    ASSERT_TRUE(wait_until(
+        p, [&] { return line_count(log) >= 1; }, k_state_timeout))
+        << slurp(d + "/run.err");
     p.signal(SIGKILL);
     ASSERT_EQ(p.wait(), 128 + SIGKILL);
   }

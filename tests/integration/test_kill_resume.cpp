@@ -5,8 +5,8 @@
 // "Interruptions never change results").
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "tests/integration/campaign_fixture.hpp"
@@ -24,17 +24,21 @@ constexpr double k_eval_latency_s = 0.15;
 // KernelBench level 1 gives 12 distinct task prompts (so the scripted model
 // takes many different paths); without the shared copy, the 4 bundled tasks
 // with more samples, so the campaign still outlasts the kills.
-bool have_shared_kernelbench() { return std::filesystem::exists(KORCH_SHARED_KERNELBENCH "/level1"); }
+bool have_shared_kernelbench() {
+  return std::filesystem::exists(KORCH_SHARED_KERNELBENCH "/level1");
+}
 
 std::string task_section() {
   if (have_shared_kernelbench()) {
     return "samples_per_task = 5\n[tasks]\nkernelbench_dir = \"" KORCH_SHARED_KERNELBENCH
            "\"\nlevels = [1]\nids = \"1-12\"\n";
   }
-  return "samples_per_task = 15\n[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR "/tasks\"\nids = \"1-4\"\n";
+  return "samples_per_task = 15\n[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR
+         "/tasks\"\nids = \"1-4\"\n";
 }
 
-std::string campaign_toml(const std::string& db, const std::string& base_url, const std::string& mode) {
+std::string campaign_toml(const std::string& db, const std::string& base_url,
+                          const std::string& mode) {
   std::ostringstream s;
   s << "name = \"killtest\"\n"
     << "db_path = \"" << db << "\"\n"
@@ -42,12 +46,14 @@ std::string campaign_toml(const std::string& db, const std::string& base_url, co
     << "max_inflight_episodes = 8\n"
     << "synchronous = \"FULL\"\n"
     << "log_level = \"warn\"\n"
-    << task_section()
-    << "[evaluator]\nmode = \"" << mode << "\"\nmock_latency_s = " << k_eval_latency_s << "\n"
-    << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url << "\"\nmodel = \"fake-1\"\nconcurrency = 8\n"
+    << task_section() << "[evaluator]\nmode = \"" << mode
+    << "\"\nmock_latency_s = " << k_eval_latency_s << "\n"
+    << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url
+    << "\"\nmodel = \"fake-1\"\nconcurrency = 8\n"
     << "max_attempts = 3\nconnect_timeout_s = 2\n"
     << "price_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 2.0\n"
-    << "[[models]]\nid = \"m2\"\nbase_url = \"" << base_url << "\"\nmodel = \"fake-2\"\nconcurrency = 8\n"
+    << "[[models]]\nid = \"m2\"\nbase_url = \"" << base_url
+    << "\"\nmodel = \"fake-2\"\nconcurrency = 8\n"
     << "max_attempts = 3\nconnect_timeout_s = 2\n"
     << "[[events]]\nkind = \"crash\"\nturn = 3\nsamples = [2]\n"
     << "[[events]]\nkind = \"compaction\"\nturn = 3\nsamples = [3]\n"
@@ -57,8 +63,9 @@ std::string campaign_toml(const std::string& db, const std::string& base_url, co
 
 // Evaluations that the korch process `pid` started and that have no result.
 std::string running_evals_of(const std::string& db, pid_t pid) {
-  return poll_value(db, "SELECT COUNT(*) FROM evaluations WHERE state = 'running' AND owner LIKE '%:" +
-                            std::to_string(pid) + ":%'")
+  return poll_value(db,
+                    "SELECT COUNT(*) FROM evaluations WHERE state = 'running' AND owner LIKE '%:" +
+                        std::to_string(pid) + ":%'")
       .value_or("0");
 }
 
@@ -66,7 +73,8 @@ TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
   TempDir dir;
   auto d = dir.path().string();
   FakeLlmProcess llm;
-  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "60", "--log", d + "/requests.log"}));
+  ASSERT_TRUE(
+      llm.start(d, {"--script", "kernel", "--latency-ms", "60", "--log", d + "/requests.log"}));
 
   // 1. The reference: one uninterrupted run.
   auto t0 = std::chrono::steady_clock::now();
@@ -95,12 +103,14 @@ TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
   std::uniform_int_distribution<int> in_eval_ms(0, static_cast<int>(k_eval_latency_s * 1000 / 2));
   int kills = 0, sigints = 0, during_eval = 0, completed_early = 0;
   while (kills < k_kills) {
-    auto p = Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/kill.out", d + "/kill.err");
+    auto p =
+        Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/kill.out", d + "/kill.err");
     const bool at_eval = kills % 2 == 1;
     const int sig = kills % 4 >= 2 ? SIGINT : SIGKILL;
     std::optional<int> rc;
     if (at_eval) {
-      wait_until(p, [&] { return running_evals_of(db, p.pid()) != "0"; }, std::chrono::seconds(60));
+      wait_until(
+          p, [&] { return running_evals_of(db, p.pid()) != "0"; }, std::chrono::seconds(60));
       rc = p.wait_for(std::chrono::milliseconds(in_eval_ms(rng)));
     } else {
       rc = p.wait_for(std::chrono::milliseconds(delay_ms(rng)));
@@ -112,7 +122,8 @@ TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
     }
     p.signal(sig);
     auto exit = p.wait_for(std::chrono::seconds(60));
-    ASSERT_TRUE(exit) << "korch did not stop after signal " << sig << "\n" << slurp(d + "/kill.err");
+    ASSERT_TRUE(exit) << "korch did not stop after signal " << sig << "\n"
+                      << slurp(d + "/kill.err");
     if (sig == SIGKILL) {
       ASSERT_EQ(*exit, 128 + SIGKILL);
     } else {
@@ -146,9 +157,13 @@ TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
   // Every episode is final.
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
   // No request id with two recorded results (and one evaluation per id).
-  EXPECT_TRUE(query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1").empty());
-  EXPECT_TRUE(query(db, "SELECT request_id FROM llm_calls GROUP BY request_id HAVING COUNT(*) > 1").empty());
-  EXPECT_TRUE(query(db, "SELECT episode_id FROM finals GROUP BY episode_id HAVING COUNT(*) > 1").empty());
+  EXPECT_TRUE(
+      query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1")
+          .empty());
+  EXPECT_TRUE(query(db, "SELECT request_id FROM llm_calls GROUP BY request_id HAVING COUNT(*) > 1")
+                  .empty());
+  EXPECT_TRUE(
+      query(db, "SELECT episode_id FROM finals GROUP BY episode_id HAVING COUNT(*) > 1").empty());
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE state != 'done'")[0][0], "0");
   // Interrupted evaluations were re-run, never counted as failures.
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE failures > 0")[0][0], "0");
@@ -158,7 +173,8 @@ TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
   // No LLM call re-sent after its reply was committed: every time the server
   // received a request id, that id's reply was not yet committed.
   std::map<std::string, double> committed_at;
-  for (auto& row : query(db, "SELECT request_id, finished_at FROM llm_calls WHERE state = 'done'")) {
+  for (auto& row :
+       query(db, "SELECT request_id, finished_at FROM llm_calls WHERE state = 'done'")) {
     committed_at[row[0]] = std::stod(row[1]);
   }
   std::ifstream log(d + "/requests.log");
@@ -182,8 +198,10 @@ TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
   auto seen = receptions(d + "/requests.log", ref_log_lines);
   int received_twice = 0, marked = 0, marked_received_once = 0;
   std::map<std::pair<std::string, int>, bool> dup_of_turn;
-  for (auto& row : query(db, "SELECT l.request_id, l.sends, l.dup_possible, l.http_attempts, t.episode_id, t.turn "
-                             "FROM llm_calls l LEFT JOIN turns t ON t.llm_request_id = l.request_id")) {
+  for (auto& row :
+       query(db,
+             "SELECT l.request_id, l.sends, l.dup_possible, l.http_attempts, t.episode_id, t.turn "
+             "FROM llm_calls l LEFT JOIN turns t ON t.llm_request_id = l.request_id")) {
     const auto& request_id = row[0];
     int sends = std::stoi(row[1]);
     bool dup = row[2] == "1";
@@ -203,7 +221,8 @@ TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
     }
     if (!row[4].empty()) dup_of_turn[{row[4], std::stoi(row[5])}] = dup;
   }
-  EXPECT_GT(received_twice, 0) << "no call was in flight at a kill; the test proves nothing about dup_possible";
+  EXPECT_GT(received_twice, 0)
+      << "no call was in flight at a kill; the test proves nothing about dup_possible";
   for (auto& rec : export_records(d, toml)) {
     if (rec["type"] != "attempt") continue;
     auto it = dup_of_turn.find({rec["episode_id"].get<std::string>(), rec["turn"].get<int>()});
@@ -212,11 +231,13 @@ TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
   }
   RecordProperty("received_more_than_once", received_twice);
   RecordProperty("dup_possible_rows", marked);
-  std::printf("kills %d (%d SIGINT, %d during an evaluation), completed early %d, server receptions %d, "
-              "ids received more than once %d, dup_possible %d (%d of them received once), most starts of one "
-              "evaluation %s; reference run %.1f s, kills %.1f s, final run %.1f s\n",
-              kills, sigints, during_eval, completed_early, received, received_twice, marked, marked_received_once,
-              max_eval_starts.c_str(), ref_s, kill_s, final_s);
+  std::printf(
+      "kills %d (%d SIGINT, %d during an evaluation), completed early %d, server receptions %d, "
+      "ids received more than once %d, dup_possible %d (%d of them received once), most starts of "
+      "one "
+      "evaluation %s; reference run %.1f s, kills %.1f s, final run %.1f s\n",
+      kills, sigints, during_eval, completed_early, received, received_twice, marked,
+      marked_received_once, max_eval_starts.c_str(), ref_s, kill_s, final_s);
 }
 
 }  // namespace
@@ -242,7 +263,8 @@ bool is_live_worker(int pid) {
   if (pid <= 0 || ::kill(pid, 0) != 0) return false;
   auto stat = slurp("/proc/" + std::to_string(pid) + "/stat");
   if (stat.find(") Z ") != std::string::npos) return false;  // a zombie is not running
-  return slurp("/proc/" + std::to_string(pid) + "/cmdline").find("korch-worker") != std::string::npos;
+  return slurp("/proc/" + std::to_string(pid) + "/cmdline").find("korch-worker") !=
+         std::string::npos;
 }
 
 // The same durability proof with the real CPU evaluator: kills (SIGKILL and
@@ -254,18 +276,21 @@ TEST(KillResume, CpuEvaluatorKillsLeaveNoOrphansAndNoDoubleResults) {
   TempDir dir;
   auto d = dir.path().string();
   FakeLlmProcess llm;
-  ASSERT_TRUE(llm.start(d, {"--script", "replay:" KORCH_SOURCE_DIR "/tests/integration/cpu_replay.json",
-                            "--latency-ms", "20"}));
+  ASSERT_TRUE(
+      llm.start(d, {"--script", "replay:" KORCH_SOURCE_DIR "/tests/integration/cpu_replay.json",
+                    "--latency-ms", "20"}));
   // One cache per checkout: the test asserts on the zygote records in
   // <cache>/run, and a second checkout running this test at the same time
   // (a developer's tree and a CI clone) wrote its own records there.
   auto cache = std::string(KORCH_TEST_CACHE) + "/kill-cpu-" +
                std::to_string(std::hash<std::string>{}(KORCH_SOURCE_DIR) % 1000000007u);
   std::ostringstream toml;
-  toml << "name = \"killcpu\"\ndb_path = \"" << d << "/cpu.db\"\nsamples_per_task = 4\nmax_turns = 2\n"
+  toml << "name = \"killcpu\"\ndb_path = \"" << d
+       << "/cpu.db\"\nsamples_per_task = 4\nmax_turns = 2\n"
        << "max_inflight_episodes = 2\nlog_level = \"warn\"\n"
        << "[tasks]\nkernelbench_dir = \"" << KORCH_EXAMPLES_DIR << "/tasks\"\nids = \"1\"\n"
-       << "[evaluator]\nmode = \"cpu\"\nworkers = 2\ntimeout_s = 120\ncache_dir = \"" << cache << "\"\n"
+       << "[evaluator]\nmode = \"cpu\"\nworkers = 2\ntimeout_s = 120\ncache_dir = \"" << cache
+       << "\"\n"
        << "[[models]]\nid = \"m1\"\nbase_url = \"" << llm.base_url() << "\"\nmodel = \"fake\"\n";
   auto path = d + "/cpu.toml";
   write_text(path, toml.str());
@@ -275,7 +300,8 @@ TEST(KillResume, CpuEvaluatorKillsLeaveNoOrphansAndNoDoubleResults) {
   std::set<int> zygotes_of_killed_runs;
   int kills = 0;
   for (int i = 0; i < KORCH_CPU_KILL_COUNT; ++i) {
-    auto p = Process::start({KORCH_BIN, "run", path, "--no-progress"}, d + "/cpu.out", d + "/cpu.err");
+    auto p =
+        Process::start({KORCH_BIN, "run", path, "--no-progress"}, d + "/cpu.out", d + "/cpu.err");
     auto rc = p.wait_for(std::chrono::milliseconds(delay_ms(rng)));
     if (rc) {
       ASSERT_EQ(*rc, 0) << slurp(d + "/cpu.err");
@@ -293,31 +319,39 @@ TEST(KillResume, CpuEvaluatorKillsLeaveNoOrphansAndNoDoubleResults) {
   }
   auto final_run = run_capture({KORCH_BIN, "run", path, "--no-progress"}, d);
   ASSERT_EQ(final_run.first, 0) << final_run.second;
-  std::printf("cpu kill test: %d kills (SIGKILL and SIGINT in turn), %zu zygotes recorded by killed runs\n", kills,
-              zygotes_of_killed_runs.size());
+  std::printf(
+      "cpu kill test: %d kills (SIGKILL and SIGINT in turn), %zu zygotes recorded by killed runs\n",
+      kills, zygotes_of_killed_runs.size());
 
   // No orphaned worker: every zygote a killed korch left behind is gone
   // after the restart, and the finished run left no record behind.
-  for (int z : zygotes_of_killed_runs) EXPECT_FALSE(is_live_worker(z)) << "orphaned korch-worker zygote " << z;
+  for (int z : zygotes_of_killed_runs)
+    EXPECT_FALSE(is_live_worker(z)) << "orphaned korch-worker zygote " << z;
   {
     // A record left behind: say whose (daemon pid, zygote pid, alive?).
     std::string left;
     std::error_code ec;
     for (auto& e : std::filesystem::directory_iterator(cache + "/run", ec))
       left += e.path().filename().string() + " " + slurp(e.path().string()) + "\n";
-    for (int z : recorded_zygotes(cache)) left += "zygote " + std::to_string(z) + (is_live_worker(z) ? " alive\n" : " gone\n");
-    EXPECT_TRUE(recorded_zygotes(cache).empty()) << left << "final run:\n" << final_run.second.substr(0, 3000);
+    for (int z : recorded_zygotes(cache))
+      left += "zygote " + std::to_string(z) + (is_live_worker(z) ? " alive\n" : " gone\n");
+    EXPECT_TRUE(recorded_zygotes(cache).empty()) << left << "final run:\n"
+                                                 << final_run.second.substr(0, 3000);
   }
 
   auto db = d + "/cpu.db";
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
-  EXPECT_TRUE(query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1").empty());
+  EXPECT_TRUE(
+      query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1")
+          .empty());
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE state != 'done'")[0][0], "0");
   // The replayed kernel is correct: every episode ends with a correct
   // submission, however often its evaluations were interrupted.
-  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM finals WHERE verdict = 'ok' AND correct = 1")[0][0], "4")
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM finals WHERE verdict = 'ok' AND correct = 1")[0][0],
+            "4")
       << final_run.second;
-  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE verdict = 'worker_crash'")[0][0], "0");
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE verdict = 'worker_crash'")[0][0],
+            "0");
   std::printf("cpu kill test: most starts of one evaluation %s\n",
               query(db, "SELECT MAX(attempts) FROM evaluations")[0][0].c_str());
 }

@@ -20,9 +20,11 @@ std::string campaign_toml(const std::string& db, const std::string& base_url) {
     << "samples_per_task = 3\nmax_turns = 3\nmax_inflight_episodes = 8\nlog_level = \"warn\"\n"
     << "[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR "/tasks\"\nids = \"1-4\"\n"
     << "[evaluator]\nmode = \"mock\"\n"
-    << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url << "\"\nmodel = \"fake-1\"\nconcurrency = 8\n"
+    << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url
+    << "\"\nmodel = \"fake-1\"\nconcurrency = 8\n"
     << "price_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 2.0\n"
-    << "[[models]]\nid = \"m2\"\nbase_url = \"" << base_url << "\"\nmodel = \"fake-2\"\nconcurrency = 8\n"
+    << "[[models]]\nid = \"m2\"\nbase_url = \"" << base_url
+    << "\"\nmodel = \"fake-2\"\nconcurrency = 8\n"
     << "price_prompt_per_mtok = 3.0\nprice_completion_per_mtok = 5.0\n";
   return s.str();
 }
@@ -75,7 +77,8 @@ TEST_F(Report, JsonCarriesTheTextNumbersAndTheStores) {
   std::regex head(R"(model (\S+): (\d+) episodes, (\d+) finished, (\d+) correct)");
   std::regex kv(R"((fast_[0-9.]+|pass@\d+)=([0-9.]+))");
   std::regex geo(R"(geomean speedup \(correct\): (\S+))");
-  std::regex calls(R"(llm calls (\d+) \(dup_possible (\d+)\), tokens (\d+) in / (\d+) out, cost \$([0-9.]+))");
+  std::regex calls(
+      R"(llm calls (\d+) \(dup_possible (\d+)\), tokens (\d+) in / (\d+) out, cost \$([0-9.]+))");
   std::istringstream in(text);
   std::string line, model;
   int blocks = 0, values = 0;
@@ -93,7 +96,8 @@ TEST_F(Report, JsonCarriesTheTextNumbersAndTheStores) {
     }
     ASSERT_FALSE(model.empty()) << line;
     auto& jm = j["models"][model];
-    for (auto it = std::sregex_iterator(line.begin(), line.end(), kv); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), kv); it != std::sregex_iterator();
+         ++it) {
       std::string key = (*it)[1];
       auto& group = key.rfind("fast_", 0) == 0 ? jm["fast_p"] : jm["pass_at_k"];
       ASSERT_TRUE(group.contains(key)) << key;
@@ -119,8 +123,10 @@ TEST_F(Report, JsonCarriesTheTextNumbersAndTheStores) {
     auto q = [&](const std::string& sql) { return query(s_db, sql)[0][0]; };
     auto eps = std::stoi(q("SELECT COUNT(*) FROM episodes WHERE model_id = '" + model + "'"));
     EXPECT_EQ(jm["episodes"].get<int>(), eps);
-    auto correct = query(s_db, "SELECT f.speedup FROM finals f JOIN episodes e ON e.id = f.episode_id "
-                               "WHERE f.correct = 1 AND e.model_id = '" + model + "' ORDER BY f.speedup");
+    auto correct = query(s_db,
+                         "SELECT f.speedup FROM finals f JOIN episodes e ON e.id = f.episode_id "
+                         "WHERE f.correct = 1 AND e.model_id = '" +
+                             model + "' ORDER BY f.speedup");
     EXPECT_EQ(jm["correct"].get<std::size_t>(), correct.size());
     ASSERT_GT(correct.size(), 0u) << "the fake LLM's kernels should pass sometimes";
     ASSERT_LT(correct.size(), static_cast<std::size_t>(eps)) << "and fail sometimes";
@@ -131,19 +137,27 @@ TEST_F(Report, JsonCarriesTheTextNumbersAndTheStores) {
       log_sum += std::log(num(r[0]));
     }
     EXPECT_EQ(jm["speedups"].size(), speedups.size());
-    for (std::size_t i = 0; i < speedups.size(); ++i) EXPECT_NEAR(jm["speedups"][i].get<double>(), speedups[i], 1e-9);
-    EXPECT_NEAR(jm["geomean_speedup_correct"].get<double>(), std::exp(log_sum / speedups.size()), 1e-9);
+    for (std::size_t i = 0; i < speedups.size(); ++i)
+      EXPECT_NEAR(jm["speedups"][i].get<double>(), speedups[i], 1e-9);
+    EXPECT_NEAR(jm["geomean_speedup_correct"].get<double>(), std::exp(log_sum / speedups.size()),
+                1e-9);
     auto faster = std::count_if(speedups.begin(), speedups.end(), [](double s) { return s > 1; });
     EXPECT_NEAR(jm["fast_p"]["fast_1"].get<double>(), static_cast<double>(faster) / eps, 1e-12);
-    EXPECT_NEAR(jm["fast_p"]["fast_0"].get<double>(), static_cast<double>(correct.size()) / eps, 1e-12);
-    EXPECT_EQ(jm["prompt_tokens"].get<std::int64_t>(),
-              std::stoll(q("SELECT SUM(l.prompt_tokens) FROM llm_calls l JOIN episodes e ON e.id = l.episode_id "
-                           "WHERE e.model_id = '" + model + "'")));
+    EXPECT_NEAR(jm["fast_p"]["fast_0"].get<double>(), static_cast<double>(correct.size()) / eps,
+                1e-12);
+    EXPECT_EQ(
+        jm["prompt_tokens"].get<std::int64_t>(),
+        std::stoll(
+            q("SELECT SUM(l.prompt_tokens) FROM llm_calls l JOIN episodes e ON e.id = l.episode_id "
+              "WHERE e.model_id = '" +
+              model + "'")));
   }
 
   // Per-task status: every episode once, with the store's status and verdict.
-  auto rows = query(s_db, "SELECT e.id, e.task_id, e.status, COALESCE(f.verdict, ''), COALESCE(f.correct, 0) "
-                          "FROM episodes e LEFT JOIN finals f ON f.episode_id = e.id");
+  auto rows =
+      query(s_db,
+            "SELECT e.id, e.task_id, e.status, COALESCE(f.verdict, ''), COALESCE(f.correct, 0) "
+            "FROM episodes e LEFT JOIN finals f ON f.episode_id = e.id");
   ASSERT_EQ(j["episodes"].size(), rows.size());
   ASSERT_EQ(rows.size(), 4u * 2 * 3);
   std::map<std::string, nlohmann::json> by_id;
@@ -161,14 +175,16 @@ TEST_F(Report, JsonCarriesTheTextNumbersAndTheStores) {
 
 TEST_F(Report, HtmlIsOneSelfContainedFileWithTheData) {
   auto out = dir() + "/report.html";
-  auto [rc, text] = run_capture({KORCH_BIN, "report", s_toml, "--format", "html", "--out", out}, dir());
+  auto [rc, text] =
+      run_capture({KORCH_BIN, "report", s_toml, "--format", "html", "--out", out}, dir());
   ASSERT_EQ(rc, 0) << text;
   auto page = slurp(out);
   ASSERT_GT(page.size(), 2000u);
   EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
   // Nothing loaded from elsewhere: no src/href at all, no @import, no url().
   std::smatch m;
-  EXPECT_FALSE(std::regex_search(page, m, std::regex(R"((src|href)\s*=)", std::regex::icase))) << m.str();
+  EXPECT_FALSE(std::regex_search(page, m, std::regex(R"((src|href)\s*=)", std::regex::icase)))
+      << m.str();
   // No URL but the SVG namespace name (an identifier, never fetched).
   auto stripped = std::regex_replace(page, std::regex("http://www\\.w3\\.org/2000/svg"), "");
   EXPECT_EQ(stripped.find("https://"), std::string::npos);
@@ -181,7 +197,8 @@ TEST_F(Report, HtmlIsOneSelfContainedFileWithTheData) {
   auto a = page.find(open);
   ASSERT_NE(a, std::string::npos);
   auto b = page.find("</script>", a);
-  auto data = nlohmann::json::parse(page.substr(a + open.size(), b - a - open.size()), nullptr, false);
+  auto data =
+      nlohmann::json::parse(page.substr(a + open.size(), b - a - open.size()), nullptr, false);
   ASSERT_FALSE(data.is_discarded());
   auto [jrc, jtext] = run_capture({KORCH_BIN, "report", s_toml, "--format", "json"}, dir());
   ASSERT_EQ(jrc, 0);
@@ -194,31 +211,39 @@ TEST_F(Report, HtmlIsOneSelfContainedFileWithTheData) {
   // cell per episode, with the numbers of the data.
   const char* chromium = std::getenv("KORCH_CHROMIUM");
   std::string browser = chromium ? chromium : "/usr/bin/chromium";
-  if (!std::filesystem::exists(browser)) GTEST_SKIP() << "chromium not installed (apt-get install chromium): the page was not rendered";
-  auto [crc, dom] = run_capture({browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                                 "--user-data-dir=" + dir() + "/chromium-profile", "--dump-dom", "file://" + out},
-                                dir());
+  if (!std::filesystem::exists(browser))
+    GTEST_SKIP() << "chromium not installed (apt-get install chromium): the page was not rendered";
+  auto [crc, dom] =
+      run_capture({browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                   "--user-data-dir=" + dir() + "/chromium-profile", "--dump-dom", "file://" + out},
+                  dir());
   ASSERT_EQ(crc, 0) << dom.substr(0, 2000);
-  for (const char* plot : {"data-plot=\"speedup-histogram\"", "data-plot=\"fast-p\"", "data-plot=\"cost\"",
-                           "data-plot=\"task-grid\"", "data-plot=\"summary\""}) {
+  for (const char* plot :
+       {"data-plot=\"speedup-histogram\"", "data-plot=\"fast-p\"", "data-plot=\"cost\"",
+        "data-plot=\"task-grid\"", "data-plot=\"summary\""}) {
     EXPECT_NE(dom.find(plot), std::string::npos) << plot;
   }
   std::size_t cells = 0;
-  for (auto& e : data["episodes"]) cells += dom.find("data-episode=\"" + e["id"].get<std::string>() + "\"") != std::string::npos;
+  for (auto& e : data["episodes"])
+    cells += dom.find("data-episode=\"" + e["id"].get<std::string>() + "\"") != std::string::npos;
   EXPECT_EQ(cells, data["episodes"].size());
   // The histogram's bars add up to the correct submissions with a speedup.
   std::size_t bars = 0;
   std::regex bar(R"re(class="bar"[^>]*data-model="m[12]" data-count="(\d+)")re");
-  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), bar); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), bar); it != std::sregex_iterator();
+       ++it) {
     bars += std::stoul((*it)[1]);
   }
-  EXPECT_EQ(bars, data["models"]["m1"]["speedups"].size() + data["models"]["m2"]["speedups"].size());
+  EXPECT_EQ(bars,
+            data["models"]["m1"]["speedups"].size() + data["models"]["m2"]["speedups"].size());
   // A fast_p dot per threshold and model, at the report's values.
   std::regex dot(R"re(data-model="(m[12])" data-p="([0-9.]+)" data-value="([0-9.e-]+)")re");
   int dots = 0;
-  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), dot); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), dot); it != std::sregex_iterator();
+       ++it) {
     auto key = "fast_" + (*it)[2].str();
-    EXPECT_NEAR(num((*it)[3]), data["models"][(*it)[1].str()]["fast_p"][key].get<double>(), 1e-9) << key;
+    EXPECT_NEAR(num((*it)[3]), data["models"][(*it)[1].str()]["fast_p"][key].get<double>(), 1e-9)
+        << key;
     ++dots;
   }
   EXPECT_EQ(dots, 2 * 6);

@@ -16,18 +16,22 @@ namespace {
 
 constexpr const char* k_token = "test-token-0123456789abcdef";
 
-std::string campaign_toml(const std::string& name, const std::string& base_url, int samples, int max_turns,
-                          double eval_latency_s, const std::string& db = "") {
+std::string campaign_toml(const std::string& name, const std::string& base_url, int samples,
+                          int max_turns, double eval_latency_s, const std::string& db = "") {
   std::ostringstream s;
   s << "name = \"" << name << "\"\n";
   if (!db.empty()) s << "db_path = \"" << db << "\"\n";
-  s << "samples_per_task = " << samples << "\nmax_turns = " << max_turns << "\nmax_inflight_episodes = 8\n"
+  s << "samples_per_task = " << samples << "\nmax_turns = " << max_turns
+    << "\nmax_inflight_episodes = 8\n"
     << "log_level = \"warn\"\n"
     << "[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR "/tasks\"\nids = \"1-4\"\n"
     << "[evaluator]\nmode = \"mock\"\nmock_latency_s = " << eval_latency_s << "\n"
-    << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url << "\"\nmodel = \"fake-1\"\nconcurrency = 8\n"
-    << "max_attempts = 3\nconnect_timeout_s = 2\nprice_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 2.0\n"
-    << "[[models]]\nid = \"m2\"\nbase_url = \"" << base_url << "\"\nmodel = \"fake-2\"\nconcurrency = 8\n"
+    << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url
+    << "\"\nmodel = \"fake-1\"\nconcurrency = 8\n"
+    << "max_attempts = 3\nconnect_timeout_s = 2\nprice_prompt_per_mtok = "
+       "1.0\nprice_completion_per_mtok = 2.0\n"
+    << "[[models]]\nid = \"m2\"\nbase_url = \"" << base_url
+    << "\"\nmodel = \"fake-2\"\nconcurrency = 8\n"
     << "max_attempts = 3\nconnect_timeout_s = 2\n"
     << "[[events]]\nkind = \"compaction\"\nturn = 3\nsamples = [1]\n";
   return s.str();
@@ -37,18 +41,23 @@ std::string campaign_toml(const std::string& name, const std::string& base_url, 
 bool wait_state(ServeProcess& serve, const std::string& id, const std::string& state,
                 std::chrono::seconds timeout = std::chrono::seconds(120)) {
   auto cli = serve.client(k_token);
-  return wait_until(serve.process(), [&] {
-    auto j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
-    return j.is_object() && j.value("state", "") == state;
-  }, timeout);
+  return wait_until(
+      serve.process(),
+      [&] {
+        auto j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
+        return j.is_object() && j.value("state", "") == state;
+      },
+      timeout);
 }
 
 std::string rows(const std::string& db, const std::string& table) {
   return poll_value(db, "SELECT COUNT(*) FROM " + table).value_or("-");
 }
 
-std::vector<nlohmann::json> export_db(const std::string& dir, const std::string& db, const std::string& name) {
-  auto [rc, out] = run_capture({KORCH_BIN, "export", "--db", db, "--campaign", name, "--format", "jsonl"}, dir);
+std::vector<nlohmann::json> export_db(const std::string& dir, const std::string& db,
+                                      const std::string& name) {
+  auto [rc, out] =
+      run_capture({KORCH_BIN, "export", "--db", db, "--campaign", name, "--format", "jsonl"}, dir);
   EXPECT_EQ(rc, 0) << out;
   std::vector<nlohmann::json> records;
   std::istringstream in(out);
@@ -94,8 +103,8 @@ TEST(ServeApi, OpenApiFileListsExactlyTheRegisteredRoutes) {
 TEST(ServeApi, RefusesANonLoopbackAddressWithoutAToken) {
   TempDir dir;
   auto d = dir.path().string();
-  auto [rc, out] = run_capture({KORCH_BIN, "serve", "--db", d + "/x.db", "--listen", "0.0.0.0:0"}, d,
-                               {{"KORCH_API_TOKEN", ""}});
+  auto [rc, out] = run_capture({KORCH_BIN, "serve", "--db", d + "/x.db", "--listen", "0.0.0.0:0"},
+                               d, {{"KORCH_API_TOKEN", ""}});
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("without a token"), std::string::npos) << out;
   EXPECT_FALSE(std::filesystem::exists(d + "/x.db"));
@@ -128,12 +137,14 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
   EXPECT_EQ(body_json(r)["error"], "wrong bearer token");
-  r = anon.Post("/api/campaigns", campaign_toml("sneaky", llm.base_url(), 1, 2, 0), "application/toml");
+  r = anon.Post("/api/campaigns", campaign_toml("sneaky", llm.base_url(), 1, 2, 0),
+                "application/toml");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
 
   // Submit a TOML campaign; it runs to the end.
-  r = cli.Post("/api/campaigns", campaign_toml("alpha", llm.base_url(), 2, 3, 0.01), "application/toml");
+  r = cli.Post("/api/campaigns", campaign_toml("alpha", llm.base_url(), 2, 3, 0.01),
+               "application/toml");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 201) << r->body;
   auto alpha = body_json(r);
@@ -143,8 +154,8 @@ TEST(ServeApi, EveryRouteAndBadInput) {
 
   // Bad input: each a clear 4xx; nothing stored changes.
   ASSERT_TRUE(wait_state(serve, alpha_id, "completed")) << serve.err();
-  const auto before = std::vector<std::string>{rows(db, "campaigns"), rows(db, "episodes"), rows(db, "turns"),
-                                               rows(db, "evaluations")};
+  const auto before = std::vector<std::string>{rows(db, "campaigns"), rows(db, "episodes"),
+                                               rows(db, "turns"), rows(db, "evaluations")};
   auto expect_4xx = [&](const httplib::Result& res, int status, const std::string& needle) {
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, status) << res->body;
@@ -153,15 +164,18 @@ TEST(ServeApi, EveryRouteAndBadInput) {
     EXPECT_NE(j.value("error", "").find(needle), std::string::npos) << res->body;
   };
   expect_4xx(cli.Post("/api/campaigns", "{\"name\": ", "application/json"), 400, "malformed JSON");
-  expect_4xx(cli.Post("/api/campaigns", campaign_toml("alpha", llm.base_url(), 2, 3, 0.01), "application/toml"), 409,
-             "exists");
+  expect_4xx(cli.Post("/api/campaigns", campaign_toml("alpha", llm.base_url(), 2, 3, 0.01),
+                      "application/toml"),
+             409, "exists");
   expect_4xx(cli.Post("/api/campaigns", "name = \"bad\"\nmax_turnz = 3\n", "application/toml"), 400,
              "unknown key 'max_turnz'");
-  expect_4xx(cli.Post("/api/campaigns", "name = \"bad\"\nmax_turns = \"x\"\n[[models]]\nid=\"m\"\n", "text/plain"),
+  expect_4xx(cli.Post("/api/campaigns", "name = \"bad\"\nmax_turns = \"x\"\n[[models]]\nid=\"m\"\n",
+                      "text/plain"),
              400, "max_turns");
   expect_4xx(cli.Post("/api/campaigns", "name = [broken", "application/toml"), 400, "campaign:1:");
   expect_4xx(cli.Post("/api/campaigns", "", "application/toml"), 400, "empty body");
-  expect_4xx(cli.Post("/api/campaigns", std::string(70000, 'x'), "application/toml"), 413, "too large");
+  expect_4xx(cli.Post("/api/campaigns", std::string(70000, 'x'), "application/toml"), 413,
+             "too large");
   expect_4xx(cli.Get("/api/campaigns/c-nope"), 404, "no campaign");
   expect_4xx(cli.Post("/api/campaigns/c-nope/pause", "", "application/json"), 404, "no campaign");
   expect_4xx(cli.Post("/api/campaigns/c-nope/resume", "", "application/json"), 404, "no campaign");
@@ -170,14 +184,18 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   expect_4xx(cli.Get("/api/episodes/e-nope"), 404, "no episode");
   expect_4xx(cli.Get("/api/nothing-here"), 404, "no route");
   expect_4xx(cli.Post("/api/evaluations", "[1,", "application/json"), 400, "malformed JSON");
-  expect_4xx(cli.Post("/api/evaluations", R"({"task": "/nonexistent/1_X.py", "code": "x"})", "application/json"), 400,
-             "nonexistent");
-  expect_4xx(cli.Post("/api/evaluations", R"({"task": {"path": 3}})", "application/json"), 400, "code");
-  expect_4xx(cli.Post(("/api/campaigns/" + alpha_id + "/pause").c_str(), "", "application/json"), 409, "completed");
-  const auto after = std::vector<std::string>{rows(db, "campaigns"), rows(db, "episodes"), rows(db, "turns"),
-                                              rows(db, "evaluations")};
+  expect_4xx(cli.Post("/api/evaluations", R"({"task": "/nonexistent/1_X.py", "code": "x"})",
+                      "application/json"),
+             400, "nonexistent");
+  expect_4xx(cli.Post("/api/evaluations", R"({"task": {"path": 3}})", "application/json"), 400,
+             "code");
+  expect_4xx(cli.Post(("/api/campaigns/" + alpha_id + "/pause").c_str(), "", "application/json"),
+             409, "completed");
+  const auto after = std::vector<std::string>{rows(db, "campaigns"), rows(db, "episodes"),
+                                              rows(db, "turns"), rows(db, "evaluations")};
   EXPECT_EQ(before, after);
-  EXPECT_FALSE(serve.process().wait_for(std::chrono::milliseconds(1))) << "the daemon died on bad input";
+  EXPECT_FALSE(serve.process().wait_for(std::chrono::milliseconds(1)))
+      << "the daemon died on bad input";
 
   // Episodes and their turns.
   r = cli.Get(("/api/campaigns/" + alpha_id + "/episodes").c_str());
@@ -199,16 +217,18 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   EXPECT_TRUE(ep.contains("final"));
   // Same numbers as the store, read independently.
   EXPECT_EQ(std::to_string(ep["turns"].size()),
-            query(db, "SELECT COUNT(*) FROM turns WHERE episode_id = '" + ep["id"].get<std::string>() + "'")[0][0]);
+            query(db, "SELECT COUNT(*) FROM turns WHERE episode_id = '" +
+                          ep["id"].get<std::string>() + "'")[0][0]);
 
   // A JSON campaign; pause, resume, cancel.
-  nlohmann::json js = {{"name", "beta"},
-                       {"samples_per_task", 3},
-                       {"max_turns", 4},
-                       {"log_level", "warn"},
-                       {"tasks", {{"kernelbench_dir", KORCH_EXAMPLES_DIR "/tasks"}, {"ids", "1-4"}}},
-                       {"evaluator", {{"mode", "mock"}, {"mock_latency_s", 0.3}}},
-                       {"models", {{{"id", "m1"}, {"base_url", llm.base_url()}, {"model", "fake-1"}}}}};
+  nlohmann::json js = {
+      {"name", "beta"},
+      {"samples_per_task", 3},
+      {"max_turns", 4},
+      {"log_level", "warn"},
+      {"tasks", {{"kernelbench_dir", KORCH_EXAMPLES_DIR "/tasks"}, {"ids", "1-4"}}},
+      {"evaluator", {{"mode", "mock"}, {"mock_latency_s", 0.3}}},
+      {"models", {{{"id", "m1"}, {"base_url", llm.base_url()}, {"model", "fake-1"}}}}};
   r = cli.Post("/api/campaigns", js.dump(), "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 201) << r->body;
@@ -259,10 +279,11 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200);
   EXPECT_NE(r->get_header_value("Content-Type").find("text/plain"), std::string::npos);
-  for (const char* m : {"korch_episodes{campaign=\"alpha\",state=\"final\"} 16", "korch_llm_calls_total{",
-                        "korch_llm_latency_seconds_bucket{", "korch_llm_tokens_total{", "korch_llm_cost_usd_total{",
-                        "korch_evaluations_total{", "korch_evaluator_queue_depth", "korch_evaluator_busy_fraction",
-                        "korch_campaign_cost_usd{campaign=\"alpha\"}"}) {
+  for (const char* m :
+       {"korch_episodes{campaign=\"alpha\",state=\"final\"} 16", "korch_llm_calls_total{",
+        "korch_llm_latency_seconds_bucket{", "korch_llm_tokens_total{", "korch_llm_cost_usd_total{",
+        "korch_evaluations_total{", "korch_evaluator_queue_depth", "korch_evaluator_busy_fraction",
+        "korch_campaign_cost_usd{campaign=\"alpha\"}"}) {
     EXPECT_NE(r->body.find(m), std::string::npos) << m << "\n" << r->body.substr(0, 3000);
   }
 
@@ -286,7 +307,8 @@ TEST(ServeApi, EveryRouteAndBadInput) {
       return true;
     });
   });
-  ASSERT_TRUE(wait_until(serve.process(), [&] { return stream_open.load(); }, std::chrono::seconds(10)));
+  ASSERT_TRUE(wait_until(
+      serve.process(), [&] { return stream_open.load(); }, std::chrono::seconds(10)));
   serve.process().signal(SIGTERM);
   auto rc = serve.process().wait_for(std::chrono::seconds(30));
   reader.join();
@@ -328,7 +350,8 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
     ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
     auto cli = serve.client(k_token);
     if (round == 0) {
-      auto r = cli.Post("/api/campaigns", campaign_toml("killed", llm.base_url(), 4, 4, 0.05), "application/toml");
+      auto r = cli.Post("/api/campaigns", campaign_toml("killed", llm.base_url(), 4, 4, 0.05),
+                        "application/toml");
       ASSERT_TRUE(r);
       ASSERT_EQ(r->status, 201) << r->body;
       id = body_json(r)["id"];
@@ -337,7 +360,8 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
       // Kill once this run has recorded a few more turns.
       auto start_turns = std::stoi(poll_value(db, "SELECT COUNT(*) FROM turns").value_or("0"));
       bool progressed = wait_until(serve.process(), [&] {
-        return std::stoi(poll_value(db, "SELECT COUNT(*) FROM turns").value_or("0")) >= start_turns + 5;
+        return std::stoi(poll_value(db, "SELECT COUNT(*) FROM turns").value_or("0")) >=
+               start_turns + 5;
       });
       auto state = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
       if (!progressed || state.value("state", "") == "completed") break;
@@ -353,9 +377,12 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
   EXPECT_GE(kills, 2) << "the campaign finished before the kills; make it longer";
   auto resumed = export_db(d, db, "killed");
   ASSERT_EQ(resumed.size(), reference.size());
-  for (std::size_t i = 0; i < reference.size(); ++i) EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
+  for (std::size_t i = 0; i < reference.size(); ++i)
+    EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
-  EXPECT_TRUE(query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1").empty());
+  EXPECT_TRUE(
+      query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1")
+          .empty());
 }
 
 }  // namespace

@@ -11,35 +11,43 @@ namespace {
 
 constexpr const char* k_token = "env-token-0123456789abcdef";
 
-bool have_python_websockets() { return std::system("/usr/bin/python3 -c 'import websockets' 2>/dev/null") == 0; }
+bool have_python_websockets() {
+  return std::system("/usr/bin/python3 -c 'import websockets' 2>/dev/null") == 0;
+}
 
 TEST(ServeOpenEnv, WebSocketSessionWithAnIndependentClient) {
-  if (!have_python_websockets()) GTEST_SKIP() << "python3-websockets is not installed (scripts/install-deps.sh)";
+  if (!have_python_websockets())
+    GTEST_SKIP() << "python3-websockets is not installed (scripts/install-deps.sh)";
   TempDir dir;
   auto d = dir.path().string();
   auto db = d + "/env.db";
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db, {"--env-listen", "127.0.0.1:0", "--env-max-sessions", "3",
-                                  "--evaluator-mock-latency-s", "0.2"},
+  ASSERT_TRUE(serve.start(d, db,
+                          {"--env-listen", "127.0.0.1:0", "--env-max-sessions", "3",
+                           "--evaluator-mock-latency-s", "0.2"},
                           {{"KORCH_API_TOKEN", k_token}}))
       << serve.err();
-  auto [rc, out] = run_capture({"/usr/bin/python3", KORCH_SOURCE_DIR "/tests/integration/openenv_client.py",
-                                std::to_string(serve.env_port()), k_token,
-                                KORCH_EXAMPLES_DIR "/tasks/1_ReLU_small.py", "3"},
-                               d);
+  auto [rc, out] = run_capture(
+      {"/usr/bin/python3", KORCH_SOURCE_DIR "/tests/integration/openenv_client.py",
+       std::to_string(serve.env_port()), k_token, KORCH_EXAMPLES_DIR "/tasks/1_ReLU_small.py", "3"},
+      d);
   ASSERT_EQ(rc, 0) << out << "\n" << serve.err();
   auto seen = nlohmann::json::parse(out.substr(out.rfind('{')));
   std::string ep = seen["episode_id"];
   // Stored like a campaign turn: turns, evaluations, messages, a final.
-  auto turns = query(db, "SELECT turn, action, eval_status FROM turns WHERE episode_id = '" + ep + "' ORDER BY turn");
+  auto turns = query(db, "SELECT turn, action, eval_status FROM turns WHERE episode_id = '" + ep +
+                             "' ORDER BY turn");
   ASSERT_EQ(turns.size(), 3u);
   EXPECT_EQ(turns[0][1], "check");
   EXPECT_EQ(turns[1][1], "check");
   EXPECT_EQ(turns[2][1], "submit");
   EXPECT_EQ(turns[2][2], seen["submit_verdict"]);
-  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE episode_id = '" + ep + "' AND state = 'done'")[0][0], "3");
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE episode_id = '" + ep +
+                          "' AND state = 'done'")[0][0],
+            "3");
   EXPECT_EQ(query(db, "SELECT status FROM episodes WHERE id = '" + ep + "'")[0][0], "final");
-  EXPECT_EQ(query(db, "SELECT reason FROM finals WHERE episode_id = '" + ep + "'")[0][0], "submitted");
+  EXPECT_EQ(query(db, "SELECT reason FROM finals WHERE episode_id = '" + ep + "'")[0][0],
+            "submitted");
   // The same episode over the API.
   auto cli = serve.client(k_token);
   auto r = cli.Get(("/api/episodes/" + ep).c_str());
@@ -60,7 +68,8 @@ TEST(ServeOpenEnv, HttpRoutes) {
   auto d = dir.path().string();
   auto db = d + "/env.db";
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db, {"--env-listen", "127.0.0.1:0"}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  ASSERT_TRUE(serve.start(d, db, {"--env-listen", "127.0.0.1:0"}, {{"KORCH_API_TOKEN", k_token}}))
+      << serve.err();
   httplib::Client c("127.0.0.1", serve.env_port());
   c.set_read_timeout(60, 0);
   auto h = c.Get("/health");
@@ -80,12 +89,15 @@ TEST(ServeOpenEnv, HttpRoutes) {
   r = c.Post("/reset", "{bad", "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
-  r = c.Post("/reset", R"({"task_id": ")" KORCH_EXAMPLES_DIR R"(/tasks/2_Add_small.py", "episode_id": "http-ep-1"})",
+  r = c.Post("/reset",
+             R"({"task_id": ")" KORCH_EXAMPLES_DIR
+             R"(/tasks/2_Add_small.py", "episode_id": "http-ep-1"})",
              "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(body_json(r)["observation"]["episode_id"], "http-ep-1");
-  r = c.Post("/step", R"({"episode_id": "http-ep-1", "action": {"code": "x = 1\n", "action": "CHECK"}})",
+  r = c.Post("/step",
+             R"({"episode_id": "http-ep-1", "action": {"code": "x = 1\n", "action": "CHECK"}})",
              "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
@@ -93,7 +105,8 @@ TEST(ServeOpenEnv, HttpRoutes) {
   r = c.Get("/state?episode_id=http-ep-1");
   ASSERT_TRUE(r);
   EXPECT_EQ(body_json(r)["step_count"], 1);
-  r = c.Post("/step", R"({"episode_id": "nope", "action": {"code": "x", "action": "CHECK"}})", "application/json");
+  r = c.Post("/step", R"({"episode_id": "nope", "action": {"code": "x", "action": "CHECK"}})",
+             "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
   r = c.Get("/nothing");

@@ -12,7 +12,8 @@ std::string task_file(const std::string& forward) {
   return "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self):\n"
          "        super().__init__()\n\n    def forward(self, x):\n        return " +
          forward +
-         "\n\ndef get_inputs():\n    return [torch.randn(16, 32)]\n\ndef get_init_inputs():\n    return []\n";
+         "\n\ndef get_inputs():\n    return [torch.randn(16, 32)]\n\ndef get_init_inputs():\n    "
+         "return []\n";
 }
 
 TEST(TasksValidate, FlagsConstantAndStochasticTasksAndPassesAGoodOne) {

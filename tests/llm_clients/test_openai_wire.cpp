@@ -49,10 +49,18 @@ std::string reference_body(const config::ModelConfig& model, const std::vector<M
 }
 
 TEST(RequestBody, BytesEqualTheOneValueDumpForAnyContent) {
-  std::vector<std::string> contents = {
-      "", "plain", "quote \" and backslash \\ and slash /", "tab\tnl\ncr\rbs\bff\f",
-      "del \x7f", "ünïcödé ✓ 𝄞 日本", "\xff bad", "trunc \xe2\x82", "overlong \xc0\xaf",
-      "surrogate \xed\xa0\x80", "above \xf4\x90\x80\x80", "ok \xf4\x8f\xbf\xbf end"};
+  std::vector<std::string> contents = {"",
+                                       "plain",
+                                       "quote \" and backslash \\ and slash /",
+                                       "tab\tnl\ncr\rbs\bff\f",
+                                       "del \x7f",
+                                       "ünïcödé ✓ 𝄞 日本",
+                                       "\xff bad",
+                                       "trunc \xe2\x82",
+                                       "overlong \xc0\xaf",
+                                       "surrogate \xed\xa0\x80",
+                                       "above \xf4\x90\x80\x80",
+                                       "ok \xf4\x8f\xbf\xbf end"};
   std::string all_controls;
   for (int c = 0; c < 0x20; ++c) all_controls += static_cast<char>(c);
   contents.push_back(all_controls);

@@ -66,7 +66,8 @@ TEST_P(SystemPromptTolerance, QuotesTheTable) {
   f.tolerance = GetParam();
   auto p = system_prompt(f);
   EXPECT_TRUE(contains(p, config::tolerance_summary(GetParam()))) << p;
-  EXPECT_TRUE(contains(p, config::format_tolerance(config::tolerance_profile(GetParam()).atol))) << p;
+  EXPECT_TRUE(contains(p, config::format_tolerance(config::tolerance_profile(GetParam()).atol)))
+      << p;
 }
 
 INSTANTIATE_TEST_SUITE_P(All, SystemPromptTolerance,
@@ -89,7 +90,8 @@ TEST_P(SystemPromptReward, ExplainsTheScore) {
 INSTANTIATE_TEST_SUITE_P(All, SystemPromptReward,
                          ::testing::Values(RewardCase{config::Reward::speedup, "log2(speedup)"},
                                            RewardCase{config::Reward::roofline, "t_min / t_yours"},
-                                           RewardCase{config::Reward::beat_baseline, "95% interval"}));
+                                           RewardCase{config::Reward::beat_baseline,
+                                                      "95% interval"}));
 
 TEST(SystemPrompt, TorchOpsPolicyIsStatedOnlyWhenForbidden) {
   auto f = facts();

@@ -39,14 +39,22 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (arg == "--port") options.port = std::stoi(value());
-      else if (arg == "--script") script = value();
-      else if (arg == "--latency-ms") options.latency = std::chrono::milliseconds(std::stol(value()));
-      else if (arg == "--fault-rate") options.faults.rate = std::stod(value());
-      else if (arg == "--seed") options.faults.seed = std::stoull(value());
-      else if (arg == "--host") options.host = value();
-      else if (arg == "--threads") options.threads = std::stoi(value());
-      else if (arg == "--log") options.request_log = value();
+      if (arg == "--port")
+        options.port = std::stoi(value());
+      else if (arg == "--script")
+        script = value();
+      else if (arg == "--latency-ms")
+        options.latency = std::chrono::milliseconds(std::stol(value()));
+      else if (arg == "--fault-rate")
+        options.faults.rate = std::stod(value());
+      else if (arg == "--seed")
+        options.faults.seed = std::stoull(value());
+      else if (arg == "--host")
+        options.host = value();
+      else if (arg == "--threads")
+        options.threads = std::stoi(value());
+      else if (arg == "--log")
+        options.request_log = value();
       else if (arg == "--help" || arg == "-h") {
         usage();
         return 0;
@@ -70,7 +78,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     auto replay = std::make_shared<ReplayScript>(std::move(*loaded));
-    options.reply = [replay](const std::string& model, const std::vector<korch::llm::Message>& messages) {
+    options.reply = [replay](const std::string& model,
+                             const std::vector<korch::llm::Message>& messages) {
       return replay->reply(model, messages);
     };
   } else {
@@ -93,9 +102,11 @@ int main(int argc, char** argv) {
   }
   std::printf("PORT %d\n", server.port());
   std::fflush(stdout);
-  std::fprintf(stderr, "korch-fake-llm: serving %s (script %s, latency %lld ms, fault rate %.3f, seed %llu)\n",
-               server.base_url().c_str(), script.c_str(), static_cast<long long>(options.latency.count()),
-               options.faults.rate, static_cast<unsigned long long>(options.faults.seed));
+  std::fprintf(
+      stderr,
+      "korch-fake-llm: serving %s (script %s, latency %lld ms, fault rate %.3f, seed %llu)\n",
+      server.base_url().c_str(), script.c_str(), static_cast<long long>(options.latency.count()),
+      options.faults.rate, static_cast<unsigned long long>(options.faults.seed));
   int sig = 0;
   sigwait(&stop_signals, &sig);
   server.stop();

@@ -86,13 +86,19 @@ const char* to_string(Fault f) {
 bool is_failure(Fault f) { return f != Fault::none && f != Fault::finish_length; }
 
 std::vector<std::pair<Fault, double>> default_fault_weights() {
-  return {{Fault::rate_limit, 1},       {Fault::rate_limit_retry_after, 1},
+  return {{Fault::rate_limit, 1},
+          {Fault::rate_limit_retry_after, 1},
           {Fault::rate_limit_retry_after_ms, 1},
-          {Fault::http_500, 1},         {Fault::http_502, 1},
-          {Fault::http_503, 1},         {Fault::http_504, 1},
-          {Fault::reset_mid_body, 1},   {Fault::slow_first_byte, 1},
-          {Fault::truncated_stream, 1}, {Fault::stream_error_event, 1},
-          {Fault::malformed_json, 1},   {Fault::empty_choices, 1},
+          {Fault::http_500, 1},
+          {Fault::http_502, 1},
+          {Fault::http_503, 1},
+          {Fault::http_504, 1},
+          {Fault::reset_mid_body, 1},
+          {Fault::slow_first_byte, 1},
+          {Fault::truncated_stream, 1},
+          {Fault::stream_error_event, 1},
+          {Fault::malformed_json, 1},
+          {Fault::empty_choices, 1},
           {Fault::finish_length, 1}};
 }
 
@@ -140,7 +146,8 @@ struct FakeOpenAIServer::Impl {
       return fail_next_fault;
     }
     if (plan.rate <= 0) return Fault::none;
-    const std::uint64_t h = splitmix64(plan.seed ^ fnv1a(request_id) ^ (static_cast<std::uint64_t>(attempt_no) * 0x9e37ULL));
+    const std::uint64_t h = splitmix64(plan.seed ^ fnv1a(request_id) ^
+                                       (static_cast<std::uint64_t>(attempt_no) * 0x9e37ULL));
     if (to_unit(h) >= plan.rate) return Fault::none;
     const auto weights = plan.weights.empty() ? default_fault_weights() : plan.weights;
     double total = 0;
@@ -205,7 +212,8 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
       if (!m.is_object()) continue;
       llm::Message msg;
       msg.role = m.value("role", "");
-      if (m.contains("content") && m["content"].is_string()) msg.content = m["content"].get<std::string>();
+      if (m.contains("content") && m["content"].is_string())
+        msg.content = m["content"].get<std::string>();
       messages.push_back(std::move(msg));
     }
   }
@@ -218,7 +226,9 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
   {
     std::lock_guard lock(mutex);
     if (!options.request_log.empty()) {
-      double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      double now =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
       if (std::FILE* f = std::fopen(options.request_log.c_str(), "a")) {
         std::fprintf(f, "%.6f %s\n", now, record.request_id.c_str());
         std::fclose(f);
@@ -226,7 +236,8 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
     }
     recent.push_back(record);
     while (recent.size() > options.recorded_requests) recent.pop_front();
-    key = record.request_id.empty() ? fmt::format("anonymous-{}", anonymous_requests++) : record.request_id;
+    key = record.request_id.empty() ? fmt::format("anonymous-{}", anonymous_requests++)
+                                    : record.request_id;
     auto& log = attempts[key];
     const int attempt_no = static_cast<int>(log.size()) + 1;
     fault = valid ? pick_fault(key, attempt_no) : Fault::none;
@@ -252,7 +263,9 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
 
   if (!valid) {
     res.status = 400;
-    res.set_content(R"({"error":{"message":"invalid request body","type":"invalid_request_error"}})", "application/json");
+    res.set_content(
+        R"({"error":{"message":"invalid request body","type":"invalid_request_error"}})",
+        "application/json");
     finish_record(400, false, {});
     return;
   }
@@ -264,12 +277,12 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
 
   auto error_reply = [&](int status, const std::string& message, const std::string& type) {
     res.status = status;
-    res.set_content(json{{"error", {{"message", message}, {"type", type}, {"code", type}}}}.dump(), "application/json");
+    res.set_content(json{{"error", {{"message", message}, {"type", type}, {"code", type}}}}.dump(),
+                    "application/json");
     finish_record(status, false, {});
   };
   switch (fault) {
-    case Fault::rate_limit:
-      return error_reply(429, "Rate limit reached", "rate_limit_exceeded");
+    case Fault::rate_limit: return error_reply(429, "Rate limit reached", "rate_limit_exceeded");
     case Fault::rate_limit_retry_after:
       res.set_header("Retry-After", "1");
       return error_reply(429, "Rate limit reached, retry after 1s", "rate_limit_exceeded");
@@ -284,10 +297,11 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
     case Fault::http_503: return error_reply(503, "overloaded", "server_error");
     case Fault::http_504: return error_reply(504, "gateway timeout", "server_error");
     case Fault::context_overflow:
-      return error_reply(400,
-                         "This model's maximum context length is 8192 tokens. However, your messages "
-                         "resulted in 9000 tokens.",
-                         "context_length_exceeded");
+      return error_reply(
+          400,
+          "This model's maximum context length is 8192 tokens. However, your messages "
+          "resulted in 9000 tokens.",
+          "context_length_exceeded");
     case Fault::unauthorized: {
       std::string token = record.authorization;
       if (token.starts_with("Bearer ")) token = token.substr(7);
@@ -296,13 +310,16 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
     default: break;
   }
 
-  ScriptedReply reply = options.reply ? options.reply(model, messages) : default_reply(model, messages);
+  ScriptedReply reply =
+      options.reply ? options.reply(model, messages) : default_reply(model, messages);
   if (fault == Fault::finish_length) reply.finish_reason = "length";
   llm::Usage usage;
   std::size_t prompt_chars = 0;
   for (const auto& m : messages) prompt_chars += m.content.size();
-  usage.prompt_tokens = reply.prompt_tokens > 0 ? reply.prompt_tokens : estimate_tokens(prompt_chars);
-  usage.completion_tokens = reply.completion_tokens > 0 ? reply.completion_tokens : estimate_tokens(reply.content.size());
+  usage.prompt_tokens =
+      reply.prompt_tokens > 0 ? reply.prompt_tokens : estimate_tokens(prompt_chars);
+  usage.completion_tokens =
+      reply.completion_tokens > 0 ? reply.completion_tokens : estimate_tokens(reply.content.size());
   usage.cached_tokens = usage.prompt_tokens / 4;
   usage.reasoning_tokens = reply.reasoning.empty() ? 0 : estimate_tokens(reply.reasoning.size());
   const std::string id = fmt::format("chatcmpl-{}", seq);
@@ -310,11 +327,13 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
   if (!stream) {
     json message = {{"role", "assistant"}, {"content", reply.content}};
     if (!reply.reasoning.empty()) message["reasoning_content"] = reply.reasoning;
-    json choices = json::array({json{{"index", 0}, {"message", message}, {"finish_reason", reply.finish_reason}}});
+    json choices = json::array(
+        {json{{"index", 0}, {"message", message}, {"finish_reason", reply.finish_reason}}});
     if (fault == Fault::empty_choices) choices = json::array();
-    json out = {{"id", id}, {"object", "chat.completion"}, {"created", 1700000000}, {"model", model},
-                {"choices", choices}, {"usage", usage_json(usage)}};
-    if (fault == Fault::stream_error_event) out = {{"error", {{"message", "upstream failure"}, {"type", "server_error"}}}};
+    json out = {{"id", id},       {"object", "chat.completion"}, {"created", 1700000000},
+                {"model", model}, {"choices", choices},          {"usage", usage_json(usage)}};
+    if (fault == Fault::stream_error_event)
+      out = {{"error", {{"message", "upstream failure"}, {"type", "server_error"}}}};
     std::string text = out.dump();
     if (fault == Fault::malformed_json) text = text.substr(0, text.size() / 2) + "<<garbage";
     if (fault == Fault::reset_mid_body) {
@@ -336,21 +355,31 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
   auto frames = std::make_shared<std::vector<std::string>>();
   frames->push_back(": fake-openai keep-alive comment\n\n");
   auto chunk = [&](json delta, json finish) {
-    return json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", 1700000000}, {"model", model},
-                {"choices", json::array({json{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish)}}})}};
+    return json{{"id", id},
+                {"object", "chat.completion.chunk"},
+                {"created", 1700000000},
+                {"model", model},
+                {"choices", json::array({json{{"index", 0},
+                                              {"delta", std::move(delta)},
+                                              {"finish_reason", std::move(finish)}}})}};
   };
   frames->push_back(sse(chunk({{"role", "assistant"}, {"content", ""}}, nullptr)));
-  if (!reply.reasoning.empty()) frames->push_back(sse(chunk({{"reasoning_content", reply.reasoning}}, nullptr)));
-  for (const auto& piece : split(reply.content, 3)) frames->push_back(sse(chunk({{"content", piece}}, nullptr)));
+  if (!reply.reasoning.empty())
+    frames->push_back(sse(chunk({{"reasoning_content", reply.reasoning}}, nullptr)));
+  for (const auto& piece : split(reply.content, 3))
+    frames->push_back(sse(chunk({{"content", piece}}, nullptr)));
   const std::size_t body_frames = frames->size();
   if (fault == Fault::empty_choices) {
     // A stream whose only data is an empty-choices chunk: no finish frame, no [DONE].
     frames->resize(1);
-    frames->push_back(sse(json{{"id", id}, {"object", "chat.completion.chunk"}, {"choices", json::array()}}));
+    frames->push_back(
+        sse(json{{"id", id}, {"object", "chat.completion.chunk"}, {"choices", json::array()}}));
   }
   frames->push_back(sse(chunk(json::object(), reply.finish_reason)));
   if (include_usage) {
-    frames->push_back(sse(json{{"id", id}, {"object", "chat.completion.chunk"}, {"choices", json::array()},
+    frames->push_back(sse(json{{"id", id},
+                               {"object", "chat.completion.chunk"},
+                               {"choices", json::array()},
                                {"usage", usage_json(usage)}}));
   }
   frames->push_back("data: [DONE]\n\n");
@@ -365,7 +394,8 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
       break;
     case Fault::stream_error_event:
       frames->resize(std::min<std::size_t>(body_frames, 3));
-      frames->push_back(sse(json{{"error", {{"message", "upstream model crashed"}, {"type", "server_error"}}}}));
+      frames->push_back(
+          sse(json{{"error", {{"message", "upstream model crashed"}, {"type", "server_error"}}}}));
       break;
     case Fault::malformed_json:
       frames->resize(std::min<std::size_t>(body_frames, 3));
@@ -380,7 +410,8 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
   res.set_header("Cache-Control", "no-cache");
   const auto chunk_delay = options.stream_chunk_delay;
   res.set_chunked_content_provider(
-      "text/event-stream", [this, frames, abort_connection, chunk_delay](size_t, httplib::DataSink& sink) {
+      "text/event-stream",
+      [this, frames, abort_connection, chunk_delay](size_t, httplib::DataSink& sink) {
         for (const auto& frame : *frames) {
           if (!sleep_for(chunk_delay)) return false;
           if (!sink.write(frame.data(), frame.size())) return false;
@@ -410,27 +441,31 @@ Result<void> FakeOpenAIServer::start() {
   svr.set_read_timeout(30, 0);
   svr.set_write_timeout(30, 0);
   svr.set_payload_max_length(64u << 20);
-  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    res.status = 500;
-    res.set_content(json{{"error", {{"message", "fake server exception: " + what}}}}.dump(), "application/json");
-  });
+  svr.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {}
+        res.status = 500;
+        res.set_content(json{{"error", {{"message", "fake server exception: " + what}}}}.dump(),
+                        "application/json");
+      });
   svr.Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
   svr.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"object":"list","data":[{"id":"fake-model","object":"model"}]})", "application/json");
+    res.set_content(R"({"object":"list","data":[{"id":"fake-model","object":"model"}]})",
+                    "application/json");
   });
-  svr.Post("/v1/chat/completions",
-           [impl](const httplib::Request& req, httplib::Response& res) { impl->handle_chat(req, res); });
-  svr.Post("/chat/completions",
-           [impl](const httplib::Request& req, httplib::Response& res) { impl->handle_chat(req, res); });
+  svr.Post("/v1/chat/completions", [impl](const httplib::Request& req, httplib::Response& res) {
+    impl->handle_chat(req, res);
+  });
+  svr.Post("/chat/completions", [impl](const httplib::Request& req, httplib::Response& res) {
+    impl->handle_chat(req, res);
+  });
 
   // httplib 0.11 (compiled) listens with a backlog of 5, which drops SYNs
   // when a client opens dozens of connections at once. Remember the

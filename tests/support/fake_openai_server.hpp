@@ -32,17 +32,17 @@ enum class Fault {
   http_502,
   http_503,
   http_504,
-  reset_mid_body,     // status + headers + part of the body, then the connection drops
-  slow_first_byte,    // waits FakeServerOptions::slow_first_byte before answering
-  truncated_stream,   // stream ends cleanly without a finish frame or [DONE]
-                      // (non-streaming requests: handled as reset_mid_body)
-  stream_error_event, // a mid-stream {"error":...} event (non-streaming: 200 with an error body)
-  malformed_json,     // 200 whose body (or one SSE chunk) is not JSON
-  empty_choices,      // 200 with "choices": []
-  finish_length,      // a normal reply cut at max_tokens (finish_reason "length"): not a failure
-  context_overflow,   // 400 "This model's maximum context length is ..."
-  unauthorized,       // 401 whose message echoes the bearer token received, as
-                      // some providers do (tests check the client redacts it)
+  reset_mid_body,      // status + headers + part of the body, then the connection drops
+  slow_first_byte,     // waits FakeServerOptions::slow_first_byte before answering
+  truncated_stream,    // stream ends cleanly without a finish frame or [DONE]
+                       // (non-streaming requests: handled as reset_mid_body)
+  stream_error_event,  // a mid-stream {"error":...} event (non-streaming: 200 with an error body)
+  malformed_json,      // 200 whose body (or one SSE chunk) is not JSON
+  empty_choices,       // 200 with "choices": []
+  finish_length,       // a normal reply cut at max_tokens (finish_reason "length"): not a failure
+  context_overflow,    // 400 "This model's maximum context length is ..."
+  unauthorized,        // 401 whose message echoes the bearer token received, as
+                       // some providers do (tests check the client redacts it)
 };
 const char* to_string(Fault f);
 
@@ -54,23 +54,24 @@ bool is_failure(Fault f);
 std::vector<std::pair<Fault, double>> default_fault_weights();
 
 struct FaultPlan {
-  double rate = 0;  // probability that one attempt gets a fault
+  double rate = 0;                                // probability that one attempt gets a fault
   std::vector<std::pair<Fault, double>> weights;  // relative; empty = default_fault_weights()
   std::uint64_t seed = 1;
 };
 
-using ReplyFn = std::function<ScriptedReply(const std::string& model, const std::vector<llm::Message>&)>;
+using ReplyFn =
+    std::function<ScriptedReply(const std::string& model, const std::vector<llm::Message>&)>;
 
 struct FakeServerOptions {
   std::string host = "127.0.0.1";
-  int port = 0;                                   // 0 = any free port
-  int threads = 256;                              // handler pool (replaces httplib's 8)
-  std::chrono::milliseconds latency{0};           // before each reply
+  int port = 0;                          // 0 = any free port
+  int threads = 256;                     // handler pool (replaces httplib's 8)
+  std::chrono::milliseconds latency{0};  // before each reply
   std::chrono::milliseconds slow_first_byte{2000};
   std::chrono::milliseconds stream_chunk_delay{0};
   FaultPlan faults;
-  ReplyFn reply;                                  // default: a short deterministic reply
-  std::size_t recorded_requests = 64;             // ring of last request bodies/headers
+  ReplyFn reply;                       // default: a short deterministic reply
+  std::size_t recorded_requests = 64;  // ring of last request bodies/headers
   // When set, one line "<unix seconds> <X-Request-Id>" is appended (and
   // flushed) per chat request as it arrives: the kill test's independent
   // record of what was sent.
@@ -81,8 +82,8 @@ struct FakeServerOptions {
 struct RecordedRequest {
   std::string path;
   std::string body;
-  std::string request_id;     // X-Request-Id ("" if absent)
-  std::string authorization;  // Authorization header ("" if absent)
+  std::string request_id;                      // X-Request-Id ("" if absent)
+  std::string authorization;                   // Authorization header ("" if absent)
   std::map<std::string, std::string> headers;  // lower-case names
 };
 
@@ -91,13 +92,13 @@ struct AttemptRecord {
   Fault fault = Fault::none;
   int http_status = 0;
   bool stream = false;
-  bool delivered = false;   // a complete, usable completion was sent
-  llm::Usage usage;         // as reported to the client (when delivered)
+  bool delivered = false;  // a complete, usable completion was sent
+  llm::Usage usage;        // as reported to the client (when delivered)
 };
 
 struct ServerStats {
-  std::int64_t requests = 0;     // chat completion attempts
-  std::int64_t delivered = 0;    // attempts that delivered a completion
+  std::int64_t requests = 0;        // chat completion attempts
+  std::int64_t delivered = 0;       // attempts that delivered a completion
   std::int64_t max_concurrent = 0;  // most chat handlers running at once
   std::map<Fault, std::int64_t> faults;
 };

@@ -27,7 +27,8 @@ class Process {
   // gid, e.g. to test file modes that root would ignore. Throws when the
   // program cannot be started.
   static Process start(const std::vector<std::string>& argv, const std::string& stdout_path,
-                       const std::string& stderr_path, const std::map<std::string, std::string>& env = {},
+                       const std::string& stderr_path,
+                       const std::map<std::string, std::string>& env = {},
                        std::optional<uid_t> uid = std::nullopt) {
     process::SpawnOptions o;
     o.env = env;
@@ -51,7 +52,9 @@ class Process {
   // Waits for exit; returns the exit code, or 128 + signal number.
   int wait() { return m_child.wait(); }
   // Waits up to `timeout`; nullopt if still running.
-  std::optional<int> wait_for(std::chrono::milliseconds timeout) { return m_child.wait_for(timeout); }
+  std::optional<int> wait_for(std::chrono::milliseconds timeout) {
+    return m_child.wait_for(timeout);
+  }
 
  private:
   process::Child m_child;
@@ -67,13 +70,15 @@ inline std::string slurp(const std::string& path) {
 
 // Runs a command to completion; returns (exit code, stdout, then its stderr
 // when it failed). `dir` holds the stderr file.
-inline std::pair<int, std::string> run_capture(const std::vector<std::string>& argv, const std::string& dir,
+inline std::pair<int, std::string> run_capture(const std::vector<std::string>& argv,
+                                               const std::string& dir,
                                                const std::map<std::string, std::string>& env = {}) {
   static int counter = 0;
   process::SpawnOptions o;
   o.env = env;
   o.stdin_null = false;
-  o.stderr_path = dir + "/cmd-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".err";
+  o.stderr_path =
+      dir + "/cmd-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".err";
   auto r = process::run_capture(argv, o);
   if (!r) return {127, "[spawn] " + r.error().message};
   return {r->status, r->out + (r->status != 0 ? "\n[stderr] " + slurp(o.stderr_path) : "")};

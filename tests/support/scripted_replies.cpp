@@ -15,7 +15,7 @@ namespace {
 constexpr int k_no_code_pct = 8;
 constexpr int k_truncated_pct = 5;
 constexpr int k_submit_pct = 30;
-constexpr int k_failing_pct = 25;   // codes the mock evaluator fails
+constexpr int k_failing_pct = 25;  // codes the mock evaluator fails
 
 std::int64_t approx_tokens(std::size_t chars) { return static_cast<std::int64_t>(chars / 4 + 1); }
 
@@ -55,7 +55,8 @@ std::string kernel_code(std::uint64_t h, bool failing) {
 
 }  // namespace
 
-ScriptedReply kernel_script_reply(const std::string& model, const std::vector<llm::Message>& messages) {
+ScriptedReply kernel_script_reply(const std::string& model,
+                                  const std::vector<llm::Message>& messages) {
   auto key = conversation_key(model, messages);
   auto h = ids::stable_hash64(key);
   int roll = static_cast<int>(h % 100);
@@ -63,8 +64,10 @@ ScriptedReply kernel_script_reply(const std::string& model, const std::vector<ll
   ScriptedReply r;
   std::size_t prompt_chars = key.size();
   if (roll < k_no_code_pct) {
-    r.content = fmt::format("Turn {}: let me think about the memory access pattern first. "
-                            "I will write the kernel in my next reply.", turn);
+    r.content = fmt::format(
+        "Turn {}: let me think about the memory access pattern first. "
+        "I will write the kernel in my next reply.",
+        turn);
   } else if (roll < k_no_code_pct + k_truncated_pct) {
     r.content = "Here is the kernel:\n\n```python\n" + kernel_code(h, false).substr(0, 120);
     r.finish_reason = "length";
@@ -91,14 +94,16 @@ Result<ReplayScript> ReplayScript::load(const std::string& path) {
       script.m_entries.push_back(Entry{e.at("task").get<std::string>(), e.at("turn").get<int>(),
                                        e.at("content").get<std::string>()});
     }
-    script.m_default = j.value("default", "I could not find a recorded reply for this conversation.");
+    script.m_default =
+        j.value("default", "I could not find a recorded reply for this conversation.");
   } catch (const nlohmann::json::exception& e) {
     return fail(path + ": " + e.what());
   }
   return script;
 }
 
-ScriptedReply ReplayScript::reply(const std::string& model, const std::vector<llm::Message>& messages) const {
+ScriptedReply ReplayScript::reply(const std::string& model,
+                                  const std::vector<llm::Message>& messages) const {
   int turn = assistant_count(messages) + 1;
   std::string task_text;
   for (auto& m : messages) {

@@ -23,7 +23,8 @@ struct ScriptedReply {
 // The "kernel" script: replies shaped like a kernel-writing agent's (a python
 // block defining ModelNew and an ACTION line), with a deterministic mix of
 // CHECK, SUBMIT, no-code and truncated (finish_reason=length) replies.
-ScriptedReply kernel_script_reply(const std::string& model, const std::vector<llm::Message>& messages);
+ScriptedReply kernel_script_reply(const std::string& model,
+                                  const std::vector<llm::Message>& messages);
 
 // Recorded replies, looked up by task and turn: a JSON file
 // {"replies":[{"task":"19_ReLU","turn":1,"content":"..."}], "default":"..."}.

@@ -156,14 +156,16 @@ TEST_F(Lint, HumanOutputNamesFileLineRuleAndFix) {
 }
 
 TEST_F(Lint, PolicyFlagsReachTheRules) {
-  const std::string tf32 = (fs::path(KORCH_CORPUS_DIR) / "realistic" / "l1_1_matmul_triton_tf32.py").string();
+  const std::string tf32 =
+      (fs::path(KORCH_CORPUS_DIR) / "realistic" / "l1_1_matmul_triton_tf32.py").string();
   LintRun strict = korch_lint({"--json", tf32});
   EXPECT_EQ(strict.rc, 1);
   EXPECT_NE(strict.out.find("\"precision_downgrade\""), std::string::npos) << strict.out;
   EXPECT_EQ(korch_lint({"--tolerance", "tf32", tf32}).rc, 0);
 
   const std::string uses_torch = (fs::path(KORCH_CORPUS_DIR) / "good" / "torch_add.py").string();
-  EXPECT_EQ(korch_lint({"--torch-ops", "forbid", uses_torch}).rc, 0);  // enforced at run time, not statically
+  EXPECT_EQ(korch_lint({"--torch-ops", "forbid", uses_torch}).rc,
+            0);  // enforced at run time, not statically
 }
 
 TEST_F(Lint, BadPathExitsTwoWithAClearMessage) {
@@ -182,8 +184,10 @@ TEST_F(Lint, BadPathExitsTwoWithAClearMessage) {
 
 TEST_F(Lint, UsageErrorsExitTwo) {
   const std::string good = (fs::path(KORCH_CORPUS_DIR) / "good" / "cpp_relu.py").string();
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {}, {"--tolerance", "fast", good}, {"--torch-ops", "maybe", good}, {"--bogus", "1", good}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{},
+                                                                {"--tolerance", "fast", good},
+                                                                {"--torch-ops", "maybe", good},
+                                                                {"--bogus", "1", good}}) {
     LintRun r = korch_lint(args);
     EXPECT_EQ(r.rc, 2) << r.out;
     EXPECT_NE(r.err.find("usage: korch lint FILE..."), std::string::npos) << r.err;

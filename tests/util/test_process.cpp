@@ -39,14 +39,16 @@ TEST(RunCapture, LooksTheProgramUpInPath) {
 TEST(RunCapture, AMissingProgramIsAnError) {
   auto r = run_capture({"/no/such/program"});
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("cannot start /no/such/program"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("cannot start /no/such/program"), std::string::npos)
+      << r.error().message;
 }
 
 TEST(RunCapture, SetsAndUnsetsEnvironmentVariables) {
   ::setenv("KORCH_PROCESS_TEST_UNSET", "present", 1);
   SpawnOptions o;
   o.env = {{"KORCH_PROCESS_TEST_SET", "value 1"}, {"KORCH_PROCESS_TEST_UNSET", ""}};
-  auto r = run_capture({"/bin/sh", "-c", "echo \"$KORCH_PROCESS_TEST_SET|${KORCH_PROCESS_TEST_UNSET-gone}\""}, o);
+  auto r = run_capture(
+      {"/bin/sh", "-c", "echo \"$KORCH_PROCESS_TEST_SET|${KORCH_PROCESS_TEST_UNSET-gone}\""}, o);
   ::unsetenv("KORCH_PROCESS_TEST_UNSET");
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->out, "value 1|gone\n");

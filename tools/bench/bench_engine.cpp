@@ -68,19 +68,25 @@ std::string six_kb_reply() {
       "cpp_src = r'''\n#include <torch/extension.h>\n"
       "torch::Tensor relu_fwd(torch::Tensor x) {\n  auto out = torch::empty_like(x);\n"
       "  const float* px = x.data_ptr<float>();\n  float* po = out.data_ptr<float>();\n"
-      "  for (int64_t i = 0; i < x.numel(); ++i) po[i] = px[i] > 0 ? px[i] : 0.f;\n  return out;\n}\n'''\n";
-  while (code.size() < 5200) code += "# tuning note: unrolled by 4, vectorised loads, bounds checked on the tail\n";
-  code += "ext = load_inline(name='relu_ext', cpp_sources=cpp_src, functions=['relu_fwd'])\n\n"
-          "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
-          "    def forward(self, x):\n        return ext.relu_fwd(x)\n";
-  return "I fuse the activation into one pass over memory; each element is read once and written once.\n\n"
-         "```python\n" + code + "```\n\nACTION: CHECK\n";
+      "  for (int64_t i = 0; i < x.numel(); ++i) po[i] = px[i] > 0 ? px[i] : 0.f;\n  return "
+      "out;\n}\n'''\n";
+  while (code.size() < 5200)
+    code += "# tuning note: unrolled by 4, vectorised loads, bounds checked on the tail\n";
+  code +=
+      "ext = load_inline(name='relu_ext', cpp_sources=cpp_src, functions=['relu_fwd'])\n\n"
+      "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
+      "    def forward(self, x):\n        return ext.relu_fwd(x)\n";
+  return "I fuse the activation into one pass over memory; each element is read once and written "
+         "once.\n\n"
+         "```python\n" +
+         code + "```\n\nACTION: CHECK\n";
 }
 
 struct Peer {
   pid_t pid = -1;
   int port = 0;
-  bool start(const std::string& bin, int latency_ms, const std::string& reply_file, const std::string& dir) {
+  bool start(const std::string& bin, int latency_ms, const std::string& reply_file,
+             const std::string& dir) {
     // One output file per peer: a second peer must not read the first's port.
     auto out = dir + "/peer-" + std::to_string(latency_ms) + ".out";
     std::remove(out.c_str());
@@ -95,7 +101,8 @@ struct Peer {
     }
     for (int i = 0; i < 500; ++i) {
       auto text = read_file(out);
-      if (text && text->find("PORT ") != std::string::npos && text->find('\n') != std::string::npos) {
+      if (text && text->find("PORT ") != std::string::npos &&
+          text->find('\n') != std::string::npos) {
         port = std::stoi(text->substr(text->find("PORT ") + 5));
         return true;
       }
@@ -128,7 +135,8 @@ class TimingClient final : public llm::ChatClient {
     double now = mono();
     {
       std::lock_guard lock(m_mutex);
-      if (auto it = m_last_reply.find(ep); it != m_last_reply.end()) m_overheads.push_back(now - it->second);
+      if (auto it = m_last_reply.find(ep); it != m_last_reply.end())
+        m_overheads.push_back(now - it->second);
     }
     m_inner->submit(std::move(req), [this, ep, done = std::move(done)](llm::ChatResult r) {
       {
@@ -140,6 +148,7 @@ class TimingClient final : public llm::ChatClient {
   }
   llm::ClientStats stats() const override { return m_inner->stats(); }
   void shutdown() override { m_inner->shutdown(); }
+
  private:
   static std::string episode_of(const std::string& id) {
     auto a = id.find('|');
@@ -159,8 +168,9 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<std::size_t>(p * (v.size() - 1) + 0.5))];
 }
 
-config::CampaignConfig campaign(const std::string& name, const std::string& db, const std::string& tasks_dir,
-                                int level, int episodes, int port, int max_turns) {
+config::CampaignConfig campaign(const std::string& name, const std::string& db,
+                                const std::string& tasks_dir, int level, int episodes, int port,
+                                int max_turns) {
   config::CampaignConfig cfg;
   cfg.name = name;
   cfg.db_path = db;
@@ -210,7 +220,8 @@ Result<RunStats> run_once(config::CampaignConfig cfg, int episodes, std::atomic<
   daemon::RunnerHooks hooks;
   hooks.probe_endpoints = false;
   std::vector<double> overheads;
-  hooks.wrap_client = [&](std::unique_ptr<llm::ChatClient> inner) -> std::unique_ptr<llm::ChatClient> {
+  hooks.wrap_client =
+      [&](std::unique_ptr<llm::ChatClient> inner) -> std::unique_ptr<llm::ChatClient> {
     return std::make_unique<TimingClient>(std::move(inner), &overheads);
   };
   std::thread side;
@@ -300,7 +311,8 @@ void bench_resume(const std::string& dir, const std::string& tasks_dir, int coun
       tr.code = reply.substr(100, 5000);
       tr.eval_status = "incorrect";
       w.put(tr);
-      msg("user", "feedback", "CHECK result: incorrect. max_abs_diff 0.5\n\nYou have 3 replies left.", t);
+      msg("user", "feedback",
+          "CHECK result: incorrect. max_abs_diff 0.5\n\nYou have 3 replies left.", t);
     }
     store::LlmCallRow l3;
     l3.request_id = ids::llm_request_id(ep, 3, "bench");
@@ -336,10 +348,13 @@ void bench_resume(const std::string& dir, const std::string& tasks_dir, int coun
     calls += std::holds_alternative<agent::CallLlm>(step.next);
   }
   double t2 = mono();
-  fmt::print("resume of {} unfinished episodes (2 turns each, ~{} KB stored per episode):\n", snaps->size(),
+  fmt::print("resume of {} unfinished episodes (2 turns each, ~{} KB stored per episode):\n",
+             snaps->size(),
              (system.size() * 2 + task_prompt.size() + reply.size() * 4 + 5000 * 2) / 1024);
-  fmt::print("  load_unfinished {:.2f} s + rebuild {:.2f} s = {:.2f} s  [target <= 5 s]; {} re-sends ready\n",
-             t1 - t0, t2 - t1, t2 - t0, calls);
+  fmt::print(
+      "  load_unfinished {:.2f} s + rebuild {:.2f} s = {:.2f} s  [target <= 5 s]; {} re-sends "
+      "ready\n",
+      t1 - t0, t2 - t1, t2 - t0, calls);
 }
 
 }  // namespace
@@ -352,14 +367,21 @@ int main(int argc, char** argv) {
   std::string keep;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--kernelbench" && i + 1 < argc) kernelbench = argv[++i];
-    else if (a == "--quick") quick = true;
-    else if (a == "--skip-slow") skip_slow = true;
-    else if (a == "--keep" && i + 1 < argc) keep = argv[++i];
-    else if (a == "--only-episodes" && i + 1 < argc) only_episodes = std::atoi(argv[++i]);
+    if (a == "--kernelbench" && i + 1 < argc)
+      kernelbench = argv[++i];
+    else if (a == "--quick")
+      quick = true;
+    else if (a == "--skip-slow")
+      skip_slow = true;
+    else if (a == "--keep" && i + 1 < argc)
+      keep = argv[++i];
+    else if (a == "--only-episodes" && i + 1 < argc)
+      only_episodes = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: korch-bench-engine [--kernelbench DIR] [--quick] [--skip-slow] [--keep DIR] "
-                   "[--only-episodes N]\n");
+      std::fprintf(
+          stderr,
+          "usage: korch-bench-engine [--kernelbench DIR] [--quick] [--skip-slow] [--keep DIR] "
+          "[--only-episodes N]\n");
       return 2;
     }
   }
@@ -371,7 +393,8 @@ int main(int argc, char** argv) {
     level = 0;
     fmt::print("note: {} not found; using the bundled example tasks\n", kernelbench);
   }
-  auto dir = keep.empty() ? fs::temp_directory_path() / fmt::format("korch-bench-{}", ::getpid()) : fs::path(keep);
+  auto dir = keep.empty() ? fs::temp_directory_path() / fmt::format("korch-bench-{}", ::getpid())
+                          : fs::path(keep);
   fs::create_directories(dir);
   auto reply_file = (dir / "reply.txt").string();
   std::ofstream(reply_file) << six_kb_reply();
@@ -386,7 +409,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     fmt::print("1. zero-latency peer, 5 turns per episode (4 CHECK + SUBMIT)\n");
-    fmt::print("   {:>9} {:>8} {:>10} {:>12} {:>12}\n", "episodes", "turns", "turns/s", "p50 ovh ms", "p99 ovh ms");
+    fmt::print("   {:>9} {:>8} {:>10} {:>12} {:>12}\n", "episodes", "turns", "turns/s",
+               "p50 ovh ms", "p99 ovh ms");
     std::vector<int> sizes = quick ? std::vector<int>{1, 100} : std::vector<int>{1, 100, 1000};
     if (only_episodes > 0) sizes = {only_episodes};
     for (int n : sizes) {
@@ -394,7 +418,8 @@ int main(int argc, char** argv) {
       RunStats total;
       for (int r = 0; r < repeat; ++r) {
         auto db = (dir / fmt::format("e{}-{}.db", n, r)).string();
-        auto cfg = campaign(fmt::format("bench-{}-{}", n, r), db, tasks_dir, level, n, peer.port, 5);
+        auto cfg =
+            campaign(fmt::format("bench-{}-{}", n, r), db, tasks_dir, level, n, peer.port, 5);
         auto s = run_once(cfg, n, nullptr);
         if (!s) {
           fmt::print("   {} episodes: {}\n", n, s.error().message);
@@ -404,8 +429,9 @@ int main(int argc, char** argv) {
         total.turns += s->turns;
         total.overheads.insert(total.overheads.end(), s->overheads.begin(), s->overheads.end());
       }
-      fmt::print("   {:>9} {:>8} {:>10.0f} {:>12.2f} {:>12.2f}\n", n, total.turns, total.turns / total.seconds,
-                 percentile(total.overheads, 0.5) * 1e3, percentile(total.overheads, 0.99) * 1e3);
+      fmt::print("   {:>9} {:>8} {:>10.0f} {:>12.2f} {:>12.2f}\n", n, total.turns,
+                 total.turns / total.seconds, percentile(total.overheads, 0.5) * 1e3,
+                 percentile(total.overheads, 0.99) * 1e3);
     }
   }
 
@@ -421,7 +447,8 @@ int main(int argc, char** argv) {
     long rss_before = status_field("VmRSS:");
     long peak_threads = 0;
     long rss_loaded = 0;
-    auto cfg = campaign("bench-slow", (dir / "slow.db").string(), tasks_dir, level, n, peer.port, 5);
+    auto cfg =
+        campaign("bench-slow", (dir / "slow.db").string(), tasks_dir, level, n, peer.port, 5);
     auto s = run_once(cfg, n, &stop, [&] {
       // Three rounds of 5 s replies: sample while all 1,000 are in flight.
       for (int i = 0; i < 120 && !stop; ++i) {
@@ -456,9 +483,11 @@ int main(int argc, char** argv) {
     double per_ep_kib = inflight ? (rss_loaded - rss_before) / static_cast<double>(inflight) : 0;
     double conv_kib = inflight ? conv_bytes / inflight / 1024 : 0;
     fmt::print("\n2. 1,000 episodes in flight, peer latency 5 s, {:.0f} s sampled\n", s->seconds);
-    fmt::print("   peak threads {} [<= 64]; RSS {} MiB -> {} MiB; per in-flight episode {:.1f} KiB vs conversation "
-               "{:.1f} KiB + 64 KiB [target]; turns done {}\n",
-               peak_threads, rss_before / 1024, rss_loaded / 1024, per_ep_kib, conv_kib, s->turns);
+    fmt::print(
+        "   peak threads {} [<= 64]; RSS {} MiB -> {} MiB; per in-flight episode {:.1f} KiB vs "
+        "conversation "
+        "{:.1f} KiB + 64 KiB [target]; turns done {}\n",
+        peak_threads, rss_before / 1024, rss_loaded / 1024, per_ep_kib, conv_kib, s->turns);
     struct rusage ru {};
     ::getrusage(RUSAGE_SELF, &ru);
     fmt::print("   peak RSS of this process (VmHWM) {} MiB\n", status_field("VmHWM:") / 1024);

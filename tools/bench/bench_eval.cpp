@@ -39,8 +39,8 @@
 #include <string>
 #include <vector>
 
-#include "config/tasks.hpp"
 #include <nlohmann/json.hpp>
+#include "config/tasks.hpp"
 
 #include "evaluator/cpu_evaluator.hpp"
 #include "util/fs.hpp"
@@ -109,7 +109,8 @@ void print_profile(const json& evidence, const char* which) {
   std::printf("stages (%s):", which);
   for (auto& [k, v] : stages.items())
     if (v.is_number()) std::printf(" %s=%.3f", k.c_str(), v.get<double>());
-  std::printf(" measure_job=%.3f\njudge phases (%s):", evidence.value("measure_wall_s", 0.0), which);
+  std::printf(" measure_job=%.3f\njudge phases (%s):", evidence.value("measure_wall_s", 0.0),
+              which);
   for (auto& p : phases)
     if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_number())
       std::printf(" %s@%.3f", p[0].get<std::string>().c_str(), p[1].get<double>());
@@ -125,7 +126,8 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
     std::fprintf(stderr, "evaluator: %s\n", ev.error().message.c_str());
     return 0;
   }
-  const std::string tag = std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  const std::string tag =
+      std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   std::vector<std::promise<evaluator::Report>> ps(static_cast<std::size_t>(n));
   std::vector<std::future<evaluator::Report>> fs;
   std::mutex done_mu;
@@ -146,7 +148,8 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
     (*ev)->evaluate(req, [p, i, t0, &done_mu, &done_at, &done_of](evaluator::Report r) {
       {
         std::lock_guard lk(done_mu);
-        done_at.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        done_at.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         done_of[static_cast<std::size_t>(i)] = done_at.back();
       }
       p->set_value(std::move(r));
@@ -179,12 +182,14 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   (*ev)->shutdown();
   const double per_h = n / wall * 3600;
-  std::printf("== throughput %s: %d evaluations (%s, every one a new load_inline source) in %.1f s: "
-              "%.0f evaluations/hour; compile-cache misses %d\n",
-              label, n, mode.c_str(), wall, per_h, misses);
+  std::printf(
+      "== throughput %s: %d evaluations (%s, every one a new load_inline source) in %.1f s: "
+      "%.0f evaluations/hour; compile-cache misses %d\n",
+      label, n, mode.c_str(), wall, per_h, misses);
   for (auto& [gpu, s] : lease_by_gpu)
-    std::printf("   GPU %d: %d evaluations, busy %.1f%% (leased %.1f s of %.1f s), %.0f evaluations/hour\n",
-                gpu, evals_by_gpu[gpu], 100 * s / wall, s, wall, evals_by_gpu[gpu] / wall * 3600);
+    std::printf(
+        "   GPU %d: %d evaluations, busy %.1f%% (leased %.1f s of %.1f s), %.0f evaluations/hour\n",
+        gpu, evals_by_gpu[gpu], 100 * s / wall, s, wall, evals_by_gpu[gpu] / wall * 3600);
   // Steady state: after the pipeline filled (the first result), how fast
   // results come (the compile latency of the first candidates excluded).
   std::lock_guard done_lk(done_mu);
@@ -197,10 +202,11 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
     for (std::size_t i = 0; i < lease_of.size(); ++i)
       if (done_of[i] > done_at.front()) leased += lease_of[i];
     const double n_gpus = std::max<double>(1, static_cast<double>(lease_by_gpu.size()));
-    std::printf("   first result after %.1f s; steady state %.0f evaluations/hour (%zu results in the "
-                "last %.1f s), GPU busy %.1f%% of that window\n", done_at.front(),
-                (done_at.size() - 1) / span * 3600, done_at.size() - 1, span,
-                100 * std::min(leased, span * n_gpus) / (span * n_gpus));
+    std::printf(
+        "   first result after %.1f s; steady state %.0f evaluations/hour (%zu results in the "
+        "last %.1f s), GPU busy %.1f%% of that window\n",
+        done_at.front(), (done_at.size() - 1) / span * 3600, done_at.size() - 1, span,
+        100 * std::min(leased, span * n_gpus) / (span * n_gpus));
   }
   std::printf("   verdicts:");
   for (auto& [v, c] : verdicts) std::printf(" %s=%d", v.c_str(), c);
@@ -227,31 +233,47 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--task") task_paths.push_back(next());
-    else if (a == "--device") device = next();
-    else if (a == "--code") code_path = next();
-    else if (a == "--mode") mode = next();
-    else if (a == "--repeat") repeat = std::atoi(next().c_str());
-    else if (a == "--cache") cache = next();
-    else if (a == "--workers") workers = std::atoi(next().c_str());
-    else if (a == "--fresh") fresh = true;
-    else if (a == "--rules") rules = next() != "off";
-    else if (a == "--print") print = true;
-    else if (a == "--gpus") gpus = next();
-    else if (a == "--do-bench") do_bench = true;
-    else if (a == "--python") python = next();
-    else if (a == "--throughput") tput = std::atoi(next().c_str());
-    else if (a == "--baseline") baseline = std::atoi(next().c_str());
+    if (a == "--task")
+      task_paths.push_back(next());
+    else if (a == "--device")
+      device = next();
+    else if (a == "--code")
+      code_path = next();
+    else if (a == "--mode")
+      mode = next();
+    else if (a == "--repeat")
+      repeat = std::atoi(next().c_str());
+    else if (a == "--cache")
+      cache = next();
+    else if (a == "--workers")
+      workers = std::atoi(next().c_str());
+    else if (a == "--fresh")
+      fresh = true;
+    else if (a == "--rules")
+      rules = next() != "off";
+    else if (a == "--print")
+      print = true;
+    else if (a == "--gpus")
+      gpus = next();
+    else if (a == "--do-bench")
+      do_bench = true;
+    else if (a == "--python")
+      python = next();
+    else if (a == "--throughput")
+      tput = std::atoi(next().c_str());
+    else if (a == "--baseline")
+      baseline = std::atoi(next().c_str());
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
     }
   }
   if (task_paths.empty() || code_path.empty()) {
-    std::fprintf(stderr, "usage: korch-bench-eval --task FILE [--task FILE ...] --code FILE "
-                         "[--mode check|submit] [--device cpu|cuda] [--repeat N] [--cache DIR] "
-                         "[--fresh] [--rules off] [--print] [--gpus SPEC] [--do-bench [--python PY]] "
-                         "[--throughput N [--baseline M]]\n");
+    std::fprintf(stderr,
+                 "usage: korch-bench-eval --task FILE [--task FILE ...] --code FILE "
+                 "[--mode check|submit] [--device cpu|cuda] [--repeat N] [--cache DIR] "
+                 "[--fresh] [--rules off] [--print] [--gpus SPEC] [--do-bench [--python PY]] "
+                 "[--throughput N [--baseline M]]\n");
     return 2;
   }
   if (fresh) setenv("KORCH_EVAL_FRESH_PROCESS", "1", 1);
@@ -268,20 +290,26 @@ int main(int argc, char** argv) {
   if (tput > 0 || baseline > 0) {  // --throughput 0 --baseline M: the baseline alone
     auto task = config::load_task_file(task_paths.front());
     if (!task) {
-      std::fprintf(stderr, "cannot read %s: %s\n", task_paths.front().c_str(), task.error().message.c_str());
+      std::fprintf(stderr, "cannot read %s: %s\n", task_paths.front().c_str(),
+                   task.error().message.c_str());
       return 1;
     }
     if (code->find("KORCH_VARIANT") == std::string::npos) {
-      std::fprintf(stderr, "--throughput needs a code template with KORCH_VARIANT (tools/bench/candidates/)\n");
+      std::fprintf(
+          stderr,
+          "--throughput needs a code template with KORCH_VARIANT (tools/bench/candidates/)\n");
       return 2;
     }
     if (mode == "check") mode = "submit";
-    const double piped = tput > 0 ? throughput(cfg, cache, *task, *code, tput, mode, "pipelined") : 0;
+    const double piped =
+        tput > 0 ? throughput(cfg, cache, *task, *code, tput, mode, "pipelined") : 0;
     if (baseline > 0) {
       setenv("KORCH_EVAL_COMPILE_UNDER_LEASE", "1", 1);
-      const double under = throughput(cfg, cache, *task, *code, baseline, mode, "compile-under-lease");
+      const double under =
+          throughput(cfg, cache, *task, *code, baseline, mode, "compile-under-lease");
       unsetenv("KORCH_EVAL_COMPILE_UNDER_LEASE");
-      if (under > 0 && piped > 0) std::printf("pipelined / compile-under-lease: %.2fx\n", piped / under);
+      if (under > 0 && piped > 0)
+        std::printf("pipelined / compile-under-lease: %.2fx\n", piped / under);
     }
     return 0;
   }
@@ -338,7 +366,8 @@ int main(int argc, char** argv) {
         }
       }
       {
-        auto t = evj.value("measure", nlohmann::json::object()).value("timing", nlohmann::json::object());
+        auto t = evj.value("measure", nlohmann::json::object())
+                     .value("timing", nlohmann::json::object());
         auto ov = t.value("harness_overhead_us", nlohmann::json::object());
         if (ov.contains("ref") && ov.contains("cand")) {
           ov_ref.push_back(ov["ref"].get<double>());
@@ -382,10 +411,11 @@ int main(int argc, char** argv) {
         const double kr = median(ref_ms), kc = median(cand_ms);
         for (int i = 0; i < 2; ++i) {
           const double dr = db["ref_ms"][i].get<double>(), dc = db["cand_ms"][i].get<double>();
-          std::printf("do_bench run %d: ref=%.4fms cand=%.4fms speedup=%.3f | korch median ref=%.4fms "
-                      "(%+.1f%%) cand=%.4fms (%+.1f%%) speedup=%.3f\n",
-                      i + 1, dr, dc, dr / dc, kr, 100 * (kr / dr - 1), kc, 100 * (kc / dc - 1),
-                      median(speedups));
+          std::printf(
+              "do_bench run %d: ref=%.4fms cand=%.4fms speedup=%.3f | korch median ref=%.4fms "
+              "(%+.1f%%) cand=%.4fms (%+.1f%%) speedup=%.3f\n",
+              i + 1, dr, dc, dr / dc, kr, 100 * (kr / dr - 1), kc, 100 * (kc / dc - 1),
+              median(speedups));
         }
         const double r1 = db["cand_ms"][0].get<double>(), r2 = db["cand_ms"][1].get<double>();
         std::printf("do_bench self-agreement (cand, run 2 vs 1): %+.1f%%\n", 100 * (r2 / r1 - 1));

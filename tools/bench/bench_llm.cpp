@@ -75,13 +75,15 @@ Peer start_peer(const std::string& path, int latency_ms) {
     close(fds[0]);
     close(fds[1]);
     const std::string latency = std::to_string(latency_ms);
-    execl(path.c_str(), path.c_str(), "--port", "0", "--latency-ms", latency.c_str(), static_cast<char*>(nullptr));
+    execl(path.c_str(), path.c_str(), "--port", "0", "--latency-ms", latency.c_str(),
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   close(fds[1]);
   FILE* out = fdopen(fds[0], "r");
   char line[128] = {};
-  if (out != nullptr && std::fgets(line, sizeof line, out) != nullptr) std::sscanf(line, "PORT %d", &peer.port);
+  if (out != nullptr && std::fgets(line, sizeof line, out) != nullptr)
+    std::sscanf(line, "PORT %d", &peer.port);
   if (out != nullptr) std::fclose(out);
   return peer;
 }
@@ -98,13 +100,20 @@ int main(int argc, char** argv) {
   int port = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string_view a = argv[i];
-    if (a == "--concurrency") concurrency = std::atoi(argv[i + 1]);
-    else if (a == "--latency-ms") latency_ms = std::atoi(argv[i + 1]);
-    else if (a == "--duration-s") duration_s = std::atof(argv[i + 1]);
-    else if (a == "--warmup-s") warmup_s = std::atof(argv[i + 1]);
-    else if (a == "--host") host = argv[i + 1];
-    else if (a == "--peer") peer_path = argv[i + 1];
-    else if (a == "--port") port = std::atoi(argv[i + 1]);
+    if (a == "--concurrency")
+      concurrency = std::atoi(argv[i + 1]);
+    else if (a == "--latency-ms")
+      latency_ms = std::atoi(argv[i + 1]);
+    else if (a == "--duration-s")
+      duration_s = std::atof(argv[i + 1]);
+    else if (a == "--warmup-s")
+      warmup_s = std::atof(argv[i + 1]);
+    else if (a == "--host")
+      host = argv[i + 1];
+    else if (a == "--peer")
+      peer_path = argv[i + 1];
+    else if (a == "--port")
+      port = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "korch-bench-llm: unknown flag %s\n", argv[i]);
       return 2;
@@ -125,7 +134,9 @@ int main(int argc, char** argv) {
   Peer peer;
   if (port == 0) {
     if (peer_path.empty()) {
-      peer_path = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "korch-bench-peer").string();
+      peer_path =
+          (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "korch-bench-peer")
+              .string();
     }
     peer = start_peer(peer_path, latency_ms);
     if (peer.port == 0) {
@@ -151,15 +162,18 @@ int main(int argc, char** argv) {
   }
 
   const auto t0 = Clock::now();
-  const auto measure_from = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warmup_s));
-  const auto measure_to = measure_from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(duration_s));
+  const auto measure_from =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warmup_s));
+  const auto measure_to = measure_from + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(duration_s));
   std::atomic<bool> stopping{false};
   std::atomic<std::int64_t> next_id{0};
   std::atomic<std::int64_t> failures{0};
   std::atomic<std::int64_t> measured{0};
   std::vector<double> overheads_ms;  // touched only by the event-loop thread
   std::vector<double> queue_ms;      // submit() to the start of the last attempt
-  overheads_ms.reserve(static_cast<std::size_t>(concurrency * (duration_s + 2) * 1000.0 / std::max(1, latency_ms)));
+  overheads_ms.reserve(
+      static_cast<std::size_t>(concurrency * (duration_s + 2) * 1000.0 / std::max(1, latency_ms)));
 
   std::function<void()> submit_one;
   submit_one = [&] {
@@ -176,7 +190,8 @@ int main(int argc, char** argv) {
                          held_s = std::atof(r.provider_request_id.c_str() + 10) / 1e6;
                        }
                        overheads_ms.push_back((r.latency_s - held_s) * 1000.0);
-                       const double attempt_s = r.attempts.empty() ? 0.0 : r.attempts.back().latency_s;
+                       const double attempt_s =
+                           r.attempts.empty() ? 0.0 : r.attempts.back().latency_s;
                        queue_ms.push_back((r.latency_s - attempt_s) * 1000.0);
                      }
                      if (!stopping.load()) submit_one();
@@ -186,7 +201,8 @@ int main(int argc, char** argv) {
   // Ramp up over one latency period so the load is smooth, not in waves.
   const double ramp_s = latency_ms / 1000.0;
   for (int i = 0; i < concurrency; ++i) {
-    const auto due = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(ramp_s * i / concurrency));
+    const auto due = t0 + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(ramp_s * i / concurrency));
     std::this_thread::sleep_until(due);
     submit_one();
   }
@@ -210,19 +226,25 @@ int main(int argc, char** argv) {
 
   const double n = static_cast<double>(measured.load());
   std::vector<double> v = overheads_ms;
-  std::printf("korch-bench-llm: %d concurrent requests to %s, server latency %d ms, window %.1f s after %.1f s warm-up\n",
-              concurrency, model.base_url.c_str(), latency_ms, duration_s, warmup_s);
+  std::printf(
+      "korch-bench-llm: %d concurrent requests to %s, server latency %d ms, window %.1f s after "
+      "%.1f s warm-up\n",
+      concurrency, model.base_url.c_str(), latency_ms, duration_s, warmup_s);
   std::printf("  throughput        %.0f req/s (%lld completed in window)\n", n / duration_s,
               static_cast<long long>(measured.load()));
   std::printf("  threads (max)     %d\n", max_threads);
-  std::printf("  cpu per request   %.1f us (user+sys, whole process)\n", n > 0 ? (cpu_end - cpu_start) / n * 1e6 : 0.0);
-  std::printf("  client overhead   p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", percentile(v, 0.50), percentile(v, 0.99),
-              v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()));
-  std::printf("  of which queued   p50 %.2f ms, p99 %.2f ms (submit to attempt start)\n", percentile(queue_ms, 0.50),
-              percentile(queue_ms, 0.99));
-  std::printf("  failures %lld, http attempts %lld, retries %lld, resolver starts %lld, limit changes %lld\n",
-              static_cast<long long>(failures.load()), static_cast<long long>(stats_at_end.http_attempts),
-              static_cast<long long>(stats_at_end.retries), static_cast<long long>(stats_at_end.resolver_starts),
-              static_cast<long long>(stats_at_end.limit_changes));
+  std::printf("  cpu per request   %.1f us (user+sys, whole process)\n",
+              n > 0 ? (cpu_end - cpu_start) / n * 1e6 : 0.0);
+  std::printf("  client overhead   p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", percentile(v, 0.50),
+              percentile(v, 0.99), v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()));
+  std::printf("  of which queued   p50 %.2f ms, p99 %.2f ms (submit to attempt start)\n",
+              percentile(queue_ms, 0.50), percentile(queue_ms, 0.99));
+  std::printf(
+      "  failures %lld, http attempts %lld, retries %lld, resolver starts %lld, limit changes "
+      "%lld\n",
+      static_cast<long long>(failures.load()), static_cast<long long>(stats_at_end.http_attempts),
+      static_cast<long long>(stats_at_end.retries),
+      static_cast<long long>(stats_at_end.resolver_starts),
+      static_cast<long long>(stats_at_end.limit_changes));
   return 0;
 }

@@ -55,7 +55,9 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 constexpr const char* k_token = "bench-serve-token-0123456789abcdef";
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -79,7 +81,8 @@ struct Child {
     std::fflush(nullptr);
     pid = ::fork();
     if (pid == 0) {
-      if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr)) ::_exit(126);
+      if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr))
+        ::_exit(126);
       for (auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
       std::vector<char*> args;
       for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -199,10 +202,12 @@ struct Errors {
 
 std::string campaign_toml(const std::string& tasks_dir, int peer_port, int samples) {
   std::ostringstream s;
-  s << "name = \"bench-serve\"\nsamples_per_task = " << samples << "\nmax_turns = 4\nmax_inflight_episodes = 8\n"
+  s << "name = \"bench-serve\"\nsamples_per_task = " << samples
+    << "\nmax_turns = 4\nmax_inflight_episodes = 8\n"
     << "log_level = \"warn\"\n[tasks]\nkernelbench_dir = \"" << tasks_dir << "\"\nids = \"1-4\"\n"
     << "[evaluator]\nmode = \"mock\"\nmock_latency_s = 0.25\n"
-    << "[[models]]\nid = \"m1\"\nbase_url = \"http://127.0.0.1:" << peer_port << "/v1\"\nmodel = \"peer\"\n"
+    << "[[models]]\nid = \"m1\"\nbase_url = \"http://127.0.0.1:" << peer_port
+    << "/v1\"\nmodel = \"peer\"\n"
     << "concurrency = 8\nprice_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 2.0\n";
   return s.str();
 }
@@ -233,7 +238,8 @@ struct ApiResult {
   std::atomic<long> sse_events{0}, sse_keepalives{0}, sse_open{0};
 };
 
-void api_phase(const Options& o, int port, pid_t daemon, const std::string& campaign_id, Errors& errors) {
+void api_phase(const Options& o, int port, pid_t daemon, const std::string& campaign_id,
+               Errors& errors) {
   ApiResult res;
   std::atomic<bool> stop{false};
   std::vector<std::thread> streams;
@@ -253,14 +259,18 @@ void api_phase(const Options& o, int port, pid_t daemon, const std::string& camp
         }
         buf.append(data, n);
         for (std::size_t p; (p = buf.find("\n\n")) != std::string::npos; buf.erase(0, p + 2)) {
-          if (buf.rfind("event: progress", 0) == 0) ++res.sse_events;
-          else if (buf.rfind(":", 0) == 0) ++res.sse_keepalives;
-          else if (buf.rfind("event: shutdown", 0) == 0 && !stop) errors.add("sse: shutdown during the run");
+          if (buf.rfind("event: progress", 0) == 0)
+            ++res.sse_events;
+          else if (buf.rfind(":", 0) == 0)
+            ++res.sse_keepalives;
+          else if (buf.rfind("event: shutdown", 0) == 0 && !stop)
+            errors.add("sse: shutdown during the run");
         }
         return !stop.load();
       });
       if (!stop.load()) {
-        errors.add(r ? fmt::format("sse: ended early (HTTP {})", r->status) : "sse: " + httplib::to_string(r.error()));
+        errors.add(r ? fmt::format("sse: ended early (HTTP {})", r->status)
+                     : "sse: " + httplib::to_string(r.error()));
       }
     });
   }
@@ -269,7 +279,8 @@ void api_phase(const Options& o, int port, pid_t daemon, const std::string& camp
   while (res.sse_open.load() < o.clients && seconds_since(t_open) < 30) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  fmt::print("  {} progress streams open after {:.2f} s\n", res.sse_open.load(), seconds_since(t_open));
+  fmt::print("  {} progress streams open after {:.2f} s\n", res.sse_open.load(),
+             seconds_since(t_open));
 
   Sampler sampler(daemon);
   double cpu0 = cpu_seconds(daemon);
@@ -304,7 +315,8 @@ void api_phase(const Options& o, int port, pid_t daemon, const std::string& camp
         if (o.think_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.think_ms));
       }
       std::lock_guard lock(merge);
-      for (auto& [k, v] : mine) res.latency_ms[k].insert(res.latency_ms[k].end(), v.begin(), v.end());
+      for (auto& [k, v] : mine)
+        res.latency_ms[k].insert(res.latency_ms[k].end(), v.begin(), v.end());
     });
   }
   for (auto& t : clients) t.join();
@@ -318,13 +330,17 @@ void api_phase(const Options& o, int port, pid_t daemon, const std::string& camp
   fmt::print("  {} clients x {:.0f} s: {} requests ({:.0f}/s), think time {} ms\n", o.clients, wall,
              res.requests.load(), static_cast<double>(res.requests.load()) / wall, o.think_ms);
   for (auto& [name, v] : res.latency_ms) {
-    fmt::print("  {:<36} n={:<7} p50 {:7.2f} ms  p90 {:7.2f} ms  p99 {:7.2f} ms  max {:7.2f} ms\n", name, v.size(),
-               percentile(v, 0.5), percentile(v, 0.9), percentile(v, 0.99), percentile(v, 1.0));
+    fmt::print("  {:<36} n={:<7} p50 {:7.2f} ms  p90 {:7.2f} ms  p99 {:7.2f} ms  max {:7.2f} ms\n",
+               name, v.size(), percentile(v, 0.5), percentile(v, 0.9), percentile(v, 0.99),
+               percentile(v, 1.0));
   }
-  fmt::print("  progress streams: {} open, {} progress events, {} keep-alives\n", res.sse_open.load(),
-             res.sse_events.load(), res.sse_keepalives.load());
-  fmt::print("  daemon: threads {} (max {}), RSS {:.1f} MiB (max {:.1f}), CPU {:.1f} s ({:.0f}% of one core)\n",
-             during.threads, sampler.max_threads(), during.rss_mb, sampler.max_rss_mb(), cpu, 100 * cpu / wall);
+  fmt::print("  progress streams: {} open, {} progress events, {} keep-alives\n",
+             res.sse_open.load(), res.sse_events.load(), res.sse_keepalives.load());
+  fmt::print(
+      "  daemon: threads {} (max {}), RSS {:.1f} MiB (max {:.1f}), CPU {:.1f} s ({:.0f}% of one "
+      "core)\n",
+      during.threads, sampler.max_threads(), during.rss_mb, sampler.max_rss_mb(), cpu,
+      100 * cpu / wall);
 }
 
 // --- phase 2: OpenEnv sessions ------------------------------------------------------
@@ -332,7 +348,8 @@ namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 namespace net = boost::asio;
 
-void env_phase(const Options& o, int env_port, pid_t daemon, const std::string& task_file, Errors& errors) {
+void env_phase(const Options& o, int env_port, pid_t daemon, const std::string& task_file,
+               Errors& errors) {
   std::atomic<long> steps{0}, resets{0}, done_episodes{0};
   std::atomic<int> connected{0};
   std::mutex merge;
@@ -342,7 +359,8 @@ void env_phase(const Options& o, int env_port, pid_t daemon, const std::string& 
   auto t0 = Clock::now();
   std::vector<std::thread> sessions;
   const std::string code =
-      "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n";
+      "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return "
+      "torch.relu(x)\n";
   for (int i = 0; i < o.env_sessions; ++i) {
     sessions.emplace_back([&, i] {
       std::vector<double> mine;
@@ -367,7 +385,8 @@ void env_phase(const Options& o, int env_port, pid_t daemon, const std::string& 
           auto r = call({{"type", "reset"}, {"data", {{"seed", i}, {"task_id", task_file}}}});
           ++resets;
           if (!r.is_object() || r.value("type", "") != "observation") {
-            errors.add("env reset: " + (r.is_object() ? r.dump().substr(0, 200) : std::string("bad frame")));
+            errors.add("env reset: " +
+                       (r.is_object() ? r.dump().substr(0, 200) : std::string("bad frame")));
             return false;
           }
           return true;
@@ -375,10 +394,13 @@ void env_phase(const Options& o, int env_port, pid_t daemon, const std::string& 
         if (!reset()) return;
         for (int k = 0; seconds_since(t0) < o.env_duration_s; ++k) {
           auto t = Clock::now();
-          auto r = call({{"type", "step"}, {"data", {{"code", code + "# " + std::to_string(k) + "\n"}, {"action", "CHECK"}}}});
+          auto r = call(
+              {{"type", "step"},
+               {"data", {{"code", code + "# " + std::to_string(k) + "\n"}, {"action", "CHECK"}}}});
           double ms = seconds_since(t) * 1000;
           if (!r.is_object() || r.value("type", "") != "observation") {
-            errors.add("env step: " + (r.is_object() ? r.dump().substr(0, 200) : std::string("bad frame")));
+            errors.add("env step: " +
+                       (r.is_object() ? r.dump().substr(0, 200) : std::string("bad frame")));
             break;
           }
           mine.push_back(ms);
@@ -402,20 +424,24 @@ void env_phase(const Options& o, int env_port, pid_t daemon, const std::string& 
   double wall = seconds_since(t0);
   double cpu = cpu_seconds(daemon) - cpu0;
   sampler.stop();
-  fmt::print("  {} sessions connected; {} CHECK steps in {:.0f} s ({:.1f}/s), {} resets, {} episodes ended\n",
-             connected.load(), steps.load(), wall, static_cast<double>(steps.load()) / wall, resets.load(),
-             done_episodes.load());
-  fmt::print("  step latency: p50 {:.1f} ms  p90 {:.1f} ms  p99 {:.1f} ms  max {:.1f} ms\n", percentile(step_ms, 0.5),
-             percentile(step_ms, 0.9), percentile(step_ms, 0.99), percentile(step_ms, 1.0));
-  fmt::print("  daemon: threads max {}, RSS max {:.1f} MiB, CPU {:.1f} s\n", sampler.max_threads(), sampler.max_rss_mb(),
-             cpu);
+  fmt::print(
+      "  {} sessions connected; {} CHECK steps in {:.0f} s ({:.1f}/s), {} resets, {} episodes "
+      "ended\n",
+      connected.load(), steps.load(), wall, static_cast<double>(steps.load()) / wall, resets.load(),
+      done_episodes.load());
+  fmt::print("  step latency: p50 {:.1f} ms  p90 {:.1f} ms  p99 {:.1f} ms  max {:.1f} ms\n",
+             percentile(step_ms, 0.5), percentile(step_ms, 0.9), percentile(step_ms, 0.99),
+             percentile(step_ms, 1.0));
+  fmt::print("  daemon: threads max {}, RSS max {:.1f} MiB, CPU {:.1f} s\n", sampler.max_threads(),
+             sampler.max_rss_mb(), cpu);
 }
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: korch-bench-serve [--clients N] [--duration-s S] [--think-ms N] [--env-sessions N]\n"
-               "                         [--env-duration-s S] [--samples N] [--korch PATH] [--peer PATH]\n"
-               "                         [--http-threads N] [--sse-max-clients N] [--keep]\n");
+  std::fprintf(
+      stderr,
+      "usage: korch-bench-serve [--clients N] [--duration-s S] [--think-ms N] [--env-sessions N]\n"
+      "                         [--env-duration-s S] [--samples N] [--korch PATH] [--peer PATH]\n"
+      "                         [--http-threads N] [--sse-max-clients N] [--keep]\n");
   return 2;
 }
 
@@ -426,18 +452,30 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--clients") o.clients = std::atoi(next().c_str());
-    else if (a == "--duration-s") o.duration_s = std::atof(next().c_str());
-    else if (a == "--think-ms") o.think_ms = std::atoi(next().c_str());
-    else if (a == "--env-sessions") o.env_sessions = std::atoi(next().c_str());
-    else if (a == "--env-duration-s") o.env_duration_s = std::atof(next().c_str());
-    else if (a == "--samples") o.samples = std::atoi(next().c_str());
-    else if (a == "--korch") o.korch = next();
-    else if (a == "--peer") o.peer = next();
-    else if (a == "--http-threads") o.http_threads = std::atoi(next().c_str());
-    else if (a == "--sse-max-clients") o.sse_max_clients = std::atoi(next().c_str());
-    else if (a == "--keep") o.keep = true;
-    else return usage();
+    if (a == "--clients")
+      o.clients = std::atoi(next().c_str());
+    else if (a == "--duration-s")
+      o.duration_s = std::atof(next().c_str());
+    else if (a == "--think-ms")
+      o.think_ms = std::atoi(next().c_str());
+    else if (a == "--env-sessions")
+      o.env_sessions = std::atoi(next().c_str());
+    else if (a == "--env-duration-s")
+      o.env_duration_s = std::atof(next().c_str());
+    else if (a == "--samples")
+      o.samples = std::atoi(next().c_str());
+    else if (a == "--korch")
+      o.korch = next();
+    else if (a == "--peer")
+      o.peer = next();
+    else if (a == "--http-threads")
+      o.http_threads = std::atoi(next().c_str());
+    else if (a == "--sse-max-clients")
+      o.sse_max_clients = std::atoi(next().c_str());
+    else if (a == "--keep")
+      o.keep = true;
+    else
+      return usage();
   }
   if (o.clients < 1 || o.duration_s <= 0 || o.env_sessions < 0) return usage();
   if (o.http_threads <= 0) o.http_threads = 2 * o.clients + 16;
@@ -451,8 +489,8 @@ int main(int argc, char** argv) {
   std::ofstream(dir + "/reply.txt") << reply_text();
 
   Child peer;
-  peer.start({o.peer, "--port", "0", "--latency-ms", "100", "--reply-file", dir + "/reply.txt"}, dir + "/peer.out",
-             dir + "/peer.err");
+  peer.start({o.peer, "--port", "0", "--latency-ms", "100", "--reply-file", dir + "/reply.txt"},
+             dir + "/peer.out", dir + "/peer.err");
   int peer_port = 0;
   for (int i = 0; i < 500 && !peer_port; ++i) {
     auto t = slurp(dir + "/peer.out");
@@ -467,41 +505,65 @@ int main(int argc, char** argv) {
   }
 
   Child serve;
-  std::vector<std::string> args = {o.korch, "serve", "--db", dir + "/serve.db", "--listen", "127.0.0.1:0",
-                                   "--env-listen", "127.0.0.1:0", "--log-level", "warn",
-                                   "--http-threads", std::to_string(o.http_threads),
-                                   "--http-queue", std::to_string(o.http_threads),
-                                   "--sse-max-clients", std::to_string(o.sse_max_clients),
-                                   "--sse-keepalive-s", "2",
-                                   "--env-max-sessions", std::to_string(std::max(1, o.env_sessions)),
-                                   "--evaluator-mode", "mock", "--evaluator-mock-latency-s", "0.05",
-                                   "--evaluator-workers", "16"};
+  std::vector<std::string> args = {o.korch,
+                                   "serve",
+                                   "--db",
+                                   dir + "/serve.db",
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--env-listen",
+                                   "127.0.0.1:0",
+                                   "--log-level",
+                                   "warn",
+                                   "--http-threads",
+                                   std::to_string(o.http_threads),
+                                   "--http-queue",
+                                   std::to_string(o.http_threads),
+                                   "--sse-max-clients",
+                                   std::to_string(o.sse_max_clients),
+                                   "--sse-keepalive-s",
+                                   "2",
+                                   "--env-max-sessions",
+                                   std::to_string(std::max(1, o.env_sessions)),
+                                   "--evaluator-mode",
+                                   "mock",
+                                   "--evaluator-mock-latency-s",
+                                   "0.05",
+                                   "--evaluator-workers",
+                                   "16"};
   serve.start(args, dir + "/serve.out", dir + "/serve.err", {{"KORCH_API_TOKEN", k_token}});
   int port = 0, env_port = 0;
   for (int i = 0; i < 1500 && !(port && env_port); ++i) {
     auto t = slurp(dir + "/serve.out");
-    if (auto p = t.find("LISTEN api "); p != std::string::npos && t.find('\n', p) != std::string::npos) {
+    if (auto p = t.find("LISTEN api ");
+        p != std::string::npos && t.find('\n', p) != std::string::npos) {
       port = std::stoi(t.substr(p + 11));
     }
-    if (auto p = t.find("LISTEN env "); p != std::string::npos && t.find('\n', p) != std::string::npos) {
+    if (auto p = t.find("LISTEN env ");
+        p != std::string::npos && t.find('\n', p) != std::string::npos) {
       env_port = std::stoi(t.substr(p + 11));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!port || !env_port) {
-    std::fprintf(stderr, "korch-bench-serve: korch serve did not start:\n%s\n", slurp(dir + "/serve.err").c_str());
+    std::fprintf(stderr, "korch-bench-serve: korch serve did not start:\n%s\n",
+                 slurp(dir + "/serve.err").c_str());
     return 1;
   }
   auto idle = sample_proc(serve.pid);
-  fmt::print("korch serve: http_threads {}, sse_max_clients {}, env.max_sessions {}; idle: threads {}, RSS {:.1f} MiB\n",
-             o.http_threads, o.sse_max_clients, o.env_sessions, idle.threads, idle.rss_mb);
+  fmt::print(
+      "korch serve: http_threads {}, sse_max_clients {}, env.max_sessions {}; idle: threads {}, "
+      "RSS {:.1f} MiB\n",
+      o.http_threads, o.sse_max_clients, o.env_sessions, idle.threads, idle.rss_mb);
 
   httplib::Client admin("127.0.0.1", port);
   admin.set_bearer_token_auth(k_token);
   admin.set_read_timeout(30, 0);
-  auto r = admin.Post("/api/campaigns", campaign_toml(tasks_dir, peer_port, o.samples), "application/toml");
+  auto r = admin.Post("/api/campaigns", campaign_toml(tasks_dir, peer_port, o.samples),
+                      "application/toml");
   if (!r || r->status != 201) {
-    std::fprintf(stderr, "korch-bench-serve: submit failed: %s\n", r ? r->body.c_str() : "no reply");
+    std::fprintf(stderr, "korch-bench-serve: submit failed: %s\n",
+                 r ? r->body.c_str() : "no reply");
     return 1;
   }
   std::string id = json::parse(r->body)["id"];
@@ -515,20 +577,22 @@ int main(int argc, char** argv) {
   }
 
   Errors api_errors, env_errors;
-  fmt::print("\n1. {} API clients, each with a progress stream, for {:.0f} s against a running campaign\n", o.clients,
-             o.duration_s);
+  fmt::print(
+      "\n1. {} API clients, each with a progress stream, for {:.0f} s against a running campaign\n",
+      o.clients, o.duration_s);
   auto before = state_of();
   api_phase(o, port, serve.pid, id, api_errors);
   auto after = state_of();
-  fmt::print("  campaign during the run: phase {} -> {}, final episodes {} -> {} of {}, turns {} -> {}\n",
-             before.value("phase", "?"), after.value("phase", "?"), before["progress"].value("final", 0),
-             after["progress"].value("final", 0), after["progress"].value("episodes", 0),
-             before["progress"].value("turns", 0), after["progress"].value("turns", 0));
+  fmt::print(
+      "  campaign during the run: phase {} -> {}, final episodes {} -> {} of {}, turns {} -> {}\n",
+      before.value("phase", "?"), after.value("phase", "?"), before["progress"].value("final", 0),
+      after["progress"].value("final", 0), after["progress"].value("episodes", 0),
+      before["progress"].value("turns", 0), after["progress"].value("turns", 0));
   fmt::print("  errors: {}\n", api_errors.describe());
 
   if (o.env_sessions > 0) {
-    fmt::print("\n2. {} OpenEnv sessions doing CHECK steps (mock evaluator, 50 ms) for {:.0f} s\n", o.env_sessions,
-               o.env_duration_s);
+    fmt::print("\n2. {} OpenEnv sessions doing CHECK steps (mock evaluator, 50 ms) for {:.0f} s\n",
+               o.env_sessions, o.env_duration_s);
     env_phase(o, env_port, serve.pid, tasks_dir + "/1_ReLU_small.py", env_errors);
     fmt::print("  errors: {}\n", env_errors.describe());
   }

@@ -101,7 +101,8 @@ void check(const korch::Result<korch::store::CommitInfo>& r) {
 // Campaign, task and `episodes` episodes, committed in chunks.
 void seed(Store& store, int episodes) {
   WriteBatch b;
-  b.put(korch::store::CampaignRow{.id = k_campaign, .name = "bench", .config_json = "{}", .created_at = 1});
+  b.put(korch::store::CampaignRow{
+      .id = k_campaign, .name = "bench", .config_json = "{}", .created_at = 1});
   b.put(korch::store::TaskRow{.campaign_id = k_campaign,
                               .task_id = "L1/1",
                               .level = 1,
@@ -110,14 +111,15 @@ void seed(Store& store, int episodes) {
                               .path = "1_matmul.py",
                               .source = "class Model: ..."});
   for (int i = 0; i < episodes; ++i) {
-    b.put(korch::store::EpisodeRow{korch::store::EpisodeSummary{.id = episode_id(i),
-                                                                .campaign_id = k_campaign,
-                                                                .task_id = "L1/1",
-                                                                .model_id = "model-a",
-                                                                .sample_index = i,
-                                                                .status = "running",
-                                                                .created_at = static_cast<double>(i)},
-                                   payloads().user});
+    b.put(
+        korch::store::EpisodeRow{korch::store::EpisodeSummary{.id = episode_id(i),
+                                                              .campaign_id = k_campaign,
+                                                              .task_id = "L1/1",
+                                                              .model_id = "model-a",
+                                                              .sample_index = i,
+                                                              .status = "running",
+                                                              .created_at = static_cast<double>(i)},
+                                 payloads().user});
     if (b.size() >= 2000) check(store.commit_sync(std::exchange(b, WriteBatch{})));
   }
   check(store.commit_sync(std::move(b)));
@@ -172,7 +174,8 @@ WriteBatch turn_batch(const std::string& ep, int turn) {
                                  .latency_s = 21.5,
                                  .http_attempts = 1,
                                  .attempts_json = "[]"});
-  b.update(korch::store::EpisodeUpdate{.id = ep, .active_s = 21.5 * turn, .tokens_used = 13800 * turn});
+  b.update(
+      korch::store::EpisodeUpdate{.id = ep, .active_s = 21.5 * turn, .tokens_used = 13800 * turn});
   return b;
 }
 
@@ -283,9 +286,10 @@ int main(int argc, char** argv) {
     } else if (arg == "--synchronous" && i + 1 < argc) {
       synchronous = argv[++i];
     } else {
-      std::fprintf(stderr,
-                   "usage: korch-bench-store [--db PATH] [--quick] [--only-producers N] [--seconds S] "
-                   "[--synchronous MODE]\n");
+      std::fprintf(
+          stderr,
+          "usage: korch-bench-store [--db PATH] [--quick] [--only-producers N] [--seconds S] "
+          "[--synchronous MODE]\n");
       return 2;
     }
   }
@@ -303,12 +307,13 @@ int main(int argc, char** argv) {
   const int resume_episodes = quick ? 1000 : 10000;
   constexpr int k_resume_turns = 3;
 
-  std::printf("korch-bench-store: db %s, synchronous=%s unless noted, %.1f s per scenario\n", db.c_str(),
-              synchronous.c_str(), duration_s);
+  std::printf("korch-bench-store: db %s, synchronous=%s unless noted, %.1f s per scenario\n",
+              db.c_str(), synchronous.c_str(), duration_s);
   std::printf(
       "turn = TurnRow(6 KB code) + assistant msg(6 KB) + user msg(2 KB) + LlmCallRow(6 KB) + "
       "EpisodeUpdate\n\n");
-  std::printf("%-50s %9s %7s %11s %9s %9s\n", "scenario", "commits", "secs", "commits/s", "p50 ms", "p99 ms");
+  std::printf("%-50s %9s %7s %11s %9s %9s\n", "scenario", "commits", "secs", "commits/s", "p50 ms",
+              "p99 ms");
 
   std::vector<int> producer_counts = {1, 64, 1000};
   if (only_producers > 0) producer_counts = {only_producers};
@@ -317,8 +322,8 @@ int main(int argc, char** argv) {
     seed(*store, producers);
     auto r = run_producers(*store, producers, duration_s,
                            [](int ep, int turn) { return turn_batch(episode_id(ep), turn); });
-    std::string label =
-        "turns, group commit, " + std::to_string(producers) + " producer" + (producers == 1 ? "" : "s");
+    std::string label = "turns, group commit, " + std::to_string(producers) + " producer" +
+                        (producers == 1 ? "" : "s");
     print_row(label.c_str(), r);
   }
   if (only_producers > 0) {
@@ -337,7 +342,8 @@ int main(int argc, char** argv) {
     seed(*store, 1);
     auto r = run_producers(*store, 1, duration_s, [](int, int turn) {
       WriteBatch b;
-      b.put(korch::store::EventRow{.episode_id = episode_id(0), .turn = turn, .kind = "bench", .at = 1});
+      b.put(korch::store::EventRow{
+          .episode_id = episode_id(0), .turn = turn, .kind = "bench", .at = 1});
       return b;
     });
     print_row("single-row commits, no grouping, 1 producer", r);
@@ -347,7 +353,8 @@ int main(int argc, char** argv) {
     seed(*store, 64);
     auto r = run_producers(*store, 64, duration_s, [](int ep, int turn) {
       WriteBatch b;
-      b.put(korch::store::EventRow{.episode_id = episode_id(ep), .turn = turn, .kind = "bench", .at = 1});
+      b.put(korch::store::EventRow{
+          .episode_id = episode_id(ep), .turn = turn, .kind = "bench", .at = 1});
       return b;
     });
     print_row("single-row commits, no grouping, 64 producers", r);
@@ -418,8 +425,9 @@ int main(int argc, char** argv) {
         for (const auto& l : s.llm_calls) bytes += l.content.size();
       }
       std::printf(
-          "\nload_unfinished pass %d: %zu episodes, %zu turns, %zu messages, %.0f MB of text in %.2f s", pass,
-          snaps->size(), turns, messages, static_cast<double>(bytes) / 1e6, secs);
+          "\nload_unfinished pass %d: %zu episodes, %zu turns, %zu messages, %.0f MB of text in "
+          "%.2f s",
+          pass, snaps->size(), turns, messages, static_cast<double>(bytes) / 1e6, secs);
     }
     std::printf("\n");
     std::error_code ec;

@@ -12,11 +12,11 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <csignal>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <algorithm>
 #include <cerrno>
@@ -34,7 +34,7 @@
 
 namespace {
 
-constexpr int k_backlog = 65535;          // the kernel clamps it to somaxconn
+constexpr int k_backlog = 65535;  // the kernel clamps it to somaxconn
 constexpr std::size_t k_max_request = 16u << 20;
 constexpr int k_epoll_batch = 1024;
 constexpr const char* k_default_reply = "Hello from korch-bench-peer.";
@@ -90,7 +90,9 @@ struct Pending {
 class Peer {
  public:
   Peer(std::int64_t latency_us, std::string content)
-      : m_latency_us(latency_us), m_content_json(json_escape(content)), m_content_tokens(static_cast<std::int64_t>(content.size() / 4 + 1)) {}
+      : m_latency_us(latency_us),
+        m_content_json(json_escape(content)),
+        m_content_tokens(static_cast<std::int64_t>(content.size() / 4 + 1)) {}
 
   bool listen_on(const std::string& host, int port) {
     m_listen = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -143,7 +145,8 @@ class Peer {
 
  private:
   Conn& conn(int fd) {
-    if (static_cast<std::size_t>(fd) >= m_conns.size()) m_conns.resize(static_cast<std::size_t>(fd) + 1024);
+    if (static_cast<std::size_t>(fd) >= m_conns.size())
+      m_conns.resize(static_cast<std::size_t>(fd) + 1024);
     return m_conns[static_cast<std::size_t>(fd)];
   }
 
@@ -244,7 +247,8 @@ class Peer {
       const std::int64_t prompt_tokens = static_cast<std::int64_t>(p.prompt_bytes / 4 + 1);
       std::string body;
       body.reserve(m_content_json.size() + 320);
-      body += R"({"id":"chatcmpl-peer","object":"chat.completion","created":0,"model":"peer","choices":[{"index":0,"message":{"role":"assistant","content":")";
+      body +=
+          R"({"id":"chatcmpl-peer","object":"chat.completion","created":0,"model":"peer","choices":[{"index":0,"message":{"role":"assistant","content":")";
       body += m_content_json;
       body += R"("},"finish_reason":"stop"}],"usage":{"prompt_tokens":)";
       body += std::to_string(prompt_tokens);
@@ -254,9 +258,10 @@ class Peer {
       body += std::to_string(prompt_tokens + m_content_tokens);
       body += "}}";
       const std::int64_t held = now_us() - p.received_us;
-      queue_write(p.fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nx-request-id: peer-hold-" +
-                            std::to_string(held) + "\r\nContent-Length: " + std::to_string(body.size()) +
-                            "\r\n\r\n" + body);
+      queue_write(p.fd,
+                  "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nx-request-id: peer-hold-" +
+                      std::to_string(held) + "\r\nContent-Length: " + std::to_string(body.size()) +
+                      "\r\n\r\n" + body);
     }
   }
 
@@ -336,7 +341,9 @@ int main(int argc, char** argv) {
       ss << in.rdbuf();
       content = ss.str();
     } else {
-      std::fprintf(stderr, "usage: korch-bench-peer [--port N] [--host H] [--latency-ms N] [--reply-file FILE]\n");
+      std::fprintf(
+          stderr,
+          "usage: korch-bench-peer [--port N] [--host H] [--latency-ms N] [--reply-file FILE]\n");
       return arg == "--help" ? 0 : 2;
     }
   }
@@ -350,7 +357,8 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   Peer peer(latency_ms * 1000, content);
   if (!peer.listen_on(host, port)) {
-    std::fprintf(stderr, "korch-bench-peer: cannot listen on %s:%d: %s\n", host.c_str(), port, std::strerror(errno));
+    std::fprintf(stderr, "korch-bench-peer: cannot listen on %s:%d: %s\n", host.c_str(), port,
+                 std::strerror(errno));
     return 1;
   }
   std::printf("PORT %d\n", peer.port());

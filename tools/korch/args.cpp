@@ -28,8 +28,8 @@ int report_failure(std::string_view verb, ErrorKind kind, std::string message) {
   return report_failure(verb, Error{std::move(message), kind});
 }
 
-std::optional<Args> parse_args(int argc, char** argv, int first, const std::vector<std::string>& switches,
-                               std::string* error) {
+std::optional<Args> parse_args(int argc, char** argv, int first,
+                               const std::vector<std::string>& switches, std::string* error) {
   Args args;
   for (int i = first; i < argc; ++i) {
     std::string a = argv[i];

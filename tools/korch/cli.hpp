@@ -15,9 +15,9 @@ namespace korch::cli {
 
 // Exit codes, as documented in `korch --help`.
 inline constexpr int k_exit_ok = 0;
-inline constexpr int k_exit_error = 1;       // a failure (store, evaluator, I/O)
-inline constexpr int k_exit_usage = 2;       // bad arguments or bad config
-inline constexpr int k_exit_aborted = 3;     // the run stopped on a campaign-wide failure
+inline constexpr int k_exit_error = 1;          // a failure (store, evaluator, I/O)
+inline constexpr int k_exit_usage = 2;          // bad arguments or bad config
+inline constexpr int k_exit_aborted = 3;        // the run stopped on a campaign-wide failure
 inline constexpr int k_exit_interrupted = 130;  // Ctrl-C / SIGTERM: the store is resumable
 
 // The exit code of a failure of `kind`: the one place that maps error kinds
@@ -57,8 +57,8 @@ std::optional<E> get_enum(const Args& args, const std::string& name, E fallback)
 }
 
 // Parses argv[first..]. Boolean flags are those in `switches` (no value).
-std::optional<Args> parse_args(int argc, char** argv, int first, const std::vector<std::string>& switches,
-                               std::string* error);
+std::optional<Args> parse_args(int argc, char** argv, int first,
+                               const std::vector<std::string>& switches, std::string* error);
 
 int cmd_run(const Args& args, bool resume_only);
 int cmd_status(const Args& args);

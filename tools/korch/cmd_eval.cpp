@@ -21,24 +21,27 @@ namespace {
 std::string default_cache_dir() { return "/var/tmp/korch-cache"; }
 
 void print_report_text(const evaluator::Report& r) {
-  std::printf("status: %s%s\n", evaluator::to_string(r.status), r.mock ? " (MOCK: fake verdict)" : "");
+  std::printf("status: %s%s\n", evaluator::to_string(r.status),
+              r.mock ? " (MOCK: fake verdict)" : "");
   std::printf("correct: %s\n", r.correct ? "yes" : "no");
   if (r.speedup) {
     std::printf("speedup: %.3f (95%% CI %.3f–%.3f), ref %.4f ms, candidate %.4f ms\n", *r.speedup,
-                r.speedup_ci_low.value_or(0), r.speedup_ci_high.value_or(0), r.ref_time_ms.value_or(0),
-                r.cand_time_ms.value_or(0));
+                r.speedup_ci_low.value_or(0), r.speedup_ci_high.value_or(0),
+                r.ref_time_ms.value_or(0), r.cand_time_ms.value_or(0));
   }
   std::printf("reward: %.4f\n", r.reward);
   if (!r.rule_id.empty()) std::printf("rule: %s\n", r.rule_id.c_str());
   if (!r.error.empty()) std::printf("error: %s\n", r.error.c_str());
   if (r.max_abs_diff) std::printf("max_abs_diff: %g\n", *r.max_abs_diff);
   if (!r.compile_log.empty()) std::printf("compile log (tail):\n%s\n", r.compile_log.c_str());
-  if (!r.runtime_detail.empty()) std::printf("runtime detail (tail):\n%s\n", r.runtime_detail.c_str());
+  if (!r.runtime_detail.empty())
+    std::printf("runtime detail (tail):\n%s\n", r.runtime_detail.c_str());
   if (r.rules_skipped) std::printf("rules: SKIPPED (--rules off)\n");
   std::string prot;
   for (auto& p : r.protections) prot += (prot.empty() ? "" : ", ") + p;
   std::printf("protections: %s\n", prot.c_str());
-  std::printf("evaluator: %s (%s), %.2f s\n", r.evaluator_version.c_str(), r.mode.c_str(), r.wall_s);
+  std::printf("evaluator: %s (%s), %.2f s\n", r.evaluator_version.c_str(), r.mode.c_str(),
+              r.wall_s);
 }
 
 }  // namespace
@@ -50,19 +53,24 @@ int cmd_eval(const Args& args) {
     return report_failure("eval", ErrorKind::invalid, "--task FILE and --code FILE are required");
   }
   auto mode = args.has("--mode") ? evaluator::mode_from_string(*args.get("--mode"))
-                                  : std::optional(evaluator::Mode::submit);
+                                 : std::optional(evaluator::Mode::submit);
   auto device = args.get("--device").value_or("cpu");
   auto rules = args.get("--rules").value_or("on");
   const bool cuda = device == "cuda";
   if (!mode || (!cuda && device != "cpu") || (rules != "on" && rules != "off")) {
-    return report_failure("eval", ErrorKind::invalid, "--mode check|submit, --device cpu|cuda, --rules on|off");
+    return report_failure("eval", ErrorKind::invalid,
+                          "--mode check|submit, --device cpu|cuda, --rules on|off");
   }
   config::EvaluatorConfig cfg;
-  auto eval_mode = get_enum(args, "--evaluator", cuda ? config::EvalMode::gpu : config::EvalMode::cpu);
+  auto eval_mode =
+      get_enum(args, "--evaluator", cuda ? config::EvalMode::gpu : config::EvalMode::cpu);
   auto tolerance = get_enum(args, "--tolerance", cfg.tolerance);
   auto reward = get_enum(args, "--reward", cfg.reward);
   if (!eval_mode || !tolerance || !reward) {
-    return report_failure("eval", ErrorKind::invalid, fmt::format("--evaluator {}, --tolerance {}, --reward {}", enum_choices<config::EvalMode>(), enum_choices<config::Tolerance>(), enum_choices<config::Reward>()));
+    return report_failure(
+        "eval", ErrorKind::invalid,
+        fmt::format("--evaluator {}, --tolerance {}, --reward {}", enum_choices<config::EvalMode>(),
+                    enum_choices<config::Tolerance>(), enum_choices<config::Reward>()));
   }
   cfg.mode = *eval_mode;
   cfg.tolerance = *tolerance;
@@ -111,15 +119,18 @@ int cmd_eval(const Args& args) {
 }
 
 int cmd_tasks(const Args& args) {
-  if (args.positional.size() != 2 || (args.positional[0] != "list" && args.positional[0] != "validate")) {
-    return report_failure("tasks", ErrorKind::invalid, "usage: korch tasks list|validate DIR [--levels 1,2] [--ids 1-10]");
+  if (args.positional.size() != 2 ||
+      (args.positional[0] != "list" && args.positional[0] != "validate")) {
+    return report_failure("tasks", ErrorKind::invalid,
+                          "usage: korch tasks list|validate DIR [--levels 1,2] [--ids 1-10]");
   }
   config::TaskSelection sel;
   sel.kernelbench_dir = args.positional[1];
   if (auto lv = args.get("--levels")) {
     auto parsed = config::parse_id_ranges(*lv);
     if (!parsed) {
-      return report_failure("tasks", ErrorKind::invalid, fmt::format("--levels: {}", parsed.error().message));
+      return report_failure("tasks", ErrorKind::invalid,
+                            fmt::format("--levels: {}", parsed.error().message));
     }
     sel.levels = *parsed;
   }

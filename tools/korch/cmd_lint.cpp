@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <fmt/format.h>
+#include <cerrno>
 
 #include <cstdio>
 #include <cstring>
@@ -25,7 +25,6 @@
 #include "tools/korch/cli.hpp"
 #include "util/error.hpp"
 #include "util/process.hpp"
-
 
 namespace korch::cli {
 namespace {
@@ -63,8 +62,8 @@ Result<LintRecord> parse_record(const std::string& line) {
   r.file = j.value("file", "");
   r.ok = j.value("ok", false);
   for (const auto& v : j.value("violations", nlohmann::json::array())) {
-    r.violations.push_back(LintViolation{v.value("rule", ""), v.value("line", 0), v.value("message", ""),
-                                         v.value("fix", "")});
+    r.violations.push_back(LintViolation{v.value("rule", ""), v.value("line", 0),
+                                         v.value("message", ""), v.value("fix", "")});
   }
   return r;
 }
@@ -105,19 +104,23 @@ int cmd_lint(const Args& args) {
   static const std::set<std::string> k_flags = {"--json", "--tolerance", "--torch-ops"};
   for (const auto& [name, value] : args.flags) {
     if (!k_flags.count(name)) {
-      return report_failure("lint", ErrorKind::invalid, fmt::format("unknown flag {}\n{}", name, k_lint_usage));
+      return report_failure("lint", ErrorKind::invalid,
+                            fmt::format("unknown flag {}\n{}", name, k_lint_usage));
     }
   }
   const auto tolerance_choice = get_enum(args, "--tolerance", config::Tolerance::strict);
   const auto torch_ops_choice = get_enum(args, "--torch-ops", config::TorchOps::allow);
   if (!tolerance_choice || !torch_ops_choice) {
-    return report_failure("lint", ErrorKind::invalid, fmt::format("--tolerance strict|tf32, --torch-ops allow|forbid\n{}", k_lint_usage));
+    return report_failure(
+        "lint", ErrorKind::invalid,
+        fmt::format("--tolerance strict|tf32, --torch-ops allow|forbid\n{}", k_lint_usage));
   }
   // The checker takes the names (its own parser, korch_rules.py).
   const std::string tolerance(to_string(*tolerance_choice));
   const std::string torch_ops(to_string(*torch_ops_choice));
   if (args.positional.empty()) {
-    return report_failure("lint", ErrorKind::invalid, fmt::format("give one or more candidate files\n{}", k_lint_usage));
+    return report_failure("lint", ErrorKind::invalid,
+                          fmt::format("give one or more candidate files\n{}", k_lint_usage));
   }
   bool io_error = false;
   for (const auto& f : args.positional) {
@@ -130,8 +133,9 @@ int cmd_lint(const Args& args) {
 
   const std::string script = std::string(evaluator::rules_python_dir()) + "/korch_rules.py";
   // -I: ignore PYTHON* variables and the user's site-packages; -B: write no .pyc.
-  std::vector<std::string> argv = {python_for_rules(), "-I", "-B", script, "--tolerance", tolerance,
-                                   "--torch-ops", torch_ops, "--lint"};
+  std::vector<std::string> argv = {
+      python_for_rules(), "-I",          "-B",      script,  "--tolerance",
+      tolerance,          "--torch-ops", torch_ops, "--lint"};
   for (const auto& f : args.positional) argv.push_back(f.starts_with("-") ? "./" + f : f);
   auto child = process::run_capture(argv);  // stdin /dev/null; stderr passes through
   if (!child) {
@@ -142,7 +146,8 @@ int cmd_lint(const Args& args) {
   std::string parse_error;
   while (pos < child->out.size()) {
     size_t eol = child->out.find('\n', pos);
-    std::string line = child->out.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
+    std::string line =
+        child->out.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
     pos = eol == std::string::npos ? child->out.size() : eol + 1;
     if (line.empty()) continue;
     auto rec = parse_record(line);
@@ -154,10 +159,11 @@ int cmd_lint(const Args& args) {
   }
   if ((child->status != 0 && child->status != 1) || !parse_error.empty() ||
       records.size() != args.positional.size()) {
-    return report_failure("lint", ErrorKind::invalid,
-                          fmt::format("the rule checker ({} {}) failed: exit status {}, {} of {} results{}{}",
-                                      argv[0], script, child->status, records.size(), args.positional.size(),
-                                      parse_error.empty() ? "" : "; ", parse_error));
+    return report_failure(
+        "lint", ErrorKind::invalid,
+        fmt::format("the rule checker ({} {}) failed: exit status {}, {} of {} results{}{}",
+                    argv[0], script, child->status, records.size(), args.positional.size(),
+                    parse_error.empty() ? "" : "; ", parse_error));
   }
 
   const bool json = args.has("--json");

@@ -32,13 +32,15 @@ int cmd_status(const Args& args) {
       return report_failure("status", ErrorKind::failure, n.error().message);
     }
     std::printf("campaign %s (%s)\n", c.name.c_str(), c.id.c_str());
-    std::printf("  episodes %lld: %lld final (%lld submitted, %lld correct), %lld running, %lld pending\n",
-                static_cast<long long>(n->episodes), static_cast<long long>(n->final),
-                static_cast<long long>(n->submitted), static_cast<long long>(n->correct),
-                static_cast<long long>(n->running), static_cast<long long>(n->pending));
+    std::printf(
+        "  episodes %lld: %lld final (%lld submitted, %lld correct), %lld running, %lld pending\n",
+        static_cast<long long>(n->episodes), static_cast<long long>(n->final),
+        static_cast<long long>(n->submitted), static_cast<long long>(n->correct),
+        static_cast<long long>(n->running), static_cast<long long>(n->pending));
     std::printf("  turns %lld, llm calls %lld, tokens %lld in / %lld out, cost $%.4f\n",
                 static_cast<long long>(n->turns), static_cast<long long>(n->llm_calls),
-                static_cast<long long>(n->prompt_tokens), static_cast<long long>(n->completion_tokens), n->cost_usd);
+                static_cast<long long>(n->prompt_tokens),
+                static_cast<long long>(n->completion_tokens), n->cost_usd);
   }
   return k_exit_ok;
 }
@@ -51,7 +53,8 @@ int cmd_export(const Args& args) {
   } else if (format_name == "csv") {
     format = reports::ExportFormat::csv;
   } else {
-    return report_failure("export", ErrorKind::invalid, fmt::format("--format must be jsonl or csv (got '{}')", format_name));
+    return report_failure("export", ErrorKind::invalid,
+                          fmt::format("--format must be jsonl or csv (got '{}')", format_name));
   }
   std::string campaign_id;
   auto st = open_store_for_reading(args, &campaign_id);
@@ -63,7 +66,8 @@ int cmd_export(const Args& args) {
   if (auto path = args.get("--out")) {
     file.open(*path, std::ios::binary | std::ios::trunc);
     if (!file) {
-      return report_failure("export", ErrorKind::failure, fmt::format("cannot write {}", path->c_str()));
+      return report_failure("export", ErrorKind::failure,
+                            fmt::format("cannot write {}", path->c_str()));
     }
     out = &file;
   }
@@ -105,7 +109,8 @@ int cmd_config_show(const Args& args) {
   if (args.positional.size() != 1) {
     return report_failure("config show", ErrorKind::invalid, "expected one CAMPAIGN.toml");
   }
-  auto loaded = config::load_campaign(args.positional[0], config::process_environment(), args.all("--set"));
+  auto loaded =
+      config::load_campaign(args.positional[0], config::process_environment(), args.all("--set"));
   if (!loaded) {
     return report_failure("config show", ErrorKind::invalid, loaded.error().message);
   }

@@ -53,9 +53,11 @@ std::string fmt_duration(double s) {
 int cmd_run(const Args& args, bool resume_only) {
   const char* verb = resume_only ? "resume" : "run";
   if (args.positional.size() != 1) {
-    return report_failure(verb, ErrorKind::invalid, "expected one CAMPAIGN.toml (see korch --help)");
+    return report_failure(verb, ErrorKind::invalid,
+                          "expected one CAMPAIGN.toml (see korch --help)");
   }
-  auto loaded = config::load_campaign(args.positional[0], config::process_environment(), args.all("--set"));
+  auto loaded =
+      config::load_campaign(args.positional[0], config::process_environment(), args.all("--set"));
   // Every failure of the loader is bad configuration.
   if (!loaded) return report_failure(verb, with_kind(loaded.error(), ErrorKind::invalid));
   const auto& cfg = loaded->config;
@@ -76,7 +78,9 @@ int cmd_run(const Args& args, bool resume_only) {
   if (resume_only) {
     auto c = store.get_campaign(campaign_id);
     if (!c || !*c) {
-      return report_failure("resume", ErrorKind::invalid, fmt::format("{} has no campaign '{}' to resume; use korch run", cfg.db_path, cfg.name));
+      return report_failure(
+          "resume", ErrorKind::invalid,
+          fmt::format("{} has no campaign '{}' to resume; use korch run", cfg.db_path, cfg.name));
     }
   }
 
@@ -93,10 +97,11 @@ int cmd_run(const Args& args, bool resume_only) {
   opts.progress_interval_s = tty ? 1.0 : 5.0;
   if (show_progress) {
     opts.on_progress = [tty](const agent::Progress& p) {
-      auto line = fmt::format("episodes {}/{} done, {} running, {} failed | turns {} | tokens {} | ${:.4f} | "
-                              "elapsed {} | ETA {}",
-                              p.final, p.episodes, p.running, p.failed, p.turns, p.tokens, p.cost_usd,
-                              fmt_duration(p.elapsed_s), fmt_duration(p.eta_s));
+      auto line = fmt::format(
+          "episodes {}/{} done, {} running, {} failed | turns {} | tokens {} | ${:.4f} | "
+          "elapsed {} | ETA {}",
+          p.final, p.episodes, p.running, p.failed, p.turns, p.tokens, p.cost_usd,
+          fmt_duration(p.elapsed_s), fmt_duration(p.eta_s));
       if (tty) {
         std::fprintf(stderr, "\r\033[K%s", line.c_str());
       } else {
@@ -114,9 +119,10 @@ int cmd_run(const Args& args, bool resume_only) {
     if (evaluator.mode() == config::EvalMode::mock) {
       std::fprintf(stderr, "korch: evaluator is MOCK — verdicts and timings are fake\n");
     }
-    std::fprintf(stderr, "korch: campaign '%s' (%s), %zu task(s) x %zu model(s) x %d sample(s), db %s\n",
-                 cfg.name.c_str(), campaign_id.c_str(), plan.tasks.size(), cfg.models.size(), cfg.samples_per_task,
-                 cfg.db_path.c_str());
+    std::fprintf(stderr,
+                 "korch: campaign '%s' (%s), %zu task(s) x %zu model(s) x %d sample(s), db %s\n",
+                 cfg.name.c_str(), campaign_id.c_str(), plan.tasks.size(), cfg.models.size(),
+                 cfg.samples_per_task, cfg.db_path.c_str());
   };
   auto result = daemon::run_campaign_wired(cfg, store, opts, hooks);
   if (show_progress && tty) std::fprintf(stderr, "\n");
@@ -125,13 +131,16 @@ int cmd_run(const Args& args, bool resume_only) {
   auto& p = result->progress;
   switch (result->status) {
     case agent::RunStatus::completed:
-      std::fprintf(stderr, "korch: campaign '%s' complete: %lld episodes, %lld turns, %lld tokens, $%.4f\n",
-                   cfg.name.c_str(), static_cast<long long>(p.episodes), static_cast<long long>(p.turns),
-                   static_cast<long long>(p.tokens), p.cost_usd);
+      std::fprintf(stderr,
+                   "korch: campaign '%s' complete: %lld episodes, %lld turns, %lld tokens, $%.4f\n",
+                   cfg.name.c_str(), static_cast<long long>(p.episodes),
+                   static_cast<long long>(p.turns), static_cast<long long>(p.tokens), p.cost_usd);
       return k_exit_ok;
     case agent::RunStatus::stopped:
-      std::fprintf(stderr, "korch: interrupted; %lld/%lld episodes final. Run the same command again to resume.\n",
-                   static_cast<long long>(p.final), static_cast<long long>(p.episodes));
+      std::fprintf(
+          stderr,
+          "korch: interrupted; %lld/%lld episodes final. Run the same command again to resume.\n",
+          static_cast<long long>(p.final), static_cast<long long>(p.episodes));
       return exit_code(ErrorKind::interrupted);
     case agent::RunStatus::aborted:
       return report_failure(verb, ErrorKind::unavailable,

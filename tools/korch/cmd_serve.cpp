@@ -25,16 +25,20 @@ int cmd_serve(int argc, char** argv) {
     return k_exit_usage;
   }
   if (args->has("--print-routes")) {
-    for (auto& r : daemon::api_routes()) std::printf("api %s %s\n", r.method.c_str(), r.path.c_str());
-    for (auto& r : daemon::env_routes()) std::printf("env %s %s\n", r.method.c_str(), r.path.c_str());
+    for (auto& r : daemon::api_routes())
+      std::printf("api %s %s\n", r.method.c_str(), r.path.c_str());
+    for (auto& r : daemon::env_routes())
+      std::printf("env %s %s\n", r.method.c_str(), r.path.c_str());
     return k_exit_ok;
   }
   if (args->has("--print-keys")) {
-    for (auto& k : daemon::serve_keys()) std::printf("%s\t%s\t%s\n", k.name.c_str(), k.flag.c_str(), k.doc.c_str());
+    for (auto& k : daemon::serve_keys())
+      std::printf("%s\t%s\t%s\n", k.name.c_str(), k.flag.c_str(), k.doc.c_str());
     return k_exit_ok;
   }
   if (!args->positional.empty()) {
-    std::fprintf(stderr, "korch serve: unexpected argument '%s'; campaigns are submitted over the API\n",
+    std::fprintf(stderr,
+                 "korch serve: unexpected argument '%s'; campaigns are submitted over the API\n",
                  args->positional[0].c_str());
     return k_exit_usage;
   }
@@ -50,7 +54,8 @@ int cmd_serve(int argc, char** argv) {
     if (!hp) return report_failure("serve", hp.error());
     if (!daemon::is_loopback_host(hp->first) && token->empty()) {
       std::fprintf(stderr,
-                   "korch serve: refusing to listen on %s without a token: set KORCH_API_TOKEN or --token-file\n",
+                   "korch serve: refusing to listen on %s without a token: set KORCH_API_TOKEN or "
+                   "--token-file\n",
                    addr->c_str());
       return k_exit_usage;
     }
@@ -80,10 +85,11 @@ int cmd_serve(int argc, char** argv) {
   std::thread api_thread([&] { (*api)->serve(); });
   if (env) env->start();
   auto host = daemon::split_host_port(cfg->listen)->first;
-  std::fprintf(stderr, "korch serve: API on http://%s:%d (db %s, %s)%s\n", host.c_str(), (*api)->port(),
-               dm.config().db.c_str(), token->empty() ? "no token: loopback only" : "bearer token required",
-               env ? fmt::format(", OpenEnv on ws://{}:{}/ws", daemon::split_host_port(cfg->env_listen)->first,
-                                 env->port())
+  std::fprintf(stderr, "korch serve: API on http://%s:%d (db %s, %s)%s\n", host.c_str(),
+               (*api)->port(), dm.config().db.c_str(),
+               token->empty() ? "no token: loopback only" : "bearer token required",
+               env ? fmt::format(", OpenEnv on ws://{}:{}/ws",
+                                 daemon::split_host_port(cfg->env_listen)->first, env->port())
                          .c_str()
                    : "");
   // Machine-readable, for scripts and tests.
@@ -94,7 +100,9 @@ int cmd_serve(int argc, char** argv) {
 
   int sig = 0;
   ::sigwait(&sigs, &sig);
-  std::fprintf(stderr, "korch serve: %s: stopping (in-flight work commits or is abandoned; a second signal exits now)\n",
+  std::fprintf(stderr,
+               "korch serve: %s: stopping (in-flight work commits or is abandoned; a second signal "
+               "exits now)\n",
                sig == SIGINT ? "SIGINT" : "SIGTERM");
   std::thread second([sigs] {
     int s = 0;

@@ -32,7 +32,8 @@ int cmd_tasks_validate(const Args& args, const std::vector<config::Task>& tasks)
       return report_failure("tasks validate", ErrorKind::failure, v.error().message);
     }
     if (v->ok) {
-      std::printf("ok      %s  (%.1f MB, ref %.3f ms)\n", task.id.c_str(), v->estimated_bytes / 1e6, v->ref_time_ms);
+      std::printf("ok      %s  (%.1f MB, ref %.3f ms)\n", task.id.c_str(), v->estimated_bytes / 1e6,
+                  v->ref_time_ms);
     } else {
       ++flagged;
       std::printf("FLAGGED %s\n", task.id.c_str());

@@ -13,13 +13,15 @@ std::string evaluator_cache_dir(const config::CampaignConfig& cfg) {
   return (dir.empty() ? std::filesystem::path(".") : dir).append("korch-cache").string();
 }
 
-Result<std::unique_ptr<store::Store>> open_store_for_reading(const Args& args, std::string* campaign_id) {
+Result<std::unique_ptr<store::Store>> open_store_for_reading(const Args& args,
+                                                             std::string* campaign_id) {
   std::string db;
   std::string name = args.get("--campaign").value_or("");
   if (auto d = args.get("--db")) {
     db = *d;
   } else if (args.positional.size() == 1) {
-    auto loaded = config::load_campaign(args.positional[0], config::process_environment(), args.all("--set"));
+    auto loaded =
+        config::load_campaign(args.positional[0], config::process_environment(), args.all("--set"));
     if (!loaded) return std::unexpected(loaded.error());
     db = loaded->config.db_path;
     if (name.empty()) name = loaded->config.name;
@@ -40,7 +42,9 @@ Result<std::unique_ptr<store::Store>> open_store_for_reading(const Args& args, s
   } else {
     auto all = (*st)->list_campaigns();
     if (!all) return std::unexpected(all.error());
-    if (all->size() != 1) return fail(db + ": holds " + std::to_string(all->size()) + " campaigns; pick one with --campaign NAME");
+    if (all->size() != 1)
+      return fail(db + ": holds " + std::to_string(all->size()) +
+                  " campaigns; pick one with --campaign NAME");
     *campaign_id = all->front().id;
   }
   return st;

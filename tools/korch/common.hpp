@@ -16,6 +16,7 @@ std::string evaluator_cache_dir(const config::CampaignConfig& cfg);
 // Opens the store named by `--db PATH` or by the config file given as the
 // only positional argument, read-only. Sets *campaign_id to the campaign
 // selected by --campaign NAME, the config's name, or the only campaign.
-Result<std::unique_ptr<store::Store>> open_store_for_reading(const Args& args, std::string* campaign_id);
+Result<std::unique_ptr<store::Store>> open_store_for_reading(const Args& args,
+                                                             std::string* campaign_id);
 
 }  // namespace korch::cli

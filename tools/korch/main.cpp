@@ -50,7 +50,8 @@ endpoint unreachable or key rejected), 130 interrupted (resumable).
 
 int main(int argc, char** argv) {
   using namespace korch::cli;
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
     std::fputs(k_usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? exit_code(korch::ErrorKind::invalid) : k_exit_ok;
   }

@@ -13,17 +13,37 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> k_attempt_columns = {
-    "type",          "campaign_id",   "episode_id",       "task_id",         "model_id",
-    "sample",        "turn",          "turn_model",       "action",          "parse_status",
-    "code_sha",      "eval_request_id", "eval_status",    "check_correct",   "check_max_abs_diff",
-    "check_error",   "finish_reason", "prompt_tokens",    "completion_tokens", "llm_latency_s",
-    "llm_http_attempts", "llm_sends", "dup_possible",     "at",              "code"};
+const std::vector<std::string> k_attempt_columns = {"type",
+                                                    "campaign_id",
+                                                    "episode_id",
+                                                    "task_id",
+                                                    "model_id",
+                                                    "sample",
+                                                    "turn",
+                                                    "turn_model",
+                                                    "action",
+                                                    "parse_status",
+                                                    "code_sha",
+                                                    "eval_request_id",
+                                                    "eval_status",
+                                                    "check_correct",
+                                                    "check_max_abs_diff",
+                                                    "check_error",
+                                                    "finish_reason",
+                                                    "prompt_tokens",
+                                                    "completion_tokens",
+                                                    "llm_latency_s",
+                                                    "llm_http_attempts",
+                                                    "llm_sends",
+                                                    "dup_possible",
+                                                    "at",
+                                                    "code"};
 
 const std::vector<std::string> k_episode_columns = {
-    "type",     "campaign_id", "episode_id", "task_id",    "model_id",  "sample",
-    "final_reason", "verdict", "correct",    "speedup",    "reward",    "request_id",
-    "turns",    "tokens",      "cost_usd",   "active_s",   "evaluator_version", "finished_at"};
+    "type",     "campaign_id",       "episode_id", "task_id", "model_id",
+    "sample",   "final_reason",      "verdict",    "correct", "speedup",
+    "reward",   "request_id",        "turns",      "tokens",  "cost_usd",
+    "active_s", "evaluator_version", "finished_at"};
 
 std::string first_line(const std::string& s) {
   auto pos = s.find('\n');
@@ -52,8 +72,9 @@ void write_csv_row(std::ostream& out, const std::vector<std::string>& cols, cons
 }  // namespace
 
 const std::vector<std::string>& run_describing_fields() {
-  static const std::vector<std::string> k_fields = {"at",       "llm_latency_s", "llm_http_attempts", "llm_sends",
-                                                    "dup_possible", "active_s", "finished_at"};
+  static const std::vector<std::string> k_fields = {
+      "at",           "llm_latency_s", "llm_http_attempts", "llm_sends",
+      "dup_possible", "active_s",      "finished_at"};
   return k_fields;
 }
 
@@ -84,7 +105,8 @@ Result<void> write_export(store::Store& store, const std::string& campaign_id, E
   // CSV: one header, the union of attempt and episode columns.
   std::vector<std::string> csv_header = k_attempt_columns;
   for (auto& c : k_episode_columns) {
-    if (std::find(csv_header.begin(), csv_header.end(), c) == csv_header.end()) csv_header.push_back(c);
+    if (std::find(csv_header.begin(), csv_header.end(), c) == csv_header.end())
+      csv_header.push_back(c);
   }
   if (format == ExportFormat::csv) {
     for (std::size_t i = 0; i < csv_header.size(); ++i) out << (i ? "," : "") << csv_header[i];
@@ -122,7 +144,8 @@ Result<void> write_export(store::Store& store, const std::string& campaign_id, E
         auto rep = json::parse(it->second->report_json, nullptr, false);
         if (rep.is_object()) {
           rec["check_correct"] = rep.value("correct", false);
-          rec["check_max_abs_diff"] = rep.contains("max_abs_diff") ? rep["max_abs_diff"] : json(nullptr);
+          rec["check_max_abs_diff"] =
+              rep.contains("max_abs_diff") ? rep["max_abs_diff"] : json(nullptr);
           rec["check_error"] = first_line(rep.value("error", ""));
         }
       }
@@ -149,7 +172,8 @@ Result<void> write_export(store::Store& store, const std::string& campaign_id, E
     rec["final_reason"] = fin != final_by_ep.end() ? json(fin->second->reason) : json(nullptr);
     rec["verdict"] = fin != final_by_ep.end() ? json(fin->second->verdict) : json(nullptr);
     rec["correct"] = fin != final_by_ep.end() && fin->second->correct;
-    rec["speedup"] = fin != final_by_ep.end() && fin->second->speedup ? json(*fin->second->speedup) : json(nullptr);
+    rec["speedup"] = fin != final_by_ep.end() && fin->second->speedup ? json(*fin->second->speedup)
+                                                                      : json(nullptr);
     rec["reward"] = fin != final_by_ep.end() ? fin->second->reward : 0.0;
     rec["request_id"] = fin != final_by_ep.end() ? fin->second->request_id : "";
     rec["turns"] = ts.size();

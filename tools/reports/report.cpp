@@ -20,7 +20,8 @@ using nlohmann::json;
 bool natural_less(const std::string& a, const std::string& b) {
   std::size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
-    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) &&
+        std::isdigit(static_cast<unsigned char>(b[j]))) {
       std::size_t ie = i, je = j;
       while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
       while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
@@ -73,9 +74,16 @@ json report_json(const CampaignReport& r) {
   j["tasks"] = r.tasks;
   json eps = json::array();
   for (auto& e : r.episodes) {
-    json je = {{"id", e.id},         {"task_id", e.task_id}, {"model_id", e.model_id}, {"sample", e.sample},
-               {"status", e.status}, {"reason", e.reason},   {"verdict", e.verdict},   {"correct", e.correct},
-               {"tokens", e.tokens}, {"cost_usd", e.cost_usd}};
+    json je = {{"id", e.id},
+               {"task_id", e.task_id},
+               {"model_id", e.model_id},
+               {"sample", e.sample},
+               {"status", e.status},
+               {"reason", e.reason},
+               {"verdict", e.verdict},
+               {"correct", e.correct},
+               {"tokens", e.tokens},
+               {"cost_usd", e.cost_usd}};
     je["speedup"] = e.speedup ? json(*e.speedup) : json(nullptr);
     eps.push_back(std::move(je));
   }
@@ -101,7 +109,8 @@ std::string html_escape(const std::string& s) {
 // JSON inside a <script> element: "</" (only ever inside strings) would end
 // the element, so it is written "<\/", the same string to a JSON parser.
 std::string script_safe(std::string s) {
-  for (std::size_t pos = 0; (pos = s.find("</", pos)) != std::string::npos; pos += 3) s.replace(pos, 2, "<\\/");
+  for (std::size_t pos = 0; (pos = s.find("</", pos)) != std::string::npos; pos += 3)
+    s.replace(pos, 2, "<\\/");
   return s;
 }
 
@@ -221,26 +230,30 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
   std::sort(report.tasks.begin(), report.tasks.end(), natural_less);
   std::map<std::string, std::size_t> task_rank;
   for (std::size_t i = 0; i < report.tasks.size(); ++i) task_rank[report.tasks[i]] = i;
-  std::stable_sort(report.episodes.begin(), report.episodes.end(), [&](const EpisodeStatus& a, const EpisodeStatus& b) {
-    return std::tie(task_rank[a.task_id], a.model_id, a.sample) < std::tie(task_rank[b.task_id], b.model_id, b.sample);
-  });
+  std::stable_sort(report.episodes.begin(), report.episodes.end(),
+                   [&](const EpisodeStatus& a, const EpisodeStatus& b) {
+                     return std::tie(task_rank[a.task_id], a.model_id, a.sample) <
+                            std::tie(task_rank[b.task_id], b.model_id, b.sample);
+                   });
   return report;
 }
 
 std::string render_text(const CampaignReport& report) {
   std::string text;
   for (auto& m : report.models) {
-    text += fmt::format("model {}: {} episodes, {} finished, {} correct\n", m.model_id, m.episodes, m.finished,
-                        m.correct);
+    text += fmt::format("model {}: {} episodes, {} finished, {} correct\n", m.model_id, m.episodes,
+                        m.finished, m.correct);
     text += "  fast_p:";
     for (auto& [p, v] : m.fast_p) text += fmt::format(" {}={:.3f}", fast_key(p), v);
     text += "\n";
-    text += fmt::format("  geomean speedup (correct): {}\n",
-                        m.geomean_speedup ? fmt::format("{:.3f}", *m.geomean_speedup) : std::string("n/a"));
+    text += fmt::format(
+        "  geomean speedup (correct): {}\n",
+        m.geomean_speedup ? fmt::format("{:.3f}", *m.geomean_speedup) : std::string("n/a"));
     text += "  ";
     for (auto& [k, v] : m.pass_at_k) text += fmt::format("pass@{}={:.3f} ", k, v);
-    text += fmt::format("\n  llm calls {} (dup_possible {}), tokens {} in / {} out, cost ${:.4f}\n", m.llm_calls,
-                        m.dup_possible_calls, m.prompt_tokens, m.completion_tokens, m.cost_usd);
+    text += fmt::format("\n  llm calls {} (dup_possible {}), tokens {} in / {} out, cost ${:.4f}\n",
+                        m.llm_calls, m.dup_possible_calls, m.prompt_tokens, m.completion_tokens,
+                        m.cost_usd);
   }
   return text.empty() ? std::string("no episodes\n") : text;
 }
@@ -248,7 +261,8 @@ std::string render_text(const CampaignReport& report) {
 std::string render_json(const CampaignReport& report) { return report_json(report).dump(2); }
 
 std::string render_html(const CampaignReport& report) {
-  auto title = "korch report: " + (report.campaign_name.empty() ? report.campaign_id : report.campaign_name);
+  auto title =
+      "korch report: " + (report.campaign_name.empty() ? report.campaign_id : report.campaign_name);
   std::string page;
   page += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
@@ -257,8 +271,8 @@ std::string render_html(const CampaignReport& report) {
   page += "<h1>" + html_escape(title) + "</h1>\n";
   page += "<div id=\"korch-report\"></div>\n";
   page += "<noscript><pre>" + html_escape(render_text(report)) + "</pre></noscript>\n";
-  page += "<script id=\"korch-report-data\" type=\"application/json\">" + script_safe(report_json(report).dump()) +
-          "</script>\n";
+  page += "<script id=\"korch-report-data\" type=\"application/json\">" +
+          script_safe(report_json(report).dump()) + "</script>\n";
   page += "<script>\n" + asset_text("plots.js") + "\n</script>\n";
   page +=
       "<script>\n"

@@ -22,7 +22,7 @@ struct ModelReport {
   // (p, share of all episodes that are correct with speedup > p; p = 0: all
   // correct ones) at report_thresholds().
   std::vector<std::pair<double, double>> fast_p;
-  std::optional<double> geomean_speedup;  // over correct submissions
+  std::optional<double> geomean_speedup;          // over correct submissions
   std::vector<std::pair<int, double>> pass_at_k;  // k = 1, 2, 4, ... (unbiased estimator)
   std::int64_t llm_calls = 0, dup_possible_calls = 0, prompt_tokens = 0, completion_tokens = 0;
   double cost_usd = 0;
@@ -32,7 +32,7 @@ struct ModelReport {
 struct EpisodeStatus {
   std::string id, task_id, model_id;
   int sample = 0;
-  std::string status;  // pending | running | final
+  std::string status;           // pending | running | final
   std::string reason, verdict;  // of the final row; "" before it
   bool correct = false;
   std::optional<double> speedup;

@@ -31,32 +31,28 @@ TEST_P(FindGpuTest, MapsTorchNameToRow) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    TorchNames, FindGpuTest,
-    ::testing::Values(
-        NameCase{"NVIDIA H200", "H200 SXM 141GB"},
-        NameCase{"NVIDIA H200 NVL", "H200 NVL 141GB"},
-        NameCase{"nvidia h200", "H200 SXM 141GB"},
-        NameCase{"NVIDIA H100 80GB HBM3", "H100 SXM5 80GB"},
-        NameCase{"NVIDIA H100 PCIe", "H100 PCIe 80GB"},
-        NameCase{"NVIDIA H100 NVL", "H100 NVL 94GB"},
-        NameCase{"NVIDIA H100", "H100 SXM5 80GB"},
-        NameCase{"NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"},
-        NameCase{"NVIDIA A100-SXM4-40GB", "A100 SXM4 40GB"},
-        NameCase{"NVIDIA A100-PCIE-40GB", "A100 PCIe 40GB"},
-        NameCase{"NVIDIA A100 80GB PCIe", "A100 PCIe 80GB"},
-        NameCase{"NVIDIA A100 SXM4 40 GB", "A100 SXM4 40GB"},
-        NameCase{"NVIDIA A100", "A100 SXM4 80GB"},
-        NameCase{"NVIDIA L40S", "L40S"},
-        NameCase{"NVIDIA L40", "L40"},
-        NameCase{"NVIDIA L4", "L4"},
-        NameCase{"L4", "L4"},
-        // Near misses must not match a wrong row.
-        NameCase{"NVIDIA GH200 480GB", nullptr},
-        NameCase{"NVIDIA L40G", nullptr},
-        NameCase{"NVIDIA GeForce RTX 4090", nullptr},
-        NameCase{"cpu", nullptr},
-        NameCase{"", nullptr}));
+INSTANTIATE_TEST_SUITE_P(TorchNames, FindGpuTest,
+                         ::testing::Values(NameCase{"NVIDIA H200", "H200 SXM 141GB"},
+                                           NameCase{"NVIDIA H200 NVL", "H200 NVL 141GB"},
+                                           NameCase{"nvidia h200", "H200 SXM 141GB"},
+                                           NameCase{"NVIDIA H100 80GB HBM3", "H100 SXM5 80GB"},
+                                           NameCase{"NVIDIA H100 PCIe", "H100 PCIe 80GB"},
+                                           NameCase{"NVIDIA H100 NVL", "H100 NVL 94GB"},
+                                           NameCase{"NVIDIA H100", "H100 SXM5 80GB"},
+                                           NameCase{"NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"},
+                                           NameCase{"NVIDIA A100-SXM4-40GB", "A100 SXM4 40GB"},
+                                           NameCase{"NVIDIA A100-PCIE-40GB", "A100 PCIe 40GB"},
+                                           NameCase{"NVIDIA A100 80GB PCIe", "A100 PCIe 80GB"},
+                                           NameCase{"NVIDIA A100 SXM4 40 GB", "A100 SXM4 40GB"},
+                                           NameCase{"NVIDIA A100", "A100 SXM4 80GB"},
+                                           NameCase{"NVIDIA L40S", "L40S"},
+                                           NameCase{"NVIDIA L40", "L40"},
+                                           NameCase{"NVIDIA L4", "L4"}, NameCase{"L4", "L4"},
+                                           // Near misses must not match a wrong row.
+                                           NameCase{"NVIDIA GH200 480GB", nullptr},
+                                           NameCase{"NVIDIA L40G", nullptr},
+                                           NameCase{"NVIDIA GeForce RTX 4090", nullptr},
+                                           NameCase{"cpu", nullptr}, NameCase{"", nullptr}));
 
 TEST(GpuTable, RowsAreCompleteAndSane) {
   std::set<std::string> names;
@@ -135,7 +131,8 @@ TEST(TMin, UnknownTermsAreLeftOut) {
   EXPECT_EQ(t_min_s(WorkEstimate{}, h200, Precision::fp32_strict), 0);
   GpuPeaks no_bw = h200;
   no_bw.mem_bw_bytes_s = 0;
-  EXPECT_NEAR(t_min_s({.flops = 989.4e12, .bytes = 1e15}, no_bw, Precision::fp32_strict), 1.0, 1e-12);
+  EXPECT_NEAR(t_min_s({.flops = 989.4e12, .bytes = 1e15}, no_bw, Precision::fp32_strict), 1.0,
+              1e-12);
 }
 
 TEST(CpuPeaks, UsesTheGivenValuesEverywhere) {
