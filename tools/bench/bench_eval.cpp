@@ -375,6 +375,13 @@ int main(int argc, char** argv) {
           std::printf(" overhead_us ref=%.1f cand=%.1f blocks=%d", ov_ref.back(), ov_cand.back(),
                       t.value("blocks", 0));
         }
+        // CPU: (output - input) mod 4096 on each side, the most frequent.
+        const json alias = t.value("alias_offsets", json::object());
+        for (const char* side : {"ref", "cand"}) {
+          const json top = alias.value(side, json::array());
+          if (!top.empty() && top[0].is_array() && top[0].size() == 2)
+            std::printf(" alias_%s=%d", side, top[0][0].get<int>());
+        }
       }
       if (!r.error.empty()) std::printf(" error=%s", r.error.substr(0, 200).c_str());
       std::printf("\n");

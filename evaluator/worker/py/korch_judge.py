@@ -269,12 +269,21 @@ class Judge:
             raise Verdict("impossible_timing", "the runner reported a time outside its round trip",
                           reported_ns=t_ns, round_trip_ns=rt)
         calls = int(reply.get("kernel_calls", 0) or 0)
-        return {"mutated": mutated, "alias": bool(reply.get("alias")),
+        info = {"mutated": mutated, "alias": bool(reply.get("alias")),
                 "subclass": bool(reply.get("subclass")),
                 "foreign_storage": bool(reply.get("foreign_storage")),
                 "t_ns": t_ns, "rt_ns": rt, "host_ns": reply.get("host_ns"),
                 "sync_ns": reply.get("sync_ns"), "tuple": bool(reply.get("tuple")),
                 "kernel_calls": calls}
+        # The runner's own report (a runner process runs candidate code):
+        # the GPU wait before its window, and a diagnostic, both bounded.
+        pre = reply.get("pre_ns")
+        if isinstance(pre, int) and 0 <= pre <= min(rt, 2000 * float(self.job.get("timing_pre_us", 200))):
+            info["pre_ns"] = pre
+        off = reply.get("alias_offset")
+        if isinstance(off, int) and 0 <= off < 4096:
+            info["alias_offset"] = off
+        return info
 
     def call_candidate(self, args, ablate=False, flush=False, timed=False):
         outs, info = self.call(self.cand, args, ablate=ablate, flush=flush, timed=timed)
@@ -693,6 +702,7 @@ class Judge:
             batch = int(min(64, fit, math.ceil(window / t_est) + 1)) if t_est < window else 1
         samples = {"ref": [], "cand": []}   # per block: list of t_ns
         extra = {"ref": [], "cand": []}     # (t, rt, host, sync) per call
+        alias = {"ref": {}, "cand": {}}     # CPU: (output - input) mod 4096 -> calls
         k = 0
         ref_disagree = 0
         t_start = time.monotonic()
@@ -723,6 +733,8 @@ class Judge:
                         else:
                             self.compare(refs[i], outs, info, "timed call %d" % k, fast=True)
                     block.append(info["t_ns"])
+                    if "alias_offset" in info:
+                        alias[side][info["alias_offset"]] = alias[side].get(info["alias_offset"], 0) + 1
                     # (the runner's GPU wait before its window is not harness overhead)
                     extra[side].append((info["t_ns"], (info["rt_ns"] - info.get("pre_ns", 0)) / batch,
                                         info.get("host_ns"), info.get("sync_ns")))
@@ -754,6 +766,8 @@ class Judge:
                      "harness_overhead_us": overhead,
                      "threads": torch.get_num_threads(), "l2_flush": flush,
                      "gpu_wait_us": float(job.get("timing_pre_us", 200)) if flush else 0.0,
+                     "alias_offsets": {k: sorted(v.items(), key=lambda kv: -kv[1])[:3]
+                                       for k, v in alias.items() if v},
                      "pinned_cpu": self.ctx.get("pinned_cpu", -1)}
         if self.dev != "cpu":
             for s in extra:
