@@ -270,7 +270,7 @@ def call_cpu(model, msg, fds):
     # Where the first output sits against the first input, modulo a page:
     # equal work measured unequal between runner processes (issue #7), and
     # 4K aliasing between a streaming op's input and output is one suspect.
-    t_in = next((a for a in argsets[-1] if isinstance(a, torch.Tensor)), None)
+    t_in = next((a for a in argsets[0] if isinstance(a, torch.Tensor)), None)
     t_out = next((o for o in outs if isinstance(o, torch.Tensor)), None)
     if t_in is not None and t_out is not None:
         reply["alias_offset"] = (t_out.data_ptr() - t_in.data_ptr()) % 4096
