@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <filesystem>
+
 #include "tests/integration/campaign_fixture.hpp"
 #include "util/sha256.hpp"
 
@@ -151,6 +153,34 @@ TEST_F(CliErrors, UsageErrorsExitTwo) {
   EXPECT_EQ(korch({"frobnicate"}, m_d).rc, 2);
   EXPECT_EQ(korch({"export", "--db", m_d + "/k.db", "--format", "xml"}, m_d).rc, 2);
   EXPECT_EQ(korch({"--help"}, m_d).rc, 0);
+}
+
+// A malformed number is bad input named by its flag (exit 2), not an
+// "internal error" from std::stod; nothing is evaluated.
+TEST_F(CliErrors, MalformedNumericFlagsNameTheFlag) {
+  std::filesystem::create_directories(m_d + "/kb/level1");
+  const std::string task = m_d + "/kb/level1/1_Identity.py", code = m_d + "/c.py";
+  write_text(task,
+             "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+             "        return x\ndef get_inputs():\n    return [torch.ones(2)]\n"
+             "def get_init_inputs():\n    return []\n");
+  write_text(code,
+             "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+             "        return x\n");
+  const std::vector<std::pair<std::string, std::string>> bad = {{"--timeout", "abc"},
+                                                                {"--timeout", "-1"},
+                                                                {"--timeout", "5s"},
+                                                                {"--memory-budget-mb", "1.5"},
+                                                                {"--seed", "-3"}};
+  for (auto& [flag, value] : bad) {
+    auto r = korch({"eval", "--task", task, "--code", code, flag, value}, m_d);
+    EXPECT_EQ(r.rc, 2) << flag << " " << value << ": " << r.err;
+    EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  }
+  auto v = korch({"tasks", "validate", m_d + "/kb", "--levels", "1", "--timeout", "soon"}, m_d);
+  EXPECT_EQ(v.rc, 2) << v.err;
+  EXPECT_NE(v.err.find("--timeout"), std::string::npos) << v.err;
 }
 
 }  // namespace

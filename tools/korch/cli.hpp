@@ -56,6 +56,12 @@ std::optional<E> get_enum(const Args& args, const std::string& name, E fallback)
   return text ? enum_from_name<E>(*text) : std::optional<E>(fallback);
 }
 
+// Flag `name` as a number: nullopt when absent; an invalid-input error that
+// names the flag when its whole text is not a number of type T (a whole
+// number for integers; finite and >= 0 for double).
+template <class T>
+Result<std::optional<T>> get_number(const Args& args, const std::string& name);
+
 // Parses argv[first..]. Boolean flags are those in `switches` (no value).
 std::optional<Args> parse_args(int argc, char** argv, int first,
                                const std::vector<std::string>& switches, std::string* error);

@@ -85,8 +85,14 @@ int cmd_eval(const Args& args) {
   if (!code) {
     return report_failure("eval", ErrorKind::invalid, code.error().message);
   }
-  if (auto t = args.get("--timeout")) cfg.timeout_s = std::stod(*t);
-  if (auto mb = args.get("--memory-budget-mb")) cfg.memory_budget_mb = std::stoll(*mb);
+  auto timeout = get_number<double>(args, "--timeout");
+  auto budget = get_number<std::int64_t>(args, "--memory-budget-mb");
+  auto seed = get_number<std::uint64_t>(args, "--seed");
+  for (const Error* e : {timeout ? nullptr : &timeout.error(), budget ? nullptr : &budget.error(),
+                         seed ? nullptr : &seed.error()})
+    if (e) return report_failure("eval", *e);
+  if (*timeout) cfg.timeout_s = **timeout;
+  if (*budget) cfg.memory_budget_mb = **budget;
   if (auto g = args.get("--gpus")) cfg.gpus = *g;  // gpu mode: "all", "1", "0-3"
   auto ev = evaluator::make_evaluator(cfg, args.get("--cache-dir").value_or(default_cache_dir()));
   if (!ev) {
@@ -99,8 +105,8 @@ int cmd_eval(const Args& args) {
   req.code = *code;
   req.rules = rules == "on";
   req.device = cuda ? config::EvalMode::gpu : config::EvalMode::cpu;
-  if (auto s = args.get("--seed")) {
-    req.secret_seed = std::stoull(*s);
+  if (*seed) {
+    req.secret_seed = **seed;
   } else {
     std::random_device rd;
     req.secret_seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();

@@ -17,9 +17,13 @@ int cmd_tasks_validate(const Args& args, const std::vector<config::Task>& tasks)
     return report_failure("tasks validate", ErrorKind::invalid, "--mode cpu|gpu");
   }
   cfg.mode = *mode;
-  if (auto mb = args.get("--memory-budget-mb")) cfg.memory_budget_mb = std::stoll(*mb);
+  auto budget = get_number<std::int64_t>(args, "--memory-budget-mb");
+  auto timeout = get_number<double>(args, "--timeout");
+  if (!budget) return report_failure("tasks validate", budget.error());
+  if (!timeout) return report_failure("tasks validate", timeout.error());
+  if (*budget) cfg.memory_budget_mb = **budget;
   if (auto g = args.get("--gpus")) cfg.gpus = *g;  // gpu mode: "all", "1", "0-3"
-  if (auto t = args.get("--timeout")) cfg.timeout_s = std::stod(*t);
+  if (*timeout) cfg.timeout_s = **timeout;
   auto cache = args.get("--cache-dir").value_or("/tmp/korch-validate-cache");
   int flagged = 0;
   auto validator = evaluator::TaskValidator::start(cfg, cache);
