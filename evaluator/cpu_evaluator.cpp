@@ -501,7 +501,7 @@ class CpuEvaluator final : public Evaluator {
         return r;
       }
       const protocol::CompileManifest& m = *c;
-      if (m.status == "compile_error") {
+      if (m.status == protocol::CompileStatus::compile_error) {
         r.status = Verdict::compile_error;
         r.error = "the load_inline extension '" + li.name() + "' failed to compile";
         r.compile_log = tail(m.log);
@@ -509,7 +509,7 @@ class CpuEvaluator final : public Evaluator {
         finish(r, t0, evidence);
         return r;
       }
-      if (m.status == "rule_violation" && req.rules) {
+      if (m.status == protocol::CompileStatus::rule_violation && req.rules) {
         r.status = Verdict::rule_violation;
         r.rule_id =
             m.violations.empty() || m.violations[0].rule.empty() ? "symbols" : m.violations[0].rule;

@@ -142,7 +142,17 @@ Result<CompileManifest> parse_manifest(const std::string& text) {
   json j = parse_object(text);
   if (j.is_null()) return fail("unreadable compile manifest");
   CompileManifest m;
-  m.status = j.value("status", "compile_error");
+  // The worker writes one of three; anything else is a protocol error (a
+  // manifest without a status is a compile that ended before writing one).
+  const std::string status = j.value("status", "compile_error");
+  if (status == "ok")
+    m.status = CompileStatus::ok;
+  else if (status == "compile_error")
+    m.status = CompileStatus::compile_error;
+  else if (status == "rule_violation")
+    m.status = CompileStatus::rule_violation;
+  else
+    return fail("compile manifest: unknown status '" + status + "'");
   m.log = j.value("log", "");
   m.module = j.value("module", "");
   m.so = j.value("so", "");

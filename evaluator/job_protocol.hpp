@@ -95,8 +95,9 @@ struct RulesResult {
 Result<RulesResult> parse_rules(const std::string& result_json);
 
 // A compile cache entry's manifest (korch-manifest.json).
+enum class CompileStatus { ok, compile_error, rule_violation };
 struct CompileManifest {
-  std::string status;  // "ok" | "compile_error" | "rule_violation"
+  CompileStatus status = CompileStatus::compile_error;
   std::string log, module, so;
   std::vector<Violation> violations;
   json undefined = json::array();  // symbols the glue probe imports

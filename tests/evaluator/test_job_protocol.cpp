@@ -86,6 +86,28 @@ TEST(JobProtocol, RulesResultsParse) {
 }
 
 // A real worker, a job of another protocol version: refused, with the reason.
+TEST(JobProtocol, CompileManifestsParseAndUnknownStatusesAreErrors) {
+  auto ok = parse_manifest(R"({"status":"ok","module":"m","so":"m.so","compile_s":2.5})");
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->status, CompileStatus::ok);
+  EXPECT_EQ(ok->so, "m.so");
+  auto bad = parse_manifest(R"({"status":"compile_error","log":"error: x"})");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, CompileStatus::compile_error);
+  auto sym = parse_manifest(
+      R"({"status":"rule_violation","violations":[{"rule":"symbols","line":0,"message":"dlopen"}]})");
+  ASSERT_TRUE(sym);
+  EXPECT_EQ(sym->status, CompileStatus::rule_violation);
+  ASSERT_EQ(sym->violations.size(), 1u);
+  auto missing = parse_manifest(R"({"module":"m"})");  // ended before writing a status
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, CompileStatus::compile_error);
+  auto unknown = parse_manifest(R"({"status":"fine"})");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("fine"), std::string::npos);
+  EXPECT_FALSE(parse_manifest("not json"));
+}
+
 TEST(JobProtocol, TheWorkerRefusesAnotherVersion) {
   // Under /var/tmp: jobs see a private /tmp (as in the evaluator's cache).
   std::string root = "/var/tmp/korch-protocol-XXXXXX";
