@@ -145,14 +145,9 @@ Result<CompileManifest> parse_manifest(const std::string& text) {
   // The worker writes one of three; anything else is a protocol error (a
   // manifest without a status is a compile that ended before writing one).
   const std::string status = j.value("status", "compile_error");
-  if (status == "ok")
-    m.status = CompileStatus::ok;
-  else if (status == "compile_error")
-    m.status = CompileStatus::compile_error;
-  else if (status == "rule_violation")
-    m.status = CompileStatus::rule_violation;
-  else
-    return fail("compile manifest: unknown status '" + status + "'");
+  auto s = enum_from_name<CompileStatus>(status);
+  if (!s) return fail("compile manifest: unknown status '" + status + "'");
+  m.status = *s;
   m.log = j.value("log", "");
   m.module = j.value("module", "");
   m.so = j.value("so", "");

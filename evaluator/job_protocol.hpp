@@ -18,6 +18,7 @@
 #include "config/campaign.hpp"
 #include "evaluator/evaluator.hpp"
 #include "evaluator/job_protocol_version.hpp"
+#include "util/enum_names.hpp"
 #include "util/error.hpp"
 
 namespace korch::evaluator::protocol {
@@ -146,3 +147,13 @@ struct ValidateResult {
 Result<ValidateResult> parse_validate(const std::string& result_json);
 
 }  // namespace korch::evaluator::protocol
+
+namespace korch {
+// The worker's spelling of a compile status (korch_worker.compile_main).
+template <>
+struct EnumNames<evaluator::protocol::CompileStatus> {
+  using S = evaluator::protocol::CompileStatus;
+  static constexpr std::pair<S, std::string_view> k_names[] = {
+      {S::ok, "ok"}, {S::compile_error, "compile_error"}, {S::rule_violation, "rule_violation"}};
+};
+}  // namespace korch

@@ -35,7 +35,6 @@
 #include <cstdlib>
 #include <future>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -130,9 +129,9 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
       std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   std::vector<std::promise<evaluator::Report>> ps(static_cast<std::size_t>(n));
   std::vector<std::future<evaluator::Report>> fs;
-  std::mutex done_mu;
-  std::vector<double> done_at;  // seconds from the first submission, in completion order
-  std::vector<double> done_of(static_cast<std::size_t>(n));  // the same, per request
+  // Seconds from the first submission to each request's result (each
+  // callback writes its own slot before its promise is set).
+  std::vector<double> done_of(static_cast<std::size_t>(n));
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) {
     evaluator::Request req;
@@ -145,13 +144,9 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
     req.secret_seed = 7000 + static_cast<std::uint64_t>(i);
     fs.push_back(ps[static_cast<std::size_t>(i)].get_future());
     auto* p = &ps[static_cast<std::size_t>(i)];
-    (*ev)->evaluate(req, [p, i, t0, &done_mu, &done_at, &done_of](evaluator::Report r) {
-      {
-        std::lock_guard lk(done_mu);
-        done_at.push_back(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        done_of[static_cast<std::size_t>(i)] = done_at.back();
-      }
+    (*ev)->evaluate(req, [p, i, t0, &done_of](evaluator::Report r) {
+      done_of[static_cast<std::size_t>(i)] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       p->set_value(std::move(r));
     });
   }
@@ -192,7 +187,7 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
         gpu, evals_by_gpu[gpu], 100 * s / wall, s, wall, evals_by_gpu[gpu] / wall * 3600);
   // Steady state: after the pipeline filled (the first result), how fast
   // results come (the compile latency of the first candidates excluded).
-  std::lock_guard done_lk(done_mu);
+  std::vector<double> done_at = done_of;  // in completion order
   std::sort(done_at.begin(), done_at.end());
   if (done_at.size() >= 3) {
     const double span = done_at.back() - done_at.front();

@@ -88,9 +88,9 @@ int cmd_eval(const Args& args) {
   auto timeout = get_number<double>(args, "--timeout");
   auto budget = get_number<std::int64_t>(args, "--memory-budget-mb");
   auto seed = get_number<std::uint64_t>(args, "--seed");
-  for (const Error* e : {timeout ? nullptr : &timeout.error(), budget ? nullptr : &budget.error(),
-                         seed ? nullptr : &seed.error()})
-    if (e) return report_failure("eval", *e);
+  if (!timeout) return report_failure("eval", timeout.error());
+  if (!budget) return report_failure("eval", budget.error());
+  if (!seed) return report_failure("eval", seed.error());
   if (*timeout) cfg.timeout_s = **timeout;
   if (*budget) cfg.memory_budget_mb = **budget;
   if (auto g = args.get("--gpus")) cfg.gpus = *g;  // gpu mode: "all", "1", "0-3"

@@ -137,6 +137,8 @@ class Judge:
         self.job = job
         self.mode = job.get("mode", "submit")
         self.dev = job.get("device", "cpu")
+        # GPU: the runners' wait before each timed window (korch_runner.call_gpu).
+        self.pre_us = float(job.get("timing_pre_us", 200)) if self.dev != "cpu" else 0.0
         self.atol, self.rtol = float(job["atol"]), float(job["rtol"])
         self.low_precision_tol = float(job["low_precision_tol"])
         self.budget = int(job.get("memory_budget_mb", 4096)) << 20
@@ -278,7 +280,7 @@ class Judge:
         # The runner's own report (a runner process runs candidate code):
         # the GPU wait before its window, and a diagnostic, both bounded.
         pre = reply.get("pre_ns")
-        if isinstance(pre, int) and 0 <= pre <= min(rt, 2000 * float(self.job.get("timing_pre_us", 200))):
+        if isinstance(pre, int) and 0 <= pre <= min(rt, 2000 * self.pre_us):
             info["pre_ns"] = pre
         off = reply.get("alias_offset")
         if isinstance(off, int) and 0 <= off < 4096:
@@ -594,8 +596,7 @@ class Judge:
                  "init_seed": init_seed}
         if self.dev != "cpu":
             setup["exchange"] = self._exchange(first, first_ref)
-            # The GPU wait before each timed window (korch_runner.call_gpu).
-            setup["pre_us"] = float(job.get("timing_pre_us", 200))
+            setup["pre_us"] = self.pre_us
         # Both runners build their models at the same time (each in its own
         # process); the reference's failure is reported first.
         self._send_setup(self.refr, dict(setup, code=job["task_source"], class_name="Model"))
@@ -765,7 +766,7 @@ class Judge:
                      "timing_s": time.monotonic() - t_start,
                      "harness_overhead_us": overhead,
                      "threads": torch.get_num_threads(), "l2_flush": flush,
-                     "gpu_wait_us": float(job.get("timing_pre_us", 200)) if flush else 0.0,
+                     "gpu_wait_us": self.pre_us,
                      "alias_offsets": {k: sorted(v.items(), key=lambda kv: -kv[1])[:3]
                                        for k, v in alias.items() if v},
                      "pinned_cpu": self.ctx.get("pinned_cpu", -1)}

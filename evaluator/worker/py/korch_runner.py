@@ -43,7 +43,7 @@ import korch_transport as kt
 _perf_ns = time.perf_counter_ns
 _Event = None
 _cuda_sleep = getattr(torch._C, "_cuda_sleep", None)  # spins one GPU thread for N cycles
-_PRE = {"cycles": 0, "us": 0.0}
+_PRE = {"cycles": 0}  # of _cuda_sleep before each GPU window; 0 = none
 
 _PREBUILT = {}
 _STATE = {"ablate": False, "kernel_calls": 0, "loaded": 0, "triton_kernels": 0}
@@ -283,7 +283,7 @@ def call_cpu(model, msg, fds):
 def _calibrate_pre(pre_us):
     """Cycles of _cuda_sleep that take ~pre_us on this GPU (its clock, read
     with events before any candidate code is loaded)."""
-    _PRE["cycles"], _PRE["us"] = 0, 0.0
+    _PRE["cycles"] = 0
     if pre_us <= 0 or _cuda_sleep is None:
         return
     a, b = _Event(enable_timing=True), _Event(enable_timing=True)
@@ -297,7 +297,6 @@ def _calibrate_pre(pre_us):
     ms = a.elapsed_time(b)
     if ms > 0:
         _PRE["cycles"] = max(1, int(n * pre_us / (ms * 1000.0)))
-        _PRE["us"] = pre_us
 
 
 def call_gpu(model, msg, bufs, out_bufs, input_ranges):
