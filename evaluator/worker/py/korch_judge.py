@@ -85,7 +85,28 @@ def out_of_memory(ex):
     return isinstance(ex, MemoryError) or "alloc" in text or "out of memory" in text
 
 
+_INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def bitwise_equal(a, b):
+    """True when a and b hold the same bytes: a fast sufficient test for
+    `same` (4 MB in ~1 ms as int64 words; the NaN-aware test takes ~8 ms)."""
+    if a.dtype != b.dtype or a.shape != b.shape or a.device != b.device:
+        return False
+    a, b = a.reshape(-1), b.reshape(-1)
+    nbytes = a.numel() * a.element_size()
+    for width in ((8, a.element_size()) if nbytes % 8 == 0 else (a.element_size(),)):
+        try:
+            iv = _INT_VIEW[width]
+            return torch.equal(a.view(iv), b.view(iv))
+        except (KeyError, RuntimeError):  # unaligned, or no integer view of that width
+            continue
+    return False
+
+
 def same(a, b):
+    if bitwise_equal(a, b):
+        return True
     if a.is_floating_point() or a.is_complex():
         return torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
     return torch.equal(a, b)
@@ -100,6 +121,8 @@ class Runner:
         self.ch = kt.Channel(fd)
         self.pid = pid
         self.protections = []
+        self.region_in = self.region_out = None  # CPU timing (Judge.open_regions)
+        self.calls = 0  # through the regions
 
     def recv(self):
         self.ch.sock.settimeout(self.judge.remaining())
@@ -171,25 +194,11 @@ class Judge:
             return self._call_cpu(runner, args, ablate, timed)
         return self._call_gpu(runner, args, ablate, flush, want_output, timed)
 
-    def call_batch(self, runner, sets, timed=True):
-        """CPU: `sets` run back to back in one message; the runner times all
-        but the first call as one window. Returns ([outputs per set], info)
-        with info["t_ns"] the time per timed call."""
-        flat = [v for s in sets for v in s]
-        outs, info = self._call_cpu(runner, flat, False, timed, batch=len(sets))
-        if len(outs) % len(sets):
-            raise Verdict("runtime_error", "protocol violation: batch outputs do not split")
-        per = len(outs) // len(sets)
-        info["t_ns"] = info["t_ns"] / max(1, len(sets) - 1)
-        if runner is self.cand:
-            self.kernel_calls += info["kernel_calls"]
-        return [outs[i * per:(i + 1) * per] for i in range(len(sets))], info
-
-    def _call_cpu(self, runner, args, ablate, timed, batch=1):
+    def _call_cpu(self, runner, args, ablate, timed):
         header, fd, mm = kt.pack(args)
         t0 = time.perf_counter_ns()
         runner.ch.send({"op": "call", "args": header, "ablate": ablate,
-                        "instrument": not timed, "batch": batch}, [fd])
+                        "instrument": not timed}, [fd])
         os.close(fd)
         reply, fds = runner.recv()
         rt = time.perf_counter_ns() - t0
@@ -215,6 +224,94 @@ class Judge:
                 except OSError:
                     pass
             del mm
+
+    def open_regions(self, sets, ref_out, batch):
+        """CPU timing: each runner gets an input region for `batch` input sets
+        and an output region for `batch` reference-sized outputs, mapped once
+        (kt.Region). A call's inputs are copied in before it and compared
+        with the judge's own after it."""
+        self.region_batch = batch
+        self.layouts = [kt.layout(vals) for vals in sets]
+        # (+ a page: each call places its inputs at one of the page's 64-byte
+        # offsets, see call_sets)
+        in_size = batch * (max(max(total, kt.ALIGN) for _, total in self.layouts) + 4096)
+        out_size = batch * max(kt.layout(as_outputs(ref_out))[1], kt.ALIGN)
+        for runner in (self.refr, self.cand):
+            runner.region_in, runner.region_out = kt.Region(in_size), kt.Region(out_size)
+            try:
+                runner.ch.send({"op": "regions", "in_size": in_size, "out_size": out_size},
+                               [runner.region_in.fd, runner.region_out.fd])
+            finally:
+                runner.region_in.close_fd()
+                runner.region_out.close_fd()
+            reply, fds = runner.recv()
+            for f in fds:
+                os.close(f)
+            self._check_reply(runner, reply)
+
+    def call_sets(self, runner, idx):
+        """CPU timed call on input sets `idx` (one, or a batch: the runner times
+        all but the first) through the runner's regions where it has them
+        (open_regions), else in a fresh memfd. Returns ([outputs per set],
+        info) with info["t_ns"] the time per timed call; outputs in the output
+        region are views of it, valid until the runner's next call."""
+        flat = [v for j in idx for v in self.timing_sets[j]]
+        reg_in, in_fd = runner.region_in, None
+        if reg_in is not None:
+            stride = reg_in.size // self.region_batch
+            header = []
+            # Where the inputs start within a page moves by 64 bytes each call,
+            # in the same sequence for both runners. A streaming op whose
+            # output sits at the same page offset as its input (4K aliasing)
+            # ran ~5% slower here; where each runner's allocator puts the
+            # output is the process's history, not its model's, so every
+            # relative offset is visited alike.
+            shift = (runner.calls % 64) * 64
+            runner.calls += 1
+            for i, j in enumerate(idx):
+                shifted = [dict(e, off=e["off"] + i * stride + shift) if e["t"] == "tensor" else e
+                           for e in self.layouts[j][0]]
+                kt.write(reg_in.mm, self.timing_sets[j], shifted)
+                header += shifted
+            in_mm = reg_in.mm
+        else:
+            header, in_fd, in_mm = kt.pack(flat)
+        t0 = time.perf_counter_ns()
+        runner.ch.send({"op": "call", "args": header, "ablate": False, "instrument": False,
+                        "batch": len(idx), "region": reg_in is not None},
+                       [in_fd] if in_fd is not None else [])
+        if in_fd is not None:
+            os.close(in_fd)
+        reply, fds = runner.recv()
+        rt = time.perf_counter_ns() - t0
+        omm = None
+        try:
+            self._check_reply(runner, reply)
+            if reply.get("out_region") and runner.region_out is not None:
+                src = runner.region_out.mm
+            elif fds:  # no regions, or larger than the reference's outputs
+                src = omm = mmap.mmap(fds[0], os.fstat(fds[0]).st_size)
+            else:
+                raise Verdict("runtime_error", "protocol violation: no output region")
+            try:
+                outs = kt.unpack(reply.get("outputs", []), src, copy=omm is not None)
+            except (ValueError, TypeError) as ex:
+                raise Verdict("runtime_error", "protocol violation: %s" % ex) from None
+        finally:
+            for f in fds:
+                os.close(f)
+            if omm is not None:
+                omm.close()
+        now = kt.unpack(header, in_mm, copy=False)
+        mutated = [i for i, (a, b) in enumerate(zip(flat, now))
+                   if isinstance(a, torch.Tensor) and not same(a, b)]
+        del now
+        info = self._info(reply, rt, mutated)
+        if len(outs) % len(idx):
+            raise Verdict("runtime_error", "protocol violation: batch outputs do not split")
+        per = len(outs) // len(idx)
+        info["t_ns"] = info["t_ns"] / max(1, len(idx) - 1)
+        return [outs[i * per:(i + 1) * per] for i in range(len(idx))], info
 
     def _call_gpu(self, runner, args, ablate, flush, want_output, timed):
         header, slot = [], 0
@@ -679,12 +776,15 @@ class Judge:
         per_set = max(1, nbytes_of(self.first) + nbytes_of(as_outputs(self.first_ref)))
         n_sets = max(2, min(int(job.get("timing_sets", 4)), self.budget // (2 * per_set)))
         min_blocks = int(job.get("timing_blocks", 10))
-        max_blocks = int(job.get("timing_max_blocks", 60))
+        # (CPU: more blocks fit the time cap since calls go through regions; a
+        # 1 ms model needs ~200 to hold equal work within 3%, issue #7)
+        max_blocks = int(job.get("timing_max_blocks", 200 if self.dev == "cpu" else 60))
         per_block = int(job.get("timing_block_calls", 5))
         warmup = int(job.get("timing_warmup", 3))
         target = float(job.get("timing_target_rel_ci", 0.01))
         max_s = float(job.get("timing_max_s", 15))
         sets = [self.gen_inputs(derive(self.seed, "timing:%d" % j)) for j in range(n_sets)]
+        self.timing_sets = sets
         refs = [self.ref_forward(s) for s in sets]
         flush = self.dev != "cpu"
         warm_ns = []
@@ -701,6 +801,16 @@ class Judge:
             window = float(job.get("timing_batch_us", 200)) * 1e3
             fit = max(1, (self.budget // 4) // per_set)
             batch = int(min(64, fit, math.ceil(window / t_est) + 1)) if t_est < window else 1
+            if batch == 1:
+                self.open_regions(sets, refs[0], batch)
+            else:
+                # Batched calls (models under timing_batch_us) keep a fresh
+                # memfd per call and at most 60 blocks. At ~10 us equal work
+                # moves with where each runner's heap puts its outputs (a
+                # per-process layout, not per call): through the regions with
+                # 200 blocks it measured 0.96-1.16 over ten evaluations, each
+                # interval narrow and 0 of 10 containing 1.0 (issue #7, open).
+                max_blocks = min(max_blocks, 60)
         samples = {"ref": [], "cand": []}   # per block: list of t_ns
         extra = {"ref": [], "cand": []}     # (t, rt, host, sync) per call
         alias = {"ref": {}, "cand": {}}     # CPU: (output - input) mod 4096 -> calls
@@ -709,14 +819,19 @@ class Judge:
         t_start = time.monotonic()
         b = 0
         while True:
-            for side in (("ref", "cand") if b % 2 == 0 else ("cand", "ref")):
+            # Blocks go R C | C R in pairs (drift cancels within a pair), and
+            # the pairs alternate R C C R | C R R C: the judge's own work
+            # between pairs (the interval below: ~10^5 Python operations)
+            # leaves cold caches for whichever side runs next, and that side
+            # measured 3-9% slower running the very same forward when it was
+            # always the reference.
+            for side in (("ref", "cand") if (b // 2 + b) % 2 == 0 else ("cand", "ref")):
                 block = []
                 for _ in range(per_block):
                     idx = [(k + i) % n_sets for i in range(batch)]
                     k += batch
-                    if batch > 1:
-                        runner = self.refr if side == "ref" else self.cand
-                        outs_all, info = self.call_batch(runner, [sets[i] for i in idx])
+                    if self.dev == "cpu":
+                        outs_all, info = self.call_sets(self.refr if side == "ref" else self.cand, idx)
                     elif side == "ref":
                         outs, info = self.call(self.refr, sets[idx[0]], flush=flush, timed=True)
                         outs_all = [outs]
@@ -746,6 +861,8 @@ class Judge:
             if b >= max_blocks or time.monotonic() - t_start > max_s or \
                     time.monotonic() > self.deadline - 10:
                 break
+            if b % 10:  # (the bootstrap costs ~0.1 s at 200 blocks: every 5th pair)
+                continue
             lo, hi, s = self._interval(samples, 200)
             if s > 0 and (hi - lo) / 2 / s <= target:
                 break
