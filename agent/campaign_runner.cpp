@@ -128,7 +128,7 @@ class Runner {
           e.model_id = m.id;
           e.sample_index = sample;
           e.system_prompt = m_plan.system_prompt;
-          e.status = "pending";
+          e.status = store::EpisodeStatus::pending;
           e.created_at = now;
           e.updated_at = now;
           batch.put(std::move(e));

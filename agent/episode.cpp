@@ -27,8 +27,8 @@ const config::LifecycleEvent* find_event(const EpisodeSpec& spec, config::Lifecy
   return nullptr;
 }
 
-void add_message(EpisodeState& s, store::WriteBatch& batch, std::string role, std::string kind,
-                 std::string content, int turn) {
+void add_message(EpisodeState& s, store::WriteBatch& batch, store::Role role,
+                 store::MessageKind kind, std::string content, int turn) {
   store::MessageRow row;
   row.episode_id = s.spec->episode_id;
   row.epoch = s.epoch;
@@ -38,9 +38,7 @@ void add_message(EpisodeState& s, store::WriteBatch& batch, std::string role, st
   row.turn = turn;
   row.content = content;
   batch.put(std::move(row));
-  s.conversation.push_back(llm::Message{std::move(role), std::move(content)});
-  s.kinds.push_back(std::move(kind));
-  s.message_turns.push_back(turn);
+  s.conversation.push_back(llm::Message{std::string(to_string(role)), std::move(content)});
 }
 
 void add_event(EpisodeState& s, store::WriteBatch& batch, const Env& env, std::string kind,
@@ -55,10 +53,10 @@ void add_event(EpisodeState& s, store::WriteBatch& batch, const Env& env, std::s
 }
 
 void update_episode(EpisodeState& s, store::WriteBatch& batch,
-                    std::optional<std::string> status = {}) {
+                    std::optional<store::EpisodeStatus> status = {}) {
   store::EpisodeUpdate u;
   u.id = s.spec->episode_id;
-  u.status = std::move(status);
+  u.status = status;
   u.active_s = s.active_s;
   u.tokens_used = s.tokens_used;
   u.cost_usd = s.cost_usd;
@@ -85,14 +83,12 @@ std::vector<prompts::AttemptSummary> summaries(const EpisodeState& s) {
 // Replaces the conversation by a new epoch: the system prompt and the
 // compaction summary (DESIGN §2 lifecycle `compaction`).
 void compact(EpisodeState& s, store::WriteBatch& batch, int turn, bool resumed,
-             std::string_view kind) {
+             store::MessageKind kind) {
   ++s.epoch;
   s.next_seq = 0;
   s.conversation.clear();
-  s.kinds.clear();
-  s.message_turns.clear();
-  add_message(s, batch, "system", "system", s.system_prompt, 0);
-  add_message(s, batch, "user", std::string(kind),
+  add_message(s, batch, store::Role::system, store::MessageKind::system, s.system_prompt, 0);
+  add_message(s, batch, store::Role::user, kind,
               prompts::compaction_summary(*s.spec->task, summaries(s), resumed,
                                           replies_left_after(s, turn - 1)),
               turn);
@@ -115,7 +111,7 @@ store::LlmCallRow intent_row(const EpisodeState& s, const Env& env) {
   row.episode_id = s.spec->episode_id;
   row.turn = s.turn;
   row.model_id = s.turn_model;
-  row.state = "started";
+  row.state = store::CallState::started;
   row.started_at = env.now;
   row.sends = s.llm_sends;
   row.dup_possible = s.llm_dup_possible;
@@ -131,7 +127,7 @@ Next call_llm(EpisodeState& s) {
   return CallLlm{std::move(req)};
 }
 
-void finalize(EpisodeState& s, store::WriteBatch& batch, const Env& env, const std::string& reason,
+void finalize(EpisodeState& s, store::WriteBatch& batch, const Env& env, store::EndReason reason,
               const evaluator::Report* report) {
   store::FinalRow row;
   row.episode_id = s.spec->episode_id;
@@ -146,17 +142,17 @@ void finalize(EpisodeState& s, store::WriteBatch& batch, const Env& env, const s
   row.at = env.now;
   batch.put(std::move(row));
   s.phase = Phase::final;
-  update_episode(s, batch, "final");
+  update_episode(s, batch, store::EpisodeStatus::final);
 }
 
 // The row of the evaluation in flight, in `state`, with its counts.
-store::EvaluationRow evaluation_row(const EpisodeState& s, const Env& env, std::string state) {
+store::EvaluationRow evaluation_row(const EpisodeState& s, const Env& env, store::EvalState state) {
   store::EvaluationRow row;
   row.request_id = s.eval_request_id;
   row.episode_id = s.spec->episode_id;
   row.kind = to_string(s.eval_mode);
   row.code_sha = ids::code_digest(s.eval_code);
-  row.state = std::move(state);
+  row.state = state;
   row.owner = env.owner;
   row.attempts = s.eval_attempts;
   row.failures = s.eval_failures;
@@ -169,7 +165,7 @@ store::EvaluationRow evaluation_row(const EpisodeState& s, const Env& env, std::
 Next run_eval(EpisodeState& s, store::WriteBatch& batch, const Env& env) {
   s.phase = Phase::awaiting_eval;
   ++s.eval_attempts;
-  batch.put(evaluation_row(s, env, "running"));
+  batch.put(evaluation_row(s, env, store::EvalState::running));
   evaluator::Request req;
   req.request_id = s.eval_request_id;
   req.mode = s.eval_mode;
@@ -195,36 +191,37 @@ Next start_eval(EpisodeState& s, store::WriteBatch& batch, const Env& env, evalu
 
 Next begin_turn(EpisodeState& s, store::WriteBatch& batch, const Env& env, int turn);
 
-// The loop ended without a submission (max turns, budget, overflow): submit
-// the latest passing code (DESIGN §2 rule 6) or end as `reason`.
+// The loop ended without a submission: the turns ran out (no `limit`) or a
+// budget or failure named by `limit` ended it. Submits the latest passing
+// code (DESIGN §2 rule 6), or ends as no_submission / `limit`.
 Next end_loop(EpisodeState& s, store::WriteBatch& batch, const Env& env,
-              const std::string& reason) {
+              std::optional<store::EndReason> limit = {}) {
   auto code = passing_code(s);
   if (code.empty()) {
-    finalize(s, batch, env, reason == "max_turns" ? "no_submission" : reason, nullptr);
+    finalize(s, batch, env, limit.value_or(store::EndReason::no_submission), nullptr);
     return Finished{};
   }
-  s.end_reason = reason == "max_turns" ? "fallback" : reason;
+  s.end_reason = limit.value_or(store::EndReason::fallback);
   auto id = ids::submit_request_id(s.spec->episode_id, code);
   return start_eval(s, batch, env, evaluator::Mode::submit, std::move(code), std::move(id), true);
 }
 
 // Turn s.turn is complete: decide what happens next.
 Next advance(EpisodeState& s, store::WriteBatch& batch, const Env& env) {
-  if (s.turn >= s.spec->max_turns) return end_loop(s, batch, env, "max_turns");
+  if (s.turn >= s.spec->max_turns) return end_loop(s, batch, env);
   if (s.spec->token_budget > 0 && s.tokens_used >= s.spec->token_budget) {
     add_event(s, batch, env, "budget", s.turn,
               fmt::format("token budget {} reached", s.spec->token_budget));
-    return end_loop(s, batch, env, "token_budget");
+    return end_loop(s, batch, env, store::EndReason::token_budget);
   }
   if (s.spec->wall_clock_budget_s > 0 && s.active_s >= s.spec->wall_clock_budget_s) {
     add_event(s, batch, env, "budget", s.turn,
               fmt::format("wall-clock budget {:.0f} s reached", s.spec->wall_clock_budget_s));
-    return end_loop(s, batch, env, "wall_clock");
+    return end_loop(s, batch, env, store::EndReason::wall_clock);
   }
   if (env.spend_cap_reached) {
     add_event(s, batch, env, "budget", s.turn, "campaign spend cap reached");
-    return end_loop(s, batch, env, "spend_cap");
+    return end_loop(s, batch, env, store::EndReason::spend_cap);
   }
   return begin_turn(s, batch, env, s.turn + 1);
 }
@@ -243,7 +240,7 @@ Next begin_turn(EpisodeState& s, store::WriteBatch& batch, const Env& env, int t
   if (find_event(*s.spec, LifecycleKind::compaction, turn) && !compaction_fired(s, turn)) {
     s.fired_events.insert({kind_key(LifecycleKind::compaction), turn});
     add_event(s, batch, env, kind_name(LifecycleKind::compaction), turn, "scheduled compaction");
-    compact(s, batch, turn, false, "compaction");
+    compact(s, batch, turn, false, store::MessageKind::compaction);
   }
   s.turn_model = s.spec->model_id;
   if (auto* swap = find_event(*s.spec, LifecycleKind::model_swap, turn)) {
@@ -282,14 +279,15 @@ Next dispatch_reply(EpisodeState& s, store::WriteBatch& batch, const Env& env,
   turn.llm_latency_s = latency_s;
   turn.at = env.now;
   if (!parsed.has_code) {
-    bool truncated = finish_reason == "length";
+    bool truncated = llm::hit_max_tokens(finish_reason);
     turn.action = "none";
     turn.parse_status = truncated ? "truncated" : "no_code";
     s.attempts.push_back(
         Attempt{s.turn, s.turn_model, "none", turn.parse_status, "", "", "", "", false});
     batch.put(std::move(turn));
     if (!last_turn) {
-      add_message(s, batch, "user", truncated ? "truncated" : "no_code",
+      add_message(s, batch, store::Role::user,
+                  truncated ? store::MessageKind::truncated : store::MessageKind::no_code,
                   prompts::no_code_message(truncated, replies_left_after(s, s.turn)), s.turn);
     }
     return advance(s, batch, env);
@@ -298,7 +296,10 @@ Next dispatch_reply(EpisodeState& s, store::WriteBatch& batch, const Env& env,
   auto mode = submit ? evaluator::Mode::submit : evaluator::Mode::check;
   auto id = submit ? ids::submit_request_id(s.spec->episode_id, parsed.code)
                    : ids::check_request_id(s.spec->episode_id, s.turn, parsed.code);
-  if (submit) s.end_reason = parsed.action == Action::submit ? "submitted" : "last_turn";
+  if (submit) {
+    s.end_reason =
+        parsed.action == Action::submit ? store::EndReason::submitted : store::EndReason::last_turn;
+  }
   // The turn row is written with the evaluation's outcome; keep its facts.
   s.attempts.push_back(
       Attempt{s.turn, s.turn_model, to_string(mode), "code", parsed.code, id, "", "", false});
@@ -337,13 +338,15 @@ Step start(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec, const Env& 
   s.spec = std::move(spec);
   s.system_prompt = s.spec->system_prompt;
   s.active_s = 0;
-  add_message(s, step.batch, "system", "system", s.system_prompt, 0);
-  if (!s.spec->context.empty()) add_message(s, step.batch, "user", "context", s.spec->context, 0);
-  add_message(s, step.batch, "user", "task", prompts::task_prompt(*s.spec->task, s.spec->max_turns),
-              1);
+  add_message(s, step.batch, store::Role::system, store::MessageKind::system, s.system_prompt, 0);
+  if (!s.spec->context.empty()) {
+    add_message(s, step.batch, store::Role::user, store::MessageKind::context, s.spec->context, 0);
+  }
+  add_message(s, step.batch, store::Role::user, store::MessageKind::task,
+              prompts::task_prompt(*s.spec->task, s.spec->max_turns), 1);
   store::EpisodeUpdate running;
   running.id = s.spec->episode_id;
-  running.status = "running";
+  running.status = store::EpisodeStatus::running;
   step.batch.update(std::move(running));
   step.next = begin_turn(s, step.batch, env, 1);
   return step;
@@ -391,13 +394,13 @@ Step on_llm_result(EpisodeState& s, const llm::ChatResult& r, const Env& env) {
     return step;
   }
   if (r.outcome != llm::Outcome::ok) {
-    row.state = "failed";
+    row.state = store::CallState::failed;
     row.failure = llm::to_string(r.outcome);
     step.batch.put(std::move(row));
     if (r.outcome == llm::Outcome::context_overflow && !s.overflow_retry) {
       add_event(s, step.batch, env, "compaction_overflow", s.turn,
                 "prompt rejected for context length");
-      compact(s, step.batch, s.turn, false, "compaction_overflow");
+      compact(s, step.batch, s.turn, false, store::MessageKind::compaction_overflow);
       s.overflow_retry = true;
       s.llm_request_id = ids::llm_request_id(s.spec->episode_id, s.turn, s.turn_model) +
                          std::string(k_overflow_suffix);
@@ -410,7 +413,7 @@ Step on_llm_result(EpisodeState& s, const llm::ChatResult& r, const Env& env) {
       return step;
     }
     if (r.outcome == llm::Outcome::context_overflow) {
-      step.next = end_loop(s, step.batch, env, "context_overflow");
+      step.next = end_loop(s, step.batch, env, store::EndReason::context_overflow);
       return step;
     }
     if (r.outcome == llm::Outcome::exhausted) {
@@ -432,15 +435,15 @@ Step on_llm_result(EpisodeState& s, const llm::ChatResult& r, const Env& env) {
       return step;
     }
     add_event(s, step.batch, env, "llm_failure", s.turn, r.error);
-    step.next = end_loop(s, step.batch, env, "llm_failure");
+    step.next = end_loop(s, step.batch, env, store::EndReason::llm_failure);
     return step;
   }
 
-  row.state = "done";
+  row.state = store::CallState::done;
   step.batch.put(std::move(row));
   s.tokens_used += r.usage.prompt_tokens + r.usage.completion_tokens;
   s.cost_usd += r.cost_usd;
-  add_message(s, step.batch, "assistant", "reply", r.content, s.turn);
+  add_message(s, step.batch, store::Role::assistant, store::MessageKind::reply, r.content, s.turn);
   update_episode(s, step.batch);
   step.next = dispatch_reply(s, step.batch, env, r.content, r.finish_reason, r.usage.prompt_tokens,
                              r.usage.completion_tokens, r.latency_s);
@@ -469,7 +472,7 @@ Step on_eval_result(EpisodeState& s, const evaluator::Report& report, const Env&
       return step;
     }
   }
-  auto row = evaluation_row(s, env, "done");
+  auto row = evaluation_row(s, env, store::EvalState::done);
   row.verdict = evaluator::to_string(report.status);
   row.report_json = report.to_json();
   row.evaluator_version = report.evaluator_version;
@@ -483,7 +486,7 @@ Step on_eval_result(EpisodeState& s, const evaluator::Report& report, const Env&
     a.passed = report.status == evaluator::Verdict::ok;
     step.batch.put(evaluated_turn(s, a));
     if (s.turn < s.spec->max_turns) {
-      add_message(s, step.batch, "user", "feedback",
+      add_message(s, step.batch, store::Role::user, store::MessageKind::feedback,
                   prompts::check_feedback(report, replies_left_after(s, s.turn)), s.turn);
     }
     s.phase = Phase::idle;
@@ -496,7 +499,7 @@ Step on_eval_result(EpisodeState& s, const evaluator::Report& report, const Env&
     a.eval_status = evaluator::to_string(report.status);
     step.batch.put(evaluated_turn(s, a));
   }
-  finalize(s, step.batch, env, s.end_reason.empty() ? "submitted" : s.end_reason, &report);
+  finalize(s, step.batch, env, s.end_reason.value_or(store::EndReason::submitted), &report);
   step.next = Finished{};
   return step;
 }
@@ -504,7 +507,7 @@ Step on_eval_result(EpisodeState& s, const evaluator::Report& report, const Env&
 Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec,
             const store::EpisodeSnapshot& snap, const Env& env) {
   Step step;
-  if (snap.final || snap.episode.status == "final") {
+  if (snap.final || snap.episode.status == store::EpisodeStatus::final) {
     s = EpisodeState{};
     s.spec = std::move(spec);
     s.phase = Phase::final;
@@ -523,9 +526,7 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec,
       snap.episode.system_prompt.empty() ? s.spec->system_prompt : snap.episode.system_prompt;
   s.epoch = snap.epoch;
   for (auto& m : snap.messages) {
-    s.conversation.push_back(llm::Message{m.role, m.content});
-    s.kinds.push_back(m.kind);
-    s.message_turns.push_back(m.turn);
+    s.conversation.push_back(llm::Message{std::string(to_string(m.role)), m.content});
     s.next_seq = std::max(s.next_seq, m.seq + 1);
   }
   s.tokens_used = snap.episode.tokens_used;
@@ -538,7 +539,8 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec,
   std::map<std::string, const store::EvaluationRow*> evals;
   for (auto& e : snap.evaluations) {
     evals[e.request_id] = &e;
-    if (e.state != "done") s.stored_eval_counts[e.request_id] = {e.attempts, e.failures};
+    if (e.state != store::EvalState::done)
+      s.stored_eval_counts[e.request_id] = {e.attempts, e.failures};
   }
   for (auto& t : snap.turns) {
     Attempt a{t.turn,        t.model_id, t.action, t.parse_status, t.code, t.eval_request_id,
@@ -546,7 +548,7 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec,
     if (evaluator::mode_from_string(t.action) == evaluator::Mode::check) {
       a.passed = evaluator::verdict_from_string(t.eval_status) == evaluator::Verdict::ok;
       if (auto it = evals.find(t.eval_request_id);
-          it != evals.end() && it->second->state == "done") {
+          it != evals.end() && it->second->state == store::EvalState::done) {
         if (auto rep = evaluator::Report::from_json(it->second->report_json))
           a.result_text = prompts::render_report(*rep);
       }
@@ -569,7 +571,7 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec,
     if (compact_mode && std::holds_alternative<CallLlm>(next) && !s.attempts.empty()) {
       add_event(s, step.batch, env, "resumed", s.turn,
                 "conversation rebuilt from the compaction summary");
-      compact(s, step.batch, s.turn, true, "resumed");
+      compact(s, step.batch, s.turn, true, store::MessageKind::resumed);
       return call_llm(s);
     }
     return next;
@@ -591,11 +593,11 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec,
     // report is stored is picked up below).
     s.turn = last_turn_row;
     step.next = resend_or_begin(advance(s, step.batch, env));
-  } else if (call->state == "done") {
+  } else if (call->state == store::CallState::done) {
     // The reply is the assistant message of that turn, committed with the call.
     std::string reply = call->content;
     for (auto it = snap.messages.rbegin(); it != snap.messages.rend(); ++it) {
-      if (it->role == "assistant" && it->turn == call->turn) {
+      if (it->role == store::Role::assistant && it->turn == call->turn) {
         reply = it->content;
         break;
       }
@@ -608,7 +610,7 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec,
     // committed: it may have reached the server, and a reply may have been
     // produced and paid for before the process died or stopped.
     s.llm_sends = call->sends + 1;
-    s.llm_dup_possible = call->dup_possible || call->state == "started";
+    s.llm_dup_possible = call->dup_possible || call->state == store::CallState::started;
     s.llm_started_at = env.now;
     s.phase = Phase::awaiting_llm;
     step.batch.put(intent_row(s, env));
@@ -622,7 +624,7 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec,
     if (it != evals.end()) {
       const auto& stored = *it->second;
       std::optional<evaluator::Report> known;
-      if (stored.state == "done") {
+      if (stored.state == store::EvalState::done) {
         if (auto rep = evaluator::Report::from_json(stored.report_json)) known = std::move(*rep);
       } else if (stored.failures >= k_max_eval_attempts) {
         known = crash_report(stored.request_id, stored.failures);

@@ -85,8 +85,6 @@ struct EpisodeState {
   std::shared_ptr<const EpisodeSpec> spec;
   std::string system_prompt;
   std::vector<llm::Message> conversation;  // the live epoch
-  std::vector<std::string> kinds;          // message kinds, parallel to conversation
-  std::vector<int> message_turns;          // message turns, parallel to conversation
   int epoch = 0;
   int next_seq = 0;
   int turn = 0;  // the turn being generated or evaluated
@@ -109,7 +107,7 @@ struct EpisodeState {
   int eval_attempts = 0;  // starts of this evaluation (EvaluationRow::attempts)
   int eval_failures = 0;  // observed failures (EvaluationRow::failures)
   bool eval_is_fallback = false;
-  std::string end_reason;       // why the loop ended (for the final row)
+  std::optional<store::EndReason> end_reason;  // why the loop ended (for the final row)
   store::TurnRow pending_turn;  // the current turn's row, written with its evaluation
   // resume: (attempts, failures) of the unfinished evaluations, by request id
   std::map<std::string, std::pair<int, int>> stored_eval_counts;

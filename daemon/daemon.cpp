@@ -25,8 +25,8 @@ struct Daemon::Campaign {
   std::string name;
   std::string toml_path;
   config::CampaignConfig cfg;
-  std::string state = "active";  // wanted: active | paused | cancelled | completed (persisted)
-  std::string phase = "queued";  // now: queued | running | stopping | idle | aborted | invalid
+  CampaignState state = CampaignState::active;  // wanted (persisted)
+  DrivePhase phase = DrivePhase::queued;        // now
   std::string message;
   double submitted_at = 0;
   agent::Progress progress;
@@ -53,6 +53,28 @@ agent::Progress progress_of(const store::CampaignCounts& c) {
   p.tokens = c.prompt_tokens + c.completion_tokens;
   p.cost_usd = c.cost_usd;
   return p;
+}
+
+// An episode and, once it ended, its final: what the campaign's listing and
+// the episode route show of it.
+nlohmann::json episode_json(const store::EpisodeSummary& e, const store::FinalRow* f) {
+  nlohmann::json j = {{"id", e.id},
+                      {"campaign_id", e.campaign_id},
+                      {"task_id", e.task_id},
+                      {"model_id", e.model_id},
+                      {"sample", e.sample_index},
+                      {"status", std::string(to_string(e.status))},
+                      {"tokens", e.tokens_used},
+                      {"cost_usd", e.cost_usd},
+                      {"active_s", e.active_s}};
+  if (f) {
+    j["final"] = {{"reason", std::string(to_string(f->reason))},
+                  {"verdict", f->verdict},
+                  {"correct", f->correct},
+                  {"reward", f->reward}};
+    if (f->speedup) j["final"]["speedup"] = *f->speedup;
+  }
+  return j;
 }
 
 nlohmann::json progress_json(const agent::Progress& p) {
@@ -165,8 +187,10 @@ Daemon::Daemon(ServeConfig cfg) : m_cfg(std::move(cfg)) {}
 Daemon::~Daemon() { stop(); }
 
 Result<void> Daemon::persist(const Campaign& c) {
-  nlohmann::json j = {
-      {"id", c.id}, {"name", c.name}, {"state", c.state}, {"submitted_at", c.submitted_at}};
+  nlohmann::json j = {{"id", c.id},
+                      {"name", c.name},
+                      {"state", to_string(c.state)},
+                      {"submitted_at", c.submitted_at}};
   return write_file_atomic(fs::path(m_cfg.state_dir) / "campaigns" / (c.id + ".json"),
                            j.dump(2) + "\n");
 }
@@ -190,12 +214,14 @@ void Daemon::resume_all() {
     auto c = std::make_unique<Campaign>();
     c->id = j.value("id", "");
     c->name = j.value("name", "");
-    c->state = j.value("state", "active");
+    // (an unknown word, from a newer korch or a hand edit, keeps it active)
+    c->state =
+        enum_from_name<CampaignState>(j.value("state", "active")).value_or(CampaignState::active);
     c->submitted_at = j.value("submitted_at", 0.0);
     c->toml_path = (f.parent_path() / (c->id + ".toml")).string();
     auto loaded = config::load_campaign(c->toml_path, {}, {"db_path=" + m_cfg.db});
     if (!loaded) {
-      c->phase = "invalid";
+      c->phase = DrivePhase::invalid;
       c->message = loaded.error().message;
     } else {
       c->cfg = loaded->config;
@@ -203,11 +229,11 @@ void Daemon::resume_all() {
     if (auto counts = m_store->counts(c->id)) c->progress = progress_of(*counts);
     auto& ref = *c;
     m_campaigns[c->id] = std::move(c);
-    if (ref.phase != "invalid" && ref.state == "active") {
+    if (ref.phase != DrivePhase::invalid && ref.state == CampaignState::active) {
       KLOG_INFO("serve: resuming campaign '{}'", ref.name);
       start_thread(ref);
     } else {
-      ref.phase = ref.phase == "invalid" ? ref.phase : "idle";
+      if (ref.phase != DrivePhase::invalid) ref.phase = DrivePhase::idle;
     }
   }
 }
@@ -215,7 +241,7 @@ void Daemon::resume_all() {
 void Daemon::start_thread(Campaign& c) {
   if (c.thread.joinable()) c.thread.join();  // only called once the old one finished
   c.thread_done = false;
-  c.phase = "queued";
+  c.phase = DrivePhase::queued;
   c.thread = std::thread([this, &c] { drive(c); });
 }
 
@@ -223,15 +249,15 @@ void Daemon::drive(Campaign& c) {
   for (;;) {
     {
       std::unique_lock lock(m_mutex);
-      m_cv.wait(lock, [&] { return m_stopping.load() || c.state != "paused"; });
-      if (m_stopping.load() || c.state != "active") {
-        c.phase = "idle";
+      m_cv.wait(lock, [&] { return m_stopping.load() || c.state != CampaignState::paused; });
+      if (m_stopping.load() || c.state != CampaignState::active) {
+        c.phase = DrivePhase::idle;
         c.thread_done = true;
         ++m_version;
         return;
       }
       c.stop.store(false);
-      c.phase = "running";
+      c.phase = DrivePhase::running;
       c.message.clear();
     }
     ++m_version;
@@ -256,7 +282,7 @@ void Daemon::drive(Campaign& c) {
     std::lock_guard lock(m_mutex);
     ++m_version;
     if (!r || r->status == agent::RunStatus::aborted) {
-      c.phase = "aborted";
+      c.phase = DrivePhase::aborted;
       c.message = r ? r->message : r.error().message;
       if (r) c.progress = r->progress;
       KLOG_WARN("serve: campaign '{}' aborted: {}", c.name, c.message);
@@ -266,15 +292,15 @@ void Daemon::drive(Campaign& c) {
     c.progress = r->progress;
     c.progress.running = 0;
     if (r->status == agent::RunStatus::completed) {
-      c.state = "completed";
-      c.phase = "idle";
+      c.state = CampaignState::completed;
+      c.phase = DrivePhase::idle;
       (void)persist(c);
       KLOG_INFO("serve: campaign '{}' complete", c.name);
       c.thread_done = true;
       return;
     }
     // stopped: paused, cancelled, resumed meanwhile, or the daemon stops.
-    c.phase = "idle";
+    c.phase = DrivePhase::idle;
   }
 }
 
@@ -285,7 +311,7 @@ void Daemon::stop() {
     std::lock_guard lock(m_mutex);
     for (auto& [id, c] : m_campaigns) {
       c->stop.store(true);
-      if (c->phase == "running") c->phase = "stopping";
+      if (c->phase == DrivePhase::running) c->phase = DrivePhase::stopping;
       all.push_back(c.get());
     }
   }
@@ -308,8 +334,8 @@ Daemon::Campaign* Daemon::find(const std::string& id_or_name) {
 nlohmann::json Daemon::describe(Campaign& c) {
   return {{"id", c.id},
           {"name", c.name},
-          {"state", c.state},
-          {"phase", c.phase},
+          {"state", to_string(c.state)},
+          {"phase", to_string(c.phase)},
           {"message", c.message},
           {"submitted_at", c.submitted_at},
           {"evaluator", std::string(config::to_string(c.cfg.evaluator.mode))},
@@ -354,7 +380,7 @@ Reply Daemon::submit(const std::string& body, bool json) {
   std::lock_guard lock(m_mutex);
   if (auto* existing = find(id)) {
     return discard(Reply::error(409, fmt::format("campaign '{}' exists ({}); pick another name",
-                                                 cfg.name, existing->state)));
+                                                 cfg.name, to_string(existing->state))));
   }
   auto c = std::make_unique<Campaign>();
   c->id = id;
@@ -412,9 +438,11 @@ Reply Daemon::pause(const std::string& id) {
   std::lock_guard lock(m_mutex);
   auto* c = find(id);
   if (!c) return Reply::error(404, "no campaign '" + id + "'");
-  if (c->state != "active")
-    return Reply::error(409, "campaign '" + c->name + "' is " + c->state + ", not active");
-  return stop_driving(*c, "paused");
+  if (c->state != CampaignState::active) {
+    return Reply::error(
+        409, "campaign '" + c->name + "' is " + std::string(to_string(c->state)) + ", not active");
+  }
+  return stop_driving(*c, CampaignState::paused);
 }
 
 Reply Daemon::resume(const std::string& id) {
@@ -422,13 +450,13 @@ Reply Daemon::resume(const std::string& id) {
   if (m_stopping.load()) return Reply::error(503, "the daemon is stopping");
   auto* c = find(id);
   if (!c) return Reply::error(404, "no campaign '" + id + "'");
-  if (c->phase == "invalid")
+  if (c->phase == DrivePhase::invalid)
     return Reply::error(409, "campaign '" + c->name + "' has an invalid config: " + c->message);
-  if (c->state == "completed" || c->state == "cancelled") {
-    return Reply::error(409, "campaign '" + c->name + "' is " + c->state);
+  if (c->state == CampaignState::completed || c->state == CampaignState::cancelled) {
+    return Reply::error(409, "campaign '" + c->name + "' is " + std::string(to_string(c->state)));
   }
-  if (c->state == "active" && !c->thread_done) return {200, describe(*c)};
-  c->state = "active";
+  if (c->state == CampaignState::active && !c->thread_done) return {200, describe(*c)};
+  c->state = CampaignState::active;
   if (auto p = persist(*c); !p) return Reply::error(500, p.error().message);
   if (c->thread_done) start_thread(*c);
   m_cv.notify_all();
@@ -440,18 +468,18 @@ Reply Daemon::cancel(const std::string& id) {
   std::lock_guard lock(m_mutex);
   auto* c = find(id);
   if (!c) return Reply::error(404, "no campaign '" + id + "'");
-  if (c->state == "completed" || c->state == "cancelled") {
-    return Reply::error(409, "campaign '" + c->name + "' is " + c->state);
+  if (c->state == CampaignState::completed || c->state == CampaignState::cancelled) {
+    return Reply::error(409, "campaign '" + c->name + "' is " + std::string(to_string(c->state)));
   }
-  return stop_driving(*c, "cancelled");
+  return stop_driving(*c, CampaignState::cancelled);
 }
 
 // Pause and cancel alike: the new state is stored, the campaign's thread is
 // told to stop (in-flight work commits or is abandoned), watchers wake.
-Reply Daemon::stop_driving(Campaign& c, const char* state) {
+Reply Daemon::stop_driving(Campaign& c, CampaignState state) {
   c.state = state;
   c.stop.store(true);
-  if (c.phase == "running") c.phase = "stopping";
+  if (c.phase == DrivePhase::running) c.phase = DrivePhase::stopping;
   if (auto p = persist(c); !p) return Reply::error(500, p.error().message);
   m_cv.notify_all();
   ++m_version;
@@ -475,23 +503,8 @@ Reply Daemon::episodes(const std::string& id_or_name) {
   for (auto& f : *finals) by_ep[f.episode_id] = &f;
   nlohmann::json arr = nlohmann::json::array();
   for (auto& e : *eps) {
-    nlohmann::json j = {{"id", e.id},
-                        {"task_id", e.task_id},
-                        {"model_id", e.model_id},
-                        {"sample", e.sample_index},
-                        {"status", e.status},
-                        {"tokens", e.tokens_used},
-                        {"cost_usd", e.cost_usd},
-                        {"active_s", e.active_s}};
-    if (auto it = by_ep.find(e.id); it != by_ep.end()) {
-      auto& f = *it->second;
-      j["final"] = {{"reason", f.reason},
-                    {"verdict", f.verdict},
-                    {"correct", f.correct},
-                    {"reward", f.reward}};
-      if (f.speedup) j["final"]["speedup"] = *f.speedup;
-    }
-    arr.push_back(std::move(j));
+    auto it = by_ep.find(e.id);
+    arr.push_back(episode_json(e, it == by_ep.end() ? nullptr : it->second));
   }
   return {200, {{"campaign_id", id}, {"episodes", arr}}};
 }
@@ -516,8 +529,10 @@ Reply Daemon::episode(const std::string& episode_id) {
   for (auto& t : s.turns) {
     std::string feedback;
     for (auto& m : s.messages) {
-      if (m.turn == t.turn && m.role == "user" && m.kind != "task" && m.kind != "context")
+      if (m.turn == t.turn && m.role == store::Role::user && m.kind != store::MessageKind::task &&
+          m.kind != store::MessageKind::context) {
         feedback = m.content;
+      }
     }
     turns.push_back({{"turn", t.turn},
                      {"model_id", t.model_id},
@@ -532,22 +547,8 @@ Reply Daemon::episode(const std::string& episode_id) {
                      {"llm_latency_s", t.llm_latency_s},
                      {"at", t.at}});
   }
-  auto& e = s.episode;
-  nlohmann::json j = {{"id", e.id},
-                      {"campaign_id", e.campaign_id},
-                      {"task_id", e.task_id},
-                      {"model_id", e.model_id},
-                      {"sample", e.sample_index},
-                      {"status", e.status},
-                      {"tokens", e.tokens_used},
-                      {"cost_usd", e.cost_usd},
-                      {"turns", turns}};
-  if (s.final) {
-    auto& f = *s.final;
-    j["final"] = {
-        {"reason", f.reason}, {"verdict", f.verdict}, {"correct", f.correct}, {"reward", f.reward}};
-    if (f.speedup) j["final"]["speedup"] = *f.speedup;
-  }
+  auto j = episode_json(s.episode, s.final ? &*s.final : nullptr);
+  j["turns"] = std::move(turns);
   return {200, j};
 }
 
@@ -627,7 +628,7 @@ Reply Daemon::evaluate(const nlohmann::json& req) {
   row.request_id = r.request_id;
   row.kind = mode;
   row.code_sha = ids::code_digest(code);
-  row.state = "done";
+  row.state = store::EvalState::done;
   row.owner = m_owner;
   row.attempts = 1;
   row.verdict = evaluator::to_string(rep.status);
@@ -647,8 +648,8 @@ nlohmann::json Daemon::progress_snapshot() {
   for (auto& [id, c] : m_campaigns) {
     arr.push_back({{"id", c->id},
                    {"name", c->name},
-                   {"state", c->state},
-                   {"phase", c->phase},
+                   {"state", to_string(c->state)},
+                   {"phase", to_string(c->phase)},
                    {"progress", progress_json(c->progress)}});
     m_metrics.set_campaign(c->name, c->state, c->progress);
   }

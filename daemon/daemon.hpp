@@ -18,6 +18,7 @@
 
 #include "agent/campaign_runner.hpp"
 #include "config/campaign.hpp"
+#include "daemon/campaign_state.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/serve_config.hpp"
 #include "evaluator/evaluator.hpp"
@@ -88,7 +89,7 @@ class Daemon {
   void start_thread(Campaign& c);
   void drive(Campaign& c);
   Result<void> persist(const Campaign& c);
-  Reply stop_driving(Campaign& c, const char* state);  // caller holds m_mutex
+  Reply stop_driving(Campaign& c, CampaignState state);  // caller holds m_mutex
   nlohmann::json describe(Campaign& c);
   Campaign* find(const std::string& id_or_name);
 

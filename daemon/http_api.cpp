@@ -214,20 +214,19 @@ struct HttpApi::Impl {
   // (what the dashboard plots) or its self-contained HTML page.
   void report(const httplib::Request& req, httplib::Response& res) {
     const std::string route = "/api/campaigns/{id}/report";
-    auto format = req.has_param("format") ? req.get_param_value("format") : "json";
+    auto format_name = req.has_param("format") ? req.get_param_value("format") : "json";
+    auto format = enum_from_name<reports::ReportFormat>(format_name);
     Reply err;
-    if (format != "json" && format != "html") {
-      err = Reply::error(400, "format must be json or html (got '" + format + "')");
+    if (format != reports::ReportFormat::json && format != reports::ReportFormat::html) {
+      err = Reply::error(400, "format must be json or html (got '" + format_name + "')");
     } else if (auto id = daemon.campaign_id_of(req.matches[1]); !id) {
       err = Reply::error(404, "no campaign '" + std::string(req.matches[1]) + "'");
     } else if (auto r = reports::build_report(daemon.store(), *id); !r) {
       err = Reply::error(500, r.error().message);
     } else {
-      if (format == "html") {
-        res.set_content(reports::render_html(*r), "text/html; charset=utf-8");
-      } else {
-        res.set_content(reports::render_json(*r), "application/json");
-      }
+      res.set_content(reports::render(*r, *format), format == reports::ReportFormat::html
+                                                        ? "text/html; charset=utf-8"
+                                                        : "application/json");
       daemon.metrics().count_http(route, 200);
       return;
     }

@@ -214,8 +214,7 @@ std::unique_ptr<evaluator::Evaluator> Metrics::wrap(std::unique_ptr<evaluator::E
   return std::make_unique<MetricsEvaluator>(std::move(inner), *m);
 }
 
-void Metrics::set_campaign(const std::string& name, const std::string& state,
-                           const agent::Progress& p) {
+void Metrics::set_campaign(const std::string& name, CampaignState state, const agent::Progress& p) {
   auto pending = std::max<std::int64_t>(0, p.episodes - p.final - p.running);
   m->episodes.Add({{"campaign", name}, {"state", "pending"}}).Set(double(pending));
   m->episodes.Add({{"campaign", name}, {"state", "running"}}).Set(double(p.running));
@@ -224,8 +223,9 @@ void Metrics::set_campaign(const std::string& name, const std::string& state,
   m->turns.Add({{"campaign", name}}).Set(double(p.turns));
   m->campaign_tokens.Add({{"campaign", name}}).Set(double(p.tokens));
   m->campaign_cost.Add({{"campaign", name}}).Set(p.cost_usd);
-  for (const char* s : {"active", "paused", "cancelled", "completed", "aborted"}) {
-    m->campaign_state.Add({{"campaign", name}, {"state", s}}).Set(state == s ? 1 : 0);
+  for (const auto& [value, label] : EnumNames<CampaignState>::k_names) {
+    m->campaign_state.Add({{"campaign", name}, {"state", std::string(label)}})
+        .Set(state == value ? 1 : 0);
   }
 }
 

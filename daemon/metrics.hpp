@@ -9,6 +9,7 @@
 #include <string>
 
 #include "agent/campaign_runner.hpp"
+#include "daemon/campaign_state.hpp"
 #include "evaluator/evaluator.hpp"
 #include "llm_clients/client.hpp"
 
@@ -28,7 +29,7 @@ class Metrics {
   std::unique_ptr<evaluator::Evaluator> wrap(std::unique_ptr<evaluator::Evaluator> inner);
 
   // Campaign gauges (episodes by state, turns, tokens, cost).
-  void set_campaign(const std::string& name, const std::string& state, const agent::Progress& p);
+  void set_campaign(const std::string& name, CampaignState state, const agent::Progress& p);
   void count_http(const std::string& route, int status);
   void count_env_step(const std::string& action);
   void set_env_sessions(int n);

@@ -36,15 +36,43 @@ const std::vector<Route>& env_routes() {
 
 namespace {
 
-// An OpenEnv error: code is one of INVALID_JSON, UNKNOWN_TYPE,
-// VALIDATION_ERROR, EXECUTION_ERROR, CAPACITY_REACHED, SESSION_ERROR.
+// OpenEnv's error codes (the wire spells them as below).
+enum class EnvCode {
+  invalid_json,
+  unknown_type,
+  validation_error,
+  execution_error,
+  capacity_reached,
+  session_error
+};
+
+}  // namespace
+}  // namespace korch::daemon
+
+namespace korch {
+template <>
+struct EnumNames<daemon::EnvCode> {
+  using C = daemon::EnvCode;
+  static constexpr std::pair<C, std::string_view> k_names[] = {
+      {C::invalid_json, "INVALID_JSON"},         {C::unknown_type, "UNKNOWN_TYPE"},
+      {C::validation_error, "VALIDATION_ERROR"}, {C::execution_error, "EXECUTION_ERROR"},
+      {C::capacity_reached, "CAPACITY_REACHED"}, {C::session_error, "SESSION_ERROR"}};
+};
+}  // namespace korch
+
+namespace korch::daemon {
+namespace {
+
+std::string env_code(EnvCode c) { return std::string(enum_name(c)); }
+
 struct EnvError {
-  std::string code;
+  EnvCode code;
   std::string message;
+  std::string code_name() const { return env_code(code); }
 };
 
 json error_frame(const EnvError& e) {
-  return {{"type", "error"}, {"data", {{"message", e.message}, {"code", e.code}}}};
+  return {{"type", "error"}, {"data", {{"message", e.message}, {"code", e.code_name()}}}};
 }
 
 // One environment episode: a stored episode of the env campaign.
@@ -127,15 +155,16 @@ struct EnvServer::Impl {
   // Rebuilds a stored environment episode.
   std::expected<std::optional<EnvEpisode>, EnvError> load(const std::string& id) {
     auto snap = daemon.store().load_episode(id);
-    if (!snap) return std::unexpected(EnvError{"EXECUTION_ERROR", snap.error().message});
+    if (!snap) return std::unexpected(EnvError{EnvCode::execution_error, snap.error().message});
     if (!*snap) return std::optional<EnvEpisode>();
     auto& s = **snap;
     if (s.episode.campaign_id != campaign_id) {
-      return std::unexpected(EnvError{
-          "VALIDATION_ERROR", "episode '" + id + "' belongs to a campaign, not the environment"});
+      return std::unexpected(
+          EnvError{EnvCode::validation_error,
+                   "episode '" + id + "' belongs to a campaign, not the environment"});
     }
     auto tasks = daemon.store().list_tasks(campaign_id);
-    if (!tasks) return std::unexpected(EnvError{"EXECUTION_ERROR", tasks.error().message});
+    if (!tasks) return std::unexpected(EnvError{EnvCode::execution_error, tasks.error().message});
     EnvEpisode ep;
     ep.id = id;
     for (auto& t : *tasks) {
@@ -153,12 +182,12 @@ struct EnvServer::Impl {
   // reset: {"seed"?, "task_id"?, "episode_id"?}
   std::expected<std::pair<EnvEpisode, json>, EnvError> reset(const json& data) {
     if (!data.is_null() && !data.is_object())
-      return std::unexpected(EnvError{"VALIDATION_ERROR", "reset data must be an object"});
+      return std::unexpected(EnvError{EnvCode::validation_error, "reset data must be an object"});
     json d = data.is_object() ? data : json::object();
     std::uint64_t seed = 0;
     if (d.contains("seed") && !d["seed"].is_null()) {
       if (!d["seed"].is_number_integer())
-        return std::unexpected(EnvError{"VALIDATION_ERROR", "'seed' must be an integer"});
+        return std::unexpected(EnvError{EnvCode::validation_error, "'seed' must be an integer"});
       seed = d["seed"].get<std::uint64_t>();
     } else {
       seed = std::random_device{}();
@@ -167,7 +196,7 @@ struct EnvServer::Impl {
     if (d.contains("episode_id") && !d["episode_id"].is_null()) {
       if (!d["episode_id"].is_string() || !valid_episode_id(d["episode_id"].get<std::string>())) {
         return std::unexpected(
-            EnvError{"VALIDATION_ERROR", "'episode_id' must be 1-100 of [A-Za-z0-9._-]"});
+            EnvError{EnvCode::validation_error, "'episode_id' must be 1-100 of [A-Za-z0-9._-]"});
       }
       id = d["episode_id"].get<std::string>();
       auto existing = load(id);
@@ -196,9 +225,9 @@ struct EnvServer::Impl {
       }
     } else {
       return std::unexpected(EnvError{
-          "VALIDATION_ERROR", "give 'task_id' (a task file or \"L/N\" with env.tasks_dir)"});
+          EnvCode::validation_error, "give 'task_id' (a task file or \"L/N\" with env.tasks_dir)"});
     }
-    if (!task) return std::unexpected(EnvError{"VALIDATION_ERROR", task.error().message});
+    if (!task) return std::unexpected(EnvError{EnvCode::validation_error, task.error().message});
     EnvEpisode ep;
     ep.id = id;
     ep.task = *task;
@@ -218,19 +247,19 @@ struct EnvServer::Impl {
     e.campaign_id = campaign_id;
     e.task_id = ep.task.id;
     e.model_id = "env";
-    e.status = "running";
+    e.status = store::EpisodeStatus::running;
     e.created_at = e.updated_at = now_unix();
     b.put(e);
     store::MessageRow m;
     m.episode_id = id;
     m.seq = ep.next_seq++;
-    m.role = "user";
-    m.kind = "task";
+    m.role = store::Role::user;
+    m.kind = store::MessageKind::task;
     m.turn = 1;
     m.content = prompt;
     b.put(m);
     if (auto r = daemon.store().commit_sync(std::move(b)); !r) {
-      return std::unexpected(EnvError{"EXECUTION_ERROR", r.error().message});
+      return std::unexpected(EnvError{EnvCode::execution_error, r.error().message});
     }
     daemon.metrics().count_env_step("reset");
     auto obs = observation(ep, prompt, "", 0);
@@ -244,20 +273,23 @@ struct EnvServer::Impl {
     json a = data;
     if (a.is_object() && a.contains("action") && a["action"].is_object()) a = a["action"];
     if (!a.is_object() || !a.contains("code") || !a["code"].is_string()) {
-      return done(std::unexpected(EnvError{
-          "VALIDATION_ERROR", "step needs {\"code\": string, \"action\": \"CHECK\"|\"SUBMIT\"}"}));
+      return done(std::unexpected(
+          EnvError{EnvCode::validation_error,
+                   "step needs {\"code\": string, \"action\": \"CHECK\"|\"SUBMIT\"}"}));
     }
-    std::string kind = a.value("action", a.value("mode", std::string("CHECK")));
-    for (auto& ch : kind) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    if (kind != "CHECK" && kind != "SUBMIT") {
+    std::string word = a.value("action", a.value("mode", std::string("CHECK")));
+    for (auto& ch : word) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const auto asked = evaluator::mode_from_string(word);  // CHECK | SUBMIT, any case
+    if (!asked) {
       return done(
-          std::unexpected(EnvError{"VALIDATION_ERROR", "'action' must be CHECK or SUBMIT"}));
+          std::unexpected(EnvError{EnvCode::validation_error, "'action' must be CHECK or SUBMIT"}));
     }
     if (ep.done)
-      return done(std::unexpected(EnvError{"VALIDATION_ERROR", "the episode is done; send reset"}));
+      return done(
+          std::unexpected(EnvError{EnvCode::validation_error, "the episode is done; send reset"}));
     std::string code = a["code"].get<std::string>();
     int turn = ep.turns + 1;
-    bool submit = kind == "SUBMIT" || turn >= max_turns;
+    bool submit = *asked == evaluator::Mode::submit || turn >= max_turns;
     evaluator::Request req;
     req.mode = submit ? evaluator::Mode::submit : evaluator::Mode::check;
     req.request_id =
@@ -267,11 +299,11 @@ struct EnvServer::Impl {
     req.secret_seed = ids::stable_hash64("openenv|" + ep.id);
     daemon.metrics().count_env_step(submit ? "submit" : "check");
     double started = now_unix();
-    daemon.evaluator().evaluate(req, [this, &ep, req, kind, submit, turn, started, code,
+    daemon.evaluator().evaluate(req, [this, &ep, req, asked = *asked, submit, turn, started, code,
                                       done = std::move(done)](evaluator::Report rep) mutable {
       if (rep.interrupted)
         return done(std::unexpected(EnvError{
-            "EXECUTION_ERROR", "the evaluation was interrupted (the daemon is stopping)"}));
+            EnvCode::execution_error, "the evaluation was interrupted (the daemon is stopping)"}));
       double reward = submit ? evaluator::reward_for(daemon.config().evaluator.reward, rep) : 0.0;
       int replies_left = std::max(0, max_turns - turn);
       std::string feedback = submit ? prompts::render_report(rep)
@@ -280,9 +312,9 @@ struct EnvServer::Impl {
       store::EvaluationRow ev;
       ev.request_id = req.request_id;
       ev.episode_id = ep.id;
-      ev.kind = submit ? "submit" : "check";
+      ev.kind = evaluator::to_string(req.mode);
       ev.code_sha = ids::code_digest(code);
-      ev.state = "done";
+      ev.state = store::EvalState::done;
       ev.owner = daemon.owner();
       ev.attempts = 1;
       ev.verdict = evaluator::to_string(rep.status);
@@ -294,16 +326,18 @@ struct EnvServer::Impl {
       store::MessageRow reply;
       reply.episode_id = ep.id;
       reply.seq = ep.next_seq;
-      reply.role = "assistant";
-      reply.kind = "reply";
+      reply.role = store::Role::assistant;
+      reply.kind = store::MessageKind::reply;
       reply.turn = turn;
-      reply.content = "```python\n" + code + "\n```\nACTION: " + kind + "\n";
+      reply.content = "```python\n" + code +
+                      "\n```\nACTION: " + (asked == evaluator::Mode::submit ? "SUBMIT" : "CHECK") +
+                      "\n";
       b.put(reply);
       store::TurnRow t;
       t.episode_id = ep.id;
       t.turn = turn;
       t.model_id = "env";
-      t.action = submit ? "submit" : "check";
+      t.action = evaluator::to_string(req.mode);
       t.parse_status = "code";
       t.code = code;
       t.code_sha = ev.code_sha;
@@ -315,15 +349,16 @@ struct EnvServer::Impl {
       store::MessageRow fb;
       fb.episode_id = ep.id;
       fb.seq = ep.next_seq + 1;
-      fb.role = "user";
-      fb.kind = "feedback";
+      fb.role = store::Role::user;
+      fb.kind = store::MessageKind::feedback;
       fb.turn = turn;
       fb.content = feedback;
       b.put(fb);
       if (submit) {
         store::FinalRow f;
         f.episode_id = ep.id;
-        f.reason = kind == "SUBMIT" ? "submitted" : "no_submission";
+        f.reason = asked == evaluator::Mode::submit ? store::EndReason::submitted
+                                                    : store::EndReason::no_submission;
         f.verdict = ev.verdict;
         f.request_id = req.request_id;
         f.speedup = rep.speedup;
@@ -334,20 +369,21 @@ struct EnvServer::Impl {
       }
       auto verdict = ev.verdict;
       auto speedup = rep.speedup;
-      daemon.store().commit(std::move(b), [this, &ep, turn, submit, verdict, speedup, feedback,
-                                           reward, done = std::move(done)](
-                                              Result<store::CommitInfo> r) mutable {
-        if (!r)
-          return done(std::unexpected(EnvError{"EXECUTION_ERROR", "store: " + r.error().message}));
-        // Applied by the caller's strand: the episode object belongs to it.
-        done(json{{"__apply", true},
-                  {"turn", turn},
-                  {"submit", submit},
-                  {"verdict", verdict},
-                  {"speedup", speedup ? json(*speedup) : json()},
-                  {"feedback", feedback},
-                  {"reward", reward}});
-      });
+      daemon.store().commit(
+          std::move(b), [this, &ep, turn, submit, verdict, speedup, feedback, reward,
+                         done = std::move(done)](Result<store::CommitInfo> r) mutable {
+            if (!r)
+              return done(std::unexpected(
+                  EnvError{EnvCode::execution_error, "store: " + r.error().message}));
+            // Applied by the caller's strand: the episode object belongs to it.
+            done(json{{"__apply", true},
+                      {"turn", turn},
+                      {"submit", submit},
+                      {"verdict", verdict},
+                      {"speedup", speedup ? json(*speedup) : json()},
+                      {"feedback", feedback},
+                      {"reward", reward}});
+          });
     });
   }
 
@@ -434,7 +470,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     net::post(m_ws.get_executor(), [self = shared_from_this(), why] {
       if (self->m_closing) return;
       self->m_closing = true;
-      self->send(error_frame({"SESSION_ERROR", why}));
+      self->send(error_frame({EnvCode::session_error, why}));
       self->m_close_after_write = true;
     });
   }
@@ -452,8 +488,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     if (m_env.sessions.fetch_add(1) >= m_env.daemon.config().env_max_sessions) {
       m_env.sessions.fetch_sub(1);
       send(error_frame(
-          {"CAPACITY_REACHED", fmt::format("the server holds its maximum of {} sessions",
-                                           m_env.daemon.config().env_max_sessions)}));
+          {EnvCode::capacity_reached, fmt::format("the server holds its maximum of {} sessions",
+                                                  m_env.daemon.config().env_max_sessions)}));
       m_close_after_write = true;
       m_closing = true;
       return;
@@ -476,7 +512,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       if (!self->m_busy &&
           now_mono() - self->m_last > self->m_env.daemon.config().env_idle_timeout_s) {
         self->m_closing = true;
-        self->send(error_frame({"SESSION_ERROR", "idle timeout: session closed"}));
+        self->send(error_frame({EnvCode::session_error, "idle timeout: session closed"}));
         self->m_close_after_write = true;
         return;
       }
@@ -514,7 +550,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   void handle(const std::string& text) {
     auto msg = json::parse(text, nullptr, false);
     if (msg.is_discarded() || !msg.is_object())
-      return send(error_frame({"INVALID_JSON", "the frame is not a JSON object"}));
+      return send(error_frame({EnvCode::invalid_json, "the frame is not a JSON object"}));
     auto type = msg.value("type", std::string());
     json data = msg.contains("data") ? msg["data"] : json::object();
     if (type == "reset") {
@@ -531,7 +567,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       return flush_or_close();
     }
     if (type == "step") {
-      if (!m_ep) return send(error_frame({"VALIDATION_ERROR", "send reset before step"}));
+      if (!m_ep) return send(error_frame({EnvCode::validation_error, "send reset before step"}));
       m_busy = true;
       auto self = shared_from_this();
       m_env.step(*m_ep, data, [self](std::expected<json, EnvError> r) {
@@ -548,9 +584,9 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       });
       return;
     }
-    if (type.empty()) return send(error_frame({"VALIDATION_ERROR", "missing 'type'"}));
-    send(error_frame(
-        {"UNKNOWN_TYPE", "unknown message type '" + type + "' (reset, step, state, close)"}));
+    if (type.empty()) return send(error_frame({EnvCode::validation_error, "missing 'type'"}));
+    send(error_frame({EnvCode::unknown_type,
+                      "unknown message type '" + type + "' (reset, step, state, close)"}));
   }
 
   void send(const json& j) {
@@ -645,11 +681,11 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
     if (method == http::verb::post && !req.body().empty()) {
       body = json::parse(req.body(), nullptr, false);
       if (body.is_discarded())
-        return reply(400, {{"error", "malformed JSON"}, {"code", "INVALID_JSON"}});
+        return reply(400, {{"error", "malformed JSON"}, {"code", env_code(EnvCode::invalid_json)}});
     }
     if (path == "/reset" && method == http::verb::post) {
       auto r = m_env.reset(body);
-      if (!r) return reply(400, {{"error", r.error().message}, {"code", r.error().code}});
+      if (!r) return reply(400, {{"error", r.error().message}, {"code", r.error().code_name()}});
       return reply(200, r->second);
     }
     if (path == "/state" && method == http::verb::get) {
@@ -657,7 +693,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
       if (query.rfind("episode_id=", 0) == 0) id = query.substr(11);
       if (id.empty()) return reply(200, m_env.state(nullptr));
       auto ep = m_env.load(id);
-      if (!ep) return reply(400, {{"error", ep.error().message}, {"code", ep.error().code}});
+      if (!ep) return reply(400, {{"error", ep.error().message}, {"code", ep.error().code_name()}});
       if (!*ep) return reply(404, {{"error", "no episode '" + id + "'"}});
       return reply(200, m_env.state(&**ep));
     }
@@ -665,10 +701,10 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
       // Stateless over HTTP: the episode named by episode_id is rebuilt from the store.
       if (!body.is_object() || !body.contains("episode_id") || !body["episode_id"].is_string()) {
         return reply(400, {{"error", "POST /step needs episode_id (from /reset) and action"},
-                           {"code", "VALIDATION_ERROR"}});
+                           {"code", env_code(EnvCode::validation_error)}});
       }
       auto ep = m_env.load(body["episode_id"].get<std::string>());
-      if (!ep) return reply(400, {{"error", ep.error().message}, {"code", ep.error().code}});
+      if (!ep) return reply(400, {{"error", ep.error().message}, {"code", ep.error().code_name()}});
       if (!*ep)
         return reply(404,
                      {{"error", "no episode '" + body["episode_id"].get<std::string>() + "'"}});
@@ -678,8 +714,9 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
                  [self](std::expected<json, EnvError> r) {
                    net::post(self->m_stream.get_executor(), [self, r = std::move(r)] {
                      if (!r)
-                       return self->reply(r.error().code == "VALIDATION_ERROR" ? 400 : 500,
-                                          {{"error", r.error().message}, {"code", r.error().code}});
+                       return self->reply(
+                           r.error().code == EnvCode::validation_error ? 400 : 500,
+                           {{"error", r.error().message}, {"code", r.error().code_name()}});
                      self->reply(200, self->m_env.apply(*self->m_ep, *r));
                    });
                  });

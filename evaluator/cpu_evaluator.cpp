@@ -424,8 +424,8 @@ class CpuEvaluator final : public Evaluator {
     {
       JobDir dir(jobs_root, "rules");
       (void)dir.write_job(protocol::rules_job(settings(req), req.code));
-      JobOutcome o =
-          m_zygote->run("rules", dir.path(), spawn().dump(), std::nullopt, k_rules_timeout_s);
+      JobOutcome o = m_zygote->run(JobRole::rules, dir.path(), spawn().dump(), std::nullopt,
+                                   k_rules_timeout_s);
       auto parsed = protocol::parse_rules(o.result_json);
       if (!parsed || !parsed->error.empty()) {
         if (parsed) {
@@ -645,7 +645,7 @@ class CpuEvaluator final : public Evaluator {
     (void)dir.write_job(protocol::warm_job(st, req.code, req.task.source, prebuilt,
                                            st.runner_env.value("TRITON_CACHE_DIR", "")));
     JobOutcome o =
-        m_zygote->run("warm", dir.path(), spawn(gpu).dump(), std::nullopt, k_warm_timeout_s);
+        m_zygote->run(JobRole::warm, dir.path(), spawn(gpu).dump(), std::nullopt, k_warm_timeout_s);
     const protocol::WarmResult w = protocol::parse_warm(o.result_json);
     evidence["warm"] = {{"ok", w.ok}, {"wall_s", o.wall_s}, {"timed_out", o.timed_out}};
     if (w.ok) (void)write_file_atomic(warmed_marker(req.code), "");
@@ -683,13 +683,13 @@ class CpuEvaluator final : public Evaluator {
     JobOutcome o;
     if (m_gpu_mode) {
       // The caller holds the GPU's lease.
-      o = m_zygote->run("measure", dir.path(), spawn(gpu).dump(), seed, limit);
+      o = m_zygote->run(JobRole::measure, dir.path(), spawn(gpu).dump(), seed, limit);
     } else if (req.mode == Mode::submit) {
       std::unique_lock timing(m_timing);  // no compile while timing
-      o = m_zygote->run("measure", dir.path(), spawn().dump(), seed, limit);
+      o = m_zygote->run(JobRole::measure, dir.path(), spawn().dump(), seed, limit);
     } else {
       std::shared_lock shared(m_timing);
-      o = m_zygote->run("measure", dir.path(), spawn().dump(), seed, limit);
+      o = m_zygote->run(JobRole::measure, dir.path(), spawn().dump(), seed, limit);
     }
     evidence["measure_wall_s"] = o.wall_s;
     if (!protocol::has_result(o.result_json)) {
@@ -797,8 +797,8 @@ class CpuEvaluator final : public Evaluator {
   bool gpu_healthy(int gpu) {
     JobDir dir(m_cache + "/jobs", "health");
     (void)dir.write_job(protocol::gpuinfo_job());
-    JobOutcome o =
-        m_zygote->run("gpuinfo", dir.path(), spawn(gpu).dump(), std::nullopt, k_gpuinfo_timeout_s);
+    JobOutcome o = m_zygote->run(JobRole::gpuinfo, dir.path(), spawn(gpu).dump(), std::nullopt,
+                                 k_gpuinfo_timeout_s);
     const protocol::GpuInfo g = protocol::parse_gpuinfo(o.result_json);
     const bool ok = g.ok && g.health;
     if (!ok) KLOG_ERROR("[eval] GPU {} failed its health check", gpu);
@@ -838,11 +838,13 @@ class CpuEvaluator final : public Evaluator {
     if (m_gpu_mode) {
       // A compile slot on the CPU pool; the GPUs keep measuring meanwhile.
       m_compile_slots->acquire();
-      o = m_zygote->run("compile", jdir.path(), sp.dump(), std::nullopt, k_compile_timeout_s);
+      o = m_zygote->run(JobRole::compile, jdir.path(), sp.dump(), std::nullopt,
+                        k_compile_timeout_s);
       m_compile_slots->release();
     } else {
       std::shared_lock shared(m_timing);  // never while a timing job runs
-      o = m_zygote->run("compile", jdir.path(), sp.dump(), std::nullopt, k_compile_timeout_s);
+      o = m_zygote->run(JobRole::compile, jdir.path(), sp.dump(), std::nullopt,
+                        k_compile_timeout_s);
     }
     m_compiles.fetch_add(1);
     auto res = protocol::parse_manifest(o.result_json);

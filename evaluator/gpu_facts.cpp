@@ -30,7 +30,7 @@ Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root
   fs::permissions(dir, fs::perms::owner_all, ec);
   if (auto w = write_file_atomic(dir + "/job.json", protocol::gpuinfo_job().dump()); !w)
     return std::unexpected(w.error());
-  JobOutcome o = zygote.run("gpuinfo", dir, "{}", std::nullopt, k_gpuinfo_timeout_s);
+  JobOutcome o = zygote.run(JobRole::gpuinfo, dir, "{}", std::nullopt, k_gpuinfo_timeout_s);
   fs::remove_all(dir, ec);
   const protocol::GpuInfo gpu = protocol::parse_gpuinfo(o.result_json);
   if (!gpu.ok) {

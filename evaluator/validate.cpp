@@ -64,7 +64,7 @@ Result<TaskValidation> TaskValidator::validate(const config::Task& task) {
     sp.memory_limit_mb = gpu_job_host_limit_mb(1, m_cfg.memory_budget_mb);
     sp.gpu = m_gpu;
   }
-  JobOutcome o = m_zygote->run("validate", dir, sp.dump(), std::nullopt,
+  JobOutcome o = m_zygote->run(JobRole::validate, dir, sp.dump(), std::nullopt,
                                std::max(m_cfg.timeout_s, k_validate_timeout_s));
   fs::remove_all(dir, ec);
 

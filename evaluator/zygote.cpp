@@ -111,7 +111,7 @@ class ZygoteProc {
     if (m_keeper.joinable() && m_keeper.get_id() != std::this_thread::get_id()) m_keeper.join();
   }
 
-  JobOutcome run(const std::string& role, const std::string& dir, const std::string& extra,
+  JobOutcome run(JobRole role, const std::string& dir, const std::string& extra,
                  std::optional<std::uint64_t> seed, double timeout_s) {
     JobOutcome out;
     const auto t0 = std::chrono::steady_clock::now();
@@ -123,7 +123,7 @@ class ZygoteProc {
     const std::string id = fs::path(dir).filename().string() + "-" + std::to_string(++m_counter);
     msg["op"] = "spawn";
     msg["job"] = id;
-    msg["role"] = role;
+    msg["role"] = std::string(enum_name(role));
     msg["dir"] = dir;
     const std::string text = msg.dump();
 
@@ -402,9 +402,8 @@ Result<std::unique_ptr<Zygote>> Zygote::start(const std::string& worker_path,
   return std::unique_ptr<Zygote>(new Zygote(std::move(impl)));
 }
 
-JobOutcome Zygote::run(const std::string& role, const std::string& job_dir,
-                       const std::string& extra, std::optional<std::uint64_t> seed,
-                       double timeout_s) {
+JobOutcome Zygote::run(JobRole role, const std::string& job_dir, const std::string& extra,
+                       std::optional<std::uint64_t> seed, double timeout_s) {
   if (!m_impl->fresh) {
     if (!m_impl->warm) {
       JobOutcome o;

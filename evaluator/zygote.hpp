@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "evaluator/job_role.hpp"
 #include "util/error.hpp"
 
 namespace korch::evaluator {
@@ -38,9 +39,8 @@ class Zygote {
   // Runs one job (role, in job_dir which already holds job.json) and blocks
   // until it ends or `timeout_s` passes. `seed` travels to the job only as
   // bytes in a pipe. Thread-safe; jobs run concurrently.
-  JobOutcome run(const std::string& role, const std::string& job_dir,
-                 const std::string& spawn_extra_json, std::optional<std::uint64_t> seed,
-                 double timeout_s);
+  JobOutcome run(JobRole role, const std::string& job_dir, const std::string& spawn_extra_json,
+                 std::optional<std::uint64_t> seed, double timeout_s);
 
   // The versions the zygote reported (JSON object text).
   std::string versions_json() const;

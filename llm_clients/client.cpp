@@ -654,7 +654,7 @@ void CurlChatClient::finish_attempt(Call* call, CURLcode code) {
     r.cost_usd = cost_usd(cfg, r.usage);
     const int before = ep->limit.limit();
     if (ep->limit.on_success()) note_limit_change(ep, before, "success");
-    if (r.finish_reason == "length") {
+    if (hit_max_tokens(r.finish_reason)) {
       KLOG_DEBUG("[llm {}] request {} hit max_tokens (finish_reason=length)", cfg.id,
                  call->request.request_id);
     }

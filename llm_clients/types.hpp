@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace korch::llm {
@@ -56,6 +57,11 @@ struct ChatResult {
   std::string provider_request_id;
   std::string error;  // one line, never contains the API key
 };
+
+// True when a reply stopped at its max_tokens: finish_reason "length" on the
+// OpenAI wire (an open set of provider words, stored verbatim; this is the one
+// place korch reads a meaning into one of them).
+inline bool hit_max_tokens(std::string_view finish_reason) { return finish_reason == "length"; }
 
 using ChatCallback = std::function<void(ChatResult)>;
 

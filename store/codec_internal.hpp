@@ -272,6 +272,19 @@ inline void read_value(const Stmt& q, int col, std::uint64_t& out) {
 inline void read_value(const Stmt& q, int col, double& out) { out = q.f64(col); }
 inline void read_value(const Stmt& q, int col, bool& out) { out = q.i64(col) != 0; }
 inline void read_value(const Stmt& q, int col, std::optional<double>& out) { out = q.opt_f64(col); }
+// An enum column holds one of its type's names (store/vocabulary.hpp; the
+// schema's CHECK constraints hold the same ones); any other text is a row
+// this binary cannot read.
+template <NamedEnum E>
+void read_value(const Stmt& q, int col, E& out) {
+  std::string text = q.text(col);
+  auto value = enum_from_name<E>(text);
+  if (!value) {
+    throw SqliteError(SQLITE_CORRUPT, "column " + std::to_string(col) + " holds \"" + text +
+                                          "\", not one of " + enum_choices<E>());
+  }
+  out = *value;
+}
 
 // Reads the codec's columns from the current row of `q`, starting at result
 // column `offset`, into `row`.

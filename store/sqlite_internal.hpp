@@ -18,6 +18,8 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "util/enum_names.hpp"
+
 #include "util/error.hpp"
 
 namespace korch::store::detail {
@@ -98,6 +100,8 @@ class Stmt {
       bind_null(index);
     } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
       bind_text(index, std::string_view(value));
+    } else if constexpr (NamedEnum<T>) {
+      bind_text(index, enum_name(value));  // its stored name (store/vocabulary.hpp)
     } else if constexpr (std::is_same_v<T, bool>) {
       bind_i64(index, value ? 1 : 0);
     } else if constexpr (std::is_integral_v<T>) {

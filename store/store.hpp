@@ -37,9 +37,9 @@
 // EpisodeUpdate of an unknown episode fails its batch. llm_calls,
 // evaluations and events may name an episode that does not exist (the
 // evaluator also serves requests outside any campaign). A batch that breaks a
-// rule fails alone: the other batches of its group still commit. Episode
-// status, llm_call state and evaluation state must be one of the values
-// listed next to those fields.
+// rule fails alone: the other batches of its group still commit. Statuses,
+// states, roles, kinds and end reasons are enums (store/vocabulary.hpp),
+// spelt as TEXT at the column by their name tables.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,6 +48,7 @@
 #include <variant>
 #include <vector>
 
+#include "store/vocabulary.hpp"
 #include "util/error.hpp"
 
 namespace korch::store {
@@ -94,8 +95,8 @@ struct EpisodeSummary {
   std::string task_id;
   std::string model_id;
   int sample_index = 0;
-  std::string status = "pending";  // pending | running | final
-  double active_s = 0;             // wall-clock seconds spent while driven
+  EpisodeStatus status = EpisodeStatus::pending;
+  double active_s = 0;  // wall-clock seconds spent while driven
   std::int64_t tokens_used = 0;
   double cost_usd = 0;
   double created_at = 0;
@@ -115,7 +116,7 @@ struct EpisodeRow : EpisodeSummary {
 // Partial update of an episode; unset fields are left alone.
 struct EpisodeUpdate {
   std::string id;
-  std::optional<std::string> status;
+  std::optional<EpisodeStatus> status;
   std::optional<double> active_s;
   std::optional<std::int64_t> tokens_used;
   std::optional<double> cost_usd;
@@ -129,8 +130,8 @@ struct MessageRow {
   std::string episode_id;
   int epoch = 0;
   int seq = 0;
-  std::string role;  // system | user | assistant
-  std::string kind;  // system, context, task, reply, feedback, no_code, truncated, compaction, ...
+  Role role = Role::user;
+  MessageKind kind = MessageKind::task;
   int turn = 0;
   std::string content;
 
@@ -162,7 +163,7 @@ struct LlmCallRow {
   std::string episode_id;
   int turn = 0;
   std::string model_id;
-  std::string state = "started";  // started | done | failed
+  CallState state = CallState::started;
   double started_at = 0;
   double finished_at = 0;
   std::string content;  // failed calls only: a completed reply is stored once, as the
@@ -195,9 +196,9 @@ struct EvaluationRow {
   std::string episode_id;
   std::string kind;  // check | submit
   std::string code_sha;
-  std::string state = "queued";  // queued | running | done
-  std::string owner;             // "<host>:<pid>" of the process running it
-  int attempts = 0;              // times started, interrupted starts included (informational)
+  EvalState state = EvalState::queued;
+  std::string owner;  // "<host>:<pid>" of the process running it
+  int attempts = 0;   // times started, interrupted starts included (informational)
   // Failures a live korch observed (the worker ended without a result while
   // korch ran and was not stopping): what counts toward the attempt cap
   // (agent/episode.hpp, k_max_eval_attempts). A start whose korch died or was
@@ -224,8 +225,7 @@ struct EventRow {
 
 struct FinalRow {
   std::string episode_id;
-  std::string reason;  // submitted | no_submission | context_overflow | wall_clock | token_budget |
-                       // spend_cap | llm_failure
+  EndReason reason = EndReason::submitted;
   std::string verdict;     // evaluator verdict of the submission, "" if none
   std::string request_id;  // submission request id, "" if none
   std::optional<double> speedup;

@@ -147,11 +147,12 @@ void BatchApplier::apply_op(const WriteBatch::Op& op, CommitInfo& info) {
             // Unchanged: already that status, or final (which wins).
             Stmt& q = m_select_episode_status;
             q.bind(u.id);
-            std::string stored = q.step() ? q.text(0) : std::string();
+            std::optional<EpisodeStatus> stored;
+            if (q.step()) stored = from_string<EpisodeStatus>(q.text(0));
             q.run();
-            if (*u.status != stored) {
-              info.conflicts.push_back("episode " + u.id + " is final; status " + *u.status +
-                                       " ignored");
+            if (stored != u.status) {
+              info.conflicts.push_back("episode " + u.id + " is final; status " +
+                                       std::string(to_string(*u.status)) + " ignored");
             }
           },
           [&](const MessageRow& r) { bind_row(m_insert_message, k_messages, r).run(); },

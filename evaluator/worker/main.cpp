@@ -49,6 +49,7 @@
 #include <string>
 
 #include "evaluator/job_protocol_version.hpp"
+#include "evaluator/job_role.hpp"
 #include "evaluator/worker/sandbox.hpp"
 
 #ifndef KORCH_WORKER_PYDIR
@@ -197,7 +198,10 @@ std::uint64_t mapped_bytes() {
 
 // PID 1 of the job's namespace. Never returns.
 [[noreturn]] void run_job(const json& job, Protections prot, int seed_fd) {
-  const std::string role = job.at("role");
+  using korch::evaluator::JobRole;
+  const auto parsed_role = korch::enum_from_name<JobRole>(job.at("role").get<std::string>());
+  if (!parsed_role) die("unknown job role");
+  const JobRole role = *parsed_role;
   const std::string dir = job.at("dir");
   const std::uint64_t mb = 1024ull * 1024ull;
   {
@@ -251,7 +255,7 @@ std::uint64_t mapped_bytes() {
   auto as_base = [headroom] { return mapped_bytes() + headroom; };
   const std::uint64_t budget = job.value("memory_budget_mb", 4096ull) * mb;
 
-  if (role == "measure") {
+  if (role == JobRole::measure) {
     // cpu: the judge and both runners share one core (the highest this job
     // may use), so the two runners time on the same core with the same cache
     // state; the protocol is synchronous, so they never compete for it.
@@ -338,20 +342,20 @@ std::uint64_t mapped_bytes() {
     ctx["seed_fd"] = seed_fd;
   }
   const char* entry = "rules_main";
-  if (role == "compile" || role == "warm") {
+  if (role == JobRole::compile || role == JobRole::warm) {
     // As for the runners: prepared as root in this process (after the fork,
     // so a CUDA query at import cannot poison a child that needs CUDA).
     json pctx;
     pctx["env"] = job_json.value("runner_env", json::object());
     call_harness("prepare_main", pctx.dump());
   }
-  if (role == "compile") {
+  if (role == JobRole::compile) {
     const std::string build = job.at("build_dir");
     mkdir(build.c_str(), 0755);
     if (chown(build.c_str(), k_uid_compile, k_uid_compile) != 0) die("chown build dir");
     korch::worker::drop_privileges(prot, k_uid_compile, 0, SeccompProfile::compile);
     entry = "compile_main";
-  } else if (role == "warm") {
+  } else if (role == JobRole::warm) {
     // Runs the candidate once so Triton compiles its kernels into the job's
     // cache (Triton runs ptxas and a C compiler: exec is allowed here, and only
     // here, for candidate code). Not timed; the measure job's runners then
@@ -364,10 +368,10 @@ std::uint64_t mapped_bytes() {
     korch::worker::drop_privileges(prot, k_uid_candidate, gpu_job ? 0 : as_base(),
                                    SeccompProfile::compile);
     entry = "warm_main";
-  } else if (role == "gpuinfo") {
+  } else if (role == JobRole::gpuinfo) {
     korch::worker::drop_privileges(prot, k_uid_judge, 0, SeccompProfile::strict);
     entry = "gpuinfo_main";
-  } else if (role == "validate") {
+  } else if (role == JobRole::validate) {
     korch::worker::drop_privileges(prot, k_uid_candidate, gpu_job ? 0 : as_base(),
                                    SeccompProfile::strict);
     entry = "validate_main";

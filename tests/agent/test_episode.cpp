@@ -198,7 +198,7 @@ TEST_F(EpisodeTest, Rule5_SubmitEndsTheLoop) {
   EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::ok, 1.5)));
   auto fin = final_row();
   ASSERT_TRUE(fin);
-  EXPECT_EQ(fin->reason, "submitted");
+  EXPECT_EQ(fin->reason, store::EndReason::submitted);
   EXPECT_EQ(fin->verdict, "ok");
   EXPECT_TRUE(fin->correct);
 }
@@ -215,7 +215,7 @@ TEST_F(EpisodeTest, Rule5_AnyCodeOnTheLastTurnIsSubmittedAndThePromptSaysSo) {
   auto ev = as_eval(reply(code_reply("x = 3", "CHECK")));
   EXPECT_EQ(ev.request.mode, evaluator::Mode::submit);
   evaluated(Verdict::ok, 2.0);
-  EXPECT_EQ(final_row()->reason, "last_turn");
+  EXPECT_EQ(final_row()->reason, store::EndReason::last_turn);
 }
 
 TEST_F(EpisodeTest, Rule6_FallbackSubmitsTheLatestPassingCode) {
@@ -229,7 +229,7 @@ TEST_F(EpisodeTest, Rule6_FallbackSubmitsTheLatestPassingCode) {
   EXPECT_NE(ev.request.code.find("x = 1"), std::string::npos);
   evaluated(Verdict::ok, 1.1);
   auto fin = final_row();
-  EXPECT_EQ(fin->reason, "fallback");
+  EXPECT_EQ(fin->reason, store::EndReason::fallback);
   EXPECT_EQ(fin->request_id, ids::submit_request_id(m_spec->episode_id, ev.request.code));
 }
 
@@ -239,7 +239,7 @@ TEST_F(EpisodeTest, Rule6_NoPassingCodeEndsAsNoSubmission) {
   evaluated(Verdict::incorrect);
   reply("nothing");
   EXPECT_TRUE(std::holds_alternative<Finished>(reply("still nothing")));
-  EXPECT_EQ(final_row()->reason, "no_submission");
+  EXPECT_EQ(final_row()->reason, store::EndReason::no_submission);
   EXPECT_EQ(final_row()->verdict, "");
 }
 
@@ -266,7 +266,7 @@ TEST_F(EpisodeTest, Rule7_AStoredReportIsReusedNotReevaluated) {
   row.request_id = id;
   row.episode_id = m_spec->episode_id;
   row.kind = "submit";
-  row.state = "done";
+  row.state = store::EvalState::done;
   row.attempts = 1;
   row.verdict = "ok";
   row.report_json = report(id, Verdict::ok, 1.7).to_json();
@@ -298,7 +298,7 @@ TEST_F(EpisodeTest, Rule7_InterruptedEvaluationRerunsWithoutCountingHoweverOften
   for (int i = 0; i < k_interruptions; ++i) EXPECT_EQ(as_eval(reload()).request.request_id, id);
   auto evals = snapshot().evaluations;
   ASSERT_EQ(evals.size(), 1u);
-  EXPECT_EQ(evals[0].state, "running");
+  EXPECT_EQ(evals[0].state, store::EvalState::running);
   EXPECT_EQ(evals[0].attempts, 1 + k_interruptions);
   EXPECT_EQ(evals[0].failures, 0);
   EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::ok, 1.83)));
@@ -315,14 +315,14 @@ TEST_F(EpisodeTest, Rule7_ObservedWorkerCrashesRetryUpToTheCap) {
   for (int i = 1; i < k_max_eval_attempts; ++i) {
     EXPECT_EQ(as_eval(evaluated(Verdict::worker_crash)).request.request_id, id);
     auto e = snapshot().evaluations.at(0);
-    EXPECT_EQ(e.state, "running");
+    EXPECT_EQ(e.state, store::EvalState::running);
     EXPECT_EQ(e.failures, i);
     EXPECT_EQ(e.attempts, i + 1);
     EXPECT_FALSE(final_row());
   }
   EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::worker_crash)));
   auto e = snapshot().evaluations.at(0);
-  EXPECT_EQ(e.state, "done");
+  EXPECT_EQ(e.state, store::EvalState::done);
   EXPECT_EQ(e.verdict, "worker_crash");
   EXPECT_EQ(e.failures, k_max_eval_attempts);
   EXPECT_EQ(final_row()->verdict, "worker_crash");
@@ -372,7 +372,7 @@ TEST_F(EpisodeTest, Rule7_InterruptedReportIsNeverRecordedOrCounted) {
   killed_ok.interrupted = true;
   EXPECT_TRUE(on_eval_result(m_state, killed_ok, m_env).batch.empty());
   auto e = snapshot().evaluations.at(0);
-  EXPECT_EQ(e.state, "running");
+  EXPECT_EQ(e.state, store::EvalState::running);
   EXPECT_EQ(e.failures, 0);
   EXPECT_EQ(as_eval(reload()).request.request_id, id);
   EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::ok, 1.5)));
@@ -421,7 +421,7 @@ TEST_F(EpisodeTest, Rule8_ContextOverflowCompactsOnceThenEnds) {
   EXPECT_NE(retry.request.messages[1].content.find("Summary of the work so far"),
             std::string::npos);
   EXPECT_TRUE(std::holds_alternative<Finished>(commit(on_llm_result(m_state, overflow, m_env))));
-  EXPECT_EQ(final_row()->reason, "context_overflow");
+  EXPECT_EQ(final_row()->reason, store::EndReason::context_overflow);
 }
 
 TEST_F(EpisodeTest, Rule9_TokenBudgetEndsTheEpisode) {
@@ -429,7 +429,7 @@ TEST_F(EpisodeTest, Rule9_TokenBudgetEndsTheEpisode) {
   start_episode();
   reply(code_reply("x = 1", "CHECK"));
   EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::incorrect)));
-  EXPECT_EQ(final_row()->reason, "token_budget");
+  EXPECT_EQ(final_row()->reason, store::EndReason::token_budget);
 }
 
 TEST_F(EpisodeTest, Rule9_WallClockBudgetEndsTheEpisodeWithFallback) {
@@ -442,7 +442,7 @@ TEST_F(EpisodeTest, Rule9_WallClockBudgetEndsTheEpisodeWithFallback) {
   EXPECT_EQ(sub.request.mode, evaluator::Mode::submit);
   m_env.active_delta_s = 0;
   evaluated(Verdict::ok, 1.2);
-  EXPECT_EQ(final_row()->reason, "wall_clock");
+  EXPECT_EQ(final_row()->reason, store::EndReason::wall_clock);
   EXPECT_EQ(final_row()->verdict, "ok");
 }
 
@@ -451,7 +451,7 @@ TEST_F(EpisodeTest, Rule9_SpendCapEndsTheEpisode) {
   reply(code_reply("x = 1", "CHECK"));
   m_env.spend_cap_reached = true;
   EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::incorrect)));
-  EXPECT_EQ(final_row()->reason, "spend_cap");
+  EXPECT_EQ(final_row()->reason, store::EndReason::spend_cap);
 }
 
 TEST_F(EpisodeTest, EpisodeIdIsDeterministic) {
@@ -536,7 +536,7 @@ TEST_F(EpisodeTest, Resume_ResentCallKeepsDupPossibleThroughItsResult) {
   reply(code_reply("x = 1", "CHECK"));
   auto calls = snapshot().llm_calls;
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0].state, "done");
+  EXPECT_EQ(calls[0].state, store::CallState::done);
   EXPECT_EQ(calls[0].sends, 3);
   EXPECT_TRUE(calls[0].dup_possible);
   // The next turn's call was sent once: not marked.
@@ -545,7 +545,7 @@ TEST_F(EpisodeTest, Resume_ResentCallKeepsDupPossibleThroughItsResult) {
   calls = snapshot().llm_calls;
   ASSERT_GE(calls.size(), 2u);
   EXPECT_EQ(calls[1].turn, 2);
-  EXPECT_EQ(calls[1].state, "done");
+  EXPECT_EQ(calls[1].state, store::CallState::done);
   EXPECT_EQ(calls[1].sends, 1);
   EXPECT_FALSE(calls[1].dup_possible);
 }
@@ -560,12 +560,12 @@ TEST_F(EpisodeTest, Resume_DupPossibleSurvivesAFailedResend) {
   failed.error = "HTTP 503 after 3 attempts";
   failed.attempts.push_back(llm::Attempt{503, "unavailable", 0.01});
   EXPECT_TRUE(std::holds_alternative<AbortCampaign>(commit(on_llm_result(m_state, failed, m_env))));
-  EXPECT_EQ(snapshot().llm_calls.at(0).state, "failed");
+  EXPECT_EQ(snapshot().llm_calls.at(0).state, store::CallState::failed);
   EXPECT_TRUE(snapshot().llm_calls.at(0).dup_possible);
   as_call(reload());
   reply(code_reply("x = 1", "CHECK"));
   auto call = snapshot().llm_calls.at(0);
-  EXPECT_EQ(call.state, "done");
+  EXPECT_EQ(call.state, store::CallState::done);
   EXPECT_EQ(call.sends, 3);
   EXPECT_TRUE(call.dup_possible);
 }

@@ -130,7 +130,7 @@ TEST(JobProtocol, TheWorkerRefusesAnotherVersion) {
   json job = rules_job(Settings{}, "import torch\n");
   job["protocol"] = k_version + 99;
   ASSERT_TRUE(write_file_atomic(jobs + "/j1/job.json", job.dump()));
-  JobOutcome o = (*z)->run("rules", jobs + "/j1", Spawn{}.dump(), std::nullopt, 60);
+  JobOutcome o = (*z)->run(JobRole::rules, jobs + "/j1", Spawn{}.dump(), std::nullopt, 60);
   auto r = parse_rules(o.result_json);
   ASSERT_TRUE(r) << o.worker_log;
   EXPECT_NE(r->error.find("job protocol " + std::to_string(k_version + 99)), std::string::npos)
@@ -138,7 +138,7 @@ TEST(JobProtocol, TheWorkerRefusesAnotherVersion) {
   // The same job at this version is checked normally.
   job["protocol"] = k_version;
   ASSERT_TRUE(write_file_atomic(jobs + "/j1/job.json", job.dump()));
-  o = (*z)->run("rules", jobs + "/j1", Spawn{}.dump(), std::nullopt, 60);
+  o = (*z)->run(JobRole::rules, jobs + "/j1", Spawn{}.dump(), std::nullopt, 60);
   r = parse_rules(o.result_json);
   ASSERT_TRUE(r) << o.worker_log;
   EXPECT_TRUE(r->error.empty()) << r->error;

@@ -107,7 +107,7 @@ EpisodeRow episode(const std::string& id, const std::string& campaign_id = "c-1"
                                    .task_id = "L1/1",
                                    .model_id = "m-a",
                                    .sample_index = 3,
-                                   .status = "running",
+                                   .status = EpisodeStatus::running,
                                    .active_s = 12.5,
                                    .tokens_used = 4242,
                                    .cost_usd = 0.25,
@@ -122,8 +122,8 @@ MessageRow message(const std::string& ep, int epoch, int seq, const std::string&
   return MessageRow{.episode_id = ep,
                     .epoch = epoch,
                     .seq = seq,
-                    .role = seq % 2 ? "assistant" : "user",
-                    .kind = seq % 2 ? "reply" : "feedback",
+                    .role = seq % 2 ? Role::assistant : Role::user,
+                    .kind = seq % 2 ? MessageKind::reply : MessageKind::feedback,
                     .turn = seq / 2 + 1,
                     .content = content.empty()
                                    ? "msg " + std::to_string(epoch) + "/" + std::to_string(seq)
@@ -148,7 +148,7 @@ TurnRow turn(const std::string& ep, int n, const std::string& code = "def f(): p
                  .at = 2000.0 + n};
 }
 
-LlmCallRow llm_call(const std::string& ep, int n, const std::string& state = "done") {
+LlmCallRow llm_call(const std::string& ep, int n, CallState state = CallState::done) {
   return LlmCallRow{.request_id = "llm|" + ep + "|" + std::to_string(n),
                     .episode_id = ep,
                     .turn = n,
@@ -174,7 +174,7 @@ LlmCallRow llm_call(const std::string& ep, int n, const std::string& state = "do
                     .sends = 2};
 }
 
-EvaluationRow evaluation(const std::string& ep, const std::string& id, const std::string& state,
+EvaluationRow evaluation(const std::string& ep, const std::string& id, EvalState state,
                          const std::string& verdict = "") {
   return EvaluationRow{.request_id = id,
                        .episode_id = ep,
@@ -191,7 +191,7 @@ EvaluationRow evaluation(const std::string& ep, const std::string& id, const std
                        .finished_at = 31.0};
 }
 
-FinalRow final_row(const std::string& ep, const std::string& reason = "submitted") {
+FinalRow final_row(const std::string& ep, EndReason reason = EndReason::submitted) {
   return FinalRow{.episode_id = ep,
                   .reason = reason,
                   .verdict = "correct",
@@ -227,7 +227,7 @@ TEST_F(StoreTest, RoundTripsEveryRowType) {
   b.put(message("e-1", 0, 1));
   b.put(turn("e-1", 1));
   b.put(llm_call("e-1", 1));
-  b.put(evaluation("e-1", "check|e-1|1|abc", "done", "correct"));
+  b.put(evaluation("e-1", "check|e-1|1|abc", EvalState::done, "correct"));
   b.put(EventRow{
       .episode_id = "e-1", .turn = 1, .kind = "compaction", .detail = "rebuilt", .at = 5.5});
   b.put(final_row("e-2"));
@@ -247,7 +247,7 @@ TEST_F(StoreTest, RoundTripsEveryRowType) {
   auto episodes = store->list_episodes("c-1").value();
   ASSERT_EQ(episodes.size(), 2u);
   EXPECT_EQ(episodes[0], summary(episode("e-1")));
-  EXPECT_EQ(episodes[1].status, "final");  // the final row marks the episode final
+  EXPECT_EQ(episodes[1].status, EpisodeStatus::final);  // the final row marks the episode final
 
   auto snap = store->load_episode("e-1").value();
   ASSERT_TRUE(snap.has_value());
@@ -256,14 +256,14 @@ TEST_F(StoreTest, RoundTripsEveryRowType) {
   EXPECT_EQ(snap->epoch, 0);
   EXPECT_EQ(snap->turns, std::vector<TurnRow>{turn("e-1", 1)});
   EXPECT_EQ(snap->llm_calls, std::vector<LlmCallRow>{llm_call("e-1", 1)});
-  EXPECT_EQ(snap->evaluations,
-            std::vector<EvaluationRow>{evaluation("e-1", "check|e-1|1|abc", "done", "correct")});
+  EXPECT_EQ(snap->evaluations, std::vector<EvaluationRow>{evaluation("e-1", "check|e-1|1|abc",
+                                                                     EvalState::done, "correct")});
   EXPECT_FALSE(snap->final.has_value());
   EXPECT_FALSE(store->load_episode("missing").value().has_value());
 
   EXPECT_EQ(store->get_llm_call("llm|e-1|1").value(), llm_call("e-1", 1));
   EXPECT_EQ(store->get_evaluation("check|e-1|1|abc").value(),
-            evaluation("e-1", "check|e-1|1|abc", "done", "correct"));
+            evaluation("e-1", "check|e-1|1|abc", EvalState::done, "correct"));
   EXPECT_FALSE(store->get_evaluation("x").value().has_value());
   EXPECT_EQ(store->list_turns("c-1").value(), std::vector<TurnRow>{turn("e-1", 1)});
   EXPECT_EQ(store->list_llm_calls("c-1").value(), std::vector<LlmCallRow>{llm_call("e-1", 1)});
@@ -392,8 +392,8 @@ TEST_F(StoreTest, DatabaseWrittenWithTheShippedSchemaOpensAndReads) {
   EXPECT_EQ(snap->messages, std::vector<MessageRow>{message("e-1", 0, 1)});
   EXPECT_EQ(snap->turns, std::vector<TurnRow>{turn("e-1", 1)});
   EXPECT_EQ(snap->llm_calls, std::vector<LlmCallRow>{llm_call("e-1", 1)});
-  EXPECT_EQ(snap->evaluations,
-            std::vector<EvaluationRow>{evaluation("e-1", "check|e-1|1|abc", "done", "correct")});
+  EXPECT_EQ(snap->evaluations, std::vector<EvaluationRow>{evaluation("e-1", "check|e-1|1|abc",
+                                                                     EvalState::done, "correct")});
   EXPECT_EQ(
       snap->events,
       (std::vector<EventRow>{
@@ -407,14 +407,14 @@ TEST_F(StoreTest, DatabaseWrittenWithTheShippedSchemaOpensAndReads) {
   EXPECT_EQ(store->list_turns("c-1").value(),
             (std::vector<TurnRow>{turn("e-1", 1), turn("e-1", 2)}));
   EXPECT_EQ(store->list_finals("c-1").value(), std::vector<FinalRow>{final_row("e-1")});
-  EXPECT_EQ(store->list_episodes("c-1").value().at(0).status, "final");
+  EXPECT_EQ(store->list_episodes("c-1").value().at(0).status, EpisodeStatus::final);
 }
 
 TEST_F(StoreTest, FinalWithoutSpeedupRoundTripsAsNull) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
-  FinalRow f = final_row("e-1", "no_submission");
+  FinalRow f = final_row("e-1", EndReason::no_submission);
   f.speedup.reset();
   f.correct = false;
   b.put(f);
@@ -456,16 +456,17 @@ TEST_F(StoreTest, EpisodeUpdateIsPartial) {
   ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
   auto e = store->list_episodes("c-1").value().at(0);
   EXPECT_EQ(e.tokens_used, 9999);
-  EXPECT_EQ(e.status, "running");
+  EXPECT_EQ(e.status, EpisodeStatus::running);
   EXPECT_DOUBLE_EQ(e.active_s, 12.5);
   EXPECT_DOUBLE_EQ(e.cost_usd, 0.25);
   EXPECT_GT(e.updated_at, 1e9);  // stamped with the wall clock
 
   WriteBatch b2;
-  b2.update(EpisodeUpdate{.id = "e-1", .status = "pending", .active_s = 1.0, .cost_usd = 2.0});
+  b2.update(EpisodeUpdate{
+      .id = "e-1", .status = EpisodeStatus::pending, .active_s = 1.0, .cost_usd = 2.0});
   ASSERT_TRUE(store->commit_sync(std::move(b2)).has_value());
   e = store->list_episodes("c-1").value().at(0);
-  EXPECT_EQ(e.status, "pending");
+  EXPECT_EQ(e.status, EpisodeStatus::pending);
   EXPECT_DOUBLE_EQ(e.active_s, 1.0);
   EXPECT_DOUBLE_EQ(e.cost_usd, 2.0);
   EXPECT_EQ(e.tokens_used, 9999);
@@ -476,7 +477,7 @@ TEST_F(StoreTest, EpisodeUpdateOfUnknownEpisodeFailsTheBatch) {
   seed(*store, {"e-1"});
   WriteBatch b;
   b.put(turn("e-1", 1));
-  b.update(EpisodeUpdate{.id = "nope", .status = "running"});
+  b.update(EpisodeUpdate{.id = "nope", .status = EpisodeStatus::running});
   auto r = store->commit_sync(std::move(b));
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("nope"), std::string::npos) << r.error().message;
@@ -490,40 +491,62 @@ TEST_F(StoreTest, FinalEpisodeStatusIsSticky) {
   b.put(final_row("e-1"));
   ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
   WriteBatch b2;
-  b2.update(EpisodeUpdate{.id = "e-1", .status = "running", .active_s = 7.0});
+  b2.update(EpisodeUpdate{.id = "e-1", .status = EpisodeStatus::running, .active_s = 7.0});
   auto info = store->commit_sync(std::move(b2));
   ASSERT_TRUE(info.has_value());
   ASSERT_EQ(info->conflicts.size(), 1u);
   auto e = store->list_episodes("c-1").value().at(0);
-  EXPECT_EQ(e.status, "final");
+  EXPECT_EQ(e.status, EpisodeStatus::final);
   EXPECT_DOUBLE_EQ(e.active_s, 7.0);
 }
 
 // The status half of an EpisodeUpdate: the same status again is no
-// conflict, "final" through an update is kept, a status outside the
-// vocabulary fails the batch.
-TEST_F(StoreTest, EpisodeUpdateStatusSameFinalAndInvalid) {
+// conflict, "final" through an update is kept. (A status outside the
+// vocabulary no longer compiles: EpisodeUpdate::status is an enum.)
+TEST_F(StoreTest, EpisodeUpdateStatusSameAndFinal) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
-  b.update(EpisodeUpdate{.id = "e-1", .status = "running", .tokens_used = 1});
+  b.update(EpisodeUpdate{.id = "e-1", .status = EpisodeStatus::running, .tokens_used = 1});
   auto same = store->commit_sync(std::move(b));
   ASSERT_TRUE(same.has_value()) << same.error().message;
   EXPECT_TRUE(same->conflicts.empty());
   EXPECT_EQ(store->list_episodes("c-1").value().at(0).tokens_used, 1);
 
-  WriteBatch bad;
-  bad.update(EpisodeUpdate{.id = "e-1", .status = "paused", .tokens_used = 2});
-  ASSERT_FALSE(store->commit_sync(std::move(bad)).has_value());
-  EXPECT_EQ(store->list_episodes("c-1").value().at(0).tokens_used, 1);  // rolled back whole
-
   WriteBatch fin;
-  fin.update(EpisodeUpdate{.id = "e-1", .status = "final"});
+  fin.update(EpisodeUpdate{.id = "e-1", .status = EpisodeStatus::final});
   ASSERT_TRUE(store->commit_sync(std::move(fin)).value().conflicts.empty());
   WriteBatch again;
-  again.update(EpisodeUpdate{.id = "e-1", .status = "final"});
+  again.update(EpisodeUpdate{.id = "e-1", .status = EpisodeStatus::final});
   ASSERT_TRUE(store->commit_sync(std::move(again)).value().conflicts.empty());
-  EXPECT_EQ(store->list_episodes("c-1").value().at(0).status, "final");
+  EXPECT_EQ(store->list_episodes("c-1").value().at(0).status, EpisodeStatus::final);
+}
+
+// Enum columns are spelt by their names (store/vocabulary.hpp) and read back
+// into the enums; a word this binary does not know (a newer korch, a hand
+// edit) is a read error naming the column's choices, not a silent default.
+TEST_F(StoreTest, EnumColumnsRoundTripAndUnknownWordsAreReadErrors) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  b.put(message("e-1", 0, 1));  // assistant / reply
+  b.put(final_row("e-1", EndReason::fallback));
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  EXPECT_EQ(raw_count("SELECT COUNT(*) FROM messages WHERE role = 'assistant' AND kind = 'reply'"),
+            1);
+  EXPECT_EQ(raw_count("SELECT COUNT(*) FROM finals WHERE reason = 'fallback'"), 1);
+  auto snap = store->load_episode("e-1").value();
+  ASSERT_TRUE(snap && snap->final);
+  EXPECT_EQ(snap->messages.at(0).role, Role::assistant);
+  EXPECT_EQ(snap->messages.at(0).kind, MessageKind::reply);
+  EXPECT_EQ(snap->final->reason, EndReason::fallback);
+  EXPECT_EQ(snap->episode.status, EpisodeStatus::final);
+
+  raw_exec("UPDATE messages SET kind = 'haiku' WHERE episode_id = 'e-1'");
+  auto bad = store->load_episode("e-1");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("\"haiku\", not one of \"system\""), std::string::npos)
+      << bad.error().message;
 }
 
 // --- conflict rules ------------------------------------------------------------
@@ -555,7 +578,7 @@ TEST_F(StoreTest, DoneEvaluationIsNeverOverwritten) {
   auto store = open();
   seed(*store, {"e-1"});
   const std::string id = "kernel|e-1|abc";
-  for (const char* state : {"queued", "running"}) {
+  for (EvalState state : {EvalState::queued, EvalState::running}) {
     WriteBatch b;
     b.put(evaluation("e-1", id, state));
     auto r = store->commit_sync(std::move(b));
@@ -563,10 +586,10 @@ TEST_F(StoreTest, DoneEvaluationIsNeverOverwritten) {
     EXPECT_EQ(store->get_evaluation(id).value()->state, state);
   }
   WriteBatch done;
-  done.put(evaluation("e-1", id, "done", "correct"));
+  done.put(evaluation("e-1", id, EvalState::done, "correct"));
   ASSERT_TRUE(store->commit_sync(std::move(done)).value().conflicts.empty());
 
-  for (const char* state : {"running", "done"}) {
+  for (EvalState state : {EvalState::running, EvalState::done}) {
     WriteBatch b;
     auto row = evaluation("e-1", id, state, "incorrect");
     row.attempts = 5;
@@ -575,7 +598,7 @@ TEST_F(StoreTest, DoneEvaluationIsNeverOverwritten) {
     ASSERT_TRUE(r.has_value());
     ASSERT_EQ(r->conflicts.size(), 1u);
     auto stored = store->get_evaluation(id).value();
-    EXPECT_EQ(stored->state, "done");
+    EXPECT_EQ(stored->state, EvalState::done);
     EXPECT_EQ(stored->verdict, "correct");
     EXPECT_EQ(stored->attempts, 1);
   }
@@ -585,22 +608,22 @@ TEST_F(StoreTest, DoneLlmCallIsNeverOverwritten) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch started;
-  started.put(llm_call("e-1", 1, "started"));
+  started.put(llm_call("e-1", 1, CallState::started));
   ASSERT_TRUE(store->commit_sync(std::move(started)).has_value());
 
-  auto resent = llm_call("e-1", 1, "started");
+  auto resent = llm_call("e-1", 1, CallState::started);
   resent.sends = 3;
   WriteBatch b;
   b.put(resent);
   ASSERT_TRUE(store->commit_sync(std::move(b)).value().conflicts.empty());
   EXPECT_EQ(store->get_llm_call(resent.request_id).value()->sends, 3);
 
-  auto done = llm_call("e-1", 1, "done");
+  auto done = llm_call("e-1", 1, CallState::done);
   WriteBatch b2;
   b2.put(done);
   ASSERT_TRUE(store->commit_sync(std::move(b2)).value().conflicts.empty());
 
-  auto late = llm_call("e-1", 1, "failed");
+  auto late = llm_call("e-1", 1, CallState::failed);
   late.content = "other";
   WriteBatch b3;
   b3.put(late);
@@ -616,13 +639,13 @@ TEST_F(StoreTest, RequestKeepsTheEpisodeOfItsFirstPut) {
   auto store = open();
   seed(*store, {"e-1", "e-2"});
   WriteBatch first;
-  first.put(llm_call("e-1", 1, "started"));
-  first.put(evaluation("e-1", "check|e-1|1|abc", "running"));
+  first.put(llm_call("e-1", 1, CallState::started));
+  first.put(evaluation("e-1", "check|e-1|1|abc", EvalState::running));
   ASSERT_TRUE(store->commit_sync(std::move(first)).has_value());
 
-  auto call = llm_call("e-2", 4, "done");
+  auto call = llm_call("e-2", 4, CallState::done);
   call.request_id = llm_call("e-1", 1).request_id;
-  auto eval = evaluation("e-2", "check|e-1|1|abc", "done", "correct");
+  auto eval = evaluation("e-2", "check|e-1|1|abc", EvalState::done, "correct");
   WriteBatch later;
   later.put(call);
   later.put(eval);
@@ -630,7 +653,7 @@ TEST_F(StoreTest, RequestKeepsTheEpisodeOfItsFirstPut) {
 
   auto stored_call = store->get_llm_call(call.request_id).value();
   ASSERT_TRUE(stored_call);
-  EXPECT_EQ(stored_call->state, "done");
+  EXPECT_EQ(stored_call->state, CallState::done);
   EXPECT_EQ(stored_call->episode_id, "e-1");
   EXPECT_EQ(stored_call->turn, 1);
   auto stored_eval = store->get_evaluation(eval.request_id).value();
@@ -644,27 +667,27 @@ TEST_F(StoreTest, RequestKeepsTheEpisodeOfItsFirstPut) {
 TEST_F(StoreTest, DupPossibleIsStickyThroughLaterWrites) {
   auto store = open();
   seed(*store, {"e-1"});
-  auto resent = llm_call("e-1", 1, "started");
+  auto resent = llm_call("e-1", 1, CallState::started);
   resent.dup_possible = true;
   WriteBatch b;
   b.put(resent);
   ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
 
-  auto done = llm_call("e-1", 1, "done");
+  auto done = llm_call("e-1", 1, CallState::done);
   done.dup_possible = false;
   WriteBatch b2;
   b2.put(done);
   ASSERT_TRUE(store->commit_sync(std::move(b2)).value().conflicts.empty());
   auto stored = store->get_llm_call(done.request_id).value();
   ASSERT_TRUE(stored);
-  EXPECT_EQ(stored->state, "done");
+  EXPECT_EQ(stored->state, CallState::done);
   EXPECT_TRUE(stored->dup_possible);
   EXPECT_EQ(store->list_llm_calls("c-1").value().at(0).dup_possible, true);
 
   // A call sent once is not marked.
-  auto once = llm_call("e-1", 2, "started");
+  auto once = llm_call("e-1", 2, CallState::started);
   once.dup_possible = false;
-  auto once_done = llm_call("e-1", 2, "done");
+  auto once_done = llm_call("e-1", 2, CallState::done);
   once_done.dup_possible = false;
   WriteBatch b3;
   b3.put(once);
@@ -676,7 +699,7 @@ TEST_F(StoreTest, DupPossibleIsStickyThroughLaterWrites) {
 TEST_F(StoreTest, EvaluationCountsStartsAndObservedFailuresApart) {
   auto store = open();
   seed(*store, {"e-1"});
-  auto row = evaluation("e-1", "kernel|e-1|abc", "running");
+  auto row = evaluation("e-1", "kernel|e-1|abc", EvalState::running);
   row.attempts = 4;
   row.failures = 1;
   WriteBatch b;
@@ -699,7 +722,7 @@ TEST_F(StoreTest, Version1DatabaseMigratesWithNoCountedFailures) {
     auto store = open();
     seed(*store, {"e-1"});
     WriteBatch b;
-    auto row = evaluation("e-1", "kernel|e-1|abc", "running");
+    auto row = evaluation("e-1", "kernel|e-1|abc", EvalState::running);
     row.attempts = 2;
     b.put(row);
     ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
@@ -721,14 +744,14 @@ TEST_F(StoreTest, FirstFinalWins) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
-  b.put(final_row("e-1", "submitted"));
+  b.put(final_row("e-1", EndReason::submitted));
   ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
   WriteBatch b2;
-  b2.put(final_row("e-1", "wall_clock"));
+  b2.put(final_row("e-1", EndReason::wall_clock));
   auto r = store->commit_sync(std::move(b2));
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->conflicts.size(), 1u);
-  EXPECT_EQ(store->list_finals("c-1").value().at(0).reason, "submitted");
+  EXPECT_EQ(store->list_finals("c-1").value().at(0).reason, EndReason::submitted);
 }
 
 TEST_F(StoreTest, InsertIfAbsentNeverOverwritesCampaignTaskEpisode) {
@@ -1178,7 +1201,7 @@ TEST_F(StoreTest, LoadUnfinishedExcludesFinalEpisodes) {
       b.put(llm_call(ep, t));
       b.put(message(ep, 0, t));
     }
-    b.put(evaluation(ep, std::string("check|") + ep, "done", "correct"));
+    b.put(evaluation(ep, std::string("check|") + ep, EvalState::done, "correct"));
   }
   b.put(final_row("e-2"));
   ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());

@@ -275,21 +275,21 @@ void bench_resume(const std::string& dir, const std::string& tasks_dir, int coun
     e.model_id = "bench";
     e.sample_index = i;
     e.system_prompt = system;
-    e.status = "running";
+    e.status = korch::store::EpisodeStatus::running;
     w.put(e);
     int seq = 0;
-    auto msg = [&](std::string role, std::string kind, std::string content, int turn) {
+    auto msg = [&](store::Role role, store::MessageKind kind, std::string content, int turn) {
       store::MessageRow m;
       m.episode_id = ep;
       m.seq = seq++;
-      m.role = std::move(role);
-      m.kind = std::move(kind);
+      m.role = role;
+      m.kind = kind;
       m.content = std::move(content);
       m.turn = turn;
       w.put(std::move(m));
     };
-    msg("system", "system", system, 0);
-    msg("user", "task", task_prompt, 1);
+    msg(store::Role::system, store::MessageKind::system, system, 0);
+    msg(store::Role::user, store::MessageKind::task, task_prompt, 1);
     for (int t = 1; t <= 2; ++t) {
       auto rid = ids::llm_request_id(ep, t, "bench");
       store::LlmCallRow l;
@@ -297,10 +297,10 @@ void bench_resume(const std::string& dir, const std::string& tasks_dir, int coun
       l.episode_id = ep;
       l.turn = t;
       l.model_id = "bench";
-      l.state = "done";
+      l.state = store::CallState::done;
       l.content = reply;
       w.put(l);
-      msg("assistant", "reply", reply, t);
+      msg(store::Role::assistant, store::MessageKind::reply, reply, t);
       store::TurnRow tr;
       tr.episode_id = ep;
       tr.turn = t;
@@ -311,7 +311,7 @@ void bench_resume(const std::string& dir, const std::string& tasks_dir, int coun
       tr.code = reply.substr(100, 5000);
       tr.eval_status = "incorrect";
       w.put(tr);
-      msg("user", "feedback",
+      msg(store::Role::user, store::MessageKind::feedback,
           "CHECK result: incorrect. max_abs_diff 0.5\n\nYou have 3 replies left.", t);
     }
     store::LlmCallRow l3;
@@ -319,7 +319,7 @@ void bench_resume(const std::string& dir, const std::string& tasks_dir, int coun
     l3.episode_id = ep;
     l3.turn = 3;
     l3.model_id = "bench";
-    l3.state = "started";
+    l3.state = store::CallState::started;
     w.put(l3);
     store.commit(std::move(w), [](Result<store::CommitInfo>) {});
   }

@@ -111,15 +111,15 @@ void seed(Store& store, int episodes) {
                               .path = "1_matmul.py",
                               .source = "class Model: ..."});
   for (int i = 0; i < episodes; ++i) {
-    b.put(
-        korch::store::EpisodeRow{korch::store::EpisodeSummary{.id = episode_id(i),
-                                                              .campaign_id = k_campaign,
-                                                              .task_id = "L1/1",
-                                                              .model_id = "model-a",
-                                                              .sample_index = i,
-                                                              .status = "running",
-                                                              .created_at = static_cast<double>(i)},
-                                 payloads().user});
+    b.put(korch::store::EpisodeRow{
+        korch::store::EpisodeSummary{.id = episode_id(i),
+                                     .campaign_id = k_campaign,
+                                     .task_id = "L1/1",
+                                     .model_id = "model-a",
+                                     .sample_index = i,
+                                     .status = korch::store::EpisodeStatus::running,
+                                     .created_at = static_cast<double>(i)},
+        payloads().user});
     if (b.size() >= 2000) check(store.commit_sync(std::exchange(b, WriteBatch{})));
   }
   check(store.commit_sync(std::move(b)));
@@ -148,22 +148,22 @@ WriteBatch turn_batch(const std::string& ep, int turn) {
   b.put(korch::store::MessageRow{.episode_id = ep,
                                  .epoch = 0,
                                  .seq = 2 * turn,
-                                 .role = "assistant",
-                                 .kind = "reply",
+                                 .role = korch::store::Role::assistant,
+                                 .kind = korch::store::MessageKind::reply,
                                  .turn = turn,
                                  .content = p.reply});
   b.put(korch::store::MessageRow{.episode_id = ep,
                                  .epoch = 0,
                                  .seq = 2 * turn + 1,
-                                 .role = "user",
-                                 .kind = "feedback",
+                                 .role = korch::store::Role::user,
+                                 .kind = korch::store::MessageKind::feedback,
                                  .turn = turn,
                                  .content = p.user});
   b.put(korch::store::LlmCallRow{.request_id = llm_id,
                                  .episode_id = ep,
                                  .turn = turn,
                                  .model_id = "model-a",
-                                 .state = "done",
+                                 .state = korch::store::CallState::done,
                                  .started_at = 1e9,
                                  .finished_at = 1e9 + 21.5,
                                  .content = p.llm,
@@ -371,8 +371,8 @@ int main(int argc, char** argv) {
       b.put(korch::store::MessageRow{.episode_id = ep,
                                      .epoch = 0,
                                      .seq = 1,
-                                     .role = "user",
-                                     .kind = "task",
+                                     .role = korch::store::Role::user,
+                                     .kind = korch::store::MessageKind::task,
                                      .content = payloads().user});
       for (int t = 1; t <= k_resume_turns; ++t) {
         WriteBatch one = turn_batch(ep, t);
@@ -391,7 +391,7 @@ int main(int argc, char** argv) {
                                           .episode_id = ep,
                                           .kind = "check",
                                           .code_sha = "0123",
-                                          .state = "done",
+                                          .state = korch::store::EvalState::done,
                                           .attempts = 1,
                                           .verdict = "correct",
                                           .report_json = R"({"max_abs_diff":1e-6})",

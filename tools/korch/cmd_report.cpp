@@ -47,12 +47,8 @@ int cmd_status(const Args& args) {
 
 int cmd_export(const Args& args) {
   auto format_name = args.get("--format").value_or("jsonl");
-  reports::ExportFormat format;
-  if (format_name == "jsonl") {
-    format = reports::ExportFormat::jsonl;
-  } else if (format_name == "csv") {
-    format = reports::ExportFormat::csv;
-  } else {
+  const auto format = enum_from_name<reports::ExportFormat>(format_name);
+  if (!format) {
     return report_failure("export", ErrorKind::invalid,
                           fmt::format("--format must be jsonl or csv (got '{}')", format_name));
   }
@@ -71,7 +67,7 @@ int cmd_export(const Args& args) {
     }
     out = &file;
   }
-  if (auto r = reports::write_export(**st, campaign_id, format, *out); !r) {
+  if (auto r = reports::write_export(**st, campaign_id, *format, *out); !r) {
     return report_failure("export", ErrorKind::failure, r.error().message);
   }
   out->flush();
@@ -80,10 +76,13 @@ int cmd_export(const Args& args) {
 
 int cmd_report(const Args& args) {
   // text (default) | json | html; --json is the older spelling of --format json.
-  auto format = args.get("--format").value_or(args.has("--json") ? "json" : "text");
-  if (format != "text" && format != "json" && format != "html")
-    return report_failure("report", ErrorKind::invalid,
-                          fmt::format("--format must be text, json or html (got '{}')", format));
+  auto format_name = args.get("--format").value_or(args.has("--json") ? "json" : "text");
+  const auto format = enum_from_name<reports::ReportFormat>(format_name);
+  if (!format) {
+    return report_failure(
+        "report", ErrorKind::invalid,
+        fmt::format("--format must be text, json or html (got '{}')", format_name));
+  }
   std::string campaign_id;
   auto st = open_store_for_reading(args, &campaign_id);
   if (!st) {
@@ -91,9 +90,7 @@ int cmd_report(const Args& args) {
   }
   auto report = reports::build_report(**st, campaign_id);
   if (!report) return report_failure("report", ErrorKind::failure, report.error().message);
-  std::string text = format == "json"   ? reports::render_json(*report)
-                     : format == "html" ? reports::render_html(*report)
-                                        : reports::render_text(*report);
+  std::string text = reports::render(*report, *format);
   if (!text.empty() && text.back() != '\n') text += '\n';
   if (auto path = args.get("--out")) {
     std::ofstream file(*path, std::ios::binary | std::ios::trunc);

@@ -169,7 +169,9 @@ Result<void> write_export(store::Store& store, const std::string& campaign_id, E
     rec["model_id"] = ep.model_id;
     rec["sample"] = ep.sample_index;
     auto fin = final_by_ep.find(ep.id);
-    rec["final_reason"] = fin != final_by_ep.end() ? json(fin->second->reason) : json(nullptr);
+    rec["final_reason"] = fin != final_by_ep.end()
+                              ? json(std::string(store::to_string(fin->second->reason)))
+                              : json(nullptr);
     rec["verdict"] = fin != final_by_ep.end() ? json(fin->second->verdict) : json(nullptr);
     rec["correct"] = fin != final_by_ep.end() && fin->second->correct;
     rec["speedup"] = fin != final_by_ep.end() && fin->second->speedup ? json(*fin->second->speedup)

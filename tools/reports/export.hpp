@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "store/store.hpp"
+#include "util/enum_names.hpp"
 #include "util/error.hpp"
 
 namespace korch::reports {
@@ -23,3 +24,11 @@ Result<void> write_export(store::Store& store, const std::string& campaign_id, E
                           std::ostream& out);
 
 }  // namespace korch::reports
+
+namespace korch {
+template <>
+struct EnumNames<reports::ExportFormat> {
+  static constexpr std::pair<reports::ExportFormat, std::string_view> k_names[] = {
+      {reports::ExportFormat::jsonl, "jsonl"}, {reports::ExportFormat::csv, "csv"}};
+};
+}  // namespace korch

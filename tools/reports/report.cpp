@@ -163,13 +163,13 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
     es.task_id = ep.task_id;
     es.model_id = ep.model_id;
     es.sample = ep.sample_index;
-    es.status = ep.status;
+    es.status = std::string(store::to_string(ep.status));
     es.tokens = ep.tokens_used;
     es.cost_usd = ep.cost_usd;
     if (auto it = final_by_ep.find(ep.id); it != final_by_ep.end()) {
       auto& f = *it->second;
       ++m.finished;
-      es.reason = f.reason;
+      es.reason = std::string(store::to_string(f.reason));
       es.verdict = f.verdict;
       es.correct = f.correct;
       es.speedup = f.speedup;
@@ -280,6 +280,15 @@ std::string render_html(const CampaignReport& report) {
       "  JSON.parse(document.getElementById('korch-report-data').textContent));\n"
       "</script>\n</body>\n</html>\n";
   return page;
+}
+
+std::string render(const CampaignReport& report, ReportFormat format) {
+  switch (format) {
+    case ReportFormat::json: return render_json(report);
+    case ReportFormat::html: return render_html(report);
+    case ReportFormat::text: break;
+  }
+  return render_text(report);
 }
 
 }  // namespace korch::reports

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "store/store.hpp"
+#include "util/enum_names.hpp"
 #include "util/error.hpp"
 
 namespace korch::reports {
@@ -61,4 +62,18 @@ std::string render_json(const CampaignReport& report);
 // speedup distribution, the fast_p curve, cost per model and the task grid.
 std::string render_html(const CampaignReport& report);
 
+// The report as `format` asks (`korch report --format`, the API's ?format=).
+enum class ReportFormat { text, json, html };
+std::string render(const CampaignReport& report, ReportFormat format);
+
 }  // namespace korch::reports
+
+namespace korch {
+template <>
+struct EnumNames<reports::ReportFormat> {
+  static constexpr std::pair<reports::ReportFormat, std::string_view> k_names[] = {
+      {reports::ReportFormat::text, "text"},
+      {reports::ReportFormat::json, "json"},
+      {reports::ReportFormat::html, "html"}};
+};
+}  // namespace korch

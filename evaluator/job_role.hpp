@@ -1,0 +1,32 @@
+#pragma once
+// What a korch-worker job does: the "role" of the zygote's spawn message
+// (DESIGN §5). The daemon names it (Zygote::run), the worker parses it once
+// (evaluator/worker/main.cpp) and dispatches on the enum; the names are the
+// wire's, so never rename one.
+#include <string_view>
+#include <utility>
+
+#include "util/enum_names.hpp"
+
+namespace korch::evaluator {
+
+enum class JobRole {
+  rules,     // the static rules (no candidate code runs)
+  compile,   // load_inline sources -> a cached library (may exec the compilers)
+  warm,      // one untimed run so Triton compiles and autotunes (may exec)
+  measure,   // the judge and its two runners: correctness and timing
+  gpuinfo,   // the GPU's facts (trusted code only)
+  validate,  // a task's reference: runs, deterministic, within memory
+};
+
+}  // namespace korch::evaluator
+
+namespace korch {
+template <>
+struct EnumNames<evaluator::JobRole> {
+  using R = evaluator::JobRole;
+  static constexpr std::pair<R, std::string_view> k_names[] = {
+      {R::rules, "rules"},     {R::compile, "compile"},   {R::warm, "warm"},
+      {R::measure, "measure"}, {R::gpuinfo, "gpuinfo"}, {R::validate, "validate"}};
+};
+}  // namespace korch
