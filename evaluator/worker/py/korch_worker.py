@@ -117,6 +117,14 @@ def _as_list(v):
     return list(v)
 
 
+def _flags(v):
+    # KernelBench's own example passes extra_cflags=[""]: empty entries carry
+    # nothing. Dropped here, where the rules' static resolution and the
+    # runner's load_inline shim both build the entry, so both keys agree (the
+    # shim kept them and missed the library the compile stage had built).
+    return [f for f in _as_list(v) if f != ""]
+
+
 def normalize_entry(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
                     extra_cuda_cflags=None, extra_ldflags=None, with_cuda=None):
     if isinstance(functions, dict):
@@ -129,9 +137,9 @@ def normalize_entry(name, cpp_sources, cuda_sources=None, functions=None, extra_
         "cpp_sources": _as_list(cpp_sources),
         "cuda_sources": _as_list(cuda_sources),
         "functions": fns,
-        "extra_cflags": _as_list(extra_cflags),
-        "extra_cuda_cflags": _as_list(extra_cuda_cflags),
-        "extra_ldflags": _as_list(extra_ldflags),
+        "extra_cflags": _flags(extra_cflags),
+        "extra_cuda_cflags": _flags(extra_cuda_cflags),
+        "extra_ldflags": _flags(extra_ldflags),
         "with_cuda": bool(with_cuda) if with_cuda is not None else bool(_as_list(cuda_sources)),
     }
 
