@@ -196,34 +196,51 @@ class Judge:
 
     def _call_cpu(self, runner, args, ablate, timed):
         header, fd, mm = kt.pack(args)
+        try:
+            return self._cpu_round_trip(runner, {"op": "call", "args": header, "ablate": ablate,
+                                                 "instrument": not timed}, fd, mm, args)
+        finally:
+            del mm
+
+    def _cpu_round_trip(self, runner, msg, in_fd, in_mm, args):
+        """Sends one call whose inputs `args` sit in `in_mm` where msg["args"]
+        places them (`in_fd`: the memfd to hand over, or None when they are in
+        the runner's input region) and reads the reply. Returns (outputs,
+        info): views of the runner's output region when the runner wrote
+        there, else the judge's own copy of a fresh memfd; info["mutated"]
+        lists the inputs the call changed."""
         t0 = time.perf_counter_ns()
-        runner.ch.send({"op": "call", "args": header, "ablate": ablate,
-                        "instrument": not timed}, [fd])
-        os.close(fd)
+        runner.ch.send(msg, [in_fd] if in_fd is not None else [])
+        if in_fd is not None:
+            os.close(in_fd)
         reply, fds = runner.recv()
         rt = time.perf_counter_ns() - t0
+        omm = None
         try:
             self._check_reply(runner, reply)
-            if not fds:
+            if reply.get("out_region") and runner.region_out is not None:
+                src = runner.region_out.mm
+            elif fds:
+                src = omm = mmap.mmap(fds[0], os.fstat(fds[0]).st_size)
+            else:
                 raise Verdict("runtime_error", "protocol violation: no output region")
-            omm = mmap.mmap(fds[0], os.fstat(fds[0]).st_size)
             try:
-                outs = kt.unpack(reply.get("outputs", []), omm, copy=True)  # our own copy
+                outs = kt.unpack(reply.get("outputs", []), src, copy=omm is not None)
             except (ValueError, TypeError) as ex:
                 raise Verdict("runtime_error", "protocol violation: %s" % ex) from None
-            omm.close()
-            now = kt.unpack(header, mm, copy=False)
-            mutated = [i for i, (a, b) in enumerate(zip(args, now))
-                       if isinstance(a, torch.Tensor) and not same(a, b)]
-            del now
-            return outs, self._info(reply, rt, mutated)
         finally:
             for f in fds:
                 try:
                     os.close(f)
                 except OSError:
                     pass
-            del mm
+            if omm is not None:
+                omm.close()
+        now = kt.unpack(msg["args"], in_mm, copy=False)
+        mutated = [i for i, (a, b) in enumerate(zip(args, now))
+                   if isinstance(a, torch.Tensor) and not same(a, b)]
+        del now
+        return outs, self._info(reply, rt, mutated)
 
     def open_regions(self, sets, ref_out, batch):
         """CPU timing: each runner gets an input region for `batch` input sets
@@ -261,11 +278,11 @@ class Judge:
             stride = reg_in.size // self.region_batch
             header = []
             # Where the inputs start within a page moves by 64 bytes each call,
-            # in the same sequence for both runners. A streaming op whose
-            # output sits at the same page offset as its input (4K aliasing)
-            # ran ~5% slower here; where each runner's allocator puts the
-            # output is the process's history, not its model's, so every
-            # relative offset is visited alike.
+            # in the same sequence for both runners: a streaming op whose
+            # output sits at the same page offset as its input can pay for 4K
+            # aliasing, and where each runner's allocator puts the output is
+            # the process's history, not its model's, so every relative
+            # offset is visited alike.
             shift = (runner.calls % 64) * 64
             runner.calls += 1
             for i, j in enumerate(idx):
@@ -276,37 +293,9 @@ class Judge:
             in_mm = reg_in.mm
         else:
             header, in_fd, in_mm = kt.pack(flat)
-        t0 = time.perf_counter_ns()
-        runner.ch.send({"op": "call", "args": header, "ablate": False, "instrument": False,
-                        "batch": len(idx), "region": reg_in is not None},
-                       [in_fd] if in_fd is not None else [])
-        if in_fd is not None:
-            os.close(in_fd)
-        reply, fds = runner.recv()
-        rt = time.perf_counter_ns() - t0
-        omm = None
-        try:
-            self._check_reply(runner, reply)
-            if reply.get("out_region") and runner.region_out is not None:
-                src = runner.region_out.mm
-            elif fds:  # no regions, or larger than the reference's outputs
-                src = omm = mmap.mmap(fds[0], os.fstat(fds[0]).st_size)
-            else:
-                raise Verdict("runtime_error", "protocol violation: no output region")
-            try:
-                outs = kt.unpack(reply.get("outputs", []), src, copy=omm is not None)
-            except (ValueError, TypeError) as ex:
-                raise Verdict("runtime_error", "protocol violation: %s" % ex) from None
-        finally:
-            for f in fds:
-                os.close(f)
-            if omm is not None:
-                omm.close()
-        now = kt.unpack(header, in_mm, copy=False)
-        mutated = [i for i, (a, b) in enumerate(zip(flat, now))
-                   if isinstance(a, torch.Tensor) and not same(a, b)]
-        del now
-        info = self._info(reply, rt, mutated)
+        outs, info = self._cpu_round_trip(
+            runner, {"op": "call", "args": header, "ablate": False, "instrument": False,
+                     "batch": len(idx), "region": reg_in is not None}, in_fd, in_mm, flat)
         if len(outs) % len(idx):
             raise Verdict("runtime_error", "protocol violation: batch outputs do not split")
         per = len(outs) // len(idx)

@@ -44,15 +44,15 @@ def element_size(dt):
 
 # ----------------------------------------------------------------------------- CPU: memfd
 
-def layout(values, base=0):
-    """(header, bytes) of `values` packed from offset `base`, each tensor
-    aligned to ALIGN; the byte count is a multiple of ALIGN."""
+def layout(values):
+    """(header, bytes) of `values` packed from offset 0, each tensor aligned
+    to ALIGN; the byte count is a multiple of ALIGN."""
     header, total = [], 0
     for v in values:
         if isinstance(v, torch.Tensor):
             nbytes = v.numel() * v.element_size()
             header.append({"t": "tensor", "dtype": dtype_name(v.dtype), "shape": list(v.shape),
-                           "off": base + total, "nbytes": nbytes})
+                           "off": total, "nbytes": nbytes})
             total += (nbytes + ALIGN - 1) // ALIGN * ALIGN
         else:
             header.append({"t": "py", "v": v})
@@ -82,8 +82,7 @@ def pack(values):
 class Region:
     """A shared memfd mapped once (populated: its page faults are paid at
     setup, not per call). The judge creates it (fd=None) and sends the fd;
-    the runner maps what it received. `words` views it as int64, for copies
-    and bitwise comparisons of whole packed input sets."""
+    the runner maps what it received."""
 
     def __init__(self, size, fd=None):
         if fd is None:
@@ -93,17 +92,11 @@ class Region:
             raise ValueError("region smaller than announced")
         self.fd, self.size = fd, size
         self.mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
-        self.words = torch.frombuffer(self.mm, dtype=torch.int64, count=size // 8)
-        self.base = self.words.data_ptr()
 
     def close_fd(self):
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-
-    def span(self, off, nbytes):
-        """The int64 words of [off, off + nbytes); both multiples of ALIGN."""
-        return self.words[off // 8:(off + nbytes) // 8]
 
 
 def header_tensor(h):
