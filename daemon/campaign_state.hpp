@@ -28,9 +28,9 @@ struct EnumNames<daemon::CampaignState> {
 template <>
 struct EnumNames<daemon::DrivePhase> {
   static constexpr std::pair<daemon::DrivePhase, std::string_view> k_names[] = {
-      {daemon::DrivePhase::queued, "queued"},   {daemon::DrivePhase::running, "running"},
+      {daemon::DrivePhase::queued, "queued"},     {daemon::DrivePhase::running, "running"},
       {daemon::DrivePhase::stopping, "stopping"}, {daemon::DrivePhase::idle, "idle"},
-      {daemon::DrivePhase::aborted, "aborted"}, {daemon::DrivePhase::invalid, "invalid"}};
+      {daemon::DrivePhase::aborted, "aborted"},   {daemon::DrivePhase::invalid, "invalid"}};
 };
 }  // namespace korch
 

@@ -214,9 +214,16 @@ void Daemon::resume_all() {
     auto c = std::make_unique<Campaign>();
     c->id = j.value("id", "");
     c->name = j.value("name", "");
-    // (an unknown word, from a newer korch or a hand edit, keeps it active)
-    c->state =
-        enum_from_name<CampaignState>(j.value("state", "active")).value_or(CampaignState::active);
+    // An unknown word (a newer korch's state, a hand edit) pauses it: listed,
+    // resumable, and never driven -- never spending -- on a guess.
+    const std::string word = j.value("state", "active");
+    if (auto state = enum_from_name<CampaignState>(word)) {
+      c->state = *state;
+    } else {
+      KLOG_WARN("serve: {}: unknown campaign state '{}'; the campaign stays paused", f.string(),
+                word);
+      c->state = CampaignState::paused;
+    }
     c->submitted_at = j.value("submitted_at", 0.0);
     c->toml_path = (f.parent_path() / (c->id + ".toml")).string();
     auto loaded = config::load_campaign(c->toml_path, {}, {"db_path=" + m_cfg.db});

@@ -32,6 +32,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <map>
@@ -60,7 +61,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* k_version = "korch-eval/0.2";
 constexpr double k_warm_timeout_s = 900;  // Triton compiles + autotuning of one candidate
-constexpr double k_gpuinfo_timeout_s = 120;
 constexpr double k_rules_timeout_s = 60;
 constexpr double k_compile_timeout_s = 900;  // a cold CPU compile is ~30 s, more under load
 constexpr double k_measure_grace_s = 15;     // the judge's own deadline comes first
@@ -287,6 +287,11 @@ class CpuEvaluator final : public Evaluator {
     st.torch_ops = m_cfg.torch_ops;
     st.memory_budget_mb = budget_mb();
     st.gpu = m_gpu_mode;
+    // Developer knobs for A/B runs of the CPU timing (tools/bench/README.md):
+    // KORCH_REFERENCE_RUNNERS=1|2, KORCH_JUDGE_SHARES_CORE=1.
+    if (const char* rr = std::getenv("KORCH_REFERENCE_RUNNERS"))
+      st.reference_runners = std::atoi(rr);
+    if (const char* jc = std::getenv("KORCH_JUDGE_SHARES_CORE")) st.judge_shares_core = *jc == '1';
     if (m_gpu_mode) {
       st.l2_bytes = m_gpu.value("l2_bytes", 0);
       st.runner_env = runner_env(req.code);
@@ -526,7 +531,7 @@ class CpuEvaluator final : public Evaluator {
     }
     evidence["compile"] = compile_ev;
     stages["compile_s"] = seconds_since(c0);
-    const bool triton = rules.language == "triton";
+    const bool triton = rules.language == protocol::CandidateLanguage::triton;
 
     if (m_gpu_mode) {
       on_gpu(req, prebuilt, triton, std::move(early), held_since, r, evidence);
@@ -795,12 +800,7 @@ class CpuEvaluator final : public Evaluator {
   // The GPU pool's health check: a small allocation and a sum on that GPU,
   // in a sandboxed job of its own.
   bool gpu_healthy(int gpu) {
-    JobDir dir(m_cache + "/jobs", "health");
-    (void)dir.write_job(protocol::gpuinfo_job());
-    JobOutcome o = m_zygote->run(JobRole::gpuinfo, dir.path(), spawn(gpu).dump(), std::nullopt,
-                                 k_gpuinfo_timeout_s);
-    const protocol::GpuInfo g = protocol::parse_gpuinfo(o.result_json);
-    const bool ok = g.ok && g.health;
+    const bool ok = gpu_health_check(*m_zygote, m_cache + "/jobs", spawn(gpu).dump());
     if (!ok) KLOG_ERROR("[eval] GPU {} failed its health check", gpu);
     return ok;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <random>
+#include <utility>
 
 #include "evaluator/job_protocol.hpp"
 #include "evaluator/zygote.hpp"
@@ -11,7 +12,25 @@
 namespace korch::evaluator {
 namespace {
 constexpr double k_gpuinfo_timeout_s = 120;
+
+// One gpuinfo job (trusted code only) in a fresh folder under `jobs_root`.
+std::pair<protocol::GpuInfo, JobOutcome> run_gpuinfo(Zygote& zygote, const std::string& jobs_root,
+                                                     const std::string& spawn_json) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string dir = jobs_root + "/gpuinfo-" + std::to_string(std::random_device{}());
+  fs::create_directories(dir, ec);
+  fs::permissions(dir, fs::perms::owner_all, ec);
+  JobOutcome o;
+  if (auto w = write_file_atomic(dir + "/job.json", protocol::gpuinfo_job().dump()); !w) {
+    o.worker_log = w.error().message;
+  } else {
+    o = zygote.run(JobRole::gpuinfo, dir, spawn_json, std::nullopt, k_gpuinfo_timeout_s);
+  }
+  fs::remove_all(dir, ec);
+  return {protocol::parse_gpuinfo(o.result_json), std::move(o)};
 }
+}  // namespace
 
 std::int64_t gpu_memory_budget_mb(std::int64_t configured_mb, double device_bytes) {
   const auto device_mb = static_cast<std::int64_t>(device_bytes / (1 << 20));
@@ -23,16 +42,7 @@ std::int64_t gpu_job_host_limit_mb(int cuda_processes, std::int64_t configured_m
 }
 
 Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const std::string dir = jobs_root + "/gpuinfo-" + std::to_string(std::random_device{}());
-  fs::create_directories(dir, ec);
-  fs::permissions(dir, fs::perms::owner_all, ec);
-  if (auto w = write_file_atomic(dir + "/job.json", protocol::gpuinfo_job().dump()); !w)
-    return std::unexpected(w.error());
-  JobOutcome o = zygote.run(JobRole::gpuinfo, dir, "{}", std::nullopt, k_gpuinfo_timeout_s);
-  fs::remove_all(dir, ec);
-  const protocol::GpuInfo gpu = protocol::parse_gpuinfo(o.result_json);
+  const auto [gpu, o] = run_gpuinfo(zygote, jobs_root, "{}");
   if (!gpu.ok) {
     std::string why = gpu.raw.empty() ? o.worker_log : gpu.error;
     if (why.size() > 800) why = why.substr(why.size() - 800);
@@ -40,6 +50,11 @@ Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root
                 " (a worker built against a CPU-only torch cannot evaluate on a GPU)");
   }
   return gpu.raw.dump();
+}
+
+bool gpu_health_check(Zygote& zygote, const std::string& jobs_root, const std::string& spawn_json) {
+  const auto [gpu, o] = run_gpuinfo(zygote, jobs_root, spawn_json);
+  return gpu.ok && gpu.health;
 }
 
 }  // namespace korch::evaluator

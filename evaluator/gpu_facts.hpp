@@ -31,4 +31,8 @@ std::int64_t gpu_job_host_limit_mb(int cuda_processes, std::int64_t configured_m
 // memory_bytes, l2_bytes, sms, ... ; an error that says why there is none.
 Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root);
 
+// The GPU pool's health check: the same job (a small allocation and a sum)
+// on one GPU, spawned with `spawn_json` (its lease and cores).
+bool gpu_health_check(Zygote& zygote, const std::string& jobs_root, const std::string& spawn_json);
+
 }  // namespace korch::evaluator

@@ -52,6 +52,8 @@ json common(const Settings& s) {
   j["torch_ops"] = to_string(s.torch_ops);
   j["memory_budget_mb"] = s.memory_budget_mb;
   j["device"] = s.gpu ? "cuda" : "cpu";
+  if (s.reference_runners > 0) j["reference_runners"] = s.reference_runners;
+  if (s.judge_shares_core) j["judge_shares_core"] = true;
   if (s.gpu) {
     j["l2_bytes"] = s.l2_bytes;
     j["runner_env"] = s.runner_env;
@@ -130,7 +132,11 @@ Result<RulesResult> parse_rules(const std::string& result_json) {
   r.violations_json = j.value("violations", json::array());
   r.violations = violations(r.violations_json);
   r.protections = strings(j.value("protections", json::array()));
-  r.language = j["language"].is_string() ? j["language"].get<std::string>() : "";
+  // (an unknown word stays `unknown`: the rules' verdict, not the language,
+  // decides whether the candidate runs)
+  if (j["language"].is_string())
+    r.language = enum_from_name<CandidateLanguage>(j["language"].get<std::string>())
+                     .value_or(CandidateLanguage::unknown);
   for (auto& li : j.value("load_inline", json::array()))
     r.load_inline.push_back(load_inline_of(li));
   if (j.contains("glue_probe") && j["glue_probe"].is_object())

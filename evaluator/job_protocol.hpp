@@ -47,6 +47,10 @@ struct Settings {
   std::int64_t l2_bytes = 0;         // gpu: the L2 flush size
   json runner_env = json::object();  // gpu: TRITON_* for the candidate's cache
   bool runner_exec = false;          // gpu: the runners may exec (Triton)
+  // Reference runners of a measure job; 0: the worker's default (cpu 2, gpu 1).
+  int reference_runners = 0;
+  // cpu: the judge on the runners' core, as before issue #7's change (A/B runs).
+  bool judge_shares_core = false;
 };
 
 json rules_job(const Settings& s, const std::string& code);
@@ -83,13 +87,17 @@ struct LoadInline {
   std::string name() const { return entry.value("name", ""); }
 };
 
+// What the candidate's kernels are written in, as the rules found it (the
+// rules job's "language"; the wire's names).
+enum class CandidateLanguage { unknown, torch, cpp, cuda, triton };
+
 struct RulesResult {
   std::string error, detail;  // the rule checker itself failed
   bool ok = false;
   std::vector<Violation> violations;
   json violations_json = json::array();  // as reported (the evidence keeps them)
   std::vector<std::string> protections;
-  std::string language;  // "triton" | "cuda" | "cpp" | ...
+  CandidateLanguage language = CandidateLanguage::unknown;
   std::vector<LoadInline> load_inline;
   std::optional<LoadInline> glue_probe;
 };
@@ -155,5 +163,15 @@ struct EnumNames<evaluator::protocol::CompileStatus> {
   using S = evaluator::protocol::CompileStatus;
   static constexpr std::pair<S, std::string_view> k_names[] = {
       {S::ok, "ok"}, {S::compile_error, "compile_error"}, {S::rule_violation, "rule_violation"}};
+};
+// The rules' spelling of a candidate's language (korch_rules.check).
+template <>
+struct EnumNames<evaluator::protocol::CandidateLanguage> {
+  using L = evaluator::protocol::CandidateLanguage;
+  static constexpr std::pair<L, std::string_view> k_names[] = {{L::unknown, "unknown"},
+                                                               {L::torch, "torch"},
+                                                               {L::cpp, "cpp"},
+                                                               {L::cuda, "cuda"},
+                                                               {L::triton, "triton"}};
 };
 }  // namespace korch

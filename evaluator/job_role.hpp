@@ -19,6 +19,14 @@ enum class JobRole {
   validate,  // a task's reference: runs, deterministic, within memory
 };
 
+// What the zygote tells the daemon (its "ev" field; worker/main.cpp writes
+// them, zygote.cpp reads them).
+enum class ZygoteEvent {
+  hello,    // ready, with the worker's versions
+  started,  // a job's process was forked (or the fork failed)
+  exit,     // a job's process ended
+};
+
 }  // namespace korch::evaluator
 
 namespace korch {
@@ -26,7 +34,13 @@ template <>
 struct EnumNames<evaluator::JobRole> {
   using R = evaluator::JobRole;
   static constexpr std::pair<R, std::string_view> k_names[] = {
-      {R::rules, "rules"},     {R::compile, "compile"},   {R::warm, "warm"},
+      {R::rules, "rules"},     {R::compile, "compile"}, {R::warm, "warm"},
       {R::measure, "measure"}, {R::gpuinfo, "gpuinfo"}, {R::validate, "validate"}};
+};
+template <>
+struct EnumNames<evaluator::ZygoteEvent> {
+  using E = evaluator::ZygoteEvent;
+  static constexpr std::pair<E, std::string_view> k_names[] = {
+      {E::hello, "hello"}, {E::started, "started"}, {E::exit, "exit"}};
 };
 }  // namespace korch

@@ -277,13 +277,14 @@ class ZygoteProc {
     json ev = json::parse(text, nullptr, false);
     if (ev.is_discarded()) return;
     std::lock_guard lk(m_mu);
-    const std::string kind = ev.value("ev", "");
-    if (kind == "hello") {
+    const auto kind = enum_from_name<ZygoteEvent>(ev.value("ev", ""));
+    if (!kind) return;  // (a newer worker's event: nothing of ours waits on it)
+    if (*kind == ZygoteEvent::hello) {
       m_versions = ev.value("versions", json::object()).dump();
       m_startup_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - m_spawned_at).count();
       m_ready = true;
-    } else if (kind == "started") {
+    } else if (*kind == ZygoteEvent::started) {
       auto it = m_pending.find(ev.value("job", ""));
       if (it == m_pending.end()) return;
       it->second.pid = ev.value("pid", -1);
@@ -292,7 +293,7 @@ class ZygoteProc {
         it->second.exited = true;
         it->second.error = "fork failed: " + ev.value("error", std::string("?"));
       }
-    } else if (kind == "exit") {
+    } else if (*kind == ZygoteEvent::exit) {
       auto it = m_pending.find(ev.value("job", ""));
       if (it == m_pending.end()) return;
       it->second.exited = true;

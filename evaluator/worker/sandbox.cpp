@@ -124,14 +124,21 @@ bool load_seccomp(SeccompProfile profile) {
 
 }  // namespace
 
+std::vector<std::string> Protections::names() const {
+  std::vector<std::string> out;
+  out.reserve(m_list.size());
+  for (auto p : m_list) out.emplace_back(enum_name(p));
+  return out;
+}
+
 bool enter_namespaces(Protections& p) {
   setsid();  // own process group: the daemon kills -pgid on timeout
-  if (set_deathsig()) p.push_back("pdeathsig");
-  if (unshare(CLONE_NEWNS) == 0) p.push_back("mount_ns");
-  if (unshare(CLONE_NEWNET) == 0) p.push_back("net_ns");
-  if (unshare(CLONE_NEWIPC) == 0) p.push_back("ipc_ns");
+  if (set_deathsig()) p.add(Protection::pdeathsig);
+  if (unshare(CLONE_NEWNS) == 0) p.add(Protection::mount_ns);
+  if (unshare(CLONE_NEWNET) == 0) p.add(Protection::net_ns);
+  if (unshare(CLONE_NEWIPC) == 0) p.add(Protection::ipc_ns);
   if (unshare(CLONE_NEWPID) == 0) {
-    p.push_back("pid_ns");
+    p.add(Protection::pid_ns);
     return true;
   }
   return false;
@@ -158,15 +165,11 @@ void mkdir_p(const std::string& path) {
 }  // namespace
 
 void private_mounts(Protections& p, const std::vector<std::string>& keep) {
-  bool mount_ns = false;
-  for (auto& s : p) mount_ns = mount_ns || s == "mount_ns";
-  if (!mount_ns) return;
+  if (!p.has(Protection::mount_ns)) return;
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return;
-  bool pid_ns = false;
-  for (auto& s : p) pid_ns = pid_ns || s == "pid_ns";
-  if (pid_ns && getpid() == 1 &&
+  if (p.has(Protection::pid_ns) && getpid() == 1 &&
       mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=0") == 0) {
-    p.push_back("private_proc");
+    p.add(Protection::private_proc);
   }
   // Hold the kept directories open before they disappear under the tmpfs.
   std::vector<std::pair<std::string, int>> kept;
@@ -188,27 +191,23 @@ void private_mounts(Protections& p, const std::vector<std::string>& keep) {
     tmp_ok = tmp_ok && mount(source.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == 0;
     close(fd);
   }
-  if (tmp_ok) p.push_back("private_tmp");
+  if (tmp_ok) p.add(Protection::private_tmp);
 }
 
 void drop_privileges(Protections& p, std::uint32_t uid, std::uint64_t as_bytes,
                      SeccompProfile profile) {
-  if (set_deathsig()) {
-    bool have = false;
-    for (auto& s : p) have = have || s == "pdeathsig";
-    if (!have) p.push_back("pdeathsig");
-  }
+  if (set_deathsig()) p.add(Protection::pdeathsig);
   rlimit core{0, 0};
-  if (setrlimit(RLIMIT_CORE, &core) == 0) p.push_back("no_core");
+  if (setrlimit(RLIMIT_CORE, &core) == 0) p.add(Protection::no_core);
   if (as_bytes > 0) {
     rlimit as{as_bytes, as_bytes};
-    if (setrlimit(RLIMIT_AS, &as) == 0) p.push_back("rlimit_as");
+    if (setrlimit(RLIMIT_AS, &as) == 0) p.add(Protection::rlimit_as);
   }
   bool uid_ok = setgroups(0, nullptr) == 0 && setresgid(uid, uid, uid) == 0 &&
                 setresuid(uid, uid, uid) == 0 && getuid() == uid && geteuid() == uid;
-  if (uid_ok) p.push_back(uid == 65534 ? "uid_nobody" : "uid_unprivileged");
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) p.push_back("no_new_privs");
-  if (load_seccomp(profile)) p.push_back("seccomp");
+  if (uid_ok) p.add(uid == 65534 ? Protection::uid_nobody : Protection::uid_unprivileged);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) p.add(Protection::no_new_privs);
+  if (load_seccomp(profile)) p.add(Protection::seccomp);
 }
 
 namespace {
@@ -245,19 +244,13 @@ bool join_memory_cgroup(Protections& p, const std::string& name, std::uint64_t b
     rmdir(dir.c_str());
     return false;
   }
-  p.push_back("cgroup_memory");
+  p.add(Protection::cgroup_memory);
   return true;
 }
 
 void remove_memory_cgroup(const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos) return;
   rmdir((std::string(k_cgroup_parent) + "/" + name).c_str());
-}
-
-bool has_cgroup(const Protections& p) {
-  for (auto& s : p)
-    if (s == "cgroup_memory") return true;
-  return false;
 }
 
 }  // namespace korch::worker

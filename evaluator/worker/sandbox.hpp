@@ -1,15 +1,53 @@
 #pragma once
 // Sandbox steps for a worker process (DESIGN §5 "Sandbox for every worker").
-// Every step reports whether it took effect; the names end up verbatim in
+// Every step reports whether it took effect; their names end up verbatim in
 // Report::protections, so a step that failed is simply absent.
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
+
+#include "util/enum_names.hpp"
 
 namespace korch::worker {
 
+enum class Protection {
+  pdeathsig,  // killed with its parent
+  mount_ns,   // namespaces: mount, network, IPC, PID
+  net_ns,
+  ipc_ns,
+  pid_ns,
+  private_proc,      // a /proc of its own PID namespace
+  private_tmp,       // private tmpfs on /tmp, /var/tmp, /dev/shm
+  no_core,           // RLIMIT_CORE = 0
+  rlimit_as,         // address-space limit
+  uid_nobody,        // the candidate's uid
+  uid_unprivileged,  // another unprivileged uid (judge, reference, compiler)
+  no_new_privs,
+  seccomp,
+  cgroup_memory,      // a cgroup v2 memory limit for the whole job
+  env_whitelist,      // the environment holds only whitelisted variables
+  judge_nondumpable,  // the judge cannot be ptraced or read through /proc
+  cpu_affinity,       // the job runs on its reserved cores
+};
+
 // Protections that actually took effect, in the order applied.
-using Protections = std::vector<std::string>;
+class Protections {
+ public:
+  void add(Protection p) {
+    if (!has(p)) m_list.push_back(p);
+  }
+  bool has(Protection p) const {
+    return std::find(m_list.begin(), m_list.end(), p) != m_list.end();
+  }
+  // As reported (Report::protections).
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<Protection> m_list;
+};
 
 // Seccomp profiles. `strict` denies execve as well (rule, reference and
 // candidate runners); `compile` allows it (the compiler driver execs gcc).
@@ -37,11 +75,35 @@ void drop_privileges(Protections& p, std::uint32_t uid, std::uint64_t as_bytes,
 // ranges, so RLIMIT_AS cannot confine a GPU process). Run as root in the
 // job's first process: creates /sys/fs/cgroup/korch/<name> with memory.max =
 // `bytes` (swap off) and moves the calling process there; every process the
-// job forks inherits it. Pushes "cgroup_memory" when that took effect.
+// job forks inherits it. Adds cgroup_memory when that took effect.
 bool join_memory_cgroup(Protections& p, const std::string& name, std::uint64_t bytes);
 // Removes the job's cgroup after its processes are gone (the zygote calls it).
 void remove_memory_cgroup(const std::string& name);
-// Whether `p` lists the cgroup step.
-bool has_cgroup(const Protections& p);
 
 }  // namespace korch::worker
+
+namespace korch {
+template <>
+struct EnumNames<worker::Protection> {
+  using P = worker::Protection;
+  static constexpr std::pair<P, std::string_view> k_names[] = {
+      {P::pdeathsig, "pdeathsig"},
+      {P::mount_ns, "mount_ns"},
+      {P::net_ns, "net_ns"},
+      {P::ipc_ns, "ipc_ns"},
+      {P::pid_ns, "pid_ns"},
+      {P::private_proc, "private_proc"},
+      {P::private_tmp, "private_tmp"},
+      {P::no_core, "no_core"},
+      {P::rlimit_as, "rlimit_as"},
+      {P::uid_nobody, "uid_nobody"},
+      {P::uid_unprivileged, "uid_unprivileged"},
+      {P::no_new_privs, "no_new_privs"},
+      {P::seccomp, "seccomp"},
+      {P::cgroup_memory, "cgroup_memory"},
+      {P::env_whitelist, "env_whitelist"},
+      {P::judge_nondumpable, "judge_nondumpable"},
+      {P::cpu_affinity, "cpu_affinity"},
+  };
+};
+}  // namespace korch

@@ -2,12 +2,45 @@
 // mode by the REAL cpu evaluator against its `# task:`; good files must be ok
 // (pure-torch ones no_kernel: a submission must bring a kernel), hacks must
 // get their `# expect:` verdict, and the evaluator must survive all of them.
+#include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "tests/evaluator/eval_test_support.hpp"
 
 namespace korch::evaluator::testing {
 namespace {
+
+// A CPU submission is timed against two reference runners (issue #7): the
+// evidence names both runners' medians, and the reported interval is the
+// bootstrap interval widened by their spread (korch_judge.widen), never
+// narrower than it.
+void expect_two_reference_runners(const std::string& name, const Report& r) {
+  const auto ev = nlohmann::json::parse(r.evidence_json, nullptr, false);
+  ASSERT_TRUE(ev.is_object()) << name;
+  const auto t =
+      ev.value("measure", nlohmann::json::object()).value("timing", nlohmann::json::object());
+  ASSERT_EQ(t.value("reference_runners", 0), 2) << name << ": " << t.dump().substr(0, 300);
+  ASSERT_TRUE(t.contains("process_spread") && t.contains("speedup_ci_bootstrap")) << name;
+  const auto& spread = t["process_spread"];
+  const auto meds = spread.at("reference_medians_ns");
+  ASSERT_EQ(meds.size(), 2u) << name;
+  EXPECT_GT(meds[0].get<double>(), 0) << name;
+  EXPECT_GT(meds[1].get<double>(), 0) << name;
+  const double d = std::log(meds[0].get<double>() / meds[1].get<double>());
+  EXPECT_NEAR(spread.at("log_ratio").get<double>(), d, 1e-9) << name;
+  const double z = 1.96 * std::sqrt(0.75) * std::abs(d);
+  const double boot_lo = t["speedup_ci_bootstrap"][0].get<double>();
+  const double boot_hi = t["speedup_ci_bootstrap"][1].get<double>();
+  ASSERT_TRUE(r.speedup && r.speedup_ci_low && r.speedup_ci_high) << name;
+  const double lp = std::log(*r.speedup);
+  EXPECT_NEAR(std::log(*r.speedup_ci_low), lp - std::hypot(lp - std::log(boot_lo), z), 1e-9)
+      << name;
+  EXPECT_NEAR(std::log(*r.speedup_ci_high), lp + std::hypot(std::log(boot_hi) - lp, z), 1e-9)
+      << name;
+  EXPECT_LE(*r.speedup_ci_low, boot_lo + 1e-12) << name;
+  EXPECT_GE(*r.speedup_ci_high, boot_hi - 1e-12) << name;
+}
 
 TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
   auto ev = make_cpu_evaluator(test_config(2, 30), k_cache_dir);
@@ -48,6 +81,7 @@ TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
       EXPECT_TRUE(r.correct) << f.name;
       EXPECT_TRUE(r.speedup.has_value()) << f.name;
       EXPECT_GT(r.reward, 0) << f.name;
+      expect_two_reference_runners(f.name, r);
     } else {
       EXPECT_FALSE(r.correct) << f.name;
       EXPECT_EQ(r.reward, 0) << f.name;

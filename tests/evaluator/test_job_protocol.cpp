@@ -79,6 +79,16 @@ TEST(JobProtocol, RulesResultsParse) {
   EXPECT_EQ(r->load_inline[1].unresolved, "f(x)");
   ASSERT_TRUE(r->glue_probe);
   EXPECT_EQ(r->glue_probe->key, "kg");
+  EXPECT_EQ(r->language, CandidateLanguage::triton);
+  for (auto [word, lang] :
+       {std::pair{"cuda", CandidateLanguage::cuda}, std::pair{"cpp", CandidateLanguage::cpp},
+        std::pair{"torch", CandidateLanguage::torch},
+        std::pair{"fortran", CandidateLanguage::unknown}}) {
+    auto l = parse_rules(std::string(R"({"ok":true,"language":")") + word + R"("})");
+    ASSERT_TRUE(l) << word;
+    EXPECT_EQ(l->language, lang) << word;
+  }
+  EXPECT_EQ(parse_rules(R"({"ok":true})")->language, CandidateLanguage::unknown);
   auto err = parse_rules(R"({"error":"rule checker failed","detail":"tb"})");
   ASSERT_TRUE(err);
   EXPECT_EQ(err->error, "rule checker failed");

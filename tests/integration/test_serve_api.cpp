@@ -5,8 +5,10 @@
 // a restart whose export equals an uninterrupted `korch run`'s.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "tests/integration/export_fixture.hpp"
 #include "tests/integration/serve_fixture.hpp"
@@ -326,6 +328,32 @@ TEST(ServeApi, SecondDaemonOnTheSameDatabaseIsRefused) {
   EXPECT_FALSE(b.start(d, d + "/one.db"));
   EXPECT_NE(b.process().wait(), 0);
   EXPECT_NE(b.err().find("locked"), std::string::npos) << b.err();
+}
+
+// A state file whose state this korch does not know (a newer korch's, a hand
+// edit): the campaign is listed as paused and not driven.
+TEST(ServeApi, AnUnknownStoredCampaignStateStaysPaused) {
+  TempDir dir;
+  auto d = dir.path().string();
+  auto db = d + "/k.db";
+  std::filesystem::create_directories(db + ".serve/campaigns");
+  // (no LLM listens on port 9: driving it would fail its calls and end episodes)
+  write_text(db + ".serve/campaigns/c-new.toml",
+             campaign_toml("from-the-future", "http://127.0.0.1:9/v1", 1, 1, 0.0));
+  write_text(db + ".serve/campaigns/c-new.json",
+             R"({"id":"c-new","name":"from-the-future","state":"archived","submitted_at":1})");
+  ServeProcess serve;
+  ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  auto cli = serve.client(k_token);
+  auto j = body_json(cli.Get("/api/campaigns/c-new"));
+  ASSERT_TRUE(j.is_object()) << j.dump();
+  EXPECT_EQ(j.value("state", ""), "paused") << j.dump();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(rows(db, "episodes"), "0");
+  serve.process().signal(SIGTERM);
+  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_NE(serve.err().find("unknown campaign state 'archived'"), std::string::npos)
+      << serve.err();
 }
 
 // kill -9 of the daemon mid-campaign, then a restart: the daemon resumes the

@@ -119,7 +119,7 @@ void print_profile(const json& evidence, const char* which) {
 // N evaluations at once, each a new load_inline source. Returns evals/hour.
 double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
                   const config::Task& task, const std::string& code_template, int n,
-                  const std::string& mode, const char* label) {
+                  evaluator::Mode mode, const char* label) {
   auto ev = evaluator::make_cpu_evaluator(cfg, cache);
   if (!ev) {
     std::fprintf(stderr, "evaluator: %s\n", ev.error().message.c_str());
@@ -136,7 +136,7 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
   for (int i = 0; i < n; ++i) {
     evaluator::Request req;
     req.request_id = std::string(label) + "-" + std::to_string(i);
-    req.mode = evaluator::mode_from_string(mode).value_or(evaluator::Mode::submit);
+    req.mode = mode;
     req.task = task;
     req.code = code_template;
     for (std::size_t at; (at = req.code.find("KORCH_VARIANT")) != std::string::npos;)
@@ -180,7 +180,7 @@ double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
   std::printf(
       "== throughput %s: %d evaluations (%s, every one a new load_inline source) in %.1f s: "
       "%.0f evaluations/hour; compile-cache misses %d\n",
-      label, n, mode.c_str(), wall, per_h, misses);
+      label, n, evaluator::to_string(mode), wall, per_h, misses);
   for (auto& [gpu, s] : lease_by_gpu)
     std::printf(
         "   GPU %d: %d evaluations, busy %.1f%% (leased %.1f s of %.1f s), %.0f evaluations/hour\n",
@@ -271,6 +271,12 @@ int main(int argc, char** argv) {
                  "[--throughput N [--baseline M]]\n");
     return 2;
   }
+  const auto eval_mode = evaluator::mode_from_string(mode);
+  if (!eval_mode || (device != "cpu" && device != "cuda")) {
+    std::fprintf(stderr, "--mode is check or submit, --device cpu or cuda\n");
+    return 2;
+  }
+  const bool cuda = device == "cuda";
   if (fresh) setenv("KORCH_EVAL_FRESH_PROCESS", "1", 1);
   auto code = read_file(code_path);
   if (!code) {
@@ -278,7 +284,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   config::EvaluatorConfig cfg;
-  cfg.mode = device == "cuda" ? config::EvalMode::gpu : config::EvalMode::cpu;
+  cfg.mode = cuda ? config::EvalMode::gpu : config::EvalMode::cpu;
   cfg.workers = workers;
   cfg.timeout_s = 300;
   cfg.gpus = gpus;
@@ -295,13 +301,14 @@ int main(int argc, char** argv) {
           "--throughput needs a code template with KORCH_VARIANT (tools/bench/candidates/)\n");
       return 2;
     }
-    if (mode == "check") mode = "submit";
+    // (throughput is of submissions)
     const double piped =
-        tput > 0 ? throughput(cfg, cache, *task, *code, tput, mode, "pipelined") : 0;
+        tput > 0 ? throughput(cfg, cache, *task, *code, tput, evaluator::Mode::submit, "pipelined")
+                 : 0;
     if (baseline > 0) {
       setenv("KORCH_EVAL_COMPILE_UNDER_LEASE", "1", 1);
-      const double under =
-          throughput(cfg, cache, *task, *code, baseline, mode, "compile-under-lease");
+      const double under = throughput(cfg, cache, *task, *code, baseline, evaluator::Mode::submit,
+                                      "compile-under-lease");
       unsetenv("KORCH_EVAL_COMPILE_UNDER_LEASE");
       if (under > 0 && piped > 0)
         std::printf("pipelined / compile-under-lease: %.2fx\n", piped / under);
@@ -317,8 +324,7 @@ int main(int argc, char** argv) {
   const double start_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
   std::printf("evaluator start (zygote exec + import torch%s): %.3f s%s\n",
-              device == "cuda" ? " + GPU facts job" : "", start_s,
-              fresh ? " [fresh process per job]" : "");
+              cuda ? " + GPU facts job" : "", start_s, fresh ? " [fresh process per job]" : "");
   for (const auto& task_path : task_paths) {
     auto task = config::load_task_file(task_path);
     if (!task) {
@@ -332,7 +338,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < repeat; ++i) {
       evaluator::Request req;
       req.request_id = "bench-" + std::to_string(i);
-      req.mode = evaluator::mode_from_string(mode).value_or(evaluator::Mode::check);
+      req.mode = *eval_mode;
       req.task = *task;
       req.code = *code;
       req.secret_seed = 1000 + static_cast<std::uint64_t>(i);
@@ -355,7 +361,7 @@ int main(int argc, char** argv) {
         const double work = judge_work_s(evj);
         overhead.push_back(r.wall_s - work);
         std::printf(" overhead=%.2fs", r.wall_s - work);
-        if (device == "cuda") {
+        if (cuda) {
           lease.push_back(stage(evj, "lease_s"));
           std::printf(" lease=%.2fs gpu=%d", lease.back(), evj.value("gpu", -1));
         }
@@ -370,6 +376,18 @@ int main(int argc, char** argv) {
           std::printf(" overhead_us ref=%.1f cand=%.1f blocks=%d", ov_ref.back(), ov_cand.back(),
                       t.value("blocks", 0));
         }
+        // CPU: the two reference runners' spread (widens the interval) and the
+        // bootstrap interval it widened.
+        if (t.contains("process_spread") && t.contains("speedup_ci_bootstrap")) {
+          const json& ps = t["process_spread"];
+          const json& boot = t["speedup_ci_bootstrap"];
+          std::printf(" ref_a/ref_b=%.3f boot=[%.3f, %.3f]", std::exp(ps.value("log_ratio", 0.0)),
+                      boot[0].get<double>(), boot[1].get<double>());
+        }
+        const json faults = t.value("page_faults_per_call", json::object());
+        if (faults.contains("ref") && faults.contains("cand"))
+          std::printf(" faults ref=%.0f cand=%.0f", faults["ref"].get<double>(),
+                      faults["cand"].get<double>());
         // CPU: (output - input) mod 4096 on each side, the most frequent.
         const json alias = t.value("alias_offsets", json::object());
         for (const char* side : {"ref", "cand"}) {
@@ -398,7 +416,7 @@ int main(int argc, char** argv) {
     summary("gpu lease_s", lease);
     if (!speedups.empty())
       std::printf("intervals containing 1.0: %d of %zu\n", contains_one, speedups.size());
-    if (do_bench && device == "cuda") {
+    if (do_bench && cuda) {
       // Triton's do_bench on the same reference and candidate, side by side.
       const std::string cmd = python + " tools/bench/do_bench.py --task '" + task_path +
                               "' --code '" + code_path + "' 2>/dev/null";

@@ -12,9 +12,15 @@
 // --synchronous MODE  for the turn scenarios (default FULL); OFF shows what
 //             the writer does when the disk is not the limit.
 //
-// A "turn" is what the agent commits after one model reply: a TurnRow with
-// ~6 KB of code, the assistant reply (~6 KB) and the next user message
-// (~2 KB), the LlmCallRow with the ~6 KB content, and an EpisodeUpdate.
+// A "turn" is what the engine commits for one model reply and its evaluation
+// (agent/episode.cpp's on_llm_result and on_eval_result, in one batch as when
+// the evaluation is instant or cached): the finished LlmCallRow (no text: the
+// reply is stored once, as the assistant message), the assistant message
+// (~6 KB), the EvaluationRow with its report (~1.5 KB), the TurnRow with the
+// code (~5 KB, a copy of the reply's code block), the feedback message
+// (~2 KB), the next turn's intent LlmCallRow and an EpisodeUpdate. Each row
+// is reported with the bytes the process wrote to disk per turn
+// (/proc/self/io write_bytes: WAL frames, checkpoints).
 // Producers are episodes: each waits for its turn's commit before sending the
 // next, as the write-ahead rule demands. A few driver threads build and submit
 // the batches for all episodes, like the campaign scheduler.
@@ -46,10 +52,10 @@ using korch::store::Options;
 using korch::store::Store;
 using korch::store::WriteBatch;
 
-constexpr std::size_t k_code_bytes = 6 * 1024;
+constexpr std::size_t k_code_bytes = 5 * 1024;
 constexpr std::size_t k_reply_bytes = 6 * 1024;
 constexpr std::size_t k_user_bytes = 2 * 1024;
-constexpr std::size_t k_llm_content_bytes = 6 * 1024;
+constexpr std::size_t k_report_bytes = 1536;
 constexpr int k_max_driver_threads = 4;
 constexpr const char* k_campaign = "c-bench";
 
@@ -67,10 +73,10 @@ std::string text(std::size_t bytes, std::uint64_t seed) {
 }
 
 struct Payloads {
-  std::string code = text(k_code_bytes, 1);
   std::string reply = text(k_reply_bytes, 2);
+  std::string code = reply.substr(512, k_code_bytes);  // the reply's code block
   std::string user = text(k_user_bytes, 3);
-  std::string llm = text(k_llm_content_bytes, 4);
+  std::string report = text(k_report_bytes, 4);
 };
 
 const Payloads& payloads() {
@@ -125,20 +131,54 @@ void seed(Store& store, int episodes) {
   check(store.commit_sync(std::move(b)));
 }
 
-// The batch one episode commits after one model reply.
+// The rows one episode commits for one turn (see the header comment).
 WriteBatch turn_batch(const std::string& ep, int turn) {
   const auto& p = payloads();
   WriteBatch b;
-  std::string llm_id = "llm|" + ep + "|" + std::to_string(turn) + "|model-a";
+  auto llm_id = [&](int t) { return "llm|" + ep + "|" + std::to_string(t) + "|model-a"; };
+  std::string eval_id = "check|" + ep + "|" + std::to_string(turn);
+  b.put(korch::store::LlmCallRow{.request_id = llm_id(turn),
+                                 .episode_id = ep,
+                                 .turn = turn,
+                                 .model_id = "model-a",
+                                 .state = korch::store::CallState::done,
+                                 .started_at = 1e9,
+                                 .finished_at = 1e9 + 21.5,
+                                 .finish_reason = "stop",
+                                 .prompt_tokens = 12000,
+                                 .completion_tokens = 1800,
+                                 .cost_usd = 0.02,
+                                 .latency_s = 21.5,
+                                 .http_attempts = 1,
+                                 .attempts_json = R"([{"status":200,"latency_s":21.5,"error":""}])",
+                                 .sends = 1});
+  b.put(korch::store::MessageRow{.episode_id = ep,
+                                 .epoch = 0,
+                                 .seq = 2 * turn,
+                                 .role = korch::store::Role::assistant,
+                                 .kind = korch::store::MessageKind::reply,
+                                 .turn = turn,
+                                 .content = p.reply});
+  b.put(korch::store::EvaluationRow{.request_id = eval_id,
+                                    .episode_id = ep,
+                                    .kind = "check",
+                                    .code_sha = "0123456789abcdef01234567",
+                                    .state = korch::store::EvalState::done,
+                                    .attempts = 1,
+                                    .verdict = "correct",
+                                    .report_json = p.report,
+                                    .evaluator_version = "v1",
+                                    .created_at = 1e9,
+                                    .finished_at = 1e9 + 2});
   b.put(korch::store::TurnRow{.episode_id = ep,
                               .turn = turn,
                               .model_id = "model-a",
-                              .llm_request_id = llm_id,
+                              .llm_request_id = llm_id(turn),
                               .action = "check",
                               .parse_status = "code",
                               .code = p.code,
                               .code_sha = "0123456789abcdef01234567",
-                              .eval_request_id = "check|" + ep + "|" + std::to_string(turn),
+                              .eval_request_id = eval_id,
                               .eval_status = "correct",
                               .finish_reason = "stop",
                               .prompt_tokens = 12000,
@@ -147,40 +187,39 @@ WriteBatch turn_batch(const std::string& ep, int turn) {
                               .at = 1e9});
   b.put(korch::store::MessageRow{.episode_id = ep,
                                  .epoch = 0,
-                                 .seq = 2 * turn,
-                                 .role = korch::store::Role::assistant,
-                                 .kind = korch::store::MessageKind::reply,
-                                 .turn = turn,
-                                 .content = p.reply});
-  b.put(korch::store::MessageRow{.episode_id = ep,
-                                 .epoch = 0,
                                  .seq = 2 * turn + 1,
                                  .role = korch::store::Role::user,
                                  .kind = korch::store::MessageKind::feedback,
                                  .turn = turn,
                                  .content = p.user});
-  b.put(korch::store::LlmCallRow{.request_id = llm_id,
+  b.put(korch::store::LlmCallRow{.request_id = llm_id(turn + 1),
                                  .episode_id = ep,
-                                 .turn = turn,
+                                 .turn = turn + 1,
                                  .model_id = "model-a",
-                                 .state = korch::store::CallState::done,
-                                 .started_at = 1e9,
-                                 .finished_at = 1e9 + 21.5,
-                                 .content = p.llm,
-                                 .finish_reason = "stop",
-                                 .prompt_tokens = 12000,
-                                 .completion_tokens = 1800,
-                                 .cost_usd = 0.02,
-                                 .latency_s = 21.5,
-                                 .http_attempts = 1,
-                                 .attempts_json = "[]"});
+                                 .state = korch::store::CallState::started,
+                                 .started_at = 1e9 + 23,
+                                 .sends = 1});
   b.update(
       korch::store::EpisodeUpdate{.id = ep, .active_s = 21.5 * turn, .tokens_used = 13800 * turn});
   return b;
 }
 
+// Bytes this process has caused to be written to storage so far.
+std::int64_t disk_write_bytes() {
+  std::FILE* f = std::fopen("/proc/self/io", "r");
+  if (!f) return -1;
+  char line[128];
+  long long v = -1;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::sscanf(line, "write_bytes: %lld", &v) == 1) break;
+  }
+  std::fclose(f);
+  return v;
+}
+
 struct RunResult {
   std::int64_t commits = 0;
+  std::int64_t disk_bytes = -1;  // written to storage during the run
   double seconds = 0;
   double p50_ms = 0;
   double p99_ms = 0;
@@ -208,6 +247,7 @@ RunResult run_producers(Store& store, int producers, double duration_s, Make mak
   bool stopping = false;
   for (int i = 0; i < producers; ++i) ready.push_back(i);
 
+  std::int64_t disk0 = disk_write_bytes();
   double start = now_s();
   double deadline = start + duration_s;
   int drivers = std::min(producers, k_max_driver_threads);
@@ -253,6 +293,7 @@ RunResult run_producers(Store& store, int producers, double duration_s, Make mak
   for (auto& t : threads) t.join();
   RunResult r;
   r.commits = static_cast<std::int64_t>(latencies.size());
+  if (disk0 >= 0) r.disk_bytes = disk_write_bytes() - disk0;
   r.seconds = end - start;
   r.p50_ms = percentile(latencies, 0.50);
   r.p99_ms = percentile(latencies, 0.99);
@@ -260,8 +301,13 @@ RunResult run_producers(Store& store, int producers, double duration_s, Make mak
 }
 
 void print_row(const char* scenario, const RunResult& r) {
-  std::printf("%-50s %9lld %7.2f %11.0f %9.2f %9.2f\n", scenario, static_cast<long long>(r.commits),
-              r.seconds, static_cast<double>(r.commits) / r.seconds, r.p50_ms, r.p99_ms);
+  double kb_per_commit =
+      r.disk_bytes < 0 || r.commits == 0
+          ? -1
+          : static_cast<double>(r.disk_bytes) / 1024.0 / static_cast<double>(r.commits);
+  std::printf("%-50s %9lld %7.2f %11.0f %9.2f %9.2f %9.1f\n", scenario,
+              static_cast<long long>(r.commits), r.seconds,
+              static_cast<double>(r.commits) / r.seconds, r.p50_ms, r.p99_ms, kb_per_commit);
   std::fflush(stdout);
 }
 
@@ -310,10 +356,11 @@ int main(int argc, char** argv) {
   std::printf("korch-bench-store: db %s, synchronous=%s unless noted, %.1f s per scenario\n",
               db.c_str(), synchronous.c_str(), duration_s);
   std::printf(
-      "turn = TurnRow(6 KB code) + assistant msg(6 KB) + user msg(2 KB) + LlmCallRow(6 KB) + "
-      "EpisodeUpdate\n\n");
-  std::printf("%-50s %9s %7s %11s %9s %9s\n", "scenario", "commits", "secs", "commits/s", "p50 ms",
-              "p99 ms");
+      "turn = LlmCallRow done + assistant msg (6 KB) + EvaluationRow (1.5 KB report) + TurnRow "
+      "(5 KB code) + user msg (2 KB) + next LlmCallRow intent + EpisodeUpdate\n"
+      "disk KB = bytes written to storage per commit (WAL, checkpoints)\n\n");
+  std::printf("%-50s %9s %7s %11s %9s %9s %9s\n", "scenario", "commits", "secs", "commits/s",
+              "p50 ms", "p99 ms", "disk KB");
 
   std::vector<int> producer_counts = {1, 64, 1000};
   if (only_producers > 0) producer_counts = {only_producers};
@@ -360,8 +407,8 @@ int main(int argc, char** argv) {
     print_row("single-row commits, no grouping, 64 producers", r);
   }
 
-  // Resume: N episodes with 3 turns each (plus the task prompt message and one
-  // check evaluation per turn), then a cold open and load_unfinished.
+  // Resume: N episodes with 3 turns each (plus the task prompt message), then a cold open and
+  // load_unfinished.
   {
     auto store = open_fresh(db, Options{.synchronous = "OFF"});
     seed(*store, resume_episodes);
@@ -387,15 +434,6 @@ int main(int argc, char** argv) {
                 }
               },
               op);
-        b.put(korch::store::EvaluationRow{.request_id = "check|" + ep + "|" + std::to_string(t),
-                                          .episode_id = ep,
-                                          .kind = "check",
-                                          .code_sha = "0123",
-                                          .state = korch::store::EvalState::done,
-                                          .attempts = 1,
-                                          .verdict = "correct",
-                                          .report_json = R"({"max_abs_diff":1e-6})",
-                                          .evaluator_version = "v1"});
       }
       if (b.size() >= 20000) check(store->commit_sync(std::exchange(b, WriteBatch{})));
     }

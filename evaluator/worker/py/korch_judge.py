@@ -174,11 +174,15 @@ class Judge:
         self.mismatch = 0.0
         self.kernel_calls = 0
         self.cand = self.refr = None
+        self.refr2 = None  # CPU: a second reference runner, for timing only
         self.bufs = self.out_bufs = None
         self.flush = None
 
     def remaining(self):
         return max(0.5, self.deadline - time.monotonic())
+
+    def timing_runners(self):
+        return [r for r in (self.refr, self.refr2, self.cand) if r is not None]
 
     def mark(self, phase):
         """Seconds from the judge's start to the end of `phase` (the evidence's
@@ -253,7 +257,7 @@ class Judge:
         # offsets, see call_sets)
         in_size = batch * (max(max(total, kt.ALIGN) for _, total in self.layouts) + 4096)
         out_size = batch * max(kt.layout(as_outputs(ref_out))[1], kt.ALIGN)
-        for runner in (self.refr, self.cand):
+        for runner in self.timing_runners():
             runner.region_in, runner.region_out = kt.Region(in_size), kt.Region(out_size)
             try:
                 runner.ch.send({"op": "regions", "in_size": in_size, "out_size": out_size},
@@ -345,7 +349,7 @@ class Judge:
 
     def _check_reply(self, runner, reply):
         if not reply.get("ok"):
-            if runner is self.refr:
+            if runner is not self.cand:
                 raise Verdict("worker_crash", "the reference runner failed",
                               traceback=str(reply.get("error", ""))[-4000:])
             raise Verdict("runtime_error", "the candidate raised an exception",
@@ -371,6 +375,10 @@ class Judge:
         off = reply.get("alias_offset")
         if isinstance(off, int) and 0 <= off < 4096:
             info["alias_offset"] = off
+        for key in ("minflt", "switches"):  # page faults, context switches in the window
+            v = reply.get(key)
+            if isinstance(v, int) and 0 <= v < 1 << 40:
+                info[key] = v
         return info
 
     def call_candidate(self, args, ablate=False, flush=False, timed=False):
@@ -622,7 +630,7 @@ class Judge:
     def _setup_reply(self, runner):
         reply, _ = runner.recv()
         if not reply.get("ok"):
-            if runner is self.refr:
+            if runner is not self.cand:
                 raise Verdict("worker_crash", "the reference runner could not build Model",
                               traceback=str(reply.get("error", ""))[-4000:])
             raise Verdict("runtime_error", "importing or constructing ModelNew failed",
@@ -675,6 +683,8 @@ class Judge:
 
         self.cand = Runner(self, "candidate", self.ctx["sock_fd"], self.ctx["cand_pid"])
         self.refr = Runner(self, "reference", self.ctx["ref_sock_fd"], self.ctx["ref_pid"])
+        if "ref2_sock_fd" in self.ctx:
+            self.refr2 = Runner(self, "reference", self.ctx["ref2_sock_fd"], self.ctx["ref2_pid"])
         setup = {"op": "setup", "prebuilt": job.get("prebuilt", {}), "device": self.dev,
                  "tf32": tf32,
                  "init_inputs": [v for v in init_inputs if not isinstance(v, torch.Tensor)]
@@ -685,9 +695,14 @@ class Judge:
             setup["pre_us"] = self.pre_us
         # Both runners build their models at the same time (each in its own
         # process); the reference's failure is reported first.
-        self._send_setup(self.refr, dict(setup, code=job["task_source"], class_name="Model"))
+        ref_setup = dict(setup, code=job["task_source"], class_name="Model")
+        self._send_setup(self.refr, ref_setup)
+        if self.refr2 is not None:
+            self._send_setup(self.refr2, ref_setup)
         self._send_setup(self.cand, dict(setup, code=job["code"], class_name="ModelNew"))
         self._setup_reply(self.refr)
+        if self.refr2 is not None:
+            self._setup_reply(self.refr2)
         reply = self._setup_reply(self.cand)
         self.cand_protections = self.cand.protections
         self.mark("runners_ready")
@@ -774,12 +789,15 @@ class Judge:
         max_s = float(job.get("timing_max_s", 15))
         sets = [self.gen_inputs(derive(self.seed, "timing:%d" % j)) for j in range(n_sets)]
         self.timing_sets = sets
+        ref_runners = [self.refr] + ([self.refr2] if self.refr2 is not None else [])
         refs = [self.ref_forward(s) for s in sets]
         flush = self.dev != "cpu"
         warm_ns = []
         for k in range(warmup):
             warm_ns.append(self.call(self.refr, sets[k % n_sets], flush=flush, timed=True)[1]["t_ns"])
             warm_ns.append(self.call_candidate(sets[k % n_sets], flush=flush, timed=True)[1]["t_ns"])
+            for extra_ref in ref_runners[1:]:
+                self.call(extra_ref, sets[k % n_sets], flush=flush, timed=True)
         # CPU calls shorter than timing_batch_us run in batches (both sides
         # alike): one lone call after a context switch measures the runner's
         # cold caches more than the model -- 20-25 us of a 3 us ReLU here, and
@@ -801,8 +819,11 @@ class Judge:
                 # interval narrow and 0 of 10 containing 1.0 (issue #7, open).
                 max_blocks = min(max_blocks, 60)
         samples = {"ref": [], "cand": []}   # per block: list of t_ns
+        ref_of_block = []                   # which reference runner timed block i
         extra = {"ref": [], "cand": []}     # (t, rt, host, sync) per call
         alias = {"ref": {}, "cand": {}}     # CPU: (output - input) mod 4096 -> calls
+        faults = {"ref": [], "cand": []}    # CPU: minor page faults per timed call
+        switches = {"ref": [], "cand": []}  # CPU: context switches per timed call
         k = 0
         ref_disagree = 0
         t_start = time.monotonic()
@@ -814,13 +835,16 @@ class Judge:
             # leaves cold caches for whichever side runs next, and that side
             # measured 3-9% slower running the very same forward when it was
             # always the reference.
+            # With two reference runners, each takes four blocks in turn (one
+            # whole R C C R | C R R C cycle), so both see the same orders.
+            refr = ref_runners[(b // 4) % len(ref_runners)]
             for side in (("ref", "cand") if (b // 2 + b) % 2 == 0 else ("cand", "ref")):
                 block = []
                 for _ in range(per_block):
                     idx = [(k + i) % n_sets for i in range(batch)]
                     k += batch
                     if self.dev == "cpu":
-                        outs_all, info = self.call_sets(self.refr if side == "ref" else self.cand, idx)
+                        outs_all, info = self.call_sets(refr if side == "ref" else self.cand, idx)
                     elif side == "ref":
                         outs, info = self.call(self.refr, sets[idx[0]], flush=flush, timed=True)
                         outs_all = [outs]
@@ -838,12 +862,17 @@ class Judge:
                         else:
                             self.compare(refs[i], outs, info, "timed call %d" % k, fast=True)
                     block.append(info["t_ns"])
+                    if "minflt" in info:
+                        faults[side].append(info["minflt"] / batch)
+                    if "switches" in info:
+                        switches[side].append(info["switches"] / batch)
                     if "alias_offset" in info:
                         alias[side][info["alias_offset"]] = alias[side].get(info["alias_offset"], 0) + 1
                     # (the runner's GPU wait before its window is not harness overhead)
                     extra[side].append((info["t_ns"], (info["rt_ns"] - info.get("pre_ns", 0)) / batch,
                                         info.get("host_ns"), info.get("sync_ns")))
                 samples[side].append(block)
+            ref_of_block.append(ref_runners.index(refr))
             b += 1
             if b < min_blocks or b % 2:
                 continue
@@ -863,6 +892,10 @@ class Judge:
             # (korch tasks validate flags it), never the candidate's.
             self.evidence["reference_runner_disagreements"] = ref_disagree
         lo, hi, speedup = self._interval(samples, 1000)
+        boot = [lo, hi]
+        process = self._process_spread(samples["ref"], ref_of_block, len(ref_runners))
+        if process is not None:
+            lo, hi = widen(speedup, lo, hi, process["rel_sd"])
         ref_all = [t for blk in samples["ref"] for t in blk]
         cand_all = [t for blk in samples["cand"] for t in blk]
         med_ref, med_cand = median(ref_all), max(median(cand_all), 1)
@@ -875,7 +908,14 @@ class Judge:
                      "gpu_wait_us": self.pre_us,
                      "alias_offsets": {k: sorted(v.items(), key=lambda kv: -kv[1])[:3]
                                        for k, v in alias.items() if v},
-                     "pinned_cpu": self.ctx.get("pinned_cpu", -1)}
+                     "pinned_cpu": self.ctx.get("pinned_cpu", -1), "judge_cpu": self.ctx.get("judge_cpu", -1),
+                     "reference_runners": len(ref_runners),
+                     "page_faults_per_call": {s: median(v) for s, v in faults.items() if v},
+                     "context_switches_per_call": {s: sum(v) / len(v)
+                                                   for s, v in switches.items() if v},
+                     "speedup_ci_bootstrap": boot}
+        if process is not None:
+            timing_ev["process_spread"] = process
         if self.dev != "cpu":
             for s in extra:
                 timing_ev[s + "_host_ns_median"] = median([h for _, _, h, _ in extra[s] if h])
@@ -884,6 +924,27 @@ class Judge:
         self._cross_check(extra, med_cand)
         return {"speedup": speedup, "speedup_ci_low": lo, "speedup_ci_high": hi,
                 "ref_time_ms": med_ref / 1e6, "cand_time_ms": med_cand / 1e6}
+
+    @staticmethod
+    def _process_spread(ref_blocks, ref_of_block, n_runners):
+        """Two reference runners run the same model on the same inputs; the
+        ratio of their medians is what moving a model from one process to
+        another does to its time (heap and code layout, measured 1-2% on a
+        shared 2-core machine), which no resampling of one process's calls
+        can see. The speedup's ratio carries it once for the candidate's
+        process and half of it for the two pooled references: 1.5 sigma^2,
+        where log(m1/m2) has variance 2 sigma^2."""
+        if n_runners < 2:
+            return None
+        meds = []
+        for j in range(n_runners):
+            calls = [t for blk, r in zip(ref_blocks, ref_of_block) if r == j for t in blk]
+            if not calls:
+                return None
+            meds.append(max(median(calls), 1))
+        d = math.log(meds[0] / meds[1])
+        return {"reference_medians_ns": meds, "log_ratio": d,
+                "rel_sd": math.sqrt(0.75) * abs(d)}
 
     def _interval(self, samples, n_boot):
         """Ratio of pooled medians and a block-bootstrap 95% interval: blocks,
@@ -923,6 +984,16 @@ class Judge:
                               gap_ns={"cand": g_c, "ref": g_r, "check": name})
 
 
+def widen(point, lo, hi, rel_sd):
+    """The bootstrap interval [lo, hi] around `point`, each side combined in
+    quadrature (on the log scale) with a 95% band of a further error of
+    relative sd `rel_sd`."""
+    z = 1.96 * rel_sd
+    lp = math.log(point)
+    return (math.exp(lp - math.hypot(lp - math.log(lo), z)),
+            math.exp(lp + math.hypot(math.log(hi) - lp, z)))
+
+
 def reference_main(ctx_json):
     import korch_worker as kw
     ctx = json.loads(ctx_json)
@@ -949,7 +1020,7 @@ def reference_main(ctx_json):
                    "mismatch_frac": judge.mismatch, "evidence": judge.evidence,
                    "candidate_protections": judge.cand_protections,
                    "protections": ctx.get("protections", [])})
-    for r in (judge.cand, judge.refr):
+    for r in (judge.cand, judge.refr, judge.refr2):
         try:
             if r is not None:
                 r.ch.send({"op": "exit"})

@@ -30,6 +30,7 @@ import importlib.machinery
 import importlib.util
 import mmap
 import os
+import resource
 import sys
 import time
 import traceback
@@ -255,6 +256,7 @@ def call_cpu(model, msg, fds):
     _instrument(msg.get("instrument", True))
     _STATE["ablate"] = bool(msg.get("ablate"))
     calls0 = _STATE["kernel_calls"]
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
     if n == 1:
         t0 = _perf_ns()
         results = [model(*argsets[0])]
@@ -266,13 +268,15 @@ def call_cpu(model, msg, fds):
         for a in argsets[1:]:
             append(model(*a))
         t1 = _perf_ns()
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
     _STATE["ablate"] = False
     outs = []
     for out in results:
         outs.extend(out if isinstance(out, (tuple, list)) else [out])
     reply = {"ok": True, "t_ns": t1 - t0, "kernel_calls": _STATE["kernel_calls"] - calls0,
              "tuple": isinstance(results[0], (tuple, list)), "batch": n,
-             "timed_calls": max(1, n - 1)}
+             "timed_calls": max(1, n - 1), "minflt": ru1.ru_minflt - ru0.ru_minflt,
+             "switches": (ru1.ru_nvcsw - ru0.ru_nvcsw) + (ru1.ru_nivcsw - ru0.ru_nivcsw)}
     reply.update(_output_checks(outs, "cpu", [(base, base + size)]))
     # Where the first output sits against the first input, modulo a page:
     # equal work measured unequal between runner processes (issue #7), and

@@ -3,6 +3,7 @@
 These are the numbers a verdict rests on: the speedup, its block-bootstrap
 interval, and the cross-checks that turn hidden work into impossible_timing.
 """
+import math
 import os
 import random
 import sys
@@ -90,6 +91,38 @@ class CrossCheck(unittest.TestCase):
         j._cross_check({"ref": self.extra(1_000_000, 1_300_000),
                         "cand": self.extra(900_000, 1_250_000)}, 900_000)
 
+
+
+class ProcessSpread(unittest.TestCase):
+    """Two reference runners (same model, same inputs, two processes): their
+    medians' ratio widens the interval (issue #7)."""
+
+    def test_one_reference_runner_gives_no_spread(self):
+        self.assertIsNone(kj.Judge._process_spread([[100]] * 4, [0] * 4, 1))
+
+    def test_spread_is_the_log_ratio_of_the_runners_medians(self):
+        ref_blocks = [[100_000] * 5] * 4 + [[104_000] * 5] * 4
+        p = kj.Judge._process_spread(ref_blocks, [0] * 4 + [1] * 4, 2)
+        self.assertEqual(p["reference_medians_ns"], [100_000, 104_000])
+        self.assertAlmostEqual(p["log_ratio"], math.log(100_000 / 104_000))
+        # var(log ratio of two processes) = 2 s^2; the speedup carries 1.5 s^2
+        self.assertAlmostEqual(p["rel_sd"], math.sqrt(0.75) * abs(math.log(100 / 104)))
+
+    def test_identical_runners_leave_the_interval_as_it_was(self):
+        lo, hi = kj.widen(1.01, 0.99, 1.03, 0.0)
+        self.assertAlmostEqual(lo, 0.99)
+        self.assertAlmostEqual(hi, 1.03)
+
+    def test_spread_widens_both_sides_in_quadrature(self):
+        lo, hi = kj.widen(1.0, 0.99, 1.01, 0.02)
+        z = 1.96 * 0.02
+        self.assertAlmostEqual(math.log(lo), -math.hypot(math.log(0.99), z))
+        self.assertAlmostEqual(math.log(hi), math.hypot(math.log(1.01), z))
+        self.assertLess(lo, 0.99)
+        self.assertGreater(hi, 1.01)
+        # a real 2x speedup stays clear of 1.0 with a 2% process spread
+        lo2, _ = kj.widen(2.0, 1.95, 2.05, 0.02)
+        self.assertGreater(lo2, 1.8)
 
 if __name__ == "__main__":
     unittest.main()
