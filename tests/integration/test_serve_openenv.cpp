@@ -41,7 +41,7 @@ TEST(ServeOpenEnv, WebSocketSessionWithAnIndependentClient) {
   EXPECT_EQ(turns[0][1], "check");
   EXPECT_EQ(turns[1][1], "check");
   EXPECT_EQ(turns[2][1], "submit");
-  EXPECT_EQ(turns[2][2], seen["submit_verdict"]);
+  EXPECT_EQ(turns[2][2], seen["submit_verdict"].get<std::string>());
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE episode_id = '" + ep +
                           "' AND state = 'done'")[0][0],
             "3");
