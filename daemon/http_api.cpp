@@ -309,8 +309,7 @@ struct HttpApi::Impl {
 
 Result<std::unique_ptr<HttpApi>> HttpApi::bind(Daemon& daemon, const std::string& token) {
   auto& cfg = daemon.config();
-  auto hp = split_host_port(cfg.listen);
-  if (!hp) return std::unexpected(hp.error());
+  const HostPort& at = cfg.api_address;
   auto api = std::unique_ptr<HttpApi>(new HttpApi());
   api->m = std::make_unique<Impl>(daemon);
   auto& m = *api->m;
@@ -356,8 +355,8 @@ Result<std::unique_ptr<HttpApi>> HttpApi::bind(Daemon& daemon, const std::string
         return httplib::Server::HandlerResponse::Handled;
       }));
   m.routes();
-  int port = hp->second == 0 ? s.bind_to_any_port(hp->first)
-                             : (s.bind_to_port(hp->first, hp->second) ? hp->second : -1);
+  int port = at.port == 0 ? s.bind_to_any_port(at.host)
+                          : (s.bind_to_port(at.host, at.port) ? at.port : -1);
   if (port < 0) return fail(ErrorKind::unavailable, "cannot listen on " + cfg.listen);
   // httplib compiles in a backlog of 5; listen() again on the bound socket
   // raises it (Linux updates the backlog of a listening socket).

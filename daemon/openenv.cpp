@@ -763,17 +763,18 @@ void EnvServer::Impl::accept() {
 }
 
 Result<std::unique_ptr<EnvServer>> EnvServer::bind(Daemon& daemon, const std::string& token) {
-  auto hp = split_host_port(daemon.config().env_listen);
-  if (!hp) return std::unexpected(hp.error());
+  if (!daemon.config().env_address)
+    return fail(ErrorKind::invalid, "env_listen is off: no OpenEnv endpoint to bind");
+  const HostPort& at = *daemon.config().env_address;
   auto s = std::unique_ptr<EnvServer>(new EnvServer());
   s->m = std::make_unique<Impl>(daemon);
   auto& m = *s->m;
   m.token = token;
   if (auto r = m.ensure_campaign(); !r) return std::unexpected(r.error());
   beast::error_code ec;
-  auto addr = net::ip::make_address(hp->first == "localhost" ? "127.0.0.1" : hp->first, ec);
-  if (ec) return fail(ErrorKind::invalid, "env_listen: bad address '" + hp->first + "'");
-  tcp::endpoint ep(addr, static_cast<unsigned short>(hp->second));
+  auto addr = net::ip::make_address(at.host == "localhost" ? "127.0.0.1" : at.host, ec);
+  if (ec) return fail(ErrorKind::invalid, "env_listen: bad address '" + at.host + "'");
+  tcp::endpoint ep(addr, static_cast<unsigned short>(at.port));
   m.acceptor.open(ep.protocol(), ec);
   if (!ec) m.acceptor.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) m.acceptor.bind(ep, ec);

@@ -210,6 +210,14 @@ Result<ServeConfig> load_serve_config(const std::string& file,
   if (cfg.env_max_sessions < 1) return fail(ErrorKind::invalid, "'env.max_sessions' must be >= 1");
   if (cfg.env_max_turns < 1) return fail(ErrorKind::invalid, "'env.max_turns' must be >= 1");
   if (cfg.state_dir.empty()) cfg.state_dir = cfg.db + ".serve";
+  auto api = split_host_port(cfg.listen);
+  if (!api) return fail(ErrorKind::invalid, "'listen' " + api.error().message);
+  cfg.api_address = *api;
+  if (cfg.env_listen != "off") {
+    auto env = split_host_port(cfg.env_listen);
+    if (!env) return fail(ErrorKind::invalid, "'env_listen' " + env.error().message);
+    cfg.env_address = *env;
+  }
   return cfg;
 }
 
@@ -226,7 +234,7 @@ Result<std::string> load_token(const ServeConfig& cfg) {
   return line;
 }
 
-Result<std::pair<std::string, int>> split_host_port(const std::string& address) {
+Result<HostPort> split_host_port(const std::string& address) {
   auto colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0)
     return fail(ErrorKind::invalid, "'" + address + "' is not host:port");
@@ -237,7 +245,7 @@ Result<std::pair<std::string, int>> split_host_port(const std::string& address) 
   if (auto r = to_int(address.substr(colon + 1), port); !r || port < 0 || port > 65535) {
     return fail(ErrorKind::invalid, "'" + address + "': bad port");
   }
-  return std::pair{host, port};
+  return HostPort{host, port};
 }
 
 bool is_loopback_host(const std::string& host) {

@@ -5,6 +5,7 @@
 // KORCH_API_TOKEN or the file named by `token_file`, and is never logged or
 // stored.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,12 @@
 #include "util/error.hpp"
 
 namespace korch::daemon {
+
+// A listen address, parsed once by load_serve_config.
+struct HostPort {
+  std::string host;
+  int port = 0;
+};
 
 struct ServeConfig {
   std::string listen = "127.0.0.1:8765";  // the HTTP API, metrics and dashboard
@@ -39,6 +46,9 @@ struct ServeConfig {
   int env_max_turns = 10;                  // steps per episode; the last one ends it
   config::EvaluatorConfig evaluator;       // one-off evaluations and environment steps
   std::string env_name = "korch-openenv";  // campaign name that holds environment episodes
+  // Derived by load_serve_config from `listen` / `env_listen` (nullopt: "off").
+  HostPort api_address;
+  std::optional<HostPort> env_address;
 };
 
 // One documented key.
@@ -58,7 +68,7 @@ Result<ServeConfig> load_serve_config(const std::string& file,
 Result<std::string> load_token(const ServeConfig& cfg);
 
 // "127.0.0.1:8765" -> host, port. Fails on a bad address.
-Result<std::pair<std::string, int>> split_host_port(const std::string& address);
+Result<HostPort> split_host_port(const std::string& address);
 
 // True for 127.0.0.0/8, ::1 and "localhost".
 bool is_loopback_host(const std::string& host);

@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "daemon/daemon.hpp"
 #include "daemon/http_api.hpp"
@@ -48,15 +50,15 @@ int cmd_serve(int argc, char** argv) {
   log::init(cfg->log_level);
   auto token = daemon::load_token(*cfg);
   if (!token) return report_failure("serve", token.error());
-  for (auto* addr : {&cfg->listen, &cfg->env_listen}) {
-    if (*addr == "off") continue;
-    auto hp = daemon::split_host_port(*addr);
-    if (!hp) return report_failure("serve", hp.error());
-    if (!daemon::is_loopback_host(hp->first) && token->empty()) {
+  std::vector<std::pair<const daemon::HostPort*, const std::string*>> addresses{
+      {&cfg->api_address, &cfg->listen}};
+  if (cfg->env_address) addresses.emplace_back(&*cfg->env_address, &cfg->env_listen);
+  for (auto [at, spelt] : addresses) {
+    if (!daemon::is_loopback_host(at->host) && token->empty()) {
       std::fprintf(stderr,
                    "korch serve: refusing to listen on %s without a token: set KORCH_API_TOKEN or "
                    "--token-file\n",
-                   addr->c_str());
+                   spelt->c_str());
       return k_exit_usage;
     }
   }
@@ -77,21 +79,19 @@ int cmd_serve(int argc, char** argv) {
   auto api = daemon::HttpApi::bind(dm, *token);
   if (!api) return report_failure("serve", api.error());
   std::unique_ptr<daemon::EnvServer> env;
-  if (cfg->env_listen != "off") {
+  if (cfg->env_address) {
     auto e = daemon::EnvServer::bind(dm, *token);
     if (!e) return report_failure("serve", e.error());
     env = std::move(*e);
   }
   std::thread api_thread([&] { (*api)->serve(); });
   if (env) env->start();
-  auto host = daemon::split_host_port(cfg->listen)->first;
-  std::fprintf(stderr, "korch serve: API on http://%s:%d (db %s, %s)%s\n", host.c_str(),
-               (*api)->port(), dm.config().db.c_str(),
-               token->empty() ? "no token: loopback only" : "bearer token required",
-               env ? fmt::format(", OpenEnv on ws://{}:{}/ws",
-                                 daemon::split_host_port(cfg->env_listen)->first, env->port())
-                         .c_str()
-                   : "");
+  const std::string& host = cfg->api_address.host;
+  std::fprintf(
+      stderr, "korch serve: API on http://%s:%d (db %s, %s)%s\n", host.c_str(), (*api)->port(),
+      dm.config().db.c_str(), token->empty() ? "no token: loopback only" : "bearer token required",
+      env ? fmt::format(", OpenEnv on ws://{}:{}/ws", cfg->env_address->host, env->port()).c_str()
+          : "");
   // Machine-readable, for scripts and tests.
   std::printf("LISTEN api %d\n", (*api)->port());
   if (env) std::printf("LISTEN env %d\n", env->port());
