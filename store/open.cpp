@@ -28,13 +28,15 @@ using detail::Txn;
 // Page size of newly created databases (an existing file keeps its own: a
 // WAL database cannot change it). Each group commit rewrites one index leaf
 // per touched episode and index, so small pages write less. Rows of a few KB
-// decide it: on 4 KB pages a 6 KB row keeps ~2 KB in a leaf that then has no
-// room for a second one, and a 2 KB message fills a leaf alone, so a turn of
-// 20 KB took 28 KB of pages. On 2 KB pages such rows keep ~230 bytes in the
-// leaf and the rest in full overflow pages: korch-bench-store wrote 47 KB to
-// the disk per turn instead of 61 KB, with a 26% smaller file; 1 KB pages
-// wrote no less and cost more CPU (tools/bench/README.md).
-constexpr int k_page_size = 2048;
+// decide it. 2 KB pages write fewer bytes per turn (a 6 KB row keeps ~230
+// bytes in its leaf and the rest in full overflow pages: 45 KB per
+// korch-bench-store turn against 48 KB on 4 KB pages, and a smaller file),
+// but each page is a WAL frame, a checksum and a pwrite: measured side by
+// side (8 interleaved runs each, tools/bench/README.md), 4 KB pages commit
+// ~12% more turns per second (median 10,490 against 9,350), and SQLite alone
+// with the same bytes per turn does 15,000 on 4 KB pages against 10,000 on
+// 2 KB (korch-bench-sqlite-ceiling). Files made with 2 KB pages keep them.
+constexpr int k_page_size = 4096;
 // Page cache of the write connection. A group of 512 turns dirties ~20 MB of
 // pages; a smaller cache spills them to the WAL mid-transaction.
 constexpr int k_writer_cache_kib = 64 * 1024;

@@ -89,8 +89,24 @@ std::string Stmt::text(int col) const {
 
 // --- Db ----------------------------------------------------------------------
 
+namespace {
+
+// Once per process, before the first connection: no memory statistics.
+// With them on (the build default) every sqlite3_malloc and free takes a
+// global mutex to count bytes; korch never reads the counts.
+void configure_sqlite_once() {
+  static const bool done = [] {
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    return true;
+  }();
+  (void)done;
+}
+
+}  // namespace
+
 Db::Db(const std::string& path, Mode mode, int busy_timeout_ms)
     : m_path(path), m_busy_timeout_ms(busy_timeout_ms) {
+  configure_sqlite_once();
   int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
   flags |= mode == Mode::read_write ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
                                     : SQLITE_OPEN_READONLY;
