@@ -54,6 +54,8 @@ json common(const Settings& s) {
   j["device"] = s.gpu ? "cuda" : "cpu";
   if (s.reference_runners > 0) j["reference_runners"] = s.reference_runners;
   if (s.judge_shares_core) j["judge_shares_core"] = true;
+  if (s.timing_batched_cap) j["timing_batched_cap"] = true;
+  if (s.timing_block_ms > 0) j["timing_block_ms"] = s.timing_block_ms;
   if (s.gpu) {
     j["l2_bytes"] = s.l2_bytes;
     j["runner_env"] = s.runner_env;

@@ -51,6 +51,12 @@ struct Settings {
   int reference_runners = 0;
   // cpu: the judge on the runners' core, as before issue #7's change (A/B runs).
   bool judge_shares_core = false;
+  // cpu: batched calls (models under ~200 us) at most 60 blocks, as before
+  // this stop's change (A/B runs).
+  bool timing_batched_cap = false;
+  // cpu: a block of long calls lasts at most this long (0: the judge's
+  // default, 20 ms: calls over 4 ms are timed one per block).
+  double timing_block_ms = 0;
 };
 
 json rules_job(const Settings& s, const std::string& code);

@@ -85,8 +85,11 @@ struct Pending {
 // the spawning *thread* exits.
 class ZygoteProc {
  public:
-  ZygoteProc(std::string worker, std::string run_dir, bool restart)
-      : m_worker(std::move(worker)), m_run_dir(std::move(run_dir)), m_restart(restart) {
+  ZygoteProc(std::string worker, std::string run_dir, bool restart, std::string glibc_tunables)
+      : m_worker(std::move(worker)),
+        m_run_dir(std::move(run_dir)),
+        m_restart(restart),
+        m_glibc_tunables(std::move(glibc_tunables)) {
     m_keeper = std::thread([this] { keeper(); });
   }
   ~ZygoteProc() { stop(); }
@@ -230,6 +233,7 @@ class ZygoteProc {
     env_s.push_back("NCCL_NVLS_ENABLE=0");
     env_s.push_back("TORCH_SYMM_MEM_DISABLE_MULTICAST=1");
     env_s.push_back("NVSHMEM_DISABLE_NVLS=1");
+    if (!m_glibc_tunables.empty()) env_s.push_back("GLIBC_TUNABLES=" + m_glibc_tunables);
     std::vector<char*> envp;
     for (auto& e : env_s) envp.push_back(e.data());
     envp.push_back(nullptr);
@@ -357,6 +361,7 @@ class ZygoteProc {
 
   std::string m_worker, m_run_dir;
   bool m_restart;
+  std::string m_glibc_tunables;
   std::mutex m_mu;
   std::condition_variable m_cv;
   int m_sock = -1;
@@ -374,6 +379,7 @@ class Zygote::Impl {
  public:
   std::string worker, run_dir;
   bool fresh = false;
+  std::string glibc_tunables;
   std::unique_ptr<ZygoteProc> warm;
   std::string versions;
   double startup_s = 0;
@@ -383,7 +389,8 @@ Zygote::Zygote(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 Zygote::~Zygote() { stop(); }
 
 Result<std::unique_ptr<Zygote>> Zygote::start(const std::string& worker_path,
-                                              const std::string& run_dir, bool fresh_per_job) {
+                                              const std::string& run_dir, bool fresh_per_job,
+                                              const std::string& glibc_tunables) {
   if (access(worker_path.c_str(), X_OK) != 0)
     return fail("korch-worker not found or not executable at " + worker_path +
                 " (build it, or set KORCH_WORKER)");
@@ -391,8 +398,9 @@ Result<std::unique_ptr<Zygote>> Zygote::start(const std::string& worker_path,
   impl->worker = worker_path;
   impl->run_dir = run_dir;
   impl->fresh = fresh_per_job;
+  impl->glibc_tunables = glibc_tunables;
   // Even in fresh mode, one zygote answers the versions.
-  auto proc = std::make_unique<ZygoteProc>(worker_path, run_dir, !fresh_per_job);
+  auto proc = std::make_unique<ZygoteProc>(worker_path, run_dir, !fresh_per_job, glibc_tunables);
   if (!proc->wait_ready(k_hello_timeout_s)) return fail("the korch-worker zygote did not start");
   impl->versions = proc->versions();
   impl->startup_s = proc->startup_s();
@@ -415,7 +423,7 @@ JobOutcome Zygote::run(JobRole role, const std::string& job_dir, const std::stri
   }
   // A fresh process per job: exec, import Python and torch, fork once.
   const auto t0 = std::chrono::steady_clock::now();
-  ZygoteProc proc(m_impl->worker, m_impl->run_dir, false);
+  ZygoteProc proc(m_impl->worker, m_impl->run_dir, false, m_impl->glibc_tunables);
   JobOutcome o = proc.run(role, job_dir, extra, seed, timeout_s);
   proc.stop();
   o.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

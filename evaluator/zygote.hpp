@@ -31,9 +31,12 @@ class Zygote {
   // Spawns the zygote and waits for its hello. `run_dir` holds the pid record
   // used to reap the zygotes of a killed daemon (see reap_orphans).
   // fresh_per_job: no warm zygote; every job execs a new one (benchmarking).
+  // glibc_tunables: the zygote's GLIBC_TUNABLES (its jobs inherit what glibc
+  // read at exec); empty: none.
   static Result<std::unique_ptr<Zygote>> start(const std::string& worker_path,
                                                const std::string& run_dir,
-                                               bool fresh_per_job = false);
+                                               bool fresh_per_job = false,
+                                               const std::string& glibc_tunables = "");
   ~Zygote();
 
   // Runs one job (role, in job_dir which already holds job.json) and blocks

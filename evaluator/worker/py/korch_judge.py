@@ -810,13 +810,17 @@ class Judge:
             batch = int(min(64, fit, math.ceil(window / t_est) + 1)) if t_est < window else 1
             if batch == 1:
                 self.open_regions(sets, refs[0], batch)
-            else:
-                # Batched calls (models under timing_batch_us) keep a fresh
-                # memfd per call and at most 60 blocks. At ~10 us equal work
-                # moves with where each runner's heap puts its outputs (a
-                # per-process layout, not per call): through the regions with
-                # 200 blocks it measured 0.96-1.16 over ten evaluations, each
-                # interval narrow and 0 of 10 containing 1.0 (issue #7, open).
+                # Long calls: one call per block, so that a reference block
+                # and its candidate block lie close in time (the machine's
+                # memory bandwidth drifts on the scale of a second).
+                block_ns = float(job.get("timing_block_ms", 20)) * 1e6
+                if t_est * per_block > block_ns:
+                    per_block = max(1, int(block_ns // t_est))
+            elif job.get("timing_batched_cap", False):
+                # (the cap of e9c9d2c..86eb7dd, kept for A/B runs: batched
+                # calls at most 60 blocks. At ~10 us equal work measured
+                # 0.974-1.077 over ten evaluations with it, 0.986-1.021
+                # with 200 blocks; issue #7, tools/bench/README.md)
                 max_blocks = min(max_blocks, 60)
         samples = {"ref": [], "cand": []}   # per block: list of t_ns
         ref_of_block = []                   # which reference runner timed block i
