@@ -1,5 +1,8 @@
 #include "llm_clients/openai_wire.hpp"
 
+#include <cstdint>
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 namespace korch::llm {
@@ -58,6 +61,18 @@ std::string error_text(const json& err) {
   return err.dump();
 }
 
+// True when none of the 8 bytes of `w` needs the slow path: each is printable
+// ASCII other than '"' and '\\' (SWAR: each test is exact about whether any
+// byte matches, which is all the caller needs).
+constexpr bool plain8(std::uint64_t w) {
+  constexpr std::uint64_t k_ones = 0x0101010101010101ull;
+  constexpr std::uint64_t k_high = 0x8080808080808080ull;
+  auto has_zero = [](std::uint64_t v) { return ((v - k_ones) & ~v & k_high) != 0; };
+  const bool high = (w & k_high) != 0;
+  const bool control = ((w - 0x20 * k_ones) & ~w & k_high) != 0;  // a byte < 0x20
+  return !high && !control && !has_zero(w ^ (0x22 * k_ones)) && !has_zero(w ^ (0x5C * k_ones));
+}
+
 }  // namespace
 
 bool append_json_string(std::string& out, std::string_view s) {
@@ -68,6 +83,15 @@ bool append_json_string(std::string& out, std::string_view s) {
   std::size_t run = 0;  // start of the bytes not yet copied
   std::size_t i = 0;
   while (i < n) {
+    // Most of a conversation is plain text: skip it 8 bytes at a time.
+    if (i + 8 <= n) {
+      std::uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      if (plain8(w)) {
+        i += 8;
+        continue;
+      }
+    }
     const unsigned char c = p[i];
     if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
       ++i;

@@ -64,6 +64,22 @@ TEST(RequestBody, BytesEqualTheOneValueDumpForAnyContent) {
   std::string all_controls;
   for (int c = 0; c < 0x20; ++c) all_controls += static_cast<char>(c);
   contents.push_back(all_controls);
+  // Every byte value at every place of the 8-byte fast path (and after it),
+  // and UTF-8 sequences across its word boundaries.
+  for (int b = 0; b < 256; ++b) {
+    for (int at : {0, 1, 3, 6, 7, 8, 9, 15, 16}) {
+      std::string t(17, 'a');
+      t[static_cast<std::size_t>(at)] = static_cast<char>(b);
+      contents.push_back(t);
+    }
+  }
+  for (int pad = 0; pad < 9; ++pad) {
+    contents.push_back(std::string(static_cast<std::size_t>(pad), 'x') +
+                       "\xc3\xbc\xe2\x9c\x93"
+                       "abcdefgh");
+    contents.push_back(std::string(static_cast<std::size_t>(pad), 'x') +
+                       "\xf0\x9d\x84\x9e\"q\\z\n");
+  }
   std::uint64_t x = 0x9E3779B97F4A7C15ull;  // a fixed pseudo-random byte soup
   for (int k = 0; k < 200; ++k) {
     std::string r;

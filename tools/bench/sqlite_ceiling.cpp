@@ -76,13 +76,20 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--db") path = next();
-    else if (a == "--seconds") seconds = std::atof(next().c_str());
-    else if (a == "--group") group = std::atoi(next().c_str());
-    else if (a == "--page-size") page_size = std::atoi(next().c_str());
-    else if (a == "--synchronous") synchronous = next();
-    else if (a == "--turn-bytes") turn_bytes = std::strtoull(next().c_str(), nullptr, 10);
-    else if (a == "--rows-per-turn") rows_per_turn = std::atoi(next().c_str());
+    if (a == "--db")
+      path = next();
+    else if (a == "--seconds")
+      seconds = std::atof(next().c_str());
+    else if (a == "--group")
+      group = std::atoi(next().c_str());
+    else if (a == "--page-size")
+      page_size = std::atoi(next().c_str());
+    else if (a == "--synchronous")
+      synchronous = next();
+    else if (a == "--turn-bytes")
+      turn_bytes = std::strtoull(next().c_str(), nullptr, 10);
+    else if (a == "--rows-per-turn")
+      rows_per_turn = std::atoi(next().c_str());
     else {
       std::fprintf(stderr,
                    "usage: korch-bench-sqlite-ceiling [--db PATH] [--seconds S] [--group N] "
@@ -112,11 +119,10 @@ int main(int argc, char** argv) {
   exec(db, "PRAGMA synchronous=" + synchronous);
   exec(db, "CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)");
   sqlite3_stmt* insert = nullptr;
-  sqlite3_prepare_v3(db, "INSERT INTO t (body) VALUES (?1)", -1, SQLITE_PREPARE_PERSISTENT,
-                     &insert, nullptr);
+  sqlite3_prepare_v3(db, "INSERT INTO t (body) VALUES (?1)", -1, SQLITE_PREPARE_PERSISTENT, &insert,
+                     nullptr);
   std::vector<std::string> rows;
-  for (int r = 0; r < rows_per_turn; ++r)
-    rows.push_back(text(turn_bytes / rows_per_turn, 2 + r));
+  for (int r = 0; r < rows_per_turn; ++r) rows.push_back(text(turn_bytes / rows_per_turn, 2 + r));
 
   const long long bytes0 = write_bytes();
   const double t0 = now_s();
