@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "store/store.hpp"
+#include "tools/bench/bench_text.hpp"
 
 namespace {
 
@@ -63,14 +64,7 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Printable pseudo-random text (incompressible enough to be realistic).
-std::string text(std::size_t bytes, std::uint64_t seed) {
-  static const char k_alphabet[] = "abcdefghijklmnopqrstuvwxyz_(){}[]=+-*/ 0123456789\n\t.,:;";
-  std::mt19937_64 rng(seed);
-  std::string s(bytes, ' ');
-  for (auto& c : s) c = k_alphabet[rng() % (sizeof(k_alphabet) - 1)];
-  return s;
-}
+using korch::bench::text;
 
 struct Payloads {
   std::string reply = text(k_reply_bytes, 2);

@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/bench/bench_text.hpp"
+
 namespace {
 
 double now_s() {
@@ -43,13 +45,7 @@ long long write_bytes() {
   return 0;
 }
 
-std::string text(std::size_t bytes, std::uint64_t seed) {
-  static const char k_alphabet[] = "abcdefghijklmnopqrstuvwxyz_(){}[]=+-*/ 0123456789\n\t.,:;";
-  std::mt19937_64 rng(seed);
-  std::string s(bytes, ' ');
-  for (auto& c : s) c = k_alphabet[rng() % (sizeof(k_alphabet) - 1)];
-  return s;
-}
+using korch::bench::text;
 
 void exec(sqlite3* db, const std::string& sql) {
   char* err = nullptr;
