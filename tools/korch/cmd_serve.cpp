@@ -84,6 +84,10 @@ int cmd_serve(int argc, char** argv) {
     if (!e) return report_failure("serve", e.error());
     env = std::move(*e);
   }
+  // Stored campaigns are known before the first request is answered (a client
+  // that asked right after LISTEN used to be told "no campaign" for one that
+  // existed); connections made meanwhile wait in the listen backlog.
+  dm.resume_all();
   std::thread api_thread([&] { (*api)->serve(); });
   if (env) env->start();
   const std::string& host = cfg->api_address.host;
@@ -96,7 +100,6 @@ int cmd_serve(int argc, char** argv) {
   std::printf("LISTEN api %d\n", (*api)->port());
   if (env) std::printf("LISTEN env %d\n", env->port());
   std::fflush(stdout);
-  dm.resume_all();
 
   int sig = 0;
   ::sigwait(&sigs, &sig);
