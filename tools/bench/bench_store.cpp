@@ -44,7 +44,7 @@
 #include <vector>
 
 #include "store/store.hpp"
-#include "tools/bench/bench_text.hpp"
+#include "tools/bench/store_bench.hpp"
 
 namespace {
 
@@ -60,10 +60,8 @@ constexpr std::size_t k_report_bytes = 1536;
 constexpr int k_max_driver_threads = 4;
 constexpr const char* k_campaign = "c-bench";
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
+using korch::bench::disk_write_bytes;
+using korch::bench::now_s;
 using korch::bench::text;
 
 struct Payloads {
@@ -199,18 +197,6 @@ WriteBatch turn_batch(const std::string& ep, int turn) {
 }
 
 // Bytes this process has caused to be written to storage so far.
-std::int64_t disk_write_bytes() {
-  std::FILE* f = std::fopen("/proc/self/io", "r");
-  if (!f) return -1;
-  char line[128];
-  long long v = -1;
-  while (std::fgets(line, sizeof line, f)) {
-    if (std::sscanf(line, "write_bytes: %lld", &v) == 1) break;
-  }
-  std::fclose(f);
-  return v;
-}
-
 struct RunResult {
   std::int64_t commits = 0;
   std::int64_t disk_bytes = -1;  // written to storage during the run

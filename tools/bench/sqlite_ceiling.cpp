@@ -19,32 +19,18 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "tools/bench/bench_text.hpp"
+#include "tools/bench/store_bench.hpp"
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-long long write_bytes() {
-  std::ifstream io("/proc/self/io");
-  std::string key;
-  long long value = 0;
-  while (io >> key >> value)
-    if (key == "write_bytes:") return value;
-  return 0;
-}
-
+using korch::bench::disk_write_bytes;
+using korch::bench::now_s;
 using korch::bench::text;
 
 void exec(sqlite3* db, const std::string& sql) {
@@ -120,7 +106,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> rows;
   for (int r = 0; r < rows_per_turn; ++r) rows.push_back(text(turn_bytes / rows_per_turn, 2 + r));
 
-  const long long bytes0 = write_bytes();
+  const std::int64_t bytes0 = disk_write_bytes();
   const double t0 = now_s();
   long long turns = 0, commits = 0;
   while (now_s() - t0 < seconds) {
@@ -140,13 +126,15 @@ int main(int argc, char** argv) {
     ++commits;
   }
   const double wall = now_s() - t0;
-  const long long bytes = write_bytes() - bytes0;
+  const std::int64_t bytes1 = disk_write_bytes();
+  const double kb_per_turn =
+      bytes0 < 0 || bytes1 < 0 ? -1 : (bytes1 - bytes0) / 1024.0 / std::max(turns, 1LL);
   std::printf(
       "sqlite ceiling: %lld turns of %zu B in %d rows, %d per commit, page %d, synchronous=%s: "
-      "%.0f turns/s (%.1f MB/s of rows), %.1f KB written per turn, %lld commits in %.2f s\n",
+      "%.0f turns/s (%.1f MB/s of rows), %.1f KB written per turn (-1: unknown), %lld commits in "
+      "%.2f s\n",
       turns, turn_bytes, rows_per_turn, group, page_size, synchronous.c_str(), turns / wall,
-      turns * static_cast<double>(turn_bytes) / wall / 1e6, bytes / 1024.0 / std::max(turns, 1LL),
-      commits, wall);
+      turns * static_cast<double>(turn_bytes) / wall / 1e6, kb_per_turn, commits, wall);
   sqlite3_finalize(insert);
   sqlite3_close(db);
   if (!dir.empty()) std::filesystem::remove_all(dir);
