@@ -6,8 +6,6 @@
 
 #include <cstdio>
 #include <thread>
-#include <utility>
-#include <vector>
 
 #include "daemon/daemon.hpp"
 #include "daemon/http_api.hpp"
@@ -50,18 +48,18 @@ int cmd_serve(int argc, char** argv) {
   log::init(cfg->log_level);
   auto token = daemon::load_token(*cfg);
   if (!token) return report_failure("serve", token.error());
-  std::vector<std::pair<const daemon::HostPort*, const std::string*>> addresses{
-      {&cfg->api_address, &cfg->listen}};
-  if (cfg->env_address) addresses.emplace_back(&*cfg->env_address, &cfg->env_listen);
-  for (auto [at, spelt] : addresses) {
-    if (!daemon::is_loopback_host(at->host) && token->empty()) {
-      std::fprintf(stderr,
-                   "korch serve: refusing to listen on %s without a token: set KORCH_API_TOKEN or "
-                   "--token-file\n",
-                   spelt->c_str());
-      return k_exit_usage;
-    }
-  }
+  // A listener beyond loopback needs a token.
+  auto unguarded = [&](const daemon::HostPort& at, const std::string& spelt) {
+    if (daemon::is_loopback_host(at.host) || !token->empty()) return false;
+    std::fprintf(stderr,
+                 "korch serve: refusing to listen on %s without a token: set KORCH_API_TOKEN or "
+                 "--token-file\n",
+                 spelt.c_str());
+    return true;
+  };
+  if (unguarded(cfg->api_address, cfg->listen) ||
+      (cfg->env_address && unguarded(*cfg->env_address, cfg->env_listen)))
+    return k_exit_usage;
   // No other process may read this one's memory (API keys, the token).
   ::prctl(PR_SET_DUMPABLE, 0);
   // Every thread started from here on inherits the blocked signals; this
