@@ -182,6 +182,11 @@ std::string build_request_body(const config::ModelConfig& model,
 }
 
 ParsedCompletion parse_completion(std::string_view body) {
+  if (auto fast = parse_completion_fast(body)) return std::move(*fast);
+  return parse_completion_reference(body);
+}
+
+ParsedCompletion parse_completion_reference(std::string_view body) {
   ParsedCompletion out;
   json root = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object()) {

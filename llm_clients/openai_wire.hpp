@@ -5,6 +5,7 @@
 // single-threaded objects; no I/O.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,8 +39,14 @@ struct ParsedCompletion {
   bool has_usage = false;
 };
 
-// Parses a non-streaming 2xx response body.
+// Parses a non-streaming 2xx response body: parse_completion_fast where it
+// can answer, else parse_completion_reference.
 ParsedCompletion parse_completion(std::string_view body);
+// The nlohmann path: every body, every error message.
+ParsedCompletion parse_completion_reference(std::string_view body);
+// simdjson (completion_fast.cpp): the ordinary reply only; nullopt where its
+// answer might differ from parse_completion_reference's.
+std::optional<ParsedCompletion> parse_completion_fast(std::string_view body);
 
 // A short one-line description of an error body ({"error":{"message":..}}
 // or the first bytes of the text), at most `max_len` characters.

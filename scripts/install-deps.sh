@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  libcurl4-openssl-dev nlohmann-json3-dev libsqlite3-dev sqlite3
+  libcurl4-openssl-dev nlohmann-json3-dev libsimdjson-dev libsqlite3-dev sqlite3
   libcpp-httplib-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   libtomlplusplus-dev libssl-dev libseccomp-dev
   prometheus-cpp-dev libboost-dev python3-websockets

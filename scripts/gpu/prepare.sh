@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PKGS=(
   libcurl4-openssl-dev libsqlite3-dev
+  libsimdjson-dev libsimdjson14
   libcpp-httplib-dev libcpp-httplib0.11
   libtomlplusplus-dev libtomlplusplus3
   libseccomp-dev libbrotli-dev

@@ -6,6 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <random>
+#include <string>
+#include <vector>
+
 namespace korch::llm {
 namespace {
 
@@ -144,6 +148,175 @@ TEST(ParseCompletion, RejectsUnusableBodies) {
   auto e = parse_completion(R"({"error":{"message":"boom"}})");
   EXPECT_FALSE(e.ok);
   EXPECT_NE(e.error.find("boom"), std::string::npos);
+}
+
+// --- the simdjson fast path answers as the nlohmann path does ---------------
+
+void expect_same(const ParsedCompletion& a, const ParsedCompletion& b, const std::string& body) {
+  EXPECT_EQ(a.ok, b.ok) << body;
+  EXPECT_EQ(a.error, b.error) << body;
+  EXPECT_EQ(a.content, b.content) << body;
+  EXPECT_EQ(a.reasoning, b.reasoning) << body;
+  EXPECT_EQ(a.finish_reason, b.finish_reason) << body;
+  EXPECT_EQ(a.has_usage, b.has_usage) << body;
+  EXPECT_EQ(a.usage.prompt_tokens, b.usage.prompt_tokens) << body;
+  EXPECT_EQ(a.usage.completion_tokens, b.usage.completion_tokens) << body;
+  EXPECT_EQ(a.usage.cached_tokens, b.usage.cached_tokens) << body;
+  EXPECT_EQ(a.usage.reasoning_tokens, b.usage.reasoning_tokens) << body;
+}
+
+// Compares the two paths on `body`; true when the fast path answered.
+bool same_both_ways(const std::string& body) {
+  auto fast = parse_completion_fast(body);
+  const auto reference = parse_completion_reference(body);
+  if (fast) {
+    EXPECT_TRUE(fast->ok) << body;  // (it answers only for usable replies)
+    expect_same(*fast, reference, body);
+  }
+  expect_same(parse_completion(body), reference, body);
+  return fast.has_value();
+}
+
+TEST(ParseCompletionFast, AnswersTheOrdinaryReplyAsTheReferenceDoes) {
+  const std::string reply =
+      "Here is the kernel:\n```python\nimport torch\nx = \"a\\tb\"\n```\nACTION: CHECK";
+  nlohmann::json j = {
+      {"id", "r-1"},
+      {"choices",
+       {{{"index", 0},
+         {"message", {{"role", "assistant"}, {"content", reply}, {"reasoning_content", "hm"}}},
+         {"finish_reason", "stop"}}}},
+      {"usage",
+       {{"prompt_tokens", 1200},
+        {"completion_tokens", 300},
+        {"prompt_tokens_details", {{"cached_tokens", 1000}}},
+        {"completion_tokens_details", {{"reasoning_tokens", 20}}}}}};
+  EXPECT_TRUE(same_both_ways(j.dump()));
+  auto p = parse_completion(j.dump());
+  EXPECT_EQ(p.content, reply);
+  EXPECT_EQ(p.usage.cached_tokens, 1000);
+}
+
+// The cases where the two parsers' rules differ: each must come out alike
+// (the fast path declines them or agrees).
+TEST(ParseCompletionFast, EdgeCasesComeOutAlike) {
+  const std::string ok_choice = R"("choices":[{"message":{"content":"x"},"finish_reason":"stop"}])";
+  const std::vector<std::string> bodies = {
+      "{" + ok_choice + "}",
+      "{" + ok_choice + R"(,"error":null})",
+      "{" + ok_choice + R"(,"error":{"message":"boom"}})",
+      R"({"choices":[{"message":{"content":"a","content":"b"}}]})",  // duplicate: last wins
+      "{" + ok_choice + "," + ok_choice + "}",
+      R"({"choices":[{"message":{"content":"x"},"finish_reason":"a","finish_reason":"b"}]})",
+      "{" + ok_choice + R"(,"usage":{"prompt_tokens":1,"prompt_tokens":2}})",
+      "{" + ok_choice + R"(,"usage":{"prompt_tokens":-0,"completion_tokens":2.7}})",
+      "{" + ok_choice + R"(,"usage":{"prompt_tokens":18446744073709551615}})",
+      "{" + ok_choice + R"(,"usage":{"prompt_tokens":9223372036854775807}})",
+      "{" + ok_choice + R"(,"usage":{"prompt_tokens":"12","completion_tokens":null}})",
+      "{" + ok_choice + R"(,"usage":{"prompt_tokens_details":{"cached_tokens":3.0}}})",
+      "{" + ok_choice + R"(,"usage":{"prompt_tokens_details":[1]}})",
+      "{" + ok_choice + R"(,"usage":null})",
+      "{" + ok_choice + R"(,"usage":7})",
+      "{" + ok_choice + R"(,"x":1e400})",
+      R"({"choices":[{"message":{"content":"\ud800"}}]})",  // lone surrogate
+      R"({"choices":[{"message":{"content":"\ud83d\ude00 \u0000 \/"}}]})",
+      "{\"choices\":[{\"message\":{\"content\":\"\xff\"}}]}",  // invalid UTF-8
+      "{\"choices\":[{\"message\":{\"content\":\"\xc3\xa9\"}}]}",
+      "{\"choices\":[{\"message\":{\"content\":\"a\nb\"}}]}",  // raw control character
+      "\xef\xbb\xbf{" + ok_choice + "}",                       // byte order mark
+      "{" + ok_choice + "} x",                                 // trailing text
+      "{" + ok_choice + "}\n\t ",
+      " {" + ok_choice + "}",
+      "{" + ok_choice + "}" + std::string(1, '\0'),
+      R"({"choices":[{"message":{"content":"x"}}],})",
+      R"({"choices":[{"message":{"content":'x'}}]})",
+      R"({"choices":[[]]})",
+      R"({"choices":[{"message":[]}]})",
+      R"({"choices":{"0":{"message":{}}}})",
+      R"({"choices":[{"message":{"content":7,"reasoning":"r"}}]})",
+      R"({"choices":[{"message":{"reasoning_content":"","reasoning":"r"}}]})",
+      R"([{"choices":[]}])",
+      "null",
+      "",
+      std::string(2000, '[') + std::string(2000, ']'),
+      R"({"choices":[{"message":{"content":"x"}}],"deep":)" + std::string(1500, '[') +
+          std::string(1500, ']') + "}",
+  };
+  int fast = 0;
+  for (const auto& b : bodies) fast += same_both_ways(b);
+  EXPECT_GT(fast, 5);  // (the fast path is not simply declining everything)
+}
+
+// Generated replies and byte-level mutations of them: whatever either parser
+// makes of a body, parse_completion says what the reference says.
+TEST(ParseCompletionFast, MutatedBodiesComeOutAlike) {
+  std::mt19937_64 rng(20261201);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+  const std::vector<std::string> pieces = {"def f(x):\n",
+                                           "\t",
+                                           "\"q\"",
+                                           "\\",
+                                           "\xc3\xa9",
+                                           "\xe2\x82\xac",
+                                           "\xf0\x9f\x98\x80",
+                                           std::string(1, '\0'),
+                                           "\x01",
+                                           "```python\n",
+                                           "ACTION: SUBMIT",
+                                           " ",
+                                           "}{][,:"};
+  auto text = [&] {
+    std::string s;
+    for (int i = pick(40); i-- > 0;) s += pieces[pick(static_cast<int>(pieces.size()))];
+    return s;
+  };
+  auto value = [&]() -> nlohmann::json {
+    switch (pick(6)) {
+      case 0: return nullptr;
+      case 1: return pick(1000);
+      case 2: return -pick(5) * 1.5;
+      case 3: return nlohmann::json::object({{"k", text()}});
+      default: return text();
+    }
+  };
+  int fast = 0, total = 0;
+  for (int round = 0; round < 400; ++round) {
+    nlohmann::json msg = {{"role", "assistant"},
+                          {"content", pick(5) ? nlohmann::json(text()) : value()}};
+    if (pick(3) == 0) msg["reasoning_content"] = value();
+    if (pick(3) == 0) msg["reasoning"] = value();
+    nlohmann::json choice = {{"message", msg}};
+    if (pick(4)) choice["finish_reason"] = pick(4) ? nlohmann::json("stop") : value();
+    nlohmann::json root = {{"choices", {choice}}};
+    if (pick(2)) {
+      nlohmann::json u = {{"prompt_tokens", pick(4) ? nlohmann::json(pick(100000)) : value()},
+                          {"completion_tokens", pick(100)}};
+      if (pick(2))
+        u["prompt_tokens_details"] = {
+            {"cached_tokens", pick(4) ? nlohmann::json(pick(9)) : value()}};
+      if (pick(2))
+        u["completion_tokens_details"] =
+            pick(4) ? nlohmann::json({{"reasoning_tokens", 3}}) : value();
+      root["usage"] = u;
+    }
+    if (pick(8) == 0) root["error"] = pick(2) ? value() : nlohmann::json(nullptr);
+    std::string body =
+        root.dump(pick(2) ? -1 : 1, ' ', pick(2) == 0, nlohmann::json::error_handler_t::replace);
+    fast += same_both_ways(body);
+    ++total;
+    for (int m = 0; m < 8; ++m) {
+      std::string b = body;
+      const auto at = static_cast<std::size_t>(pick(static_cast<int>(b.size())));
+      switch (pick(4)) {
+        case 0: b[at] = static_cast<char>(pick(256)); break;
+        case 1: b.erase(at, 1 + static_cast<std::size_t>(pick(3))); break;
+        case 2: b.insert(at, pieces[pick(static_cast<int>(pieces.size()))]); break;
+        default: b.resize(at); break;
+      }
+      same_both_ways(b);
+    }
+  }
+  EXPECT_GT(fast, total / 2);
 }
 
 TEST(SummarizeErrorBody, OneLineAndBounded) {
