@@ -151,7 +151,7 @@ store::EvaluationRow evaluation_row(const EpisodeState& s, const Env& env, store
   row.request_id = s.eval_request_id;
   row.episode_id = s.spec->episode_id;
   row.kind = to_string(s.eval_mode);
-  row.code_sha = ids::code_digest(s.eval_code);
+  row.code_sha = s.eval_code_sha;
   row.state = state;
   row.owner = env.owner;
   row.attempts = s.eval_attempts;
@@ -175,10 +175,12 @@ Next run_eval(EpisodeState& s, store::WriteBatch& batch, const Env& env) {
   return RunEval{std::move(req)};
 }
 
+// `code_sha` is ids::code_digest(code), which the caller took for the id.
 Next start_eval(EpisodeState& s, store::WriteBatch& batch, const Env& env, evaluator::Mode mode,
-                std::string code, std::string request_id, bool fallback) {
+                std::string code, std::string code_sha, std::string request_id, bool fallback) {
   s.eval_mode = mode;
   s.eval_code = std::move(code);
+  s.eval_code_sha = std::move(code_sha);
   s.eval_request_id = std::move(request_id);
   s.eval_is_fallback = fallback;
   // A resumed evaluation keeps its counts: the interrupted start stays
@@ -202,8 +204,10 @@ Next end_loop(EpisodeState& s, store::WriteBatch& batch, const Env& env,
     return Finished{};
   }
   s.end_reason = limit.value_or(store::EndReason::fallback);
-  auto id = ids::submit_request_id(s.spec->episode_id, code);
-  return start_eval(s, batch, env, evaluator::Mode::submit, std::move(code), std::move(id), true);
+  auto sha = ids::code_digest(code);
+  auto id = ids::submit_request_id_of_digest(s.spec->episode_id, sha);
+  return start_eval(s, batch, env, evaluator::Mode::submit, std::move(code), std::move(sha),
+                    std::move(id), true);
 }
 
 // Turn s.turn is complete: decide what happens next.
@@ -294,8 +298,9 @@ Next dispatch_reply(EpisodeState& s, store::WriteBatch& batch, const Env& env,
   }
   bool submit = parsed.action == Action::submit || last_turn;
   auto mode = submit ? evaluator::Mode::submit : evaluator::Mode::check;
-  auto id = submit ? ids::submit_request_id(s.spec->episode_id, parsed.code)
-                   : ids::check_request_id(s.spec->episode_id, s.turn, parsed.code);
+  auto sha = ids::code_digest(parsed.code);
+  auto id = submit ? ids::submit_request_id_of_digest(s.spec->episode_id, sha)
+                   : ids::check_request_id_of_digest(s.spec->episode_id, s.turn, sha);
   if (submit) {
     s.end_reason =
         parsed.action == Action::submit ? store::EndReason::submitted : store::EndReason::last_turn;
@@ -304,7 +309,7 @@ Next dispatch_reply(EpisodeState& s, store::WriteBatch& batch, const Env& env,
   s.attempts.push_back(
       Attempt{s.turn, s.turn_model, to_string(mode), "code", parsed.code, id, "", "", false});
   s.pending_turn = std::move(turn);
-  return start_eval(s, batch, env, mode, parsed.code, id, false);
+  return start_eval(s, batch, env, mode, parsed.code, std::move(sha), id, false);
 }
 
 // The current turn's row, complete now that its evaluation is known.
@@ -313,7 +318,7 @@ store::TurnRow evaluated_turn(const EpisodeState& s, const Attempt& a) {
   turn.action = a.action;
   turn.parse_status = "code";
   turn.code = a.code;
-  turn.code_sha = ids::code_digest(a.code);
+  turn.code_sha = a.code == s.eval_code ? s.eval_code_sha : ids::code_digest(a.code);
   turn.eval_request_id = s.eval_request_id;
   turn.eval_status = a.eval_status;
   return turn;

@@ -104,6 +104,7 @@ struct EpisodeState {
   std::string eval_request_id;
   evaluator::Mode eval_mode = evaluator::Mode::check;
   std::string eval_code;
+  std::string eval_code_sha;  // ids::code_digest(eval_code), taken once
   int eval_attempts = 0;  // starts of this evaluation (EvaluationRow::attempts)
   int eval_failures = 0;  // observed failures (EvaluationRow::failures)
   bool eval_is_fallback = false;

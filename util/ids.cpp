@@ -22,12 +22,21 @@ std::string llm_request_id(std::string_view episode_id, int turn, std::string_vi
   return fmt::format("llm|{}|{}|{}", episode_id, turn, model_id);
 }
 
+std::string submit_request_id_of_digest(std::string_view episode_id, std::string_view digest) {
+  return fmt::format("kernel|{}|{}", episode_id, digest);
+}
+
+std::string check_request_id_of_digest(std::string_view episode_id, int turn,
+                                       std::string_view digest) {
+  return fmt::format("check|{}|{}|{}", episode_id, turn, digest);
+}
+
 std::string submit_request_id(std::string_view episode_id, std::string_view code) {
-  return fmt::format("kernel|{}|{}", episode_id, code_digest(code));
+  return submit_request_id_of_digest(episode_id, code_digest(code));
 }
 
 std::string check_request_id(std::string_view episode_id, int turn, std::string_view code) {
-  return fmt::format("check|{}|{}|{}", episode_id, turn, code_digest(code));
+  return check_request_id_of_digest(episode_id, turn, code_digest(code));
 }
 
 std::uint64_t stable_hash64(std::string_view data) {

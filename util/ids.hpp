@@ -27,6 +27,12 @@ std::string submit_request_id(std::string_view episode_id, std::string_view code
 // Unprotected check: "check|<episode>|<turn>|<sha256(code)[:24]>".
 std::string check_request_id(std::string_view episode_id, int turn, std::string_view code);
 
+// The same ids from a digest already taken (code_digest), for callers that
+// hash a candidate once and name it in several rows.
+std::string submit_request_id_of_digest(std::string_view episode_id, std::string_view digest);
+std::string check_request_id_of_digest(std::string_view episode_id, int turn,
+                                       std::string_view digest);
+
 // A 64-bit value derived from a string (first 8 bytes of its sha256), for
 // seeding deterministic generators.
 std::uint64_t stable_hash64(std::string_view data);
