@@ -53,13 +53,10 @@ bool count_of(const std::optional<element>& e, std::int64_t& out) {
   out = 0;
   if (!e) return true;
   switch (e->type()) {
-    case element_type::INT64:
-      return !e->get_int64().get(out);
+    case element_type::INT64: return !e->get_int64().get(out);
     case element_type::UINT64:
-    case element_type::DOUBLE:
-      return false;
-    default:
-      return true;  // not a number: 0, as nlohmann's path reads it
+    case element_type::DOUBLE: return false;
+    default: return true;  // not a number: 0, as nlohmann's path reads it
   }
 }
 
@@ -74,9 +71,15 @@ bool read_details(const std::optional<element>& d, std::string_view key, std::in
   return count_of(v[0], out);
 }
 
+// The parser keeps buffers sized for the largest body it has parsed, for the
+// life of its thread (the client's event loop); larger bodies take the
+// reference path instead of pinning that much memory.
+constexpr std::size_t k_fast_max_bytes = std::size_t{1} << 20;
+
 }  // namespace
 
 std::optional<ParsedCompletion> parse_completion_fast(std::string_view body) {
+  if (body.size() > k_fast_max_bytes) return std::nullopt;
   thread_local simdjson::dom::parser parser;
   element doc;
   object root;
@@ -114,11 +117,11 @@ std::optional<ParsedCompletion> parse_completion_fast(std::string_view body) {
     object u;
     std::array<std::optional<element>, 4> k;
     if (usage->get_object().get(u) ||
-        !find_unique(u,
-                     std::array<std::string_view, 4>{"prompt_tokens", "completion_tokens",
-                                                     "prompt_tokens_details",
-                                                     "completion_tokens_details"},
-                     k) ||
+        !find_unique(
+            u,
+            std::array<std::string_view, 4>{"prompt_tokens", "completion_tokens",
+                                            "prompt_tokens_details", "completion_tokens_details"},
+            k) ||
         !count_of(k[0], out.usage.prompt_tokens) || !count_of(k[1], out.usage.completion_tokens) ||
         !read_details(k[2], "cached_tokens", out.usage.cached_tokens) ||
         !read_details(k[3], "reasoning_tokens", out.usage.reasoning_tokens)) {

@@ -247,6 +247,15 @@ TEST(ParseCompletionFast, EdgeCasesComeOutAlike) {
   EXPECT_GT(fast, 5);  // (the fast path is not simply declining everything)
 }
 
+TEST(ParseCompletionFast, LeavesBodiesOverAMebibyteToTheReference) {
+  const std::string big(std::size_t{1} << 20, 'x');
+  const auto body = nlohmann::json({{"choices", {{{"message", {{"content", big}}}}}}}).dump();
+  EXPECT_FALSE(parse_completion_fast(body).has_value());
+  EXPECT_EQ(parse_completion(body).content, big);
+  const auto small = nlohmann::json({{"choices", {{{"message", {{"content", "x"}}}}}}}).dump();
+  EXPECT_TRUE(parse_completion_fast(small).has_value());
+}
+
 // Generated replies and byte-level mutations of them: whatever either parser
 // makes of a body, parse_completion says what the reference says.
 TEST(ParseCompletionFast, MutatedBodiesComeOutAlike) {
