@@ -105,8 +105,8 @@ struct EpisodeState {
   evaluator::Mode eval_mode = evaluator::Mode::check;
   std::string eval_code;
   std::string eval_code_sha;  // ids::code_digest(eval_code), taken once
-  int eval_attempts = 0;  // starts of this evaluation (EvaluationRow::attempts)
-  int eval_failures = 0;  // observed failures (EvaluationRow::failures)
+  int eval_attempts = 0;      // starts of this evaluation (EvaluationRow::attempts)
+  int eval_failures = 0;      // observed failures (EvaluationRow::failures)
   bool eval_is_fallback = false;
   std::optional<store::EndReason> end_reason;  // why the loop ended (for the final row)
   store::TurnRow pending_turn;  // the current turn's row, written with its evaluation

@@ -31,7 +31,8 @@ TEST(Ids, RequestIdsNameEpisodeTurnAndCode) {
   EXPECT_EQ(submit_request_id("e-1", "x"), "kernel|e-1|" + code_digest("x"));
   EXPECT_EQ(check_request_id("e-1", 2, "x"), "check|e-1|2|" + code_digest("x"));
   EXPECT_EQ(submit_request_id_of_digest("e-1", code_digest("x")), submit_request_id("e-1", "x"));
-  EXPECT_EQ(check_request_id_of_digest("e-1", 2, code_digest("x")), check_request_id("e-1", 2, "x"));
+  EXPECT_EQ(check_request_id_of_digest("e-1", 2, code_digest("x")),
+            check_request_id("e-1", 2, "x"));
 }
 
 TEST(Ids, StableHash64IsTheFirstEightDigestBytes) {
