@@ -175,13 +175,17 @@ Next run_eval(EpisodeState& s, store::WriteBatch& batch, const Env& env) {
   return RunEval{std::move(req)};
 }
 
-// `code_sha` is ids::code_digest(code), which the caller took for the id.
+// Starts the evaluation of `code` in `mode`: the code is hashed once, for its
+// request id (a check is named by its turn too) and for every row that names it.
 Next start_eval(EpisodeState& s, store::WriteBatch& batch, const Env& env, evaluator::Mode mode,
-                std::string code, std::string code_sha, std::string request_id, bool fallback) {
+                std::string code, bool fallback) {
   s.eval_mode = mode;
   s.eval_code = std::move(code);
-  s.eval_code_sha = std::move(code_sha);
-  s.eval_request_id = std::move(request_id);
+  s.eval_code_sha = ids::code_digest(s.eval_code);
+  s.eval_request_id =
+      mode == evaluator::Mode::submit
+          ? ids::submit_request_id_of_digest(s.spec->episode_id, s.eval_code_sha)
+          : ids::check_request_id_of_digest(s.spec->episode_id, s.turn, s.eval_code_sha);
   s.eval_is_fallback = fallback;
   // A resumed evaluation keeps its counts: the interrupted start stays
   // counted as a start, never as a failure.
@@ -204,10 +208,7 @@ Next end_loop(EpisodeState& s, store::WriteBatch& batch, const Env& env,
     return Finished{};
   }
   s.end_reason = limit.value_or(store::EndReason::fallback);
-  auto sha = ids::code_digest(code);
-  auto id = ids::submit_request_id_of_digest(s.spec->episode_id, sha);
-  return start_eval(s, batch, env, evaluator::Mode::submit, std::move(code), std::move(sha),
-                    std::move(id), true);
+  return start_eval(s, batch, env, evaluator::Mode::submit, std::move(code), true);
 }
 
 // Turn s.turn is complete: decide what happens next.
@@ -298,18 +299,16 @@ Next dispatch_reply(EpisodeState& s, store::WriteBatch& batch, const Env& env,
   }
   bool submit = parsed.action == Action::submit || last_turn;
   auto mode = submit ? evaluator::Mode::submit : evaluator::Mode::check;
-  auto sha = ids::code_digest(parsed.code);
-  auto id = submit ? ids::submit_request_id_of_digest(s.spec->episode_id, sha)
-                   : ids::check_request_id_of_digest(s.spec->episode_id, s.turn, sha);
   if (submit) {
     s.end_reason =
         parsed.action == Action::submit ? store::EndReason::submitted : store::EndReason::last_turn;
   }
   // The turn row is written with the evaluation's outcome; keep its facts.
-  s.attempts.push_back(
-      Attempt{s.turn, s.turn_model, to_string(mode), "code", parsed.code, id, "", "", false});
   s.pending_turn = std::move(turn);
-  return start_eval(s, batch, env, mode, parsed.code, std::move(sha), id, false);
+  auto next = start_eval(s, batch, env, mode, parsed.code, false);
+  s.attempts.push_back(Attempt{s.turn, s.turn_model, to_string(mode), "code", parsed.code,
+                               s.eval_request_id, "", "", false});
+  return next;
 }
 
 // The current turn's row, complete now that its evaluation is known.

@@ -196,7 +196,6 @@ WriteBatch turn_batch(const std::string& ep, int turn) {
   return b;
 }
 
-// Bytes this process has caused to be written to storage so far.
 struct RunResult {
   std::int64_t commits = 0;
   std::int64_t disk_bytes = -1;  // written to storage during the run
