@@ -12,6 +12,16 @@ find_package(spdlog REQUIRED)
 pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 
+# The allocator of the korch executables (util/allocator/allocator.hpp):
+# gperftools' tcmalloc by default, the system's malloc with -DKORCH_ALLOCATOR=system.
+set(KORCH_ALLOCATOR "tcmalloc" CACHE STRING "malloc of the korch executables: tcmalloc or system")
+set_property(CACHE KORCH_ALLOCATOR PROPERTY STRINGS tcmalloc system)
+if(KORCH_ALLOCATOR STREQUAL "tcmalloc")
+  pkg_check_modules(TCMALLOC REQUIRED IMPORTED_TARGET libtcmalloc_minimal)
+elseif(NOT KORCH_ALLOCATOR STREQUAL "system")
+  message(FATAL_ERROR "KORCH_ALLOCATOR must be tcmalloc or system, not '${KORCH_ALLOCATOR}'")
+endif()
+
 # Debian's cpp-httplib 0.11 is a compiled library found through pkg-config;
 # httplib::httplib names it like upstream's CMake package does.
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)

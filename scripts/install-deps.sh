@@ -7,13 +7,15 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libcurl4-openssl-dev nlohmann-json3-dev libsimdjson-dev libsqlite3-dev sqlite3
   libcpp-httplib-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
-  libtomlplusplus-dev libssl-dev libseccomp-dev
+  libtomlplusplus-dev libssl-dev libseccomp-dev libgoogle-perftools-dev
   prometheus-cpp-dev libboost-dev python3-websockets
   python3 python3-dev pybind11-dev libtorch-dev python3-torch python3-numpy
   chromium
 )
 # chromium: the headless browser of the dashboard and HTML report tests
-# (they skip without it). On Ubuntu 24.04 the package is a snap wrapper;
+# (they skip without it). libgoogle-perftools-dev: tcmalloc, the allocator of
+# the korch executables (util/allocator/allocator.hpp; -DKORCH_ALLOCATOR=system
+# builds without it). On Ubuntu 24.04 the package is a snap wrapper;
 # KORCH_CHROMIUM may name another Chromium binary.
 
 # A GPU box brings its own CUDA torch (pip or a venv): then Debian's CPU

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/../.."
 PKGS=(
   libcurl4-openssl-dev libsqlite3-dev
   libsimdjson-dev libsimdjson14
+  libgoogle-perftools-dev libtcmalloc-minimal4
   libcpp-httplib-dev libcpp-httplib0.11
   libtomlplusplus-dev libtomlplusplus3
   libseccomp-dev libbrotli-dev

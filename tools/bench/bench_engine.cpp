@@ -3,8 +3,12 @@
 // korch-bench-peer, an event-driven fake LLM in its own process.
 //
 //   korch-bench-engine [--kernelbench DIR] [--quick] [--skip-slow] [--keep DIR] [--only-episodes N]
+//                      [--only-slow]
 //
 // --only-episodes N runs scenario 1 with N episodes only (for profiling).
+// --only-slow runs scenario 2 only, in a process that has run nothing before
+// it: an allocator that keeps freed memory for reuse (tcmalloc) would
+// otherwise carry scenario 1's heap into scenario 2's "RSS before".
 //
 // Scenarios (DESIGN/issue 2 targets in brackets):
 //   1. durable turns/s and p99 orchestration overhead per turn at 1, 100 and
@@ -41,6 +45,7 @@
 #include "daemon/runner.hpp"
 #include "llm_clients/client.hpp"
 #include "store/store.hpp"
+#include "util/allocator/allocator.hpp"
 #include "util/fs.hpp"
 #include "util/ids.hpp"
 #include "util/log.hpp"
@@ -363,6 +368,7 @@ int main(int argc, char** argv) {
   std::string kernelbench = std::string(KORCH_SOURCE_DIR) + "/../shared/kernelbench";
   bool quick = false;
   bool skip_slow = false;
+  bool only_slow = false;
   int only_episodes = 0;
   std::string keep;
   for (int i = 1; i < argc; ++i) {
@@ -373,6 +379,8 @@ int main(int argc, char** argv) {
       quick = true;
     else if (a == "--skip-slow")
       skip_slow = true;
+    else if (a == "--only-slow")
+      only_slow = true;
     else if (a == "--keep" && i + 1 < argc)
       keep = argv[++i];
     else if (a == "--only-episodes" && i + 1 < argc)
@@ -381,7 +389,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: korch-bench-engine [--kernelbench DIR] [--quick] [--skip-slow] [--keep DIR] "
-          "[--only-episodes N]\n");
+          "[--only-episodes N] [--only-slow]\n");
       return 2;
     }
   }
@@ -400,9 +408,10 @@ int main(int argc, char** argv) {
   std::ofstream(reply_file) << six_kb_reply();
   fmt::print("korch-bench-engine: reply {} bytes, tasks {}, store synchronous=FULL, dir {}\n",
              six_kb_reply().size(), tasks_dir, dir.string());
-  fmt::print("machine: {} cores\n\n", std::thread::hardware_concurrency());
+  fmt::print("machine: {} cores; allocator {}\n\n", std::thread::hardware_concurrency(),
+             allocator_name());
 
-  {
+  if (!only_slow) {
     Peer peer;
     if (!peer.start(KORCH_PEER_BIN, 0, reply_file, dir.string())) {
       fmt::print("cannot start {}\n", KORCH_PEER_BIN);
@@ -491,6 +500,10 @@ int main(int argc, char** argv) {
     struct rusage ru {};
     ::getrusage(RUSAGE_SELF, &ru);
     fmt::print("   peak RSS of this process (VmHWM) {} MiB\n", status_field("VmHWM:") / 1024);
+  }
+  if (only_slow) {
+    if (keep.empty()) fs::remove_all(dir);
+    return 0;
   }
 
   fmt::print("\n3. ");

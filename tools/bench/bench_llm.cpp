@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 
 #include "llm_clients/client.hpp"
+#include "util/allocator/allocator.hpp"
 #include "util/log.hpp"
 
 namespace {
@@ -228,8 +229,9 @@ int main(int argc, char** argv) {
   std::vector<double> v = overheads_ms;
   std::printf(
       "korch-bench-llm: %d concurrent requests to %s, server latency %d ms, window %.1f s after "
-      "%.1f s warm-up\n",
-      concurrency, model.base_url.c_str(), latency_ms, duration_s, warmup_s);
+      "%.1f s warm-up; allocator %s\n",
+      concurrency, model.base_url.c_str(), latency_ms, duration_s, warmup_s,
+      korch::allocator_name().c_str());
   std::printf("  throughput        %.0f req/s (%lld completed in window)\n", n / duration_s,
               static_cast<long long>(measured.load()));
   std::printf("  threads (max)     %d\n", max_threads);

@@ -45,6 +45,7 @@
 
 #include "store/store.hpp"
 #include "tools/bench/store_bench.hpp"
+#include "util/allocator/allocator.hpp"
 
 namespace {
 
@@ -332,8 +333,9 @@ int main(int argc, char** argv) {
   const int resume_episodes = quick ? 1000 : 10000;
   constexpr int k_resume_turns = 3;
 
-  std::printf("korch-bench-store: db %s, synchronous=%s unless noted, %.1f s per scenario\n",
-              db.c_str(), synchronous.c_str(), duration_s);
+  std::printf(
+      "korch-bench-store: db %s, synchronous=%s unless noted, %.1f s per scenario, allocator %s\n",
+      db.c_str(), synchronous.c_str(), duration_s, korch::allocator_name().c_str());
   std::printf(
       "turn = LlmCallRow done + assistant msg (6 KB) + EvaluationRow (1.5 KB report) + TurnRow "
       "(5 KB code) + user msg (2 KB) + next LlmCallRow intent + EpisodeUpdate\n"

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tools/korch/cli.hpp"
+#include "util/allocator/allocator.hpp"
 
 namespace {
 
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? exit_code(korch::ErrorKind::invalid) : k_exit_ok;
   }
   if (!std::strcmp(argv[1], "--version")) {
-    std::puts("korch 0.1.0");
+    std::printf("korch 0.1.0 (allocator: %s)\n", korch::allocator_name().c_str());
     return k_exit_ok;
   }
   std::string cmd = argv[1];
