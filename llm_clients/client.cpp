@@ -245,6 +245,9 @@ void CurlChatClient::submit(ChatRequest request, ChatCallback done) {
   if (!call->ep->api_key.empty()) {
     call->headers.append(("Authorization: Bearer " + call->ep->api_key).c_str());
   }
+  // The body is all that is sent (and re-sent on a retry): the messages, a
+  // copy of the conversation, are not kept for the call's lifetime.
+  std::vector<Message>().swap(request.messages);
   call->request = std::move(request);
   call->done = std::move(done);
   {
