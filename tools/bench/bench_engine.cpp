@@ -3,12 +3,15 @@
 // korch-bench-peer, an event-driven fake LLM in its own process.
 //
 //   korch-bench-engine [--kernelbench DIR] [--quick] [--skip-slow] [--keep DIR] [--only-episodes N]
-//                      [--only-slow]
+//                      [--only-slow] [--slow-episodes N]
 //
 // --only-episodes N runs scenario 1 with N episodes only (for profiling).
 // --only-slow runs scenario 2 only, in a process that has run nothing before
 // it: an allocator that keeps freed memory for reuse (tcmalloc) would
 // otherwise carry scenario 1's heap into scenario 2's "RSS before".
+// --slow-episodes N puts N episodes in flight in scenario 2 (default 1,000):
+// two runs with --only-slow give the RSS per added episode without the
+// process's fixed costs (page caches, thread stacks, the allocator's own).
 //
 // Scenarios (DESIGN/issue 2 targets in brackets):
 //   1. durable turns/s and p99 orchestration overhead per turn at 1, 100 and
@@ -369,6 +372,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   bool skip_slow = false;
   bool only_slow = false;
+  int slow_episodes = 1000;
   int only_episodes = 0;
   std::string keep;
   for (int i = 1; i < argc; ++i) {
@@ -381,6 +385,8 @@ int main(int argc, char** argv) {
       skip_slow = true;
     else if (a == "--only-slow")
       only_slow = true;
+    else if (a == "--slow-episodes" && i + 1 < argc)
+      slow_episodes = std::max(1, std::atoi(argv[++i]));
     else if (a == "--keep" && i + 1 < argc)
       keep = argv[++i];
     else if (a == "--only-episodes" && i + 1 < argc)
@@ -389,7 +395,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: korch-bench-engine [--kernelbench DIR] [--quick] [--skip-slow] [--keep DIR] "
-          "[--only-episodes N] [--only-slow]\n");
+          "[--only-episodes N] [--only-slow] [--slow-episodes N]\n");
       return 2;
     }
   }
@@ -451,7 +457,7 @@ int main(int argc, char** argv) {
   if (!skip_slow) {
     Peer peer;
     if (!peer.start(KORCH_PEER_BIN, 5000, reply_file, dir.string())) return 1;
-    int n = 1000;
+    int n = slow_episodes;
     std::atomic<bool> stop{false};
     long rss_before = status_field("VmRSS:");
     long peak_threads = 0;
@@ -491,7 +497,7 @@ int main(int argc, char** argv) {
     }
     double per_ep_kib = inflight ? (rss_loaded - rss_before) / static_cast<double>(inflight) : 0;
     double conv_kib = inflight ? conv_bytes / inflight / 1024 : 0;
-    fmt::print("\n2. 1,000 episodes in flight, peer latency 5 s, {:.0f} s sampled\n", s->seconds);
+    fmt::print("\n2. {} episodes in flight, peer latency 5 s, {:.0f} s sampled\n", n, s->seconds);
     fmt::print(
         "   peak threads {} [<= 64]; RSS {} MiB -> {} MiB; per in-flight episode {:.1f} KiB vs "
         "conversation "
