@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <utility>
@@ -480,7 +481,10 @@ void Writer::after_commit() {
   m_stats.max_wal_frames = std::max(m_stats.max_wal_frames, m_wal_frames);
   if (m_wal_frames >= k_wal_limit_frames) {
     ++m_stats.checkpoint_waits;
+    const auto t0 = std::chrono::steady_clock::now();
     m_checkpointer->request_and_wait();
+    m_stats.checkpoint_wait_s +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     m_wal_frames = 0;  // the next transaction starts the WAL over (or the hook says otherwise)
   } else if (m_wal_frames >= k_checkpoint_frames) {
     m_checkpointer->request();
@@ -540,9 +544,9 @@ void Writer::writer_main() {
   }
   KLOG_DEBUG(
       "[store] writer: {} commits of {} batches, {} WAL frames written, WAL peak {} frames, {} "
-      "waits for a checkpoint",
+      "waits for a checkpoint ({:.2f} s)",
       m_stats.commits, m_stats.batches, m_stats.frames, m_stats.max_wal_frames,
-      m_stats.checkpoint_waits);
+      m_stats.checkpoint_waits, m_stats.checkpoint_wait_s);
   if (m_own_sync) {
     // The syncer drains what is left and closes the connection.
     {

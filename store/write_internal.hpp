@@ -134,6 +134,7 @@ class Writer {
     std::uint64_t batches = 0;
     std::uint64_t frames = 0;
     std::uint64_t checkpoint_waits = 0;
+    double checkpoint_wait_s = 0;  // the writer's time in those waits
     int max_wal_frames = 0;
   };
 

@@ -11,6 +11,8 @@
 // --seconds S length of each scenario (default 5, or 1.5 with --quick).
 // --synchronous MODE  for the turn scenarios (default FULL); OFF shows what
 //             the writer does when the disk is not the limit.
+// --verbose   debug logging: the writer's counters at each close (commits,
+//             batches, WAL frames written, the waits for a checkpoint and their time).
 //
 // A "turn" is what the engine commits for one model reply and its evaluation
 // (agent/episode.cpp's on_llm_result and on_eval_result, in one batch as when
@@ -46,6 +48,7 @@
 #include "store/store.hpp"
 #include "tools/bench/store_bench.hpp"
 #include "util/allocator/allocator.hpp"
+#include "util/log.hpp"
 
 namespace {
 
@@ -311,11 +314,13 @@ int main(int argc, char** argv) {
       seconds = std::atof(argv[++i]);
     } else if (arg == "--synchronous" && i + 1 < argc) {
       synchronous = argv[++i];
+    } else if (arg == "--verbose") {
+      korch::log::init("debug");
     } else {
       std::fprintf(
           stderr,
           "usage: korch-bench-store [--db PATH] [--quick] [--only-producers N] [--seconds S] "
-          "[--synchronous MODE]\n");
+          "[--synchronous MODE] [--verbose]\n");
       return 2;
     }
   }
