@@ -460,8 +460,10 @@ int main(int argc, char** argv) {
     int n = slow_episodes;
     std::atomic<bool> stop{false};
     long rss_before = status_field("VmRSS:");
+    const HeapStats heap_before = heap_stats();
     long peak_threads = 0;
     long rss_loaded = 0;
+    HeapStats heap_loaded;  // at the largest heap in use while loaded
     auto cfg =
         campaign("bench-slow", (dir / "slow.db").string(), tasks_dir, level, n, peer.port, 5);
     auto s = run_once(cfg, n, &stop, [&] {
@@ -469,7 +471,11 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 120 && !stop; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         peak_threads = std::max(peak_threads, status_field("Threads:"));
-        if (i >= 60) rss_loaded = std::max(rss_loaded, status_field("VmRSS:"));
+        if (i >= 60) {
+          rss_loaded = std::max(rss_loaded, status_field("VmRSS:"));
+          auto h = heap_stats();
+          if (h.in_use > heap_loaded.in_use) heap_loaded = h;
+        }
       }
       stop = true;
     });
@@ -506,6 +512,14 @@ int main(int argc, char** argv) {
     struct rusage ru {};
     ::getrusage(RUSAGE_SELF, &ru);
     fmt::print("   peak RSS of this process (VmHWM) {} MiB\n", status_field("VmHWM:") / 1024);
+    // What the episodes hold, without what the allocator keeps free.
+    double heap_per_ep_kib =
+        inflight ? (heap_loaded.in_use - heap_before.in_use) / 1024.0 / inflight : 0;
+    fmt::print(
+        "   heap in use {} MiB -> {} MiB ({}): per in-flight episode {:.1f} KiB; the allocator "
+        "kept {} MiB free\n",
+        heap_before.in_use >> 20, heap_loaded.in_use >> 20, allocator_name(), heap_per_ep_kib,
+        heap_loaded.free >> 20);
   }
   if (only_slow) {
     if (keep.empty()) fs::remove_all(dir);
