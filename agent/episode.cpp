@@ -98,6 +98,28 @@ bool compaction_fired(const EpisodeState& s, int turn) {
   return s.fired_events.contains({kind_key(config::LifecycleKind::compaction), turn});
 }
 
+// Of the attempts' texts only these are read again: the newest passing
+// attempt's code (passing_code, the compaction summary), the newest code and
+// the newest check result (the summary) and the current attempt's (its turn
+// row). Every other copy of a code block — each also lies in its reply in the
+// conversation and in the store — and of a rendered result is let go, so an
+// episode's memory does not grow by a code block per turn.
+void prune_attempts(EpisodeState& s) {
+  const std::size_t n = s.attempts.size();
+  std::size_t passing = n, code = n, result = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& a = s.attempts[i];
+    if (a.passed) passing = i;
+    if (!a.code.empty()) code = i;
+    if (!a.result_text.empty()) result = i;
+  }
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    auto& a = s.attempts[i];
+    if (i != passing && i != code) std::string().swap(a.code);
+    if (i != result) std::string().swap(a.result_text);
+  }
+}
+
 std::string passing_code(const EpisodeState& s) {
   for (auto it = s.attempts.rbegin(); it != s.attempts.rend(); ++it) {
     if (it->passed) return it->code;
@@ -289,6 +311,7 @@ Next dispatch_reply(EpisodeState& s, store::WriteBatch& batch, const Env& env,
     turn.parse_status = truncated ? "truncated" : "no_code";
     s.attempts.push_back(
         Attempt{s.turn, s.turn_model, "none", turn.parse_status, "", "", "", "", false});
+    prune_attempts(s);
     batch.put(std::move(turn));
     if (!last_turn) {
       add_message(s, batch, store::Role::user,
@@ -308,6 +331,7 @@ Next dispatch_reply(EpisodeState& s, store::WriteBatch& batch, const Env& env,
   auto next = start_eval(s, batch, env, mode, parsed.code, false);
   s.attempts.push_back(Attempt{s.turn, s.turn_model, to_string(mode), "code", parsed.code,
                                s.eval_request_id, "", "", false});
+  prune_attempts(s);
   return next;
 }
 
@@ -489,6 +513,7 @@ Step on_eval_result(EpisodeState& s, const evaluator::Report& report, const Env&
     a.result_text = prompts::render_report(report);
     a.passed = report.status == evaluator::Verdict::ok;
     step.batch.put(evaluated_turn(s, a));
+    prune_attempts(s);
     if (s.turn < s.spec->max_turns) {
       add_message(s, step.batch, store::Role::user, store::MessageKind::feedback,
                   prompts::check_feedback(report, replies_left_after(s, s.turn)), s.turn);
@@ -519,9 +544,14 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec,
     return step;
   }
   if (snap.messages.empty()) {
-    auto spec_copy = std::make_shared<EpisodeSpec>(*spec);
-    if (!snap.episode.system_prompt.empty()) spec_copy->system_prompt = snap.episode.system_prompt;
-    return start(s, std::move(spec_copy), env);
+    // The stored system prompt wins; the spec is copied only when it differs
+    // (the runner builds specs from the stored rows, so it rarely does).
+    if (!snap.episode.system_prompt.empty() && snap.episode.system_prompt != spec->system_prompt) {
+      auto spec_copy = std::make_shared<EpisodeSpec>(*spec);
+      spec_copy->system_prompt = snap.episode.system_prompt;
+      spec = std::move(spec_copy);
+    }
+    return start(s, std::move(spec), env);
   }
 
   s = EpisodeState{};
@@ -559,6 +589,7 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec,
     }
     s.attempts.push_back(std::move(a));
   }
+  prune_attempts(s);
 
   // The current turn: the highest turn with an LLM call (its latest send).
   const store::LlmCallRow* call = nullptr;

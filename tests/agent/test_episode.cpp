@@ -480,6 +480,42 @@ TEST_F(EpisodeTest, Lifecycle_CompactionRebuildsTheConversationFromAttempts) {
   EXPECT_EQ(snapshot().epoch, 1);
 }
 
+// Only the newest passing code, the newest code and the newest result are read
+// again (fallback, compaction summary); older copies are let go, in a live
+// episode and in one rebuilt from the store. Rule6 and the compaction test
+// above check that what is read is unchanged.
+TEST_F(EpisodeTest, Memory_OlderAttemptsLetGoOfTheirCodeAndResults) {
+  m_spec->max_turns = 5;
+  start_episode();
+  reply(code_reply("x = 1", "CHECK"));
+  evaluated(Verdict::ok);
+  reply(code_reply("x = 2", "CHECK"));
+  evaluated(Verdict::incorrect);
+  reply(code_reply("x = 3", "CHECK"));
+  evaluated(Verdict::incorrect);
+  auto check = [&](const char* when) {
+    ASSERT_EQ(m_state.attempts.size(), 3u) << when;
+    EXPECT_NE(m_state.attempts[0].code.find("x = 1"), std::string::npos) << when;  // passing
+    EXPECT_TRUE(m_state.attempts[1].code.empty()) << when;
+    EXPECT_NE(m_state.attempts[2].code.find("x = 3"), std::string::npos) << when;  // newest
+    EXPECT_TRUE(m_state.attempts[0].result_text.empty()) << when;
+    EXPECT_TRUE(m_state.attempts[1].result_text.empty()) << when;
+    EXPECT_FALSE(m_state.attempts[2].result_text.empty()) << when;
+    EXPECT_TRUE(m_state.attempts[0].passed) << when;
+  };
+  check("live");
+  reload();
+  check("resumed");
+  // The store still holds every turn's code.
+  auto turns = snapshot().turns;
+  ASSERT_EQ(turns.size(), 3u);
+  EXPECT_NE(turns[1].code.find("x = 2"), std::string::npos);
+  // And the fallback still submits the passing code.
+  reply("no code");
+  auto ev = as_eval(reply("no code on the last turn"));
+  EXPECT_NE(ev.request.code.find("x = 1"), std::string::npos);
+}
+
 TEST_F(EpisodeTest, Lifecycle_CrashRebuildsFromTheStoreOnce) {
   config::LifecycleEvent e;
   e.kind = config::LifecycleKind::crash;
