@@ -41,7 +41,8 @@ class Runner {
         m_store(store),
         m_client(client),
         m_evaluator(evaluator),
-        m_options(options) {
+        m_options(options),
+        m_system_prompt(std::make_shared<const std::string>(plan.system_prompt)) {
     for (auto& t : plan.tasks) m_tasks[t->id] = t;
   }
 
@@ -166,7 +167,9 @@ class Runner {
     spec->resume = m_cfg.resume;
     spec->wall_clock_budget_s = m_cfg.episode_wall_clock_s;
     spec->token_budget = m_cfg.episode_token_budget;
-    spec->system_prompt = row.system_prompt.empty() ? m_plan.system_prompt : row.system_prompt;
+    spec->system_prompt = row.system_prompt.empty() || row.system_prompt == *m_system_prompt
+                              ? m_system_prompt
+                              : std::make_shared<const std::string>(row.system_prompt);
     return spec;
   }
 
@@ -424,6 +427,8 @@ class Runner {
   evaluator::Evaluator& m_evaluator;
   const RunOptions& m_options;
   std::map<std::string, std::shared_ptr<const config::Task>> m_tasks;
+  // The plan's system prompt, shared by every episode's spec that uses it.
+  std::shared_ptr<const std::string> m_system_prompt;
   std::uint64_t m_secret_seed = 0;
 
   // Orchestrator-thread state (touched only by the orchestrator thread).

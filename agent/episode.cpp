@@ -87,7 +87,8 @@ void compact(EpisodeState& s, store::WriteBatch& batch, int turn, bool resumed,
   ++s.epoch;
   s.next_seq = 0;
   s.conversation.clear();
-  add_message(s, batch, store::Role::system, store::MessageKind::system, s.system_prompt, 0);
+  add_message(s, batch, store::Role::system, store::MessageKind::system,
+              s.spec->system_prompt_text(), 0);
   add_message(s, batch, store::Role::user, kind,
               prompts::compaction_summary(*s.spec->task, summaries(s), resumed,
                                           replies_left_after(s, turn - 1)),
@@ -360,13 +361,18 @@ evaluator::Report crash_report(const std::string& request_id, int failures) {
 
 }  // namespace
 
+const std::string& EpisodeSpec::system_prompt_text() const {
+  static const std::string k_none;
+  return system_prompt ? *system_prompt : k_none;
+}
+
 Step start(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec, const Env& env) {
   Step step;
   s = EpisodeState{};
   s.spec = std::move(spec);
-  s.system_prompt = s.spec->system_prompt;
   s.active_s = 0;
-  add_message(s, step.batch, store::Role::system, store::MessageKind::system, s.system_prompt, 0);
+  add_message(s, step.batch, store::Role::system, store::MessageKind::system,
+              s.spec->system_prompt_text(), 0);
   if (!s.spec->context.empty()) {
     add_message(s, step.batch, store::Role::user, store::MessageKind::context, s.spec->context, 0);
   }
@@ -514,6 +520,7 @@ Step on_eval_result(EpisodeState& s, const evaluator::Report& report, const Env&
     a.passed = report.status == evaluator::Verdict::ok;
     step.batch.put(evaluated_turn(s, a));
     prune_attempts(s);
+    std::string().swap(s.eval_code);  // recorded; the attempt keeps its own copy while needed
     if (s.turn < s.spec->max_turns) {
       add_message(s, step.batch, store::Role::user, store::MessageKind::feedback,
                   prompts::check_feedback(report, replies_left_after(s, s.turn)), s.turn);
@@ -543,21 +550,18 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec,
     step.next = Finished{};
     return step;
   }
-  if (snap.messages.empty()) {
-    // The stored system prompt wins; the spec is copied only when it differs
-    // (the runner builds specs from the stored rows, so it rarely does).
-    if (!snap.episode.system_prompt.empty() && snap.episode.system_prompt != spec->system_prompt) {
-      auto spec_copy = std::make_shared<EpisodeSpec>(*spec);
-      spec_copy->system_prompt = snap.episode.system_prompt;
-      spec = std::move(spec_copy);
-    }
-    return start(s, std::move(spec), env);
+  // The stored system prompt wins; the spec is copied only when it differs
+  // (the runner builds specs from the stored rows, so it rarely does).
+  if (!snap.episode.system_prompt.empty() &&
+      snap.episode.system_prompt != spec->system_prompt_text()) {
+    auto spec_copy = std::make_shared<EpisodeSpec>(*spec);
+    spec_copy->system_prompt = std::make_shared<const std::string>(snap.episode.system_prompt);
+    spec = std::move(spec_copy);
   }
+  if (snap.messages.empty()) return start(s, std::move(spec), env);
 
   s = EpisodeState{};
   s.spec = std::move(spec);
-  s.system_prompt =
-      snap.episode.system_prompt.empty() ? s.spec->system_prompt : snap.episode.system_prompt;
   s.epoch = snap.epoch;
   for (auto& m : snap.messages) {
     s.conversation.push_back(llm::Message{std::string(to_string(m.role)), m.content});

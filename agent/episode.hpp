@@ -49,7 +49,11 @@ struct EpisodeSpec {
   config::ResumeMode resume = config::ResumeMode::exact;
   double wall_clock_budget_s = 0;  // 0 = unlimited
   std::int64_t token_budget = 0;   // 0 = unlimited
-  std::string system_prompt;       // for a new episode; resume uses the stored one
+  // For a new episode; resume uses the stored one. Shared: the campaign's
+  // episodes hold one copy of the rendered prompt (~7 KB), not one each.
+  std::shared_ptr<const std::string> system_prompt;
+  // The prompt's text ("" when none is set).
+  const std::string& system_prompt_text() const;
 };
 
 // The attempt cap of an evaluation (DESIGN §3). Only a failure that a live
@@ -82,9 +86,8 @@ struct Attempt {
 enum class Phase { idle, awaiting_llm, awaiting_eval, final };
 
 struct EpisodeState {
-  std::shared_ptr<const EpisodeSpec> spec;
-  std::string system_prompt;
-  std::vector<llm::Message> conversation;  // the live epoch
+  std::shared_ptr<const EpisodeSpec> spec;  // its system prompt is the episode's
+  std::vector<llm::Message> conversation;   // the live epoch
   int epoch = 0;
   int next_seq = 0;
   int turn = 0;  // the turn being generated or evaluated

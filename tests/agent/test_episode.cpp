@@ -62,7 +62,7 @@ class EpisodeTest : public ::testing::Test {
     m_spec->task = m_task;
     m_spec->model_id = "m1";
     m_spec->max_turns = 3;
-    m_spec->system_prompt = "SYSTEM PROMPT v1";
+    m_spec->system_prompt = std::make_shared<const std::string>("SYSTEM PROMPT v1");
     m_spec->episode_id = ids::episode_id(m_spec->campaign_id, m_task->id, "m1", 0);
     store::WriteBatch b;
     store::CampaignRow c;
@@ -74,7 +74,7 @@ class EpisodeTest : public ::testing::Test {
     e.campaign_id = "c-test";
     e.task_id = m_task->id;
     e.model_id = "m1";
-    e.system_prompt = m_spec->system_prompt;
+    e.system_prompt = *m_spec->system_prompt;
     b.put(e);
     ASSERT_TRUE(m_store->commit_sync(std::move(b)));
     m_env.now = 1000;
@@ -609,7 +609,7 @@ TEST_F(EpisodeTest, Resume_DupPossibleSurvivesAFailedResend) {
 TEST_F(EpisodeTest, Resume_StoredSystemPromptIsReusedNotRerendered) {
   start_episode();
   auto spec2 = std::make_shared<EpisodeSpec>(*m_spec);
-  spec2->system_prompt = "SYSTEM PROMPT v2 (a newer korch)";
+  spec2->system_prompt = std::make_shared<const std::string>("SYSTEM PROMPT v2 (a newer korch)");
   auto call = as_call(reload(spec2));
   EXPECT_EQ(call.request.messages[0].content, "SYSTEM PROMPT v1");
 }
