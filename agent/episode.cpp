@@ -27,6 +27,17 @@ const config::LifecycleEvent* find_event(const EpisodeSpec& spec, config::Lifecy
   return nullptr;
 }
 
+// Appends to the live epoch; an opening system message that is the spec's
+// prompt is only noted (EpisodeState::system_from_spec).
+void append_to_conversation(EpisodeState& s, store::Role role, std::string content) {
+  if (role == store::Role::system && s.conversation.empty() && !s.system_from_spec &&
+      content == s.spec->system_prompt_text()) {
+    s.system_from_spec = true;
+    return;
+  }
+  s.conversation.push_back(llm::Message{std::string(to_string(role)), std::move(content)});
+}
+
 void add_message(EpisodeState& s, store::WriteBatch& batch, store::Role role,
                  store::MessageKind kind, std::string content, int turn) {
   store::MessageRow row;
@@ -38,7 +49,7 @@ void add_message(EpisodeState& s, store::WriteBatch& batch, store::Role role,
   row.turn = turn;
   row.content = content;
   batch.put(std::move(row));
-  s.conversation.push_back(llm::Message{std::string(to_string(role)), std::move(content)});
+  append_to_conversation(s, role, std::move(content));
 }
 
 void add_event(EpisodeState& s, store::WriteBatch& batch, const Env& env, std::string kind,
@@ -87,6 +98,7 @@ void compact(EpisodeState& s, store::WriteBatch& batch, int turn, bool resumed,
   ++s.epoch;
   s.next_seq = 0;
   s.conversation.clear();
+  s.system_from_spec = false;
   add_message(s, batch, store::Role::system, store::MessageKind::system,
               s.spec->system_prompt_text(), 0);
   add_message(s, batch, store::Role::user, kind,
@@ -146,7 +158,12 @@ Next call_llm(EpisodeState& s) {
   llm::ChatRequest req;
   req.model_id = s.turn_model;
   req.request_id = s.llm_request_id;
-  req.messages = s.conversation;
+  req.messages.reserve(s.conversation.size() + 1);
+  if (s.system_from_spec) {
+    req.messages.push_back(
+        llm::Message{std::string(to_string(store::Role::system)), s.spec->system_prompt_text()});
+  }
+  req.messages.insert(req.messages.end(), s.conversation.begin(), s.conversation.end());
   return CallLlm{std::move(req)};
 }
 
@@ -564,7 +581,7 @@ Step resume(EpisodeState& s, std::shared_ptr<const EpisodeSpec> spec,
   s.spec = std::move(spec);
   s.epoch = snap.epoch;
   for (auto& m : snap.messages) {
-    s.conversation.push_back(llm::Message{std::string(to_string(m.role)), m.content});
+    append_to_conversation(s, m.role, m.content);
     s.next_seq = std::max(s.next_seq, m.seq + 1);
   }
   s.tokens_used = snap.episode.tokens_used;

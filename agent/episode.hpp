@@ -87,7 +87,13 @@ enum class Phase { idle, awaiting_llm, awaiting_eval, final };
 
 struct EpisodeState {
   std::shared_ptr<const EpisodeSpec> spec;  // its system prompt is the episode's
-  std::vector<llm::Message> conversation;   // the live epoch
+  // The live epoch, sent as the request's messages. Its opening system
+  // message, when it is the spec's system prompt (as it always is when korch
+  // wrote it), is not held here: `system_from_spec` says so and call_llm puts
+  // the spec's shared text in front. One copy of ~7 KB per campaign, not one
+  // per episode.
+  std::vector<llm::Message> conversation;
+  bool system_from_spec = false;
   int epoch = 0;
   int next_seq = 0;
   int turn = 0;  // the turn being generated or evaluated

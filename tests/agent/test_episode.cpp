@@ -516,6 +516,22 @@ TEST_F(EpisodeTest, Memory_OlderAttemptsLetGoOfTheirCodeAndResults) {
   EXPECT_NE(ev.request.code.find("x = 1"), std::string::npos);
 }
 
+// The system prompt is one shared string per campaign: the state does not
+// hold another copy, yet every request (and the stored conversation) opens
+// with it, before and after a resume.
+TEST_F(EpisodeTest, Memory_TheSystemPromptIsSharedNotHeldPerEpisode) {
+  auto first = as_call(start_episode());
+  ASSERT_FALSE(first.request.messages.empty());
+  EXPECT_EQ(first.request.messages[0].role, "system");
+  EXPECT_EQ(first.request.messages[0].content, "SYSTEM PROMPT v1");
+  for (auto& m : m_state.conversation) EXPECT_NE(m.content, "SYSTEM PROMPT v1");
+  EXPECT_EQ(snapshot().messages[0].content, "SYSTEM PROMPT v1");
+  auto again = as_call(reload());
+  EXPECT_EQ(again.request.messages.size(), first.request.messages.size());
+  EXPECT_EQ(again.request.messages[0].content, "SYSTEM PROMPT v1");
+  for (auto& m : m_state.conversation) EXPECT_NE(m.content, "SYSTEM PROMPT v1");
+}
+
 TEST_F(EpisodeTest, Lifecycle_CrashRebuildsFromTheStoreOnce) {
   config::LifecycleEvent e;
   e.kind = config::LifecycleKind::crash;
