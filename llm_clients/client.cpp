@@ -80,14 +80,14 @@ TransportError classify_curl(CURLcode code) {
   }
 }
 
-}  // namespace
-
 // libcurl's receive buffer per easy handle (its default is 16 KB). The pool
 // keeps one handle per in-flight call, so at thousands of calls this is
 // memory per episode; replies arrive in a few more reads instead. Measured
 // (korch-bench-engine, tools/bench/README.md): heap per added in-flight
 // episode 105 -> 90 KiB, turns/s unchanged within noise.
 constexpr long k_receive_buffer_bytes = 4096;
+
+}  // namespace
 
 // One chat call, from submit() to its callback. Owned by the loop.
 struct Call {

@@ -25,7 +25,6 @@
 // mock evaluation and the orchestration in between.
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -509,8 +508,6 @@ int main(int argc, char** argv) {
         "conversation "
         "{:.1f} KiB + 64 KiB [target]; turns done {}\n",
         peak_threads, rss_before / 1024, rss_loaded / 1024, per_ep_kib, conv_kib, s->turns);
-    struct rusage ru {};
-    ::getrusage(RUSAGE_SELF, &ru);
     fmt::print("   peak RSS of this process (VmHWM) {} MiB\n", status_field("VmHWM:") / 1024);
     // What the episodes hold, without what the allocator keeps free.
     double heap_per_ep_kib =

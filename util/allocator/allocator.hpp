@@ -6,7 +6,8 @@
 // The daemon, the CLI and the benchmarks that stand for them link gperftools'
 // tcmalloc (CMake option KORCH_ALLOCATOR, default tcmalloc); the sandboxed
 // worker (korch-worker: CPython, torch) and the test binaries keep the
-// system's malloc. tools/bench/README.md has the measurements.
+// system's malloc, except test_heap_stats, which tests this file.
+// tools/bench/README.md has the measurements.
 #include <cstdint>
 #include <string>
 
