@@ -288,10 +288,12 @@ class CpuEvaluator final : public Evaluator {
     st.memory_budget_mb = budget_mb();
     st.gpu = m_gpu_mode;
     // Developer knobs for A/B runs of the CPU timing (tools/bench/README.md):
-    // KORCH_REFERENCE_RUNNERS=1|2, KORCH_JUDGE_SHARES_CORE=1,
-    // KORCH_TIMING_BATCHED_CAP=1, KORCH_TIMING_BLOCK_MS=MS.
+    // KORCH_REFERENCE_RUNNERS=1|2, KORCH_CANDIDATE_RUNNERS=1|2,
+    // KORCH_JUDGE_SHARES_CORE=1, KORCH_TIMING_BATCHED_CAP=1, KORCH_TIMING_BLOCK_MS=MS.
     if (const char* rr = std::getenv("KORCH_REFERENCE_RUNNERS"))
       st.reference_runners = std::atoi(rr);
+    if (const char* cr = std::getenv("KORCH_CANDIDATE_RUNNERS"))
+      st.candidate_runners = std::atoi(cr);
     if (const char* jc = std::getenv("KORCH_JUDGE_SHARES_CORE")) st.judge_shares_core = *jc == '1';
     if (const char* bc = std::getenv("KORCH_TIMING_BATCHED_CAP"))
       st.timing_batched_cap = *bc == '1';

@@ -49,6 +49,8 @@ struct Settings {
   bool runner_exec = false;          // gpu: the runners may exec (Triton)
   // Reference runners of a measure job; 0: the worker's default (cpu 2, gpu 1).
   int reference_runners = 0;
+  // Candidate runners of a measure job; 0: the worker's default (cpu 2, gpu 1).
+  int candidate_runners = 0;
   // cpu: the judge on the runners' core, as before issue #7's change (A/B runs).
   bool judge_shares_core = false;
   // cpu: batched calls (models under ~200 us) at most 60 blocks, as before

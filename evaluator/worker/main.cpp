@@ -345,6 +345,15 @@ std::uint64_t mapped_bytes() {
     if (job_json.value("reference_runners", gpu_job ? 1 : 2) >= 2) {
       std::tie(r2, ref2_sock) = fork_runner(k_uid_ref_runner, "reference2.log", "reference");
     }
+    // cpu: a second candidate runner, for the same reason on the other side:
+    // the speedup then carries half of one process's effect from each side
+    // instead of one whole process's from the candidate's (issue #7). It is
+    // sandboxed like the first, and every output it times is compared too.
+    pid_t c2 = -1;
+    int cand2_sock = -1;
+    if (job_json.value("candidate_runners", gpu_job ? 1 : 2) >= 2) {
+      std::tie(c2, cand2_sock) = fork_runner(k_uid_candidate, "candidate2.log", "candidate");
+    }
     if (judge_cpu >= 0) {
       cpu_set_t one;
       CPU_ZERO(&one);
@@ -365,11 +374,16 @@ std::uint64_t mapped_bytes() {
       ctx["ref2_pid"] = r2;
       ctx["ref2_sock_fd"] = ref2_sock;
     }
+    if (c2 > 0) {
+      ctx["cand2_pid"] = c2;
+      ctx["cand2_sock_fd"] = cand2_sock;
+    }
     call_harness("reference_main", ctx.dump());
     std::fflush(nullptr);
     kill(c, SIGKILL);
     kill(r, SIGKILL);
     if (r2 > 0) kill(r2, SIGKILL);
+    if (c2 > 0) kill(c2, SIGKILL);
     _exit(0);
   }
   if (seed_fd >= 0) {

@@ -11,25 +11,34 @@
 namespace korch::evaluator::testing {
 namespace {
 
-// A CPU submission is timed against two reference runners (issue #7): the
-// evidence names both runners' medians, and the reported interval is the
-// bootstrap interval widened by their spread (korch_judge.widen), never
-// narrower than it.
-void expect_two_reference_runners(const std::string& name, const Report& r) {
+// A CPU submission is timed with two runners on each side (issue #7): the
+// evidence names both reference runners' and both candidate runners'
+// medians, and the reported interval is the bootstrap interval widened by
+// their spread (korch_judge.widen: per-process variance sigma^2 = mean of
+// d^2 / 2 over the two log ratios d, times 1/2 + 1/2), never narrower than it.
+void expect_two_runners_per_side(const std::string& name, const Report& r) {
   const auto ev = nlohmann::json::parse(r.evidence_json, nullptr, false);
   ASSERT_TRUE(ev.is_object()) << name;
   const auto t =
       ev.value("measure", nlohmann::json::object()).value("timing", nlohmann::json::object());
   ASSERT_EQ(t.value("reference_runners", 0), 2) << name << ": " << t.dump().substr(0, 300);
+  ASSERT_EQ(t.value("candidate_runners", 0), 2) << name << ": " << t.dump().substr(0, 300);
   ASSERT_TRUE(t.contains("process_spread") && t.contains("speedup_ci_bootstrap")) << name;
   const auto& spread = t["process_spread"];
-  const auto meds = spread.at("reference_medians_ns");
-  ASSERT_EQ(meds.size(), 2u) << name;
-  EXPECT_GT(meds[0].get<double>(), 0) << name;
-  EXPECT_GT(meds[1].get<double>(), 0) << name;
-  const double d = std::log(meds[0].get<double>() / meds[1].get<double>());
-  EXPECT_NEAR(spread.at("log_ratio").get<double>(), d, 1e-9) << name;
-  const double z = 1.96 * std::sqrt(0.75) * std::abs(d);
+  double sum_d2 = 0;
+  for (const auto& [medians, ratio] : {std::pair{"reference_medians_ns", "log_ratio"},
+                                       std::pair{"candidate_medians_ns", "candidate_log_ratio"}}) {
+    const auto meds = spread.at(medians);
+    ASSERT_EQ(meds.size(), 2u) << name << ": " << medians;
+    EXPECT_GT(meds[0].get<double>(), 0) << name;
+    EXPECT_GT(meds[1].get<double>(), 0) << name;
+    const double d = std::log(meds[0].get<double>() / meds[1].get<double>());
+    EXPECT_NEAR(spread.at(ratio).get<double>(), d, 1e-9) << name;
+    sum_d2 += d * d;
+  }
+  const double sigma2 = sum_d2 / 2 / 2;
+  const double z = 1.96 * std::sqrt(sigma2 * (1.0 / 2 + 1.0 / 2));
+  EXPECT_NEAR(spread.at("rel_sd").get<double>(), std::sqrt(sigma2), 1e-9) << name;
   const double boot_lo = t["speedup_ci_bootstrap"][0].get<double>();
   const double boot_hi = t["speedup_ci_bootstrap"][1].get<double>();
   ASSERT_TRUE(r.speedup && r.speedup_ci_low && r.speedup_ci_high) << name;
@@ -81,7 +90,7 @@ TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
       EXPECT_TRUE(r.correct) << f.name;
       EXPECT_TRUE(r.speedup.has_value()) << f.name;
       EXPECT_GT(r.reward, 0) << f.name;
-      expect_two_reference_runners(f.name, r);
+      expect_two_runners_per_side(f.name, r);
     } else {
       EXPECT_FALSE(r.correct) << f.name;
       EXPECT_EQ(r.reward, 0) << f.name;

@@ -376,13 +376,16 @@ int main(int argc, char** argv) {
           std::printf(" overhead_us ref=%.1f cand=%.1f blocks=%d", ov_ref.back(), ov_cand.back(),
                       t.value("blocks", 0));
         }
-        // CPU: the two reference runners' spread (widens the interval) and the
-        // bootstrap interval it widened.
+        // CPU: the spread between two runners of one side (widens the
+        // interval) and the bootstrap interval it widened.
         if (t.contains("process_spread") && t.contains("speedup_ci_bootstrap")) {
           const json& ps = t["process_spread"];
           const json& boot = t["speedup_ci_bootstrap"];
-          std::printf(" ref_a/ref_b=%.3f boot=[%.3f, %.3f]", std::exp(ps.value("log_ratio", 0.0)),
-                      boot[0].get<double>(), boot[1].get<double>());
+          if (ps.contains("log_ratio"))
+            std::printf(" ref_a/ref_b=%.3f", std::exp(ps["log_ratio"].get<double>()));
+          if (ps.contains("candidate_log_ratio"))
+            std::printf(" cand_a/cand_b=%.3f", std::exp(ps["candidate_log_ratio"].get<double>()));
+          std::printf(" boot=[%.3f, %.3f]", boot[0].get<double>(), boot[1].get<double>());
         }
         const json faults = t.value("page_faults_per_call", json::object());
         if (faults.contains("ref") && faults.contains("cand"))

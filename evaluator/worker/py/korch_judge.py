@@ -175,6 +175,7 @@ class Judge:
         self.kernel_calls = 0
         self.cand = self.refr = None
         self.refr2 = None  # CPU: a second reference runner, for timing only
+        self.cand2 = None  # CPU: a second candidate runner, for timing only
         self.bufs = self.out_bufs = None
         self.flush = None
 
@@ -182,7 +183,7 @@ class Judge:
         return max(0.5, self.deadline - time.monotonic())
 
     def timing_runners(self):
-        return [r for r in (self.refr, self.refr2, self.cand) if r is not None]
+        return [r for r in (self.refr, self.refr2, self.cand, self.cand2) if r is not None]
 
     def mark(self, phase):
         """Seconds from the judge's start to the end of `phase` (the evidence's
@@ -349,7 +350,7 @@ class Judge:
 
     def _check_reply(self, runner, reply):
         if not reply.get("ok"):
-            if runner is not self.cand:
+            if runner.name == "reference":
                 raise Verdict("worker_crash", "the reference runner failed",
                               traceback=str(reply.get("error", ""))[-4000:])
             raise Verdict("runtime_error", "the candidate raised an exception",
@@ -630,7 +631,7 @@ class Judge:
     def _setup_reply(self, runner):
         reply, _ = runner.recv()
         if not reply.get("ok"):
-            if runner is not self.cand:
+            if runner.name == "reference":
                 raise Verdict("worker_crash", "the reference runner could not build Model",
                               traceback=str(reply.get("error", ""))[-4000:])
             raise Verdict("runtime_error", "importing or constructing ModelNew failed",
@@ -685,6 +686,8 @@ class Judge:
         self.refr = Runner(self, "reference", self.ctx["ref_sock_fd"], self.ctx["ref_pid"])
         if "ref2_sock_fd" in self.ctx:
             self.refr2 = Runner(self, "reference", self.ctx["ref2_sock_fd"], self.ctx["ref2_pid"])
+        if "cand2_sock_fd" in self.ctx:
+            self.cand2 = Runner(self, "candidate", self.ctx["cand2_sock_fd"], self.ctx["cand2_pid"])
         setup = {"op": "setup", "prebuilt": job.get("prebuilt", {}), "device": self.dev,
                  "tf32": tf32,
                  "init_inputs": [v for v in init_inputs if not isinstance(v, torch.Tensor)]
@@ -699,11 +702,16 @@ class Judge:
         self._send_setup(self.refr, ref_setup)
         if self.refr2 is not None:
             self._send_setup(self.refr2, ref_setup)
-        self._send_setup(self.cand, dict(setup, code=job["code"], class_name="ModelNew"))
+        cand_setup = dict(setup, code=job["code"], class_name="ModelNew")
+        self._send_setup(self.cand, cand_setup)
+        if self.cand2 is not None:
+            self._send_setup(self.cand2, cand_setup)
         self._setup_reply(self.refr)
         if self.refr2 is not None:
             self._setup_reply(self.refr2)
         reply = self._setup_reply(self.cand)
+        if self.cand2 is not None:
+            self._setup_reply(self.cand2)
         self.cand_protections = self.cand.protections
         self.mark("runners_ready")
         entry_modules = int(reply.get("entry_modules", 0)) + int(reply.get("triton_kernels", 0))
@@ -790,14 +798,15 @@ class Judge:
         sets = [self.gen_inputs(derive(self.seed, "timing:%d" % j)) for j in range(n_sets)]
         self.timing_sets = sets
         ref_runners = [self.refr] + ([self.refr2] if self.refr2 is not None else [])
+        cand_runners = [self.cand] + ([self.cand2] if self.cand2 is not None else [])
         refs = [self.ref_forward(s) for s in sets]
         flush = self.dev != "cpu"
         warm_ns = []
         for k in range(warmup):
             warm_ns.append(self.call(self.refr, sets[k % n_sets], flush=flush, timed=True)[1]["t_ns"])
             warm_ns.append(self.call_candidate(sets[k % n_sets], flush=flush, timed=True)[1]["t_ns"])
-            for extra_ref in ref_runners[1:]:
-                self.call(extra_ref, sets[k % n_sets], flush=flush, timed=True)
+            for extra in ref_runners[1:] + cand_runners[1:]:
+                self.call(extra, sets[k % n_sets], flush=flush, timed=True)
         # CPU calls shorter than timing_batch_us run in batches (both sides
         # alike): one lone call after a context switch measures the runner's
         # cold caches more than the model -- 20-25 us of a 3 us ReLU here, and
@@ -824,6 +833,7 @@ class Judge:
                 max_blocks = min(max_blocks, 60)
         samples = {"ref": [], "cand": []}   # per block: list of t_ns
         ref_of_block = []                   # which reference runner timed block i
+        cand_of_block = []                  # which candidate runner timed block i
         extra = {"ref": [], "cand": []}     # (t, rt, host, sync) per call
         alias = {"ref": {}, "cand": {}}     # CPU: (output - input) mod 4096 -> calls
         faults = {"ref": [], "cand": []}    # CPU: minor page faults per timed call
@@ -840,15 +850,20 @@ class Judge:
             # measured 3-9% slower running the very same forward when it was
             # always the reference.
             # With two reference runners, each takes four blocks in turn (one
-            # whole R C C R | C R R C cycle), so both see the same orders.
+            # whole R C C R | C R R C cycle), so both see the same orders; two
+            # candidate runners take eight in turn, so each meets both
+            # references. (Tried: the runners of a side taking turns block by
+            # block, so that a side's back-to-back blocks are two processes:
+            # equal work at 64x256 measured the same median, more scattered.)
             refr = ref_runners[(b // 4) % len(ref_runners)]
+            candr = cand_runners[(b // 8) % len(cand_runners)]
             for side in (("ref", "cand") if (b // 2 + b) % 2 == 0 else ("cand", "ref")):
                 block = []
                 for _ in range(per_block):
                     idx = [(k + i) % n_sets for i in range(batch)]
                     k += batch
                     if self.dev == "cpu":
-                        outs_all, info = self.call_sets(refr if side == "ref" else self.cand, idx)
+                        outs_all, info = self.call_sets(refr if side == "ref" else candr, idx)
                     elif side == "ref":
                         outs, info = self.call(self.refr, sets[idx[0]], flush=flush, timed=True)
                         outs_all = [outs]
@@ -877,6 +892,7 @@ class Judge:
                                         info.get("host_ns"), info.get("sync_ns")))
                 samples[side].append(block)
             ref_of_block.append(ref_runners.index(refr))
+            cand_of_block.append(cand_runners.index(candr))
             b += 1
             if b < min_blocks or b % 2:
                 continue
@@ -897,7 +913,8 @@ class Judge:
             self.evidence["reference_runner_disagreements"] = ref_disagree
         lo, hi, speedup = self._interval(samples, 1000)
         boot = [lo, hi]
-        process = self._process_spread(samples["ref"], ref_of_block, len(ref_runners))
+        process = self._process_spread(samples, ref_of_block, len(ref_runners),
+                                       cand_of_block, len(cand_runners))
         if process is not None:
             lo, hi = widen(speedup, lo, hi, process["rel_sd"])
         ref_all = [t for blk in samples["ref"] for t in blk]
@@ -914,6 +931,7 @@ class Judge:
                                        for k, v in alias.items() if v},
                      "pinned_cpu": self.ctx.get("pinned_cpu", -1), "judge_cpu": self.ctx.get("judge_cpu", -1),
                      "reference_runners": len(ref_runners),
+                     "candidate_runners": len(cand_runners),
                      "page_faults_per_call": {s: median(v) for s, v in faults.items() if v},
                      "context_switches_per_call": {s: sum(v) / len(v)
                                                    for s, v in switches.items() if v},
@@ -930,25 +948,36 @@ class Judge:
                 "ref_time_ms": med_ref / 1e6, "cand_time_ms": med_cand / 1e6}
 
     @staticmethod
-    def _process_spread(ref_blocks, ref_of_block, n_runners):
-        """Two reference runners run the same model on the same inputs; the
-        ratio of their medians is what moving a model from one process to
-        another does to its time (heap and code layout, measured 1-2% on a
+    def _process_spread(samples, ref_of_block, n_ref, cand_of_block, n_cand):
+        """Two runners of one side run the same model on the same inputs; the
+        log ratio d of their medians is what moving a model from one process
+        to another does to its time (heap and code layout, measured 1-2% on a
         shared 2-core machine), which no resampling of one process's calls
-        can see. The speedup's ratio carries it once for the candidate's
-        process and half of it for the two pooled references: 1.5 sigma^2,
-        where log(m1/m2) has variance 2 sigma^2."""
-        if n_runners < 2:
+        can see. With a per-process variance sigma^2, d has variance
+        2 sigma^2, and the speedup pools n_ref reference and n_cand candidate
+        processes: sigma^2 (1/n_ref + 1/n_cand) (1.5 sigma^2 with one
+        candidate runner, 1.0 with two)."""
+        def medians(blocks, of_block, n):
+            meds = []
+            for j in range(n):
+                calls = [t for blk, r in zip(blocks, of_block) if r == j for t in blk]
+                if not calls:
+                    return None
+                meds.append(max(median(calls), 1))
+            return meds
+        ref_meds = medians(samples["ref"], ref_of_block, n_ref) if n_ref >= 2 else None
+        cand_meds = medians(samples["cand"], cand_of_block, n_cand) if n_cand >= 2 else None
+        ds = [math.log(m[0] / m[1]) for m in (ref_meds, cand_meds) if m is not None]
+        if not ds:
             return None
-        meds = []
-        for j in range(n_runners):
-            calls = [t for blk, r in zip(ref_blocks, ref_of_block) if r == j for t in blk]
-            if not calls:
-                return None
-            meds.append(max(median(calls), 1))
-        d = math.log(meds[0] / meds[1])
-        return {"reference_medians_ns": meds, "log_ratio": d,
-                "rel_sd": math.sqrt(0.75) * abs(d)}
+        sigma2 = sum(d * d for d in ds) / len(ds) / 2
+        out = {"rel_sd": math.sqrt(sigma2 * (1 / n_ref + 1 / n_cand))}
+        if ref_meds is not None:
+            out.update({"reference_medians_ns": ref_meds, "log_ratio": math.log(ref_meds[0] / ref_meds[1])})
+        if cand_meds is not None:
+            out.update({"candidate_medians_ns": cand_meds,
+                        "candidate_log_ratio": math.log(cand_meds[0] / cand_meds[1])})
+        return out
 
     def _interval(self, samples, n_boot):
         """Ratio of pooled medians and a block-bootstrap 95% interval: blocks,
@@ -1024,7 +1053,7 @@ def reference_main(ctx_json):
                    "mismatch_frac": judge.mismatch, "evidence": judge.evidence,
                    "candidate_protections": judge.cand_protections,
                    "protections": ctx.get("protections", [])})
-    for r in (judge.cand, judge.refr, judge.refr2):
+    for r in (judge.cand, judge.cand2, judge.refr, judge.refr2):
         try:
             if r is not None:
                 r.ch.send({"op": "exit"})

@@ -94,19 +94,43 @@ class CrossCheck(unittest.TestCase):
 
 
 class ProcessSpread(unittest.TestCase):
-    """Two reference runners (same model, same inputs, two processes): their
+    """Two runners a side (same model, same inputs, two processes): their
     medians' ratio widens the interval (issue #7)."""
 
-    def test_one_reference_runner_gives_no_spread(self):
-        self.assertIsNone(kj.Judge._process_spread([[100]] * 4, [0] * 4, 1))
+    @staticmethod
+    def spread(ref_blocks, ref_of, n_ref, cand_blocks, cand_of, n_cand):
+        return kj.Judge._process_spread({"ref": ref_blocks, "cand": cand_blocks},
+                                        ref_of, n_ref, cand_of, n_cand)
 
-    def test_spread_is_the_log_ratio_of_the_runners_medians(self):
+    def test_one_runner_a_side_gives_no_spread(self):
+        self.assertIsNone(self.spread([[100]] * 4, [0] * 4, 1, [[90]] * 4, [0] * 4, 1))
+
+    def test_spread_is_the_log_ratio_of_the_reference_runners_medians(self):
         ref_blocks = [[100_000] * 5] * 4 + [[104_000] * 5] * 4
-        p = kj.Judge._process_spread(ref_blocks, [0] * 4 + [1] * 4, 2)
+        p = self.spread(ref_blocks, [0] * 4 + [1] * 4, 2, [[90_000] * 5] * 8, [0] * 8, 1)
         self.assertEqual(p["reference_medians_ns"], [100_000, 104_000])
         self.assertAlmostEqual(p["log_ratio"], math.log(100_000 / 104_000))
-        # var(log ratio of two processes) = 2 s^2; the speedup carries 1.5 s^2
+        self.assertNotIn("candidate_medians_ns", p)
+        # var(log ratio of two processes) = 2 s^2; with one candidate runner
+        # the speedup carries s^2 (1/2 + 1) = 1.5 s^2
         self.assertAlmostEqual(p["rel_sd"], math.sqrt(0.75) * abs(math.log(100 / 104)))
+
+    def test_two_candidate_runners_share_the_estimate_and_the_speedup_carries_less(self):
+        ref_blocks = [[100_000] * 5] * 8
+        ref_of = [0, 0, 0, 0, 1, 1, 1, 1]
+        cand_blocks = [[50_000] * 5] * 4 + [[53_000] * 5] * 4
+        cand_of = [0, 0, 0, 0, 1, 1, 1, 1]
+        p = self.spread(ref_blocks, ref_of, 2, cand_blocks, cand_of, 2)
+        self.assertEqual(p["reference_medians_ns"], [100_000, 100_000])
+        self.assertEqual(p["candidate_medians_ns"], [50_000, 53_000])
+        d_c = math.log(50 / 53)
+        self.assertAlmostEqual(p["candidate_log_ratio"], d_c)
+        # s^2 = mean(d^2) / 2 over both sides' ratios (0 and d_c); the
+        # speedup pools two processes a side: s^2 (1/2 + 1/2)
+        self.assertAlmostEqual(p["rel_sd"], math.sqrt((0 + d_c * d_c) / 2 / 2))
+        # the same spread seen by one candidate runner alone widens more
+        one = self.spread(cand_blocks, cand_of, 2, [[100_000] * 5] * 8, [0] * 8, 1)
+        self.assertGreater(one["rel_sd"], p["rel_sd"])
 
     def test_identical_runners_leave_the_interval_as_it_was(self):
         lo, hi = kj.widen(1.01, 0.99, 1.03, 0.0)
