@@ -340,19 +340,23 @@ std::uint64_t mapped_bytes() {
     // judge widens the speedup's interval by it and pools both references'
     // times; issue #7). GPU times moved by well under 1% between processes
     // on the H200, and a second copy of the reference would take GPU memory.
-    pid_t r2 = -1;
-    int ref2_sock = -1;
-    if (job_json.value("reference_runners", gpu_job ? 1 : 2) >= 2) {
-      std::tie(r2, ref2_sock) = fork_runner(k_uid_ref_runner, "reference2.log", "reference");
-    }
-    // cpu: a second candidate runner, for the same reason on the other side:
+    // And a second candidate runner, for the same reason on the other side:
     // the speedup then carries half of one process's effect from each side
     // instead of one whole process's from the candidate's (issue #7). It is
     // sandboxed like the first, and every output it times is compared too.
-    pid_t c2 = -1;
-    int cand2_sock = -1;
+    struct SecondRunner {
+      const char* ctx_prefix;  // the judge finds it as <prefix>_pid, <prefix>_sock_fd
+      pid_t pid;
+      int sock;
+    };
+    std::vector<SecondRunner> seconds;
+    if (job_json.value("reference_runners", gpu_job ? 1 : 2) >= 2) {
+      auto [pid, sock] = fork_runner(k_uid_ref_runner, "reference2.log", "reference");
+      seconds.push_back({"ref2", pid, sock});
+    }
     if (job_json.value("candidate_runners", gpu_job ? 1 : 2) >= 2) {
-      std::tie(c2, cand2_sock) = fork_runner(k_uid_candidate, "candidate2.log", "candidate");
+      auto [pid, sock] = fork_runner(k_uid_candidate, "candidate2.log", "candidate");
+      seconds.push_back({"cand2", pid, sock});
     }
     if (judge_cpu >= 0) {
       cpu_set_t one;
@@ -370,20 +374,15 @@ std::uint64_t mapped_bytes() {
     ctx["protections"] = prot.names();
     ctx["sock_fd"] = cand_sock;
     ctx["ref_sock_fd"] = ref_sock;
-    if (r2 > 0) {
-      ctx["ref2_pid"] = r2;
-      ctx["ref2_sock_fd"] = ref2_sock;
-    }
-    if (c2 > 0) {
-      ctx["cand2_pid"] = c2;
-      ctx["cand2_sock_fd"] = cand2_sock;
+    for (const auto& second : seconds) {
+      ctx[std::string(second.ctx_prefix) + "_pid"] = second.pid;
+      ctx[std::string(second.ctx_prefix) + "_sock_fd"] = second.sock;
     }
     call_harness("reference_main", ctx.dump());
     std::fflush(nullptr);
     kill(c, SIGKILL);
     kill(r, SIGKILL);
-    if (r2 > 0) kill(r2, SIGKILL);
-    if (c2 > 0) kill(c2, SIGKILL);
+    for (const auto& second : seconds) kill(second.pid, SIGKILL);
     _exit(0);
   }
   if (seed_fd >= 0) {

@@ -182,8 +182,14 @@ class Judge:
     def remaining(self):
         return max(0.5, self.deadline - time.monotonic())
 
+    def reference_runners(self):
+        return [r for r in (self.refr, self.refr2) if r is not None]
+
+    def candidate_runners(self):
+        return [r for r in (self.cand, self.cand2) if r is not None]
+
     def timing_runners(self):
-        return [r for r in (self.refr, self.refr2, self.cand, self.cand2) if r is not None]
+        return self.reference_runners() + self.candidate_runners()
 
     def mark(self, phase):
         """Seconds from the judge's start to the end of `phase` (the evidence's
@@ -699,19 +705,13 @@ class Judge:
         # Both runners build their models at the same time (each in its own
         # process); the reference's failure is reported first.
         ref_setup = dict(setup, code=job["task_source"], class_name="Model")
-        self._send_setup(self.refr, ref_setup)
-        if self.refr2 is not None:
-            self._send_setup(self.refr2, ref_setup)
         cand_setup = dict(setup, code=job["code"], class_name="ModelNew")
-        self._send_setup(self.cand, cand_setup)
-        if self.cand2 is not None:
-            self._send_setup(self.cand2, cand_setup)
-        self._setup_reply(self.refr)
-        if self.refr2 is not None:
-            self._setup_reply(self.refr2)
-        reply = self._setup_reply(self.cand)
-        if self.cand2 is not None:
-            self._setup_reply(self.cand2)
+        for runner in self.reference_runners():
+            self._send_setup(runner, ref_setup)
+        for runner in self.candidate_runners():
+            self._send_setup(runner, cand_setup)
+        replies = [self._setup_reply(runner) for runner in self.timing_runners()]
+        reply = replies[len(self.reference_runners())]  # the first candidate runner's
         self.cand_protections = self.cand.protections
         self.mark("runners_ready")
         entry_modules = int(reply.get("entry_modules", 0)) + int(reply.get("triton_kernels", 0))
@@ -797,8 +797,7 @@ class Judge:
         max_s = float(job.get("timing_max_s", 15))
         sets = [self.gen_inputs(derive(self.seed, "timing:%d" % j)) for j in range(n_sets)]
         self.timing_sets = sets
-        ref_runners = [self.refr] + ([self.refr2] if self.refr2 is not None else [])
-        cand_runners = [self.cand] + ([self.cand2] if self.cand2 is not None else [])
+        ref_runners, cand_runners = self.reference_runners(), self.candidate_runners()
         refs = [self.ref_forward(s) for s in sets]
         flush = self.dev != "cpu"
         warm_ns = []
@@ -965,18 +964,18 @@ class Judge:
                     return None
                 meds.append(max(median(calls), 1))
             return meds
-        ref_meds = medians(samples["ref"], ref_of_block, n_ref) if n_ref >= 2 else None
-        cand_meds = medians(samples["cand"], cand_of_block, n_cand) if n_cand >= 2 else None
-        ds = [math.log(m[0] / m[1]) for m in (ref_meds, cand_meds) if m is not None]
+        out, ds = {}, []
+        for side, of_block, n, medians_key, ratio_key in (
+                ("ref", ref_of_block, n_ref, "reference_medians_ns", "log_ratio"),
+                ("cand", cand_of_block, n_cand, "candidate_medians_ns", "candidate_log_ratio")):
+            meds = medians(samples[side], of_block, n) if n >= 2 else None
+            if meds is not None:
+                ds.append(math.log(meds[0] / meds[1]))
+                out.update({medians_key: meds, ratio_key: ds[-1]})
         if not ds:
             return None
         sigma2 = sum(d * d for d in ds) / len(ds) / 2
-        out = {"rel_sd": math.sqrt(sigma2 * (1 / n_ref + 1 / n_cand))}
-        if ref_meds is not None:
-            out.update({"reference_medians_ns": ref_meds, "log_ratio": math.log(ref_meds[0] / ref_meds[1])})
-        if cand_meds is not None:
-            out.update({"candidate_medians_ns": cand_meds,
-                        "candidate_log_ratio": math.log(cand_meds[0] / cand_meds[1])})
+        out["rel_sd"] = math.sqrt(sigma2 * (1 / n_ref + 1 / n_cand))
         return out
 
     def _interval(self, samples, n_boot):
@@ -1053,10 +1052,9 @@ def reference_main(ctx_json):
                    "mismatch_frac": judge.mismatch, "evidence": judge.evidence,
                    "candidate_protections": judge.cand_protections,
                    "protections": ctx.get("protections", [])})
-    for r in (judge.cand, judge.cand2, judge.refr, judge.refr2):
+    for r in judge.timing_runners():
         try:
-            if r is not None:
-                r.ch.send({"op": "exit"})
+            r.ch.send({"op": "exit"})
         except Exception:  # noqa: BLE001
             pass
     kw.write_result(ctx, result)
