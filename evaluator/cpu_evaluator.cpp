@@ -65,6 +65,7 @@ constexpr double k_rules_timeout_s = 60;
 constexpr double k_compile_timeout_s = 900;  // a cold CPU compile is ~30 s, more under load
 constexpr double k_measure_grace_s = 15;     // the judge's own deadline comes first
 constexpr std::size_t k_tail = 4000;
+constexpr int k_timing_remeasures = 2;  // cpu: measure jobs again after distrusted timing
 constexpr int k_gpu_attempts = 2;  // runs of one evaluation on GPUs that then failed
 constexpr std::int64_t k_compile_host_mb =
     4096;  // one nvcc/g++ of a torch extension, with headroom
@@ -289,7 +290,8 @@ class CpuEvaluator final : public Evaluator {
     st.gpu = m_gpu_mode;
     // Developer knobs for A/B runs of the CPU timing (tools/bench/README.md):
     // KORCH_REFERENCE_RUNNERS=1|2, KORCH_CANDIDATE_RUNNERS=1|2,
-    // KORCH_JUDGE_SHARES_CORE=1, KORCH_TIMING_BATCHED_CAP=1, KORCH_TIMING_BLOCK_MS=MS.
+    // KORCH_JUDGE_SHARES_CORE=1, KORCH_TIMING_BATCHED_CAP=1, KORCH_TIMING_BLOCK_MS=MS,
+    // KORCH_TIMING_CALIBRATIONS=N.
     if (const char* rr = std::getenv("KORCH_REFERENCE_RUNNERS"))
       st.reference_runners = std::atoi(rr);
     if (const char* cr = std::getenv("KORCH_CANDIDATE_RUNNERS"))
@@ -298,6 +300,8 @@ class CpuEvaluator final : public Evaluator {
     if (const char* bc = std::getenv("KORCH_TIMING_BATCHED_CAP"))
       st.timing_batched_cap = *bc == '1';
     if (const char* bm = std::getenv("KORCH_TIMING_BLOCK_MS")) st.timing_block_ms = std::atof(bm);
+    if (const char* tc = std::getenv("KORCH_TIMING_CALIBRATIONS"))
+      st.timing_calibrations = std::atoi(tc);
     if (m_gpu_mode) {
       st.l2_bytes = m_gpu.value("l2_bytes", 0);
       st.runner_env = runner_env(req.code);
@@ -545,8 +549,27 @@ class CpuEvaluator final : public Evaluator {
       // 4. Measure: the judge and two runners (reference, candidate).
       const auto m0 = std::chrono::steady_clock::now();
       auto res = measure(req, prebuilt, r, evidence, -1, triton);
+      // Runner processes whose times the judge distrusts (a machine fault,
+      // not the candidate's): measured again with a fresh judge and fresh
+      // runners, at most k_timing_remeasures times; still distrusted, the
+      // verdict is impossible_timing with the judge's reasons.
+      for (int again = 0; res && again < k_timing_remeasures; ++again) {
+        const std::string why = res->timing_distrust();
+        if (why.empty()) break;
+        KLOG_WARN("[eval {}] timing distrusted, measuring again: {}", req.request_id, why);
+        evidence["timing_remeasured"].push_back(why);
+        res = measure(req, prebuilt, r, evidence, -1, triton);
+      }
       stages["measure_s"] = seconds_since(m0);
       if (res) apply_measure(*res, r, evidence);
+      if (res && r.status == Verdict::ok) {
+        if (const std::string why = res->timing_distrust(); !why.empty()) {
+          r.status = Verdict::impossible_timing;
+          r.correct = false;
+          r.error = "the runners' times could not be trusted in " +
+                    std::to_string(k_timing_remeasures + 1) + " measurements: " + why;
+        }
+      }
     }
     if (m_daemon_nondumpable && evidence.contains("measure"))
       r.protections.push_back("daemon_nondumpable");

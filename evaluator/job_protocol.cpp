@@ -57,6 +57,7 @@ json common(const Settings& s) {
   if (s.judge_shares_core) j["judge_shares_core"] = true;
   if (s.timing_batched_cap) j["timing_batched_cap"] = true;
   if (s.timing_block_ms > 0) j["timing_block_ms"] = s.timing_block_ms;
+  if (s.timing_calibrations >= 0) j["timing_calibrations"] = s.timing_calibrations;
   if (s.gpu) {
     j["l2_bytes"] = s.l2_bytes;
     j["runner_env"] = s.runner_env;
@@ -179,6 +180,15 @@ WarmResult parse_warm(const std::string& result_json) {
 bool has_result(const std::string& result_json) {
   json j = parse_object(result_json);
   return !j.is_null() && j.contains("verdict");
+}
+
+std::string MeasureResult::timing_distrust() const {
+  const json health = evidence.value("timing", json::object()).value("health", json::object());
+  if (health.value("ok", true)) return {};
+  std::string why;
+  for (const auto& reason : health.value("reasons", json::array()))
+    if (reason.is_string()) why += (why.empty() ? "" : "; ") + reason.get<std::string>();
+  return why.empty() ? "the judge did not trust its runners' times" : why;
 }
 
 Result<MeasureResult> parse_measure(const std::string& result_json) {

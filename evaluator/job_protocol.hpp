@@ -59,6 +59,10 @@ struct Settings {
   // cpu: a block of long calls lasts at most this long (0: the judge's
   // default, 20 ms: calls over 4 ms are timed one per block).
   double timing_block_ms = 0;
+  // cpu: batched calls that size a fast model's batch before timing
+  // (-1: the judge's default, 2; 0: sized from lone warm-up calls, as before
+  // issue #7's seventh pass; A/B runs).
+  int timing_calibrations = -1;
 };
 
 json rules_job(const Settings& s, const std::string& code);
@@ -139,6 +143,10 @@ struct MeasureResult {
   json evidence = json::object();
   std::string candidate_log;  // not from result.json: the daemon adds the runner's output tail
   json work() const { return evidence.value("work", json::object()); }
+  // cpu: why the judge does not trust its runners' times (timing_health in
+  // korch_judge.py: runner processes that disagree, or reference runners far
+  // slower than the judge's own reference); empty when they are trusted.
+  std::string timing_distrust() const;
 };
 // Fails when the job left no result (the caller reports the job's outcome)
 // or named a verdict this daemon does not know (a version mismatch).

@@ -373,8 +373,8 @@ int main(int argc, char** argv) {
         if (ov.contains("ref") && ov.contains("cand")) {
           ov_ref.push_back(ov["ref"].get<double>());
           ov_cand.push_back(ov["cand"].get<double>());
-          std::printf(" overhead_us ref=%.1f cand=%.1f blocks=%d", ov_ref.back(), ov_cand.back(),
-                      t.value("blocks", 0));
+          std::printf(" overhead_us ref=%.1f cand=%.1f blocks=%d batch=%d", ov_ref.back(),
+                      ov_cand.back(), t.value("blocks", 0), t.value("batch", 1));
         }
         // CPU: the spread between two runners of one side (widens the
         // interval) and the bootstrap interval it widened.
@@ -387,6 +387,13 @@ int main(int argc, char** argv) {
             std::printf(" cand_a/cand_b=%.3f", std::exp(ps["candidate_log_ratio"].get<double>()));
           std::printf(" boot=[%.3f, %.3f]", boot[0].get<double>(), boot[1].get<double>());
         }
+        // CPU: measure jobs run again after distrusted timing, and the
+        // reference runners' time over the judge's own (timing_health).
+        const json health = t.value("health", json::object());
+        if (health.contains("reference_over_judge"))
+          std::printf(" ref/judge=%.2f", health["reference_over_judge"].get<double>());
+        if (evj.contains("timing_remeasured"))
+          std::printf(" remeasured=%zu", evj["timing_remeasured"].size());
         const json faults = t.value("page_faults_per_call", json::object());
         if (faults.contains("ref") && faults.contains("cand"))
           std::printf(" faults ref=%.0f cand=%.0f", faults["ref"].get<double>(),

@@ -800,24 +800,60 @@ class Judge:
         ref_runners, cand_runners = self.reference_runners(), self.candidate_runners()
         refs = [self.ref_forward(s) for s in sets]
         flush = self.dev != "cpu"
+        window = float(job.get("timing_batch_us", 200)) * 1e3
+        max_batch = int(job.get("timing_max_batch", 64))
+        fit = max(1, (self.budget // 4) // per_set)
+        if self.dev == "cpu":
+            # Every timed CPU call, warm-ups included, reads its inputs from
+            # the runner's regions, mapped once. A fresh memfd per call put
+            # the first touch of each new mapping inside the timed window: on
+            # a VM with shadow page tables that is ~5 us per 4 KB page, 80 us
+            # of a 3 us ReLU at 64x256, the same on both sides, so equal work
+            # read 1.00 while a real speedup was diluted to nothing.
+            # (Sized for the largest batch a model under timing_batch_us can
+            # take: such a model moves well under 16 MB per call.)
+            cap = max(1, min(max_batch, fit, (16 << 20) // per_set))
+            self.open_regions(sets, refs[0], cap)
         warm_ns = []
         for k in range(warmup):
+            if self.dev == "cpu":
+                for runner in self.timing_runners():
+                    outs_all, info = self.call_sets(runner, [k % n_sets])
+                    if runner.name != "reference":
+                        self.compare(refs[k % n_sets], outs_all[0], info, "warm-up call", fast=True)
+                    if runner in (self.refr, self.cand):
+                        warm_ns.append(info["t_ns"])
+                continue
             warm_ns.append(self.call(self.refr, sets[k % n_sets], flush=flush, timed=True)[1]["t_ns"])
             warm_ns.append(self.call_candidate(sets[k % n_sets], flush=flush, timed=True)[1]["t_ns"])
-            for extra in ref_runners[1:] + cand_runners[1:]:
-                self.call(extra, sets[k % n_sets], flush=flush, timed=True)
         # CPU calls shorter than timing_batch_us run in batches (both sides
         # alike): one lone call after a context switch measures the runner's
         # cold caches more than the model -- 20-25 us of a 3 us ReLU here, and
         # a different amount for each side's code path.
-        batch = 1
+        batch, calibration = 1, []
+        t_est = max(median(warm_ns[-4:]), 1)
         if self.dev == "cpu":
-            t_est = max(median(warm_ns[-4:]), 1)
-            window = float(job.get("timing_batch_us", 200)) * 1e3
-            fit = max(1, (self.budget // 4) // per_set)
-            batch = int(min(64, fit, math.ceil(window / t_est) + 1)) if t_est < window else 1
+            def batch_for(t_call):
+                return int(min(cap, math.ceil(window / t_call) + 1)) if t_call < window else 1
+            batch = batch_for(t_est)
+            calibration = [{"per_call_ns": t_est, "batch": batch}]
+            # A lone warm-up call pays the cold caches of a runner just woken
+            # (~30 us for a ~5 us ReLU at 64x256), so the batch it implies
+            # made a window of ~30 us, not ~200. Batched calls, like the
+            # timed ones, on every timing runner (both sides alike) give the
+            # per-call time the window is sized from.
+            for _ in range(int(job.get("timing_calibrations", 2)) if batch > 1 else 0):
+                idx = [i % n_sets for i in range(batch)]
+                per_call = []
+                for runner in self.timing_runners():
+                    outs_all, info = self.call_sets(runner, idx)
+                    if runner.name != "reference":
+                        for i, outs in zip(idx, outs_all):
+                            self.compare(refs[i], outs, info, "calibration call", fast=True)
+                    per_call.append(info["t_ns"])
+                batch = max(2, batch_for(max(min(per_call), 1)))
+                calibration.append({"per_call_ns": min(per_call), "batch": batch})
             if batch == 1:
-                self.open_regions(sets, refs[0], batch)
                 # Long calls: one call per block, so that a reference block
                 # and its candidate block lie close in time (the machine's
                 # memory bandwidth drifts on the scale of a second).
@@ -921,7 +957,7 @@ class Judge:
         med_ref, med_cand = median(ref_all), max(median(cand_all), 1)
         overhead = {s: median([rt - t for t, rt, _, _ in extra[s]]) / 1e3 for s in extra}
         timing_ev = {"ref_ns": ref_all, "cand_ns": cand_all, "blocks": b,
-                     "block_calls": per_block, "batch": batch,
+                     "block_calls": per_block, "batch": batch, "batch_calibration": calibration,
                      "timing_s": time.monotonic() - t_start,
                      "harness_overhead_us": overhead,
                      "threads": torch.get_num_threads(), "l2_flush": flush,
@@ -937,6 +973,11 @@ class Judge:
                      "speedup_ci_bootstrap": boot}
         if process is not None:
             timing_ev["process_spread"] = process
+        if self.dev == "cpu":
+            timing_ev["health"] = timing_health(
+                process, self._judge_reference_ns(sets, batch),
+                float(job.get("timing_runner_agreement", 1.5)),
+                float(job.get("timing_judge_factor", 3.0)))
         if self.dev != "cpu":
             for s in extra:
                 timing_ev[s + "_host_ns_median"] = median([h for _, _, h, _ in extra[s] if h])
@@ -978,6 +1019,24 @@ class Judge:
         out["rel_sd"] = math.sqrt(sigma2 * (1 / n_ref + 1 / n_cand))
         return out
 
+    def _judge_reference_ns(self, sets, batch):
+        """The reference's time per call in the judge's own process (its own
+        tensors, the runners' batch, best of three passes; one pass when a
+        pass takes over half a second): what the reference runners are
+        checked against (timing_health)."""
+        best = None
+        for _ in range(3):
+            outs = []
+            t0 = time.perf_counter_ns()
+            for i in range(max(1, batch)):
+                outs.append(self.ref_forward(sets[i % len(sets)]))
+            dt = time.perf_counter_ns() - t0
+            del outs
+            best = dt / max(1, batch) if best is None else min(best, dt / max(1, batch))
+            if dt > 5e8:
+                break
+        return best
+
     def _interval(self, samples, n_boot):
         """Ratio of pooled medians and a block-bootstrap 95% interval: blocks,
         not single calls, are resampled, so drift between blocks widens the
@@ -1014,6 +1073,43 @@ class Judge:
                               "the candidate's measured time misses work that %s sees: median gap "
                               "%.1f us vs the reference's %.1f us" % (what, g_c / 1e3, g_r / 1e3),
                               gap_ns={"cand": g_c, "ref": g_r, "check": name})
+
+
+def timing_health(process, judge_ref_ns, agreement, judge_factor):
+    """Whether the runners' times can be trusted (CPU). A runner process can
+    run the same code on the same inputs many times slower than its sibling
+    for its whole life: seen on a VM with shadow page tables, where memory a
+    forked process reuses was 10-50x slower to use until reallocated (equal
+    work then read 0.03x or 30x). Per-process spread of a healthy machine is
+    a few percent; this flags what no interval can absorb:
+    - the two runners of a side whose medians differ by more than
+      `agreement` (x);
+    - reference runners that both take over `judge_factor` x the judge's own
+      time for the reference (a false win: the reference side slow).
+    Both runners of the candidate side slow alike is not caught here (a false
+    loss; the candidate's code cannot run in the judge)."""
+    reasons = []
+    out = {"judge_reference_ns": judge_ref_ns}
+    for side, key in (("reference", "reference_medians_ns"), ("candidate", "candidate_medians_ns")):
+        meds = (process or {}).get(key)
+        if not meds or len(meds) < 2:
+            continue
+        ratio = max(meds) / max(min(meds), 1)
+        out[side + "_runner_ratio"] = ratio
+        if ratio > agreement:
+            reasons.append("the two %s runners' medians differ %.2fx (%.0f vs %.0f ns per call)"
+                           % (side, ratio, min(meds), max(meds)))
+    ref_meds = (process or {}).get("reference_medians_ns")
+    if ref_meds and judge_ref_ns:
+        slowdown = min(ref_meds) / max(judge_ref_ns, 1)
+        out["reference_over_judge"] = slowdown
+        if slowdown > judge_factor:
+            reasons.append("the reference runners take %.1fx the judge's own time for the "
+                           "reference (%.0f vs %.0f ns per call)"
+                           % (slowdown, min(ref_meds), judge_ref_ns))
+    out["ok"] = not reasons
+    out["reasons"] = reasons
+    return out
 
 
 def widen(point, lo, hi, rel_sd):

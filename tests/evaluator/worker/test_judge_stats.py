@@ -148,5 +148,53 @@ class ProcessSpread(unittest.TestCase):
         lo2, _ = kj.widen(2.0, 1.95, 2.05, 0.02)
         self.assertGreater(lo2, 1.8)
 
+class TimingHealth(unittest.TestCase):
+    """Runner processes whose times cannot be trusted (a machine fault: on a
+    shadow-paging VM a forked runner ran the same ReLU 10-50x slower than
+    its sibling for its whole life)."""
+
+    @staticmethod
+    def health(ref_meds, cand_meds, judge_ns):
+        process = {"reference_medians_ns": ref_meds, "candidate_medians_ns": cand_meds}
+        return kj.timing_health(process, judge_ns, 1.5, 3.0)
+
+    def test_a_healthy_machine_passes(self):
+        # per-process spread of a few percent, runners a little slower than
+        # the judge's warm loop (their calls follow a wake-up)
+        h = self.health([5_000, 5_200], [5_100, 4_900], 3_300)
+        self.assertTrue(h["ok"], h["reasons"])
+        self.assertEqual(h["reasons"], [])
+        self.assertAlmostEqual(h["reference_runner_ratio"], 1.04)
+
+    def test_one_slow_candidate_runner_is_distrusted(self):
+        h = self.health([5_000, 5_100], [5_000, 150_000], 4_000)
+        self.assertFalse(h["ok"])
+        self.assertEqual(len(h["reasons"]), 1)
+        self.assertIn("candidate runners", h["reasons"][0])
+
+    def test_one_slow_reference_runner_is_distrusted(self):
+        h = self.health([170_000, 5_000], [5_000, 5_100], 4_000)
+        self.assertFalse(h["ok"])
+        self.assertIn("reference runners", h["reasons"][0])
+
+    def test_both_reference_runners_slow_is_a_false_win_and_distrusted(self):
+        # they agree with each other; only the judge's own time shows it
+        h = self.health([170_000, 168_000], [5_000, 5_100], 4_000)
+        self.assertFalse(h["ok"])
+        self.assertEqual(len(h["reasons"]), 1)
+        self.assertIn("judge's own time", h["reasons"][0])
+        self.assertAlmostEqual(h["reference_over_judge"], 42.0)
+
+    def test_a_slow_judge_does_not_distrust_the_runners(self):
+        # the judge's own process slow: the runners are not worse for it
+        self.assertTrue(self.health([5_000, 5_100], [5_000, 5_050], 60_000)["ok"])
+
+    def test_one_runner_a_side_checks_what_it_can(self):
+        h = kj.timing_health({"reference_medians_ns": [5_000, 5_100]}, 4_000, 1.5, 3.0)
+        self.assertTrue(h["ok"])
+        self.assertNotIn("candidate_runner_ratio", h)
+        self.assertTrue(kj.timing_health(None, 4_000, 1.5, 3.0)["ok"])
+
+
 if __name__ == "__main__":
     unittest.main()
