@@ -66,7 +66,7 @@ constexpr double k_compile_timeout_s = 900;  // a cold CPU compile is ~30 s, mor
 constexpr double k_measure_grace_s = 15;     // the judge's own deadline comes first
 constexpr std::size_t k_tail = 4000;
 constexpr int k_timing_remeasures = 2;  // cpu: measure jobs again after distrusted timing
-constexpr int k_gpu_attempts = 2;  // runs of one evaluation on GPUs that then failed
+constexpr int k_gpu_attempts = 2;       // runs of one evaluation on GPUs that then failed
 constexpr std::int64_t k_compile_host_mb =
     4096;  // one nvcc/g++ of a torch extension, with headroom
 

@@ -63,6 +63,26 @@ TEST(JobProtocol, MeasureResultsParseAndUnknownVerdictsAreErrors) {
   EXPECT_FALSE(has_result("{}"));
 }
 
+TEST(JobProtocol, DistrustedTimingNamesTheJudgesReasons) {
+  // Trusted: no health (GPU jobs, older workers) or health ok.
+  auto plain = parse_measure(R"({"verdict":"ok","evidence":{"timing":{}}})");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->timing_distrust(), "");
+  auto fine = parse_measure(R"({"verdict":"ok","evidence":{"timing":{"health":{"ok":true,
+                                "reasons":[]}}}})");
+  ASSERT_TRUE(fine);
+  EXPECT_EQ(fine->timing_distrust(), "");
+  auto bad = parse_measure(R"({"verdict":"ok","evidence":{"timing":{"health":{"ok":false,
+                               "reasons":["the two candidate runners' medians differ 30.00x",
+                                          "the reference runners take 42.0x"]}}}})");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->timing_distrust(),
+            "the two candidate runners' medians differ 30.00x; the reference runners take 42.0x");
+  auto bare = parse_measure(R"({"verdict":"ok","evidence":{"timing":{"health":{"ok":false}}}})");
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->timing_distrust(), "the judge did not trust its runners' times");
+}
+
 TEST(JobProtocol, RulesResultsParse) {
   auto r = parse_rules(R"J({"ok":false,"violations":[{"rule":"dunder","line":3,"message":"m"}],
                            "language":"triton","protections":["a"],
