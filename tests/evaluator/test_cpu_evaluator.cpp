@@ -108,6 +108,34 @@ TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
   (*ev)->shutdown();
 }
 
+// Reference runners that agree with each other but are far slower than the
+// judge's own reference (tasks/ReLU_slow_reference_runners.py makes them so)
+// would pay a candidate for a speedup it does not have. The judge distrusts
+// them, the evaluator measures twice more with fresh processes, and the
+// verdict is impossible_timing with the judge's reason, reward 0. (After the
+// corpus: cpp_relu's library is in the cache.)
+TEST(CpuEvaluatorCorpus, ReferenceRunnersSlowerThanTheJudgeAreMeasuredAgainThenDistrusted) {
+  auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
+  ASSERT_TRUE(ev) << ev.error().message;
+  auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
+  auto task = task_by_stem("ReLU_slow_reference_runners");
+  ASSERT_TRUE(task) << task.error().message;
+  Report r = submit(**ev, make_request(f, *task, Mode::submit)).get();
+  EXPECT_EQ(r.status, Verdict::impossible_timing) << r.error << r.runtime_detail;
+  EXPECT_FALSE(r.correct);
+  EXPECT_EQ(r.reward, 0);
+  EXPECT_NE(r.error.find("could not be trusted in 3 measurements"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("the judge's own time for the reference"), std::string::npos) << r.error;
+  const auto evj = nlohmann::json::parse(r.evidence_json, nullptr, false);
+  ASSERT_TRUE(evj.is_object());
+  ASSERT_TRUE(evj.contains("timing_remeasured")) << r.evidence_json.substr(0, 500);
+  EXPECT_EQ(evj["timing_remeasured"].size(), 2u);
+  const auto health = evj["measure"]["timing"]["health"];
+  EXPECT_FALSE(health.value("ok", true));
+  EXPECT_GT(health.value("reference_over_judge", 0.0), 3.0) << health.dump();
+  (*ev)->shutdown();
+}
+
 TEST(CpuEvaluatorCorpus, CheckModeUsesOnePublicInputAndNoTiming) {
   auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
   ASSERT_TRUE(ev) << ev.error().message;
