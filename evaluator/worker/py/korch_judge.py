@@ -875,6 +875,7 @@ class Judge:
         switches = {"ref": [], "cand": []}  # CPU: context switches per timed call
         k = 0
         ref_disagree = 0
+        judge_ref = []  # CPU: the reference's time per call in the judge, every 10 blocks
         t_start = time.monotonic()
         b = 0
         while True:
@@ -929,6 +930,8 @@ class Judge:
             ref_of_block.append(ref_runners.index(refr))
             cand_of_block.append(cand_runners.index(candr))
             b += 1
+            if self.dev == "cpu" and b % 10 == 0:
+                judge_ref.append(self._judge_reference_sample(sets, batch))
             if b < min_blocks or b % 2:
                 continue
             if b >= max_blocks or time.monotonic() - t_start > max_s or \
@@ -974,8 +977,11 @@ class Judge:
         if process is not None:
             timing_ev["process_spread"] = process
         if self.dev == "cpu":
+            if not judge_ref:
+                judge_ref.append(self._judge_reference_sample(sets, batch))
+            timing_ev["judge_reference_ns"] = judge_ref
             timing_ev["health"] = timing_health(
-                process, self._judge_reference_ns(sets, batch),
+                process, median(judge_ref),
                 float(job.get("timing_runner_agreement", 1.5)),
                 float(job.get("timing_judge_factor", 3.0)))
         if self.dev != "cpu":
@@ -1019,23 +1025,37 @@ class Judge:
         out["rel_sd"] = math.sqrt(sigma2 * (1 / n_ref + 1 / n_cand))
         return out
 
-    def _judge_reference_ns(self, sets, batch):
+    def _judge_reference_sample(self, sets, batch):
         """The reference's time per call in the judge's own process (its own
-        tensors, the runners' batch, best of three passes; one pass when a
-        pass takes over half a second): what the reference runners are
-        checked against (timing_health)."""
-        best = None
-        for _ in range(3):
-            outs = []
+        tensors, the runners' batch, the first call untimed as in a runner),
+        on the runners' core where the judge may move there: it then shares
+        whatever else that core runs (another job's runners: 3-6x per call
+        with two evaluations at once on 2 cores), as the runners do. Taken
+        every 10 blocks through the timing; the median is what the reference
+        runners are checked against (timing_health)."""
+        home, core = self.ctx.get("judge_cpu", -1), self.ctx.get("pinned_cpu", -1)
+        moved = False
+        if core >= 0 and home >= 0 and core != home:
+            try:
+                os.sched_setaffinity(0, {core})
+                moved = True
+            except OSError:
+                pass
+        try:
+            n = max(1, batch)
+            outs = [] if n == 1 else [self.ref_forward(sets[0])]
             t0 = time.perf_counter_ns()
-            for i in range(max(1, batch)):
+            for i in range(1 if n > 1 else 0, n):
                 outs.append(self.ref_forward(sets[i % len(sets)]))
             dt = time.perf_counter_ns() - t0
             del outs
-            best = dt / max(1, batch) if best is None else min(best, dt / max(1, batch))
-            if dt > 5e8:
-                break
-        return best
+            return dt / max(1, n - 1)
+        finally:
+            if moved:
+                try:
+                    os.sched_setaffinity(0, {home})
+                except OSError:
+                    pass
 
     def _interval(self, samples, n_boot):
         """Ratio of pooled medians and a block-bootstrap 95% interval: blocks,
@@ -1085,7 +1105,10 @@ def timing_health(process, judge_ref_ns, agreement, judge_factor):
     - the two runners of a side whose medians differ by more than
       `agreement` (x);
     - reference runners that both take over `judge_factor` x the judge's own
-      time for the reference (a false win: the reference side slow).
+      time for the reference (a false win: the reference side slow). The
+      judge's time is the median of samples taken through the timing on the
+      runners' core (Judge._judge_reference_sample), so load on that core
+      slows both alike; a quiet machine reads 0.4-1.4x.
     Both runners of the candidate side slow alike is not caught here (a false
     loss; the candidate's code cannot run in the judge)."""
     reasons = []
