@@ -63,6 +63,8 @@ struct Settings {
   // (-1: the judge's default, 2; 0: sized from lone warm-up calls, as before
   // issue #7's seventh pass; A/B runs).
   int timing_calibrations = -1;
+  // cpu: calls shorter than this run in batches (0: the judge's default).
+  double timing_batch_us = 0;
 };
 
 json rules_job(const Settings& s, const std::string& code);
