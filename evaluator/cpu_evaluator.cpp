@@ -291,7 +291,7 @@ class CpuEvaluator final : public Evaluator {
     // Developer knobs for A/B runs of the CPU timing (tools/bench/README.md):
     // KORCH_REFERENCE_RUNNERS=1|2, KORCH_CANDIDATE_RUNNERS=1|2,
     // KORCH_JUDGE_SHARES_CORE=1, KORCH_TIMING_BATCHED_CAP=1, KORCH_TIMING_BLOCK_MS=MS,
-    // KORCH_TIMING_CALIBRATIONS=N, KORCH_TIMING_BATCH_US=US.
+    // KORCH_TIMING_CALIBRATIONS=N, KORCH_TIMING_BATCH_US=US, KORCH_TIMING_SPIN_US=US.
     if (const char* rr = std::getenv("KORCH_REFERENCE_RUNNERS"))
       st.reference_runners = std::atoi(rr);
     if (const char* cr = std::getenv("KORCH_CANDIDATE_RUNNERS"))
@@ -303,6 +303,7 @@ class CpuEvaluator final : public Evaluator {
     if (const char* tc = std::getenv("KORCH_TIMING_CALIBRATIONS"))
       st.timing_calibrations = std::atoi(tc);
     if (const char* bu = std::getenv("KORCH_TIMING_BATCH_US")) st.timing_batch_us = std::atof(bu);
+    if (const char* su = std::getenv("KORCH_TIMING_SPIN_US")) st.timing_spin_us = std::atof(su);
     if (m_gpu_mode) {
       st.l2_bytes = m_gpu.value("l2_bytes", 0);
       st.runner_env = runner_env(req.code);

@@ -65,6 +65,9 @@ struct Settings {
   int timing_calibrations = -1;
   // cpu: calls shorter than this run in batches (0: the judge's default).
   double timing_batch_us = 0;
+  // cpu: how long a runner waits awake for the next call of its block
+  // (-1: the judge's default; 0: it blocks between calls, as before).
+  double timing_spin_us = -1;
 };
 
 json rules_job(const Settings& s, const std::string& code);

@@ -49,6 +49,19 @@ void expect_two_runners_per_side(const std::string& name, const Report& r) {
       << name;
   EXPECT_LE(*r.speedup_ci_low, boot_lo + 1e-12) << name;
   EXPECT_GE(*r.speedup_ci_high, boot_hi - 1e-12) << name;
+
+  // The timed calls (issue #7): runners block between calls (spin_us 0, the
+  // judge's default; KORCH_TIMING_SPIN_US is an A/B knob), and a block of
+  // lone calls (batch 1) opens with one untimed call on each side; every
+  // timed call, and only those, is in the evidence: blocks x block_calls per
+  // side.
+  EXPECT_EQ(t.value("spin_us", -1.0), 0.0) << name;
+  const int batch = t.value("batch", 0), per_block = t.value("block_calls", 0);
+  ASSERT_GE(batch, 1) << name;
+  EXPECT_EQ(t.value("block_warmup", -1), batch == 1 && per_block >= 2 ? 1 : 0) << name;
+  const std::size_t timed = static_cast<std::size_t>(t.value("blocks", 0)) * per_block;
+  EXPECT_EQ(t.value("ref_ns", nlohmann::json::array()).size(), timed) << name;
+  EXPECT_EQ(t.value("cand_ns", nlohmann::json::array()).size(), timed) << name;
 }
 
 TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
@@ -133,6 +146,27 @@ TEST(CpuEvaluatorCorpus, ReferenceRunnersSlowerThanTheJudgeAreMeasuredAgainThenD
   const auto health = evj["measure"]["timing"]["health"];
   EXPECT_FALSE(health.value("ok", true));
   EXPECT_GT(health.value("reference_over_judge", 0.0), 3.0) << health.dump();
+  (*ev)->shutdown();
+}
+
+// Lone calls (a model over timing_batch_us): each block of calls opens with
+// one untimed call on each side -- the first call after the other side's
+// block meets the caches that block left, and a longer call path pays more
+// for them (issue #7). The equal-work candidate stays ok. (cpp_relu's
+// library is cached.)
+TEST(CpuEvaluatorCorpus, LoneCallsOpenEachBlockWithAnUntimedCall) {
+  auto ev = make_cpu_evaluator(test_config(1, 90), k_cache_dir);
+  ASSERT_TRUE(ev) << ev.error().message;
+  auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
+  auto task = task_by_stem("ReLU_lone_calls");
+  ASSERT_TRUE(task) << task.error().message;
+  Report r = submit(**ev, make_request(f, *task, Mode::submit)).get();
+  ASSERT_EQ(r.status, Verdict::ok) << r.error << r.runtime_detail;
+  const auto t = nlohmann::json::parse(r.evidence_json)["measure"]["timing"];
+  EXPECT_EQ(t.value("batch", 0), 1) << t.dump().substr(0, 400);
+  EXPECT_GE(t.value("block_calls", 0), 2) << t.dump().substr(0, 400);
+  EXPECT_EQ(t.value("block_warmup", 0), 1);
+  expect_two_runners_per_side("cpp_relu on ReLU_lone_calls", r);
   (*ev)->shutdown();
 }
 

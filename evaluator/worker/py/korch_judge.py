@@ -277,12 +277,14 @@ class Judge:
                 os.close(f)
             self._check_reply(runner, reply)
 
-    def call_sets(self, runner, idx):
+    def call_sets(self, runner, idx, spin_us=0):
         """CPU timed call on input sets `idx` (one, or a batch: the runner times
         all but the first) through the runner's regions where it has them
         (open_regions), else in a fresh memfd. Returns ([outputs per set],
         info) with info["t_ns"] the time per timed call; outputs in the output
-        region are views of it, valid until the runner's next call."""
+        region are views of it, valid until the runner's next call. `spin_us`:
+        the runner's next call follows this one; it waits for it awake that
+        long (korch_runner.runner_main)."""
         flat = [v for j in idx for v in self.timing_sets[j]]
         reg_in, in_fd = runner.region_in, None
         if reg_in is not None:
@@ -306,12 +308,35 @@ class Judge:
             header, in_fd, in_mm = kt.pack(flat)
         outs, info = self._cpu_round_trip(
             runner, {"op": "call", "args": header, "ablate": False, "instrument": False,
-                     "batch": len(idx), "region": reg_in is not None}, in_fd, in_mm, flat)
+                     "batch": len(idx), "region": reg_in is not None, "spin_us": spin_us},
+            in_fd, in_mm, flat)
         if len(outs) % len(idx):
             raise Verdict("runtime_error", "protocol violation: batch outputs do not split")
         per = len(outs) // len(idx)
         info["t_ns"] = info["t_ns"] / max(1, len(idx) - 1)
         return [outs[i * per:(i + 1) * per] for i in range(len(idx))], info
+
+    def checked_call(self, runner, idx, refs, label, spin_us=0):
+        """CPU: call_sets on `runner`, then its outputs compared with the
+        judge's `refs` -- every runner's, so that both sides see the same
+        traffic between their calls. A candidate runner's mismatch is a
+        Verdict; a reference runner's is counted (the task's problem, never
+        the candidate's). Returns (info, reference mismatches)."""
+        outs_all, info = self.call_sets(runner, idx, spin_us)
+        return info, self.check_outputs(runner.name == "reference", idx, outs_all, info, refs, label)
+
+    def check_outputs(self, from_reference, idx, outs_all, info, refs, label):
+        """A timed call's outputs (one list per input set in `idx`) against
+        the judge's; see checked_call. Returns the reference mismatches."""
+        disagree = 0
+        for i, outs in zip(idx, outs_all):
+            if from_reference:
+                if self.compare(refs[i], outs, info, "reference runner " + label,
+                                raise_on_fail=False, fast=True) is not None:
+                    disagree += 1
+            else:
+                self.compare(refs[i], outs, info, label, fast=True)
+        return disagree
 
     def _call_gpu(self, runner, args, ablate, flush, want_output, timed):
         header, slot = [], 0
@@ -795,6 +820,13 @@ class Judge:
         warmup = int(job.get("timing_warmup", 3))
         target = float(job.get("timing_target_rel_ci", 0.01))
         max_s = float(job.get("timing_max_s", 15))
+        # CPU: a runner may wait for the next call of its block awake, up to
+        # this long, instead of letting its core go idle between the two
+        # (A/B knob, off by default: on the dev VM it made equal work at
+        # 1024x1024 steadier, but a runner that spins met the fault that
+        # makes a process 20x slow for its whole life in 5 of 9 measure jobs
+        # of good/cpp_relu_flat, against 0 of 3 without; tools/bench/README.md).
+        spin_us = float(job.get("timing_spin_us", 0))
         sets = [self.gen_inputs(derive(self.seed, "timing:%d" % j)) for j in range(n_sets)]
         self.timing_sets = sets
         ref_runners, cand_runners = self.reference_runners(), self.candidate_runners()
@@ -815,12 +847,12 @@ class Judge:
             cap = max(1, min(max_batch, fit, (16 << 20) // per_set))
             self.open_regions(sets, refs[0], cap)
         warm_ns = []
+        ref_disagree = 0
         for k in range(warmup):
             if self.dev == "cpu":
                 for runner in self.timing_runners():
-                    outs_all, info = self.call_sets(runner, [k % n_sets])
-                    if runner.name != "reference":
-                        self.compare(refs[k % n_sets], outs_all[0], info, "warm-up call", fast=True)
+                    info, bad = self.checked_call(runner, [k % n_sets], refs, "warm-up call")
+                    ref_disagree += bad
                     if runner in (self.refr, self.cand):
                         warm_ns.append(info["t_ns"])
                 continue
@@ -830,7 +862,7 @@ class Judge:
         # alike): one lone call after a context switch measures the runner's
         # cold caches more than the model -- 20-25 us of a 3 us ReLU here, and
         # a different amount for each side's code path.
-        batch, calibration = 1, []
+        batch, calibration, block_warmup = 1, [], 0
         t_est = max(median(warm_ns[-4:]), 1)
         if self.dev == "cpu":
             def batch_for(t_call):
@@ -846,10 +878,8 @@ class Judge:
                 idx = [i % n_sets for i in range(batch)]
                 per_call = []
                 for runner in self.timing_runners():
-                    outs_all, info = self.call_sets(runner, idx)
-                    if runner.name != "reference":
-                        for i, outs in zip(idx, outs_all):
-                            self.compare(refs[i], outs, info, "calibration call", fast=True)
+                    info, bad = self.checked_call(runner, idx, refs, "calibration call")
+                    ref_disagree += bad
                     per_call.append(info["t_ns"])
                 batch = max(2, batch_for(max(min(per_call), 1)))
                 calibration.append({"per_call_ns": min(per_call), "batch": batch})
@@ -860,6 +890,14 @@ class Judge:
                 block_ns = float(job.get("timing_block_ms", 20)) * 1e6
                 if t_est * per_block > block_ns:
                     per_block = max(1, int(block_ns // t_est))
+                # A block's first call meets the caches the other side's
+                # block left (equal work at 1024x1024: 265 us for the first
+                # call of a block, 190, 170, 164, 163 for the next four, and
+                # the candidate's longer call path paid 1-3% more of it):
+                # the first call of each block is run untimed, on both sides,
+                # as the first call of a batch is.
+                if per_block >= 2:
+                    block_warmup = int(job.get("timing_block_warmup", 1))
             elif job.get("timing_batched_cap", False):
                 # (the cap of e9c9d2c..86eb7dd, kept for A/B runs: batched
                 # calls at most 60 blocks. At ~10 us equal work measured
@@ -874,7 +912,6 @@ class Judge:
         faults = {"ref": [], "cand": []}    # CPU: minor page faults per timed call
         switches = {"ref": [], "cand": []}  # CPU: context switches per timed call
         k = 0
-        ref_disagree = 0
         judge_ref = []  # CPU: the reference's time per call in the judge, every 10 blocks
         t_start = time.monotonic()
         b = 0
@@ -895,27 +932,22 @@ class Judge:
             candr = cand_runners[(b // 8) % len(cand_runners)]
             for side in (("ref", "cand") if (b // 2 + b) % 2 == 0 else ("cand", "ref")):
                 block = []
-                for _ in range(per_block):
+                calls = block_warmup + per_block
+                for c in range(calls):
                     idx = [(k + i) % n_sets for i in range(batch)]
                     k += batch
+                    label = "timed call %d" % k
                     if self.dev == "cpu":
-                        outs_all, info = self.call_sets(refr if side == "ref" else candr, idx)
-                    elif side == "ref":
-                        outs, info = self.call(self.refr, sets[idx[0]], flush=flush, timed=True)
-                        outs_all = [outs]
+                        info, bad = self.checked_call(refr if side == "ref" else candr, idx, refs,
+                                                      label, spin_us if c + 1 < calls else 0)
                     else:
-                        outs, info = self.call_candidate(sets[idx[0]], flush=flush, timed=True)
-                        outs_all = [outs]
-                    for i, outs in zip(idx, outs_all):
-                        if side == "ref":
-                            # Compared too, so that both runners see the same
-                            # traffic between their calls (and the reference
-                            # runner is checked against the judge).
-                            if self.compare(refs[i], outs, info, "reference runner call %d" % k,
-                                            raise_on_fail=False, fast=True) is not None:
-                                ref_disagree += 1
-                        else:
-                            self.compare(refs[i], outs, info, "timed call %d" % k, fast=True)
+                        outs, info = (self.call(self.refr, sets[idx[0]], flush=flush, timed=True)
+                                      if side == "ref" else
+                                      self.call_candidate(sets[idx[0]], flush=flush, timed=True))
+                        bad = self.check_outputs(side == "ref", idx, [outs], info, refs, label)
+                    ref_disagree += bad
+                    if c < block_warmup:
+                        continue
                     block.append(info["t_ns"])
                     if "minflt" in info:
                         faults[side].append(info["minflt"] / batch)
@@ -961,6 +993,7 @@ class Judge:
         overhead = {s: median([rt - t for t, rt, _, _ in extra[s]]) / 1e3 for s in extra}
         timing_ev = {"ref_ns": ref_all, "cand_ns": cand_all, "blocks": b,
                      "block_calls": per_block, "batch": batch, "batch_calibration": calibration,
+                     "spin_us": spin_us if self.dev == "cpu" else 0, "block_warmup": block_warmup,
                      "timing_s": time.monotonic() - t_start,
                      "harness_overhead_us": overhead,
                      "threads": torch.get_num_threads(), "l2_flush": flush,
