@@ -824,7 +824,7 @@ class Judge:
         # this long, instead of letting its core go idle between the two
         # (A/B knob, off by default: on the dev VM it made equal work at
         # 1024x1024 steadier, but a runner that spins met the fault that
-        # makes a process 20x slow for its whole life in 5 of 9 measure jobs
+        # makes a process 20x slow for its whole life in 6 of 8 measure jobs
         # of good/cpp_relu_flat, against 0 of 3 without; tools/bench/README.md).
         spin_us = float(job.get("timing_spin_us", 0))
         sets = [self.gen_inputs(derive(self.seed, "timing:%d" % j)) for j in range(n_sets)]
