@@ -884,9 +884,16 @@ class Judge:
                 batch = max(2, batch_for(max(min(per_call), 1)))
                 calibration.append({"per_call_ns": min(per_call), "batch": batch})
             if batch == 1:
-                # Long calls: one call per block, so that a reference block
-                # and its candidate block lie close in time (the machine's
-                # memory bandwidth drifts on the scale of a second).
+                # Lone calls: up to 12 a block, and at most timing_block_ms
+                # of them, so that a reference block and its candidate block
+                # lie close in time (the machine's memory bandwidth drifts on
+                # the scale of a second; calls over 20 ms go one a block).
+                # After the block's first call a lone call keeps warming for
+                # several calls (equal work at 1024x1024: 197, 183, 178, 175,
+                # 174 us by position): with 5 a block the pooled median sat
+                # in that transient and equal work read 0.970-1.017 (sd
+                # 1.6%), with 12 0.989-0.999 (sd 0.3%; tools/bench/README.md).
+                per_block = int(job.get("timing_lone_block_calls", 12))
                 block_ns = float(job.get("timing_block_ms", 20)) * 1e6
                 if t_est * per_block > block_ns:
                     per_block = max(1, int(block_ns // t_est))
