@@ -64,6 +64,25 @@ void expect_two_runners_per_side(const std::string& name, const Report& r) {
   EXPECT_EQ(t.value("cand_ns", nlohmann::json::array()).size(), timed) << name;
 }
 
+// good/cpp_relu (its library cached by the corpus test) submitted on the task
+// `stem` to a fresh one-worker CPU evaluator.
+Report submit_cpp_relu(const std::string& stem, double timeout_s) {
+  auto ev = make_cpu_evaluator(test_config(1, timeout_s), k_cache_dir);
+  if (!ev) {
+    ADD_FAILURE() << ev.error().message;
+    return {};
+  }
+  Report r;
+  if (auto task = task_by_stem(stem)) {
+    auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
+    r = submit(**ev, make_request(f, *task, Mode::submit)).get();
+  } else {
+    ADD_FAILURE() << task.error().message;
+  }
+  (*ev)->shutdown();
+  return r;
+}
+
 TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
   auto ev = make_cpu_evaluator(test_config(2, 30), k_cache_dir);
   ASSERT_TRUE(ev) << ev.error().message;
@@ -128,12 +147,7 @@ TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
 // verdict is impossible_timing with the judge's reason, reward 0. (After the
 // corpus: cpp_relu's library is in the cache.)
 TEST(CpuEvaluatorCorpus, ReferenceRunnersSlowerThanTheJudgeAreMeasuredAgainThenDistrusted) {
-  auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
-  ASSERT_TRUE(ev) << ev.error().message;
-  auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
-  auto task = task_by_stem("ReLU_slow_reference_runners");
-  ASSERT_TRUE(task) << task.error().message;
-  Report r = submit(**ev, make_request(f, *task, Mode::submit)).get();
+  Report r = submit_cpp_relu("ReLU_slow_reference_runners", 60);
   EXPECT_EQ(r.status, Verdict::impossible_timing) << r.error << r.runtime_detail;
   EXPECT_FALSE(r.correct);
   EXPECT_EQ(r.reward, 0);
@@ -146,7 +160,6 @@ TEST(CpuEvaluatorCorpus, ReferenceRunnersSlowerThanTheJudgeAreMeasuredAgainThenD
   const auto health = evj["measure"]["timing"]["health"];
   EXPECT_FALSE(health.value("ok", true));
   EXPECT_GT(health.value("reference_over_judge", 0.0), 3.0) << health.dump();
-  (*ev)->shutdown();
 }
 
 // Lone calls (a model over timing_batch_us): each block of calls opens with
@@ -155,19 +168,13 @@ TEST(CpuEvaluatorCorpus, ReferenceRunnersSlowerThanTheJudgeAreMeasuredAgainThenD
 // for them (issue #7). The equal-work candidate stays ok. (cpp_relu's
 // library is cached.)
 TEST(CpuEvaluatorCorpus, LoneCallsOpenEachBlockWithAnUntimedCall) {
-  auto ev = make_cpu_evaluator(test_config(1, 90), k_cache_dir);
-  ASSERT_TRUE(ev) << ev.error().message;
-  auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
-  auto task = task_by_stem("ReLU_lone_calls");
-  ASSERT_TRUE(task) << task.error().message;
-  Report r = submit(**ev, make_request(f, *task, Mode::submit)).get();
+  Report r = submit_cpp_relu("ReLU_lone_calls", 90);
   ASSERT_EQ(r.status, Verdict::ok) << r.error << r.runtime_detail;
   const auto t = nlohmann::json::parse(r.evidence_json)["measure"]["timing"];
   EXPECT_EQ(t.value("batch", 0), 1) << t.dump().substr(0, 400);
   EXPECT_GE(t.value("block_calls", 0), 2) << t.dump().substr(0, 400);
   EXPECT_EQ(t.value("block_warmup", 0), 1);
   expect_two_runners_per_side("cpp_relu on ReLU_lone_calls", r);
-  (*ev)->shutdown();
 }
 
 TEST(CpuEvaluatorCorpus, CheckModeUsesOnePublicInputAndNoTiming) {

@@ -1083,12 +1083,19 @@ class Judge:
                 pass
         try:
             n = max(1, batch)
-            outs = [] if n == 1 else [self.ref_forward(sets[0])]
-            t0 = time.perf_counter_ns()
-            for i in range(1 if n > 1 else 0, n):
-                outs.append(self.ref_forward(sets[i % len(sets)]))
-            dt = time.perf_counter_ns() - t0
-            del outs
+            # Twice, the first pass untimed: just moved to the runners'
+            # core, the judge's first calls are cold (a batch of 4 ReLUs at
+            # 64x256 read ~20-60x a runner's call on the dev VM, the
+            # reference runners' 61 ReLUs of tasks/ReLU_slow_reference_runners.py
+            # then passed as healthy, ref/judge 1.1, and a 22x false win was
+            # paid). The runners' timed calls never start cold either.
+            for _ in range(2):
+                outs = [] if n == 1 else [self.ref_forward(sets[0])]
+                t0 = time.perf_counter_ns()
+                for i in range(1 if n > 1 else 0, n):
+                    outs.append(self.ref_forward(sets[i % len(sets)]))
+                dt = time.perf_counter_ns() - t0
+                del outs
             return dt / max(1, n - 1)
         finally:
             if moved:
