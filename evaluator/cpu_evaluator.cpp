@@ -291,7 +291,8 @@ class CpuEvaluator final : public Evaluator {
     // Developer knobs for A/B runs of the CPU timing (tools/bench/README.md):
     // KORCH_REFERENCE_RUNNERS=1|2, KORCH_CANDIDATE_RUNNERS=1|2,
     // KORCH_JUDGE_SHARES_CORE=1, KORCH_TIMING_BATCHED_CAP=1, KORCH_TIMING_BLOCK_MS=MS,
-    // KORCH_TIMING_CALIBRATIONS=N, KORCH_TIMING_BATCH_US=US, KORCH_TIMING_SPIN_US=US.
+    // KORCH_TIMING_CALIBRATIONS=N, KORCH_TIMING_BATCH_US=US, KORCH_TIMING_SPIN_US=US,
+    // KORCH_TIMING_HEAP_ONLY=0|1.
     if (const char* rr = std::getenv("KORCH_REFERENCE_RUNNERS"))
       st.reference_runners = std::atoi(rr);
     if (const char* cr = std::getenv("KORCH_CANDIDATE_RUNNERS"))
@@ -304,6 +305,8 @@ class CpuEvaluator final : public Evaluator {
       st.timing_calibrations = std::atoi(tc);
     if (const char* bu = std::getenv("KORCH_TIMING_BATCH_US")) st.timing_batch_us = std::atof(bu);
     if (const char* su = std::getenv("KORCH_TIMING_SPIN_US")) st.timing_spin_us = std::atof(su);
+    if (const char* ho = std::getenv("KORCH_TIMING_HEAP_ONLY"))
+      st.timing_heap_only = *ho == '1' ? 1 : 0;
     if (m_gpu_mode) {
       st.l2_bytes = m_gpu.value("l2_bytes", 0);
       st.runner_env = runner_env(req.code);
@@ -961,14 +964,20 @@ Result<std::unique_ptr<Evaluator>> make_cpu_evaluator(const config::EvaluatorCon
   const int reaped = reap_orphans(abs + "/run");
   if (reaped > 0) KLOG_WARN("[eval] reaped {} worker zygote(s) left by a killed daemon", reaped);
   const char* fresh = getenv("KORCH_EVAL_FRESH_PROCESS");
-  // KORCH_WORKER_GLIBC_TUNABLES: the workers' GLIBC_TUNABLES, for A/B runs
-  // of the CPU timing only. Measured with glibc.malloc.hugetlb=1 (huge pages
-  // behind malloc): equal work at 4096^2 improved (0.988-1.029 over five
-  // evaluations, 64 MB outputs fault ~550 times instead of ~16,400) but at
-  // 64x256 and 1024^2 it got worse (0.932-1.030 with 2 of 10 intervals
-  // excluding 1; 1024^2 biased to 0.991): whether a process gets huge pages
-  // is one more per-process difference. So none by default.
-  std::string tunables;
+  // The workers' GLIBC_TUNABLES. CPU mode: no per-thread cache of small
+  // freed blocks (tcache). The timing processes keep the memory they free in
+  // their heap (korch_runner.keep_freed_memory), but torch's 64-byte-aligned
+  // allocations leave a small trailing block behind each large one, and
+  // while tcache holds it (as in use) the large block freed before it cannot
+  // merge back into the heap's top: each call of ReLU at 4096^2 then took a
+  // new 64 MB block and faulted it in (16,384 pages, ~180 ms of a 3.5 ms
+  // ReLU on the dev VM) until seven such trailers filled tcache's bin, and
+  // seven dead 64 MB blocks stayed behind in each runner.
+  // KORCH_WORKER_GLIBC_TUNABLES replaces it, for A/B runs (tried: huge pages
+  // behind malloc, glibc.malloc.hugetlb=1: equal work at 4096^2 improved,
+  // at 64x256 and 1024^2 it got worse -- whether a process gets huge pages
+  // is one more per-process difference).
+  std::string tunables = cfg.mode == config::EvalMode::cpu ? "glibc.malloc.tcache_count=0" : "";
   if (const char* t = getenv("KORCH_WORKER_GLIBC_TUNABLES")) tunables = t;
   auto z =
       Zygote::start(find_worker_path(), abs + "/run", fresh && std::string(fresh) == "1", tunables);

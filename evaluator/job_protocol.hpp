@@ -68,6 +68,10 @@ struct Settings {
   // cpu: how long a runner waits awake for the next call of its block
   // (-1: the judge's default; 0: it blocks between calls, as before).
   double timing_spin_us = -1;
+  // cpu: freed memory stays in the heap of every timing process (-1: the
+  // judge's default, on; 0: glibc's default, large blocks mapped and
+  // unmapped per allocation, as before; A/B runs).
+  int timing_heap_only = -1;
 };
 
 json rules_job(const Settings& s, const std::string& code);

@@ -513,6 +513,10 @@ int zygote_main() {
   // Dies with the daemon.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) return 1;
+  // glibc read GLIBC_TUNABLES when this process started, and every job forked
+  // from it keeps what it read; programs a job execs (the C++ compiler) do
+  // not get it (removed before Python copies the environment).
+  unsetenv("GLIBC_TUNABLES");
 #ifdef KORCH_WORKER_CUDA
   PyImport_AppendInittab("_korch_cuda", korch_init_cuda_module);
 #endif

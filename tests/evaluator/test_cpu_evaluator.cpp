@@ -62,6 +62,14 @@ void expect_two_runners_per_side(const std::string& name, const Report& r) {
   const std::size_t timed = static_cast<std::size_t>(t.value("blocks", 0)) * per_block;
   EXPECT_EQ(t.value("ref_ns", nlohmann::json::array()).size(), timed) << name;
   EXPECT_EQ(t.value("cand_ns", nlohmann::json::array()).size(), timed) << name;
+
+  // Every timing process keeps what it frees in its heap (timing_heap_only,
+  // the judge's default): the judge and all four runners took the setting.
+  const auto& heap = t["heap_only"];
+  EXPECT_TRUE(heap.value("requested", false)) << name << heap.dump();
+  EXPECT_TRUE(heap.value("judge", false)) << name << heap.dump();
+  ASSERT_EQ(heap.value("runners", nlohmann::json::array()).size(), 4u) << name << heap.dump();
+  for (const auto& ok : heap["runners"]) EXPECT_TRUE(ok.get<bool>()) << name << heap.dump();
 }
 
 // good/cpp_relu (its library cached by the corpus test) submitted on the task
@@ -175,6 +183,11 @@ TEST(CpuEvaluatorCorpus, LoneCallsOpenEachBlockWithAnUntimedCall) {
   EXPECT_GE(t.value("block_calls", 0), 2) << t.dump().substr(0, 400);
   EXPECT_EQ(t.value("block_warmup", 0), 1);
   expect_two_runners_per_side("cpp_relu on ReLU_lone_calls", r);
+  // Freed memory stays in every timing process's heap: the 36 MB output is
+  // reused, not mapped and faulted in again (9,217 pages a call otherwise).
+  const auto& faults = t["page_faults_per_call"];
+  EXPECT_LT(faults.value("ref", 1e9), 100) << faults.dump();
+  EXPECT_LT(faults.value("cand", 1e9), 100) << faults.dump();
 }
 
 TEST(CpuEvaluatorCorpus, CheckModeUsesOnePublicInputAndNoTiming) {

@@ -162,6 +162,11 @@ class Judge:
         self.dev = job.get("device", "cpu")
         # GPU: the runners' wait before each timed window (korch_runner.call_gpu).
         self.pre_us = float(job.get("timing_pre_us", 200)) if self.dev != "cpu" else 0.0
+        # CPU: freed memory stays in the heap of every timing process, the
+        # judge's included (korch_runner.keep_freed_memory; timing_heap_only
+        # false for A/B runs).
+        self.heap_only = self.dev == "cpu" and bool(job.get("timing_heap_only", True))
+        self.runners_heap_only = []
         self.atol, self.rtol = float(job["atol"]), float(job["rtol"])
         self.low_precision_tol = float(job["low_precision_tol"])
         self.budget = int(job.get("memory_budget_mb", 4096)) << 20
@@ -724,6 +729,7 @@ class Judge:
                  "init_inputs": [v for v in init_inputs if not isinstance(v, torch.Tensor)]
                  if all(not isinstance(v, torch.Tensor) for v in init_inputs) else [],
                  "init_seed": init_seed}
+        setup["heap_only"] = self.heap_only
         if self.dev != "cpu":
             setup["exchange"] = self._exchange(first, first_ref)
             setup["pre_us"] = self.pre_us
@@ -736,6 +742,7 @@ class Judge:
         for runner in self.candidate_runners():
             self._send_setup(runner, cand_setup)
         replies = [self._setup_reply(runner) for runner in self.timing_runners()]
+        self.runners_heap_only = [bool(r.get("heap_only")) for r in replies]
         reply = replies[len(self.reference_runners())]  # the first candidate runner's
         self.cand_protections = self.cand.protections
         self.mark("runners_ready")
@@ -827,6 +834,11 @@ class Judge:
         # makes a process 20x slow for its whole life in 6 of 8 measure jobs
         # of good/cpp_relu_flat, against 0 of 3 without; tools/bench/README.md).
         spin_us = float(job.get("timing_spin_us", 0))
+        judge_heap_only = False
+        if self.heap_only:
+            # (the judge's own reference samples below allocate as the runners do)
+            from korch_runner import keep_freed_memory
+            judge_heap_only = keep_freed_memory()
         sets = [self.gen_inputs(derive(self.seed, "timing:%d" % j)) for j in range(n_sets)]
         self.timing_sets = sets
         ref_runners, cand_runners = self.reference_runners(), self.candidate_runners()
@@ -1001,6 +1013,8 @@ class Judge:
         timing_ev = {"ref_ns": ref_all, "cand_ns": cand_all, "blocks": b,
                      "block_calls": per_block, "batch": batch, "batch_calibration": calibration,
                      "spin_us": spin_us if self.dev == "cpu" else 0, "block_warmup": block_warmup,
+                     "heap_only": {"requested": self.heap_only, "runners": self.runners_heap_only,
+                                   "judge": judge_heap_only},
                      "timing_s": time.monotonic() - t_start,
                      "harness_overhead_us": overhead,
                      "threads": torch.get_num_threads(), "l2_flush": flush,

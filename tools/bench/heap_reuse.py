@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""What the allocator costs a model's call on the CPU (issue #7).
+
+Times torch.relu on N x N float32 in fresh processes, alternating three
+allocators: glibc's default (a block over its mmap threshold, at most 32 MB,
+is mapped on each allocation and unmapped when freed); korch_runner.
+keep_freed_memory alone (no mmap, no trimming); and what every CPU timing
+process of korch runs under, that plus glibc's tcache off (the CPU
+evaluator's worker zygote starts with GLIBC_TUNABLES=glibc.malloc.tcache_count=0):
+freed memory stays in the heap, as freed GPU memory stays in torch's caching
+allocator. Prints per size the median time per call and the minor page
+faults per call of each.
+
+    python3 tools/bench/heap_reuse.py --size 256 --size 1024 --size 4096
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER_PY = os.path.join(HERE, "..", "..", "evaluator", "worker", "py")
+
+CHILD = r"""
+import resource, statistics, sys, time
+sys.path.insert(0, sys.argv[3])
+import torch
+if sys.argv[2] != "default":
+    from korch_runner import keep_freed_memory
+    assert keep_freed_memory(), "mallopt failed"
+torch.set_num_threads(1)
+n = int(sys.argv[1])
+x = torch.randn(n, n)
+def one():
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    t0 = time.perf_counter_ns()
+    y = torch.relu(x)
+    dt = time.perf_counter_ns() - t0
+    del y
+    return dt, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+for _ in range(3):
+    one()
+calls = max(10, min(200, int(4e9 // max(1, n * n * 4 * 20))))
+res = [one() for _ in range(calls)]
+print(statistics.median(r[0] for r in res), statistics.median(r[1] for r in res))
+"""
+
+
+MODES = {"default": "glibc default", "heap": "keep_freed_memory",
+         "korch": "+ tcache off (korch)"}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", type=int, action="append", required=True)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    print("torch.relu on N x N float32, one thread; median per call (page faults per call)")
+    for n in a.size:
+        out = {m: [] for m in MODES}
+        for rep in range(a.repeat):
+            for mode in (list(MODES) if rep % 2 == 0 else list(MODES)[::-1]):
+                env = dict(os.environ)
+                env.pop("GLIBC_TUNABLES", None)
+                if mode == "korch":
+                    env["GLIBC_TUNABLES"] = "glibc.malloc.tcache_count=0"
+                r = subprocess.run([sys.executable, "-c", CHILD, str(n), mode, WORKER_PY],
+                                   check=True, capture_output=True, text=True, env=env)
+                ns, faults = r.stdout.split()
+                out[mode].append((float(ns), float(faults)))
+        line = ["%5d x %-5d" % (n, n)]
+        for mode in MODES:
+            ts = [t for t, _ in out[mode]]
+            line.append("%s %.3f ms (%d faults)" % (
+                MODES[mode], statistics.median(ts) / 1e6, statistics.median(f for _, f in out[mode])))
+        print("  ".join(line))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
