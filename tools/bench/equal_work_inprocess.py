@@ -83,16 +83,16 @@ def measure(ref, cand, sets, blocks):
     return statistics.median(r), statistics.median(c), batch, calls
 
 
-def binding_cost(ref_fn, cand_fn, x, n=20000, reps=31):
-    """Median ns per call of each function on a tiny input: the difference is
-    the binding's own cost."""
+def binding_cost(ref_fn, cand_fn, args, n=20000, reps=31):
+    """Median ns per call of each function on tiny inputs (every size 1):
+    the difference is the binding's own cost."""
     out = {"ref": [], "cand": []}
     with torch.no_grad():
         for rep in range(reps):
             for name, f in (("ref", ref_fn), ("cand", cand_fn))[:: 1 if rep % 2 else -1]:
                 t0 = time.perf_counter_ns()
                 for _ in range(n):
-                    f(x)
+                    f(*args)
                 out[name].append((time.perf_counter_ns() - t0) / n)
     return statistics.median(out["ref"]), statistics.median(out["cand"])
 
@@ -126,8 +126,8 @@ def main():
             r, c, batch, calls = measure(ref, cand, sets, a.blocks)
             print("%s rep %d: ref %.2f us  cand %.2f us  in-process speedup %.3f  (batch %d, %d per block)"
                   % (task, rep, r / 1e3, c / 1e3, r / c, batch, calls))
-    # The binding alone, on a 1-element tensor: where the two paths differ.
-    x = torch.randn(1)
+    # The binding alone, on 1-element tensors: where the two paths differ.
+    x = [torch.randn([1] * t.dim()) if isinstance(t, torch.Tensor) else t for t in sets[0]]
     fwd_ref = tm.Model(*init).forward
     fwd_cand = cand_mod.ModelNew(*init).forward
     br, bc = binding_cost(fwd_ref, fwd_cand, x)
