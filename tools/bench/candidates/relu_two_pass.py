@@ -1,10 +1,11 @@
 # task: any ReLU task (examples/tasks/6_ReLU_large.py)
 # A correct candidate that does twice the reference's memory traffic: at::relu,
 # then one more in-place pass over its own output (x1.0). Memory-bound at
-# 4096x4096, so its true speedup there is ~0.5. A benchmark input for the CPU
-# allocator's effect on timing (tools/bench/README.md, issue #7 ninth pass):
-# a timing that faults the output in afresh on every call adds the same
-# ~180 ms to both sides and reads it near 1.0.
+# 4096x4096: in one process it reads 0.66 there (equal_work_inprocess.py
+# --lone, heap allocator). A benchmark input for the CPU allocator's effect on
+# timing (tools/bench/README.md, issue #7 ninth pass): a timing that faults
+# the output in afresh on every call adds the same ~180 ms to both sides and
+# reads it near 1.0.
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
