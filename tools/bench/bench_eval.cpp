@@ -398,6 +398,15 @@ int main(int argc, char** argv) {
         if (faults.contains("ref") && faults.contains("cand"))
           std::printf(" faults ref=%.0f cand=%.0f", faults["ref"].get<double>(),
                       faults["cand"].get<double>());
+        // CPU: whether every timing process kept its freed memory (heap=all),
+        // none did (KORCH_TIMING_HEAP_ONLY=0: heap=off), or only some.
+        const json heap = t.value("heap_only", json::object());
+        if (heap.contains("runners") && heap["runners"].is_array()) {
+          std::size_t on = heap.value("judge", false) ? 1 : 0;
+          for (const auto& v : heap["runners"]) on += v.is_boolean() && v.get<bool>();
+          const std::size_t all = heap["runners"].size() + 1;
+          std::printf(" heap=%s", on == all ? "all" : on == 0 ? "off" : "some");
+        }
         // CPU: (output - input) mod 4096 on each side, the most frequent.
         const json alias = t.value("alias_offsets", json::object());
         for (const char* side : {"ref", "cand"}) {
