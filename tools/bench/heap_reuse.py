@@ -12,6 +12,12 @@ allocator. Prints per size the median time per call and the minor page
 faults per call of each.
 
     python3 tools/bench/heap_reuse.py --size 256 --size 1024 --size 4096
+
+With --groups G, under korch's allocator only: G groups of 20 calls at each
+size, the output's heap block kept throughout or given back between groups
+(malloc_trim(0), then one untimed call that faults a new block in); prints
+each group's median and the spread, to tell a block's placement from the
+machine's drift over seconds.
 """
 import argparse
 import os
@@ -51,11 +57,49 @@ MODES = {"default": "glibc default", "heap": "keep_freed_memory",
          "korch": "+ tcache off (korch)"}
 
 
+GROUPS = r"""
+import ctypes, statistics, sys, time
+sys.path.insert(0, sys.argv[4])
+import torch
+from korch_runner import keep_freed_memory
+assert keep_freed_memory(), "mallopt failed"
+torch.set_num_threads(1)
+libc = ctypes.CDLL(None)
+x = torch.randn(int(sys.argv[1]), int(sys.argv[1]))
+meds = []
+for g in range(int(sys.argv[2])):
+    if sys.argv[3] == "replace":
+        libc.malloc_trim(0)
+    torch.relu(x)
+    ts = []
+    for _ in range(20):
+        t0 = time.perf_counter_ns()
+        y = torch.relu(x)
+        ts.append(time.perf_counter_ns() - t0)
+        del y
+    meds.append(statistics.median(ts) / 1e6)
+print(" ".join("%.3f" % m for m in meds), "spread %.1f%%" % (100 * (max(meds) / min(meds) - 1)))
+"""
+
+
+def groups(n, g):
+    env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.tcache_count=0")
+    for how in ("keep", "replace", "keep", "replace"):
+        r = subprocess.run([sys.executable, "-c", GROUPS, str(n), str(g), how, WORKER_PY],
+                           check=True, capture_output=True, text=True, env=env)
+        print("%5d x %-5d %-7s group medians (ms): %s" % (n, n, how, r.stdout.strip()))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", type=int, action="append", required=True)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--groups", type=int, default=0)
     a = ap.parse_args()
+    if a.groups:
+        for n in a.size:
+            groups(n, a.groups)
+        return 0
     print("torch.relu on N x N float32, one thread; median per call (page faults per call)")
     for n in a.size:
         out = {m: [] for m in MODES}
