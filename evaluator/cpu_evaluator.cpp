@@ -970,9 +970,10 @@ Result<std::unique_ptr<Evaluator>> make_cpu_evaluator(const config::EvaluatorCon
   // allocations leave a small trailing block behind each large one, and
   // while tcache holds it (as in use) the large block freed before it cannot
   // merge back into the heap's top: each call of ReLU at 4096^2 then took a
-  // new 64 MB block and faulted it in (16,384 pages, ~180 ms of a 3.5 ms
-  // ReLU on the dev VM) until seven such trailers filled tcache's bin, and
-  // seven dead 64 MB blocks stayed behind in each runner.
+  // new 64 MB block and faulted it in (16,384 pages: ~180 ms a call, for a
+  // ReLU of ~3 ms on the dev VM) for the first seven calls, until such
+  // trailers filled tcache's bin, and the heap grew by 64 MB a call
+  // meanwhile (strace: brk), blocks that stayed behind in each runner.
   // KORCH_WORKER_GLIBC_TUNABLES replaces it, for A/B runs (tried: huge pages
   // behind malloc, glibc.malloc.hugetlb=1: equal work at 4096^2 improved,
   // at 64x256 and 1024^2 it got worse -- whether a process gets huge pages

@@ -209,8 +209,8 @@ def keep_freed_memory():
     allocator, which every GPU timing runs under. By default glibc serves a
     block over its mmap threshold (at most 32 MB) with a fresh mapping and
     unmaps it when freed: a 64 MB output (ReLU at 4096x4096) then faulted in
-    16,385 pages on every call, ~180 ms of a call's ~180 ms on the dev VM
-    (~11 us a page with shadow page tables; the ReLU itself takes 3.5 ms),
+    16,385 pages on every call, ~186 ms of a ~189 ms call on the dev VM
+    (~11 us a page with shadow page tables; the ReLU itself takes ~3 ms),
     alike on both sides, so any speedup was diluted toward 1 and a candidate
     that kept one output buffer would have won by the allocator alone
     (tools/bench/heap_reuse.py). Needs glibc's tcache off, which only the
