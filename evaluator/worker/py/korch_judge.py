@@ -23,6 +23,7 @@ import types
 import torch
 
 import korch_transport as kt
+from korch_runner import keep_freed_memory
 
 # The tolerance profile (atol, rtol, low_precision_tol, allow_tf32) arrives in
 # the job from korch's one table (config/vocabulary.hpp); no copy lives here.
@@ -166,6 +167,7 @@ class Judge:
         # judge's included (korch_runner.keep_freed_memory; timing_heap_only
         # false for A/B runs).
         self.heap_only = self.dev == "cpu" and bool(job.get("timing_heap_only", True))
+        self.judge_heap_only = False
         self.runners_heap_only = []
         self.atol, self.rtol = float(job["atol"]), float(job["rtol"])
         self.low_precision_tol = float(job["low_precision_tol"])
@@ -678,6 +680,11 @@ class Judge:
     def run(self):
         torch.set_num_threads(1)
         torch.set_grad_enabled(False)
+        if self.heap_only:
+            # From the start, not only for the timing: the full comparison's
+            # float64 temporaries of a 64 MB output were faulted in page by
+            # page in every trial, family and ablation call.
+            self.judge_heap_only = keep_freed_memory()
         job = self.job
         seed = self._read_seed()
         self.mark("seed")
@@ -834,11 +841,6 @@ class Judge:
         # makes a process 20x slow for its whole life in 6 of 8 measure jobs
         # of good/cpp_relu_flat, against 0 of 3 without; tools/bench/README.md).
         spin_us = float(job.get("timing_spin_us", 0))
-        judge_heap_only = False
-        if self.heap_only:
-            # (the judge's own reference samples below allocate as the runners do)
-            from korch_runner import keep_freed_memory
-            judge_heap_only = keep_freed_memory()
         sets = [self.gen_inputs(derive(self.seed, "timing:%d" % j)) for j in range(n_sets)]
         self.timing_sets = sets
         ref_runners, cand_runners = self.reference_runners(), self.candidate_runners()
@@ -1014,7 +1016,7 @@ class Judge:
                      "block_calls": per_block, "batch": batch, "batch_calibration": calibration,
                      "spin_us": spin_us if self.dev == "cpu" else 0, "block_warmup": block_warmup,
                      "heap_only": {"requested": self.heap_only, "runners": self.runners_heap_only,
-                                   "judge": judge_heap_only},
+                                   "judge": self.judge_heap_only},
                      "timing_s": time.monotonic() - t_start,
                      "harness_overhead_us": overhead,
                      "threads": torch.get_num_threads(), "l2_flush": flush,
