@@ -28,8 +28,13 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER_PY = os.path.join(HERE, "..", "..", "evaluator", "worker", "py")
 
-CHILD = r"""
-import resource, statistics, sys, time
+# What the CPU evaluator's worker zygote starts with (make_cpu_evaluator).
+KORCH_TUNABLES = "glibc.malloc.tcache_count=0"
+
+# Both children: argv = [N, allocator ("default" or not), worker py dir, ...];
+# x is N x N, under keep_freed_memory unless the allocator is "default".
+PROLOGUE = r"""
+import statistics, sys, time
 sys.path.insert(0, sys.argv[3])
 import torch
 if sys.argv[2] != "default":
@@ -38,6 +43,10 @@ if sys.argv[2] != "default":
 torch.set_num_threads(1)
 n = int(sys.argv[1])
 x = torch.randn(n, n)
+"""
+
+CHILD = PROLOGUE + r"""
+import resource
 def one():
     f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0 = time.perf_counter_ns()
@@ -57,18 +66,12 @@ MODES = {"default": "glibc default", "heap": "keep_freed_memory",
          "korch": "+ tcache off (korch)"}
 
 
-GROUPS = r"""
-import ctypes, statistics, sys, time
-sys.path.insert(0, sys.argv[4])
-import torch
-from korch_runner import keep_freed_memory
-assert keep_freed_memory(), "mallopt failed"
-torch.set_num_threads(1)
+GROUPS = PROLOGUE + r"""
+import ctypes
 libc = ctypes.CDLL(None)
-x = torch.randn(int(sys.argv[1]), int(sys.argv[1]))
 meds = []
-for g in range(int(sys.argv[2])):
-    if sys.argv[3] == "replace":
+for g in range(int(sys.argv[4])):
+    if sys.argv[5] == "replace":
         libc.malloc_trim(0)
     torch.relu(x)
     ts = []
@@ -83,9 +86,9 @@ print(" ".join("%.3f" % m for m in meds), "spread %.1f%%" % (100 * (max(meds) / 
 
 
 def groups(n, g):
-    env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.tcache_count=0")
+    env = dict(os.environ, GLIBC_TUNABLES=KORCH_TUNABLES)
     for how in ("keep", "replace", "keep", "replace"):
-        r = subprocess.run([sys.executable, "-c", GROUPS, str(n), str(g), how, WORKER_PY],
+        r = subprocess.run([sys.executable, "-c", GROUPS, str(n), "korch", WORKER_PY, str(g), how],
                            check=True, capture_output=True, text=True, env=env)
         print("%5d x %-5d %-7s group medians (ms): %s" % (n, n, how, r.stdout.strip()))
 
@@ -108,7 +111,7 @@ def main():
                 env = dict(os.environ)
                 env.pop("GLIBC_TUNABLES", None)
                 if mode == "korch":
-                    env["GLIBC_TUNABLES"] = "glibc.malloc.tcache_count=0"
+                    env["GLIBC_TUNABLES"] = KORCH_TUNABLES
                 r = subprocess.run([sys.executable, "-c", CHILD, str(n), mode, WORKER_PY],
                                    check=True, capture_output=True, text=True, env=env)
                 ns, faults = r.stdout.split()
