@@ -6,11 +6,14 @@
 #   scripts/gpu/suite.sh campaign    korch run over level-1 tasks (replay server), report, export
 #   scripts/gpu/suite.sh validate    korch tasks validate on the GPU (levels 1-3)
 #   scripts/gpu/suite.sh bench [N]   equal-work speedups on three sizes; zygote vs fresh process
+#   scripts/gpu/suite.sh equalwork [N] [TASK...]  N evaluations of each equal-work candidate, ~4 us to ~50 ms
+#                                    a call; every report's JSON (raw samples) in $OUT/equalwork_<task>.jsonl
 #   scripts/gpu/suite.sh ctest       the CTest suite (GPU tests included)
 #   scripts/gpu/suite.sh smoke       a few small candidates in cpu and gpu mode
 #   scripts/gpu/suite.sh corpus      every GPU corpus candidate through korch eval --device cuda
 #   scripts/gpu/suite.sh cpumode     the CPU evaluator on this machine's torch (full JSON in $OUT)
 #   scripts/gpu/suite.sh hang        an infinite-loop kernel, then a correct one on the same GPU
+#   scripts/gpu/suite.sh placement   a short kernel's time by device address and by process (tools/bench/gpu_placement.py)
 #   scripts/gpu/suite.sh throughput [N] [M]  N new load_inline candidates pipelined vs M compiled under the lease
 #   scripts/gpu/suite.sh fidelity [N]  N evaluations of four candidates each, next to triton do_bench
 #   scripts/gpu/suite.sh overhead [N]  overhead per evaluation: zygote vs a fresh process per job
@@ -110,6 +113,29 @@ case ${1:-diag} in
     "$B/tools/bench/korch-bench-eval" --device cuda --mode check --repeat 5 \
       --code tests/evaluator/corpus/good/triton_relu.py --cache "$KORCH_CACHE_DIR" \
       --task examples/tasks/1_ReLU_small.py 2>&1 | grep -v '^\[W'
+    ;;
+  equalwork)
+    # Issue #7's bar on the GPU: the equal-work candidates (the same ATen op
+    # through a load_inline function) on tasks from ~4 us to ~50 ms a call,
+    # N separate evaluations each. KORCH_EQUALWORK_ONLY=<substring> picks tasks.
+    K=.gpu-deps/kernelbench/level1 R=tests/evaluator/corpus/equal_work/relu_at.py
+    M=tests/evaluator/corpus/equal_work/matmul_at.py
+    for pair in examples/tasks/1_ReLU_small.py:$R examples/tasks/6_ReLU_large.py:$R \
+                $K/19_ReLU.py:$R $K/1_Square_matrix_multiplication_.py:$M examples/gpu/tasks/Matmul_large.py:$M; do
+      t=${pair%%:*}; c=${pair#*:}; n=$(basename "$t" .py)
+      [[ -n ${KORCH_EQUALWORK_ONLY:-} && $t != *${KORCH_EQUALWORK_ONLY}* ]] && continue
+      echo "== equalwork $(basename "$c") on $n"
+      timeout -s KILL "${KORCH_EQUALWORK_TIMEOUT:-400}" "$B/tools/bench/korch-bench-eval" --device cuda \
+        --mode submit --gpus "${KORCH_GPUS:-all}" --repeat "${2:-10}" --print --code "$c" \
+        --cache "$KORCH_CACHE_DIR" --task "$t" 2>&1 | grep -v '^\[W' > "$OUT/equalwork_$n.out"
+      grep -v '^{' "$OUT/equalwork_$n.out"; grep '^{' "$OUT/equalwork_$n.out" > "$OUT/equalwork_$n.jsonl"
+    done
+    ;;
+  placement)
+    for shape in 64,256 4096,4096; do
+      timeout 200 "$PY" tools/bench/gpu_placement.py --mode processes --shape $shape --procs "${2:-8}" 2>&1
+      timeout 200 "$PY" tools/bench/gpu_placement.py --mode placement --shape $shape --places "${2:-8}" 2>&1
+    done
     ;;
   throughput)
     # Evaluations per hour when every candidate is a new load_inline kernel:
