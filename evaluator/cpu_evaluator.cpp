@@ -353,10 +353,10 @@ class CpuEvaluator final : public Evaluator {
   protocol::Spawn spawn(int gpu = -1) const {
     protocol::Spawn sp;
     sp.memory_budget_mb = m_cfg.memory_budget_mb;
-    // gpu: a cgroup caps the job's host memory; a measure job has three CUDA
-    // processes (the judge and two runners).
+    // gpu: a cgroup caps the job's host memory; a measure job has five CUDA
+    // processes (the judge and two runners a side).
     if (m_gpu_mode) {
-      sp.memory_limit_mb = gpu_job_host_limit_mb(3, m_cfg.memory_budget_mb);
+      sp.memory_limit_mb = gpu_job_host_limit_mb(5, m_cfg.memory_budget_mb);
       if (gpu >= 0) {
         sp.gpu = gpu;
         if (auto it = m_gpu_cpus.find(gpu); it != m_gpu_cpus.end()) sp.cpus = it->second;
@@ -551,7 +551,7 @@ class CpuEvaluator final : public Evaluator {
     if (m_gpu_mode) {
       on_gpu(req, prebuilt, triton, std::move(early), held_since, r, evidence);
     } else {
-      // 4. Measure: the judge and two runners (reference, candidate).
+      // 4. Measure: the judge and its runners (two a side).
       const auto m0 = std::chrono::steady_clock::now();
       auto res = measure(req, prebuilt, r, evidence, -1, triton);
       // Runner processes whose times the judge distrusts (a machine fault,
@@ -639,7 +639,7 @@ class CpuEvaluator final : public Evaluator {
         warm(req, prebuilt, gpu, evidence);
         stages["warm_s"] = seconds_since(w0);
       }
-      // 4. Measure: the judge and two runners (reference, candidate).
+      // 4. Measure: the judge and its runners (two a side).
       const auto m0 = std::chrono::steady_clock::now();
       auto res = measure(req, prebuilt, r, evidence, gpu, triton);
       if (res) {

@@ -14,7 +14,7 @@ enum class JobRole {
   rules,     // the static rules (no candidate code runs)
   compile,   // load_inline sources -> a cached library (may exec the compilers)
   warm,      // one untimed run so Triton compiles and autotunes (may exec)
-  measure,   // the judge and its two runners: correctness and timing
+  measure,   // the judge and its runners (two a side): correctness and timing
   gpuinfo,   // the GPU's facts (trusted code only)
   validate,  // a task's reference: runs, deterministic, within memory
 };

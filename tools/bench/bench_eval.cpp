@@ -376,7 +376,7 @@ int main(int argc, char** argv) {
           std::printf(" overhead_us ref=%.1f cand=%.1f blocks=%d batch=%d", ov_ref.back(),
                       ov_cand.back(), t.value("blocks", 0), t.value("batch", 1));
         }
-        // CPU: the spread between two runners of one side (widens the
+        // The spread between two runners of one side (widens the
         // interval) and the bootstrap interval it widened.
         if (t.contains("process_spread") && t.contains("speedup_ci_bootstrap")) {
           const json& ps = t["process_spread"];

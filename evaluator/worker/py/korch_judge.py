@@ -181,8 +181,8 @@ class Judge:
         self.mismatch = 0.0
         self.kernel_calls = 0
         self.cand = self.refr = None
-        self.refr2 = None  # CPU: a second reference runner, for timing only
-        self.cand2 = None  # CPU: a second candidate runner, for timing only
+        self.refr2 = None  # a second reference runner, for timing only
+        self.cand2 = None  # a second candidate runner, for timing only
         self.bufs = self.out_bufs = None
         self.flush = None
 
@@ -727,10 +727,13 @@ class Judge:
 
         self.cand = Runner(self, "candidate", self.ctx["sock_fd"], self.ctx["cand_pid"])
         self.refr = Runner(self, "reference", self.ctx["ref_sock_fd"], self.ctx["ref_pid"])
-        if "ref2_sock_fd" in self.ctx:
-            self.refr2 = Runner(self, "reference", self.ctx["ref2_sock_fd"], self.ctx["ref2_pid"])
-        if "cand2_sock_fd" in self.ctx:
-            self.cand2 = Runner(self, "candidate", self.ctx["cand2_sock_fd"], self.ctx["cand2_pid"])
+        if self._second_runners_fit(public, est):
+            if "ref2_sock_fd" in self.ctx:
+                self.refr2 = Runner(self, "reference", self.ctx["ref2_sock_fd"],
+                                    self.ctx["ref2_pid"])
+            if "cand2_sock_fd" in self.ctx:
+                self.cand2 = Runner(self, "candidate", self.ctx["cand2_sock_fd"],
+                                    self.ctx["cand2_pid"])
         setup = {"op": "setup", "prebuilt": job.get("prebuilt", {}), "device": self.dev,
                  "tf32": tf32,
                  "init_inputs": [v for v in init_inputs if not isinstance(v, torch.Tensor)]
@@ -805,6 +808,27 @@ class Judge:
         timing.update({"verdict": "ok", "correct": True})
         return timing
 
+    def _second_runners_fit(self, public, est):
+        """Whether the second runners the worker forked take part. CPU: always
+        (their memory is the job's address-space limit's). GPU: not for a
+        CHECK (it times nothing), and only when their copies of the model fit
+        the budget beside the estimate: each holds the reference's (or the
+        candidate's) parameters and makes its own outputs; the inputs and
+        output slots are the judge's, shared by IPC. One runner a side when
+        they do not fit (the evidence says so: reference_runners 1); the
+        worker kills the idle ones with the job."""
+        if self.dev == "cpu":
+            return True
+        if public:
+            return False
+        params = 0
+        if isinstance(self.ref, torch.nn.Module):
+            params = sum(t.numel() * t.element_size()
+                         for t in list(self.ref.parameters()) + list(self.ref.buffers()))
+        extra = 2 * (params + 2 * nbytes_of(as_outputs(self.first_ref)))
+        self.evidence["second_runners_bytes"] = extra
+        return est + extra <= self.budget
+
     def _count_work(self, first):
         # torch 2.x's dispatch-mode machinery asks getpass.getuser() for a
         # cache folder; the judge's uid has no passwd entry, so without a
@@ -870,8 +894,16 @@ class Judge:
                     if runner in (self.refr, self.cand):
                         warm_ns.append(info["t_ns"])
                 continue
-            warm_ns.append(self.call(self.refr, sets[k % n_sets], flush=flush, timed=True)[1]["t_ns"])
-            warm_ns.append(self.call_candidate(sets[k % n_sets], flush=flush, timed=True)[1]["t_ns"])
+            # GPU: every timing runner warms up (its first calls load the
+            # kernels' modules); the second runners' outputs are checked
+            # from their first call, as every timed call's is.
+            for runner in self.timing_runners():
+                outs, info = self.call(runner, sets[k % n_sets], flush=flush, timed=True)
+                if runner in (self.refr2, self.cand2):
+                    ref_disagree += self.check_outputs(runner is self.refr2, [k % n_sets], [outs],
+                                                       info, refs, "warm-up call")
+                if runner in (self.refr, self.cand):
+                    warm_ns.append(info["t_ns"])
         # CPU calls shorter than timing_batch_us run in batches (both sides
         # alike): one lone call after a context switch measures the runner's
         # cold caches more than the model -- 20-25 us of a 3 us ReLU here, and
@@ -962,9 +994,8 @@ class Judge:
                         info, bad = self.checked_call(refr if side == "ref" else candr, idx, refs,
                                                       label, spin_us if c + 1 < calls else 0)
                     else:
-                        outs, info = (self.call(self.refr, sets[idx[0]], flush=flush, timed=True)
-                                      if side == "ref" else
-                                      self.call_candidate(sets[idx[0]], flush=flush, timed=True))
+                        outs, info = self.call(refr if side == "ref" else candr, sets[idx[0]],
+                                               flush=flush, timed=True)
                         bad = self.check_outputs(side == "ref", idx, [outs], info, refs, label)
                     ref_disagree += bad
                     if c < block_warmup:
