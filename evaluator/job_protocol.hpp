@@ -47,9 +47,9 @@ struct Settings {
   std::int64_t l2_bytes = 0;         // gpu: the L2 flush size
   json runner_env = json::object();  // gpu: TRITON_* for the candidate's cache
   bool runner_exec = false;          // gpu: the runners may exec (Triton)
-  // Reference runners of a measure job; 0: the worker's default (cpu 2, gpu 1).
+  // Reference runners of a measure job; 0: the worker's default (2).
   int reference_runners = 0;
-  // Candidate runners of a measure job; 0: the worker's default (cpu 2, gpu 1).
+  // Candidate runners of a measure job; 0: the worker's default (2).
   int candidate_runners = 0;
   // cpu: the judge on the runners' core, as before issue #7's change (A/B runs).
   bool judge_shares_core = false;

@@ -12,9 +12,10 @@
 //                             /proc, /tmp, /var/tmp, /dev/shm; then its role:
 //     rules / compile: drop to an unprivileged uid + seccomp, run the Python
 //                      role (korch_worker.py); result written to result.json
-//     measure:         G forks C (the candidate runner, uid nobody), then G
-//                      drops to uid 65533 (the judge) and runs the reference
-//                      runner; the two talk over a socketpair.
+//     measure:         G forks the runners (candidate runners uid nobody,
+//                      reference runners uid 65531; two a side unless the job
+//                      says), then drops to uid 65533 and runs the judge;
+//                      each runner talks to it over its own socketpair.
 //
 // Messages (one JSON object per datagram):
 //   zygote → daemon  {"ev":"hello", "versions":{...}}
@@ -39,6 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cstdio>
@@ -76,6 +78,7 @@ constexpr std::uint32_t k_uid_judge = 65533;       // the judge (trusted harness
 constexpr std::uint32_t k_uid_ref_runner = 65531;  // the reference runner (times the reference)
 constexpr std::uint32_t k_uid_compile = 65532;     // the compiler
 constexpr std::size_t k_max_message = 1 << 20;
+constexpr int k_max_runners_a_side = 8;  // a measure job's runners of one side, at most
 
 [[noreturn]] void die(const char* what) {
   std::fprintf(stderr, "korch-worker: %s: %s\n", what, std::strerror(errno));
@@ -335,33 +338,35 @@ std::uint64_t mapped_bytes() {
     };
     auto [c, cand_sock] = fork_runner(k_uid_candidate, "candidate.log", "candidate");
     auto [r, ref_sock] = fork_runner(k_uid_ref_runner, "reference.log", "reference");
-    // A second reference runner, so that each evaluation measures how much
-    // the same model's time moves from one process to another (the judge
-    // widens the speedup's interval by it and pools both references' times;
-    // issue #7): 1-2% on the CPU, and on the H200 up to 5% for a 3.8 us
-    // kernel (torch.relu at 64x256 in 8 fresh processes: 3744-3936 ns, sd
-    // 1.45%, against sd 0 at 8 addresses in one process; sd 0.2% at 4096^2;
-    // tools/bench/gpu_placement.py). And a second candidate runner, for the
-    // same reason on the other side: the speedup then carries half of one
-    // process's effect from each side instead of one whole process's from
-    // the candidate's. It is sandboxed like the first, and every output it
+    // More runners a side (reference_runners, candidate_runners: 2 unless
+    // the job says; the daemon asks for 4 on the GPU), so that each
+    // evaluation measures how much the same model's time moves from one
+    // process to another, which no resampling of one process's calls can
+    // see: the judge pools each side's runners and widens the speedup's
+    // interval by their spread (issue #7). 1-2% on the CPU; on the H200 up
+    // to 5% for a 3.8 us kernel (torch.relu at 64x256 in 8 fresh processes:
+    // 3744-3936 ns, sd 1.45%, against sd 0 at 8 addresses in one process;
+    // sd 0.2% at 4096^2; tools/bench/gpu_placement.py). Each further
+    // candidate runner is sandboxed like the first, and every output it
     // times is compared too. GPU: the judge leaves them idle (killed with
-    // the job) for a CHECK or when their copies of the model would not fit
-    // the memory budget (Judge._second_runners_fit).
-    struct SecondRunner {
-      const char* ctx_prefix;  // the judge finds it as <prefix>_pid, <prefix>_sock_fd
+    // the job) for a CHECK, and those whose copies of the model would not
+    // fit the memory budget (Judge._more_runners_fit).
+    struct MoreRunner {
       pid_t pid;
       int sock;
     };
-    std::vector<SecondRunner> seconds;
-    if (job_json.value("reference_runners", 2) >= 2) {
-      auto [pid, sock] = fork_runner(k_uid_ref_runner, "reference2.log", "reference");
-      seconds.push_back({"ref2", pid, sock});
-    }
-    if (job_json.value("candidate_runners", 2) >= 2) {
-      auto [pid, sock] = fork_runner(k_uid_candidate, "candidate2.log", "candidate");
-      seconds.push_back({"cand2", pid, sock});
-    }
+    auto fork_more = [&](const char* key, std::uint32_t uid, const char* log_stem,
+                         const char* which) {
+      const int n = std::clamp(job_json.value(key, 2), 1, k_max_runners_a_side);
+      std::vector<MoreRunner> more;
+      for (int i = 2; i <= n; ++i) {
+        auto [pid, sock] = fork_runner(uid, (log_stem + std::to_string(i) + ".log").c_str(), which);
+        more.push_back({pid, sock});
+      }
+      return more;
+    };
+    const auto ref_more = fork_more("reference_runners", k_uid_ref_runner, "reference", "reference");
+    const auto cand_more = fork_more("candidate_runners", k_uid_candidate, "candidate", "candidate");
     if (judge_cpu >= 0) {
       cpu_set_t one;
       CPU_ZERO(&one);
@@ -378,15 +383,17 @@ std::uint64_t mapped_bytes() {
     ctx["protections"] = prot.names();
     ctx["sock_fd"] = cand_sock;
     ctx["ref_sock_fd"] = ref_sock;
-    for (const auto& second : seconds) {
-      ctx[std::string(second.ctx_prefix) + "_pid"] = second.pid;
-      ctx[std::string(second.ctx_prefix) + "_sock_fd"] = second.sock;
+    // The judge finds them as [[pid, socket fd], ...].
+    for (const auto& [key, more] : {std::pair{"ref_more", &ref_more}, {"cand_more", &cand_more}}) {
+      ctx[key] = json::array();
+      for (const auto& m : *more) ctx[key].push_back({m.pid, m.sock});
     }
     call_harness("reference_main", ctx.dump());
     std::fflush(nullptr);
     kill(c, SIGKILL);
     kill(r, SIGKILL);
-    for (const auto& second : seconds) kill(second.pid, SIGKILL);
+    for (const auto* more : {&ref_more, &cand_more})
+      for (const auto& m : *more) kill(m.pid, SIGKILL);
     _exit(0);
   }
   if (seed_fd >= 0) {

@@ -132,6 +132,28 @@ class ProcessSpread(unittest.TestCase):
         one = self.spread(cand_blocks, cand_of, 2, [[100_000] * 5] * 8, [0] * 8, 1)
         self.assertGreater(one["rel_sd"], p["rel_sd"])
 
+    def test_four_runners_a_side_pool_the_sample_variance(self):
+        # GPU: four processes a side; sigma^2 is the pooled sample variance
+        # of the log medians (dof 3 + 3), the speedup carries sigma^2 (1/4 + 1/4)
+        ref_meds, cand_meds = [3800, 3900, 3750, 3850], [3870, 3800, 3930, 3840]
+        ref_of = [b % 4 for b in range(16)]
+        cand_of = [(b + 1) % 4 for b in range(16)]
+        p = self.spread([[ref_meds[r]] * 5 for r in ref_of], ref_of, 4,
+                        [[cand_meds[c]] * 5 for c in cand_of], cand_of, 4)
+        self.assertEqual(p["reference_medians_ns"], ref_meds)
+        self.assertEqual(p["candidate_medians_ns"], cand_meds)
+        ss = 0.0
+        for meds in (ref_meds, cand_meds):
+            logs = [math.log(m) for m in meds]
+            ss += sum((x - sum(logs) / 4) ** 2 for x in logs)
+        self.assertAlmostEqual(p["process_rel_sd"], math.sqrt(ss / 6))
+        self.assertAlmostEqual(p["rel_sd"], math.sqrt(ss / 6 * 0.5))
+
+    def test_a_runner_that_never_timed_gives_no_spread_for_its_side(self):
+        p = self.spread([[100] * 5] * 4, [0, 1, 2, 0], 4, [[90] * 5] * 4, [0, 1, 0, 1], 2)
+        self.assertNotIn("reference_medians_ns", p)
+        self.assertEqual(p["candidate_medians_ns"], [90, 90])
+
     def test_identical_runners_leave_the_interval_as_it_was(self):
         lo, hi = kj.widen(1.01, 0.99, 1.03, 0.0)
         self.assertAlmostEqual(lo, 0.99)
@@ -147,6 +169,35 @@ class ProcessSpread(unittest.TestCase):
         # a real 2x speedup stays clear of 1.0 with a 2% process spread
         lo2, _ = kj.widen(2.0, 1.95, 2.05, 0.02)
         self.assertGreater(lo2, 1.8)
+
+class RunnerSchedule(unittest.TestCase):
+    """Which runner of each side times block pair b (Judge.time_both)."""
+
+    @staticmethod
+    def order(b):  # R C C R | C R R C: which side times first in block pair b
+        return "RC" if (b // 2 + b) % 2 == 0 else "CR"
+
+    def test_cpu_keeps_the_measured_schedule(self):
+        got = [kj.runner_schedule(b, 2, 2, True) for b in range(16)]
+        self.assertEqual([r for r, _ in got], [0] * 4 + [1] * 4 + [0] * 4 + [1] * 4)
+        self.assertEqual([c for _, c in got], [0] * 8 + [1] * 8)
+
+    def test_gpu_every_runner_times_both_orders_within_2n_blocks(self):
+        for n in (1, 2, 3, 4, 8):
+            seen = {("ref", i): set() for i in range(n)}
+            seen.update({("cand", i): set() for i in range(n)})
+            for b in range(2 * n):
+                r, c = kj.runner_schedule(b, n, n, False)
+                seen[("ref", r)].add(self.order(b))
+                seen[("cand", c)].add(self.order(b))
+            for key, orders in seen.items():
+                self.assertEqual(orders, {"RC", "CR"}, (n, key))
+
+    def test_gpu_each_candidate_runner_meets_every_reference_runner(self):
+        n = 4
+        pairs = {kj.runner_schedule(b, n, n, False) for b in range(2 * n * n)}
+        self.assertEqual(pairs, {(r, c) for r in range(n) for c in range(n)})
+
 
 class TimingHealth(unittest.TestCase):
     """Runner processes whose times cannot be trusted (a machine fault: on a
