@@ -15,7 +15,10 @@ namespace {
 // evidence names both reference runners' and both candidate runners'
 // medians, and the reported interval is the bootstrap interval widened by
 // their spread (korch_judge.widen: per-process variance sigma^2 = mean of
-// d^2 / 2 over the two log ratios d, times 1/2 + 1/2), never narrower than it.
+// d^2 / 2 over the two log ratios d, from 2 degrees of freedom; each side's
+// half-width t * sqrt((h / 1.96)^2 + sigma^2 (1/2 + 1/2)) with Student's t
+// at the Welch-Satterthwaite dof, between 1.96 and t(2) = 4.303), never
+// narrower than the bootstrap's.
 void expect_two_runners_per_side(const std::string& name, const Report& r) {
   const auto ev = nlohmann::json::parse(r.evidence_json, nullptr, false);
   ASSERT_TRUE(ev.is_object()) << name;
@@ -37,15 +40,21 @@ void expect_two_runners_per_side(const std::string& name, const Report& r) {
     sum_d2 += d * d;
   }
   const double sigma2 = sum_d2 / 2 / 2;
-  const double z = 1.96 * std::sqrt(sigma2 * (1.0 / 2 + 1.0 / 2));
+  EXPECT_EQ(spread.value("dof", 0), 2) << name;
   EXPECT_NEAR(spread.at("rel_sd").get<double>(), std::sqrt(sigma2), 1e-9) << name;
   const double boot_lo = t["speedup_ci_bootstrap"][0].get<double>();
   const double boot_hi = t["speedup_ci_bootstrap"][1].get<double>();
   ASSERT_TRUE(r.speedup && r.speedup_ci_low && r.speedup_ci_high) << name;
+  ASSERT_TRUE(spread.contains("ci_t") && spread["ci_t"].size() == 2) << name;
+  const double t_lo = spread["ci_t"][0].get<double>(), t_hi = spread["ci_t"][1].get<double>();
+  for (double tq : {t_lo, t_hi}) {
+    EXPECT_GE(tq, 1.96) << name;
+    EXPECT_LE(tq, 4.303 + 1e-9) << name;
+  }
   const double lp = std::log(*r.speedup);
-  EXPECT_NEAR(std::log(*r.speedup_ci_low), lp - std::hypot(lp - std::log(boot_lo), z), 1e-9)
-      << name;
-  EXPECT_NEAR(std::log(*r.speedup_ci_high), lp + std::hypot(std::log(boot_hi) - lp, z), 1e-9)
+  auto half = [&](double h, double tq) { return tq * std::sqrt(h * h / (1.96 * 1.96) + sigma2); };
+  EXPECT_NEAR(std::log(*r.speedup_ci_low), lp - half(lp - std::log(boot_lo), t_lo), 1e-9) << name;
+  EXPECT_NEAR(std::log(*r.speedup_ci_high), lp + half(std::log(boot_hi) - lp, t_hi), 1e-9)
       << name;
   EXPECT_LE(*r.speedup_ci_low, boot_lo + 1e-12) << name;
   EXPECT_GE(*r.speedup_ci_high, boot_hi - 1e-12) << name;

@@ -155,20 +155,54 @@ class ProcessSpread(unittest.TestCase):
         self.assertEqual(p["candidate_medians_ns"], [90, 90])
 
     def test_identical_runners_leave_the_interval_as_it_was(self):
-        lo, hi = kj.widen(1.01, 0.99, 1.03, 0.0)
-        self.assertAlmostEqual(lo, 0.99)
-        self.assertAlmostEqual(hi, 1.03)
+        for dof in (None, 2, 6):
+            lo, hi, ts = kj.widen(1.01, 0.99, 1.03, 0.0, dof)
+            self.assertAlmostEqual(lo, 0.99)
+            self.assertAlmostEqual(hi, 1.03)
+            self.assertEqual(ts, [1.96, 1.96])
 
     def test_spread_widens_both_sides_in_quadrature(self):
-        lo, hi = kj.widen(1.0, 0.99, 1.01, 0.02)
+        lo, hi, _ = kj.widen(1.0, 0.99, 1.01, 0.02)
         z = 1.96 * 0.02
         self.assertAlmostEqual(math.log(lo), -math.hypot(math.log(0.99), z))
         self.assertAlmostEqual(math.log(hi), math.hypot(math.log(1.01), z))
         self.assertLess(lo, 0.99)
         self.assertGreater(hi, 1.01)
         # a real 2x speedup stays clear of 1.0 with a 2% process spread
-        lo2, _ = kj.widen(2.0, 1.95, 2.05, 0.02)
+        lo2, _, _ = kj.widen(2.0, 1.95, 2.05, 0.02)
         self.assertGreater(lo2, 1.8)
+
+    def test_a_spread_from_few_processes_takes_students_t(self):
+        # the process term alone (a zero-width bootstrap): the half-width is
+        # t(dof) * rel_sd, as for a mean of few samples
+        for dof, t in ((2, 4.303), (6, 2.447), (30, 2.042)):
+            lo, hi, ts = kj.widen(1.0, 1.0, 1.0, 0.02, dof)
+            self.assertAlmostEqual(ts[0], t)
+            self.assertAlmostEqual(math.log(hi), t * 0.02)
+            self.assertAlmostEqual(math.log(lo), -t * 0.02)
+        # a wide bootstrap next to a small process term: many effective dof,
+        # t close to 1.96 (Welch-Satterthwaite), never below it
+        _, _, ts = kj.widen(1.0, 0.9, 1.1, 0.001, 2)
+        self.assertLess(ts[1], 1.97)
+        self.assertGreaterEqual(ts[1], 1.96)
+        # equal terms with 6 dof: (2v)^2 / (v^2 / 6) = 24 effective dof
+        h = 1.96 * 0.02
+        _, hi, ts = kj.widen(1.0, math.exp(-h), math.exp(h), 0.02, 6)
+        self.assertAlmostEqual(ts[1], kj.t975(24))
+        self.assertAlmostEqual(math.log(hi), kj.t975(24) * math.sqrt(2) * 0.02)
+
+    def test_t975_matches_the_table_and_falls_to_the_normal(self):
+        self.assertAlmostEqual(kj.t975(1), 12.706)
+        self.assertAlmostEqual(kj.t975(0.3), 12.706)  # at least one dof
+        self.assertAlmostEqual(kj.t975(10), 2.228)
+        self.assertAlmostEqual(kj.t975(60), 2.000, places=3)
+        self.assertAlmostEqual(kj.t975(120), 1.980, places=3)
+        self.assertAlmostEqual(kj.t975(1e9), 1.96, places=3)
+        self.assertTrue(4.303 > kj.t975(2.5) > 3.182)
+        prev = kj.t975(1)
+        for d in [x / 4 for x in range(5, 400)]:
+            self.assertLessEqual(kj.t975(d), prev + 1e-12)
+            prev = kj.t975(d)
 
 class RunnerSchedule(unittest.TestCase):
     """Which runner of each side times block pair b (Judge.time_both)."""
