@@ -294,10 +294,15 @@ class CpuEvaluator final : public Evaluator {
     // KORCH_JUDGE_SHARES_CORE=1, KORCH_TIMING_BATCHED_CAP=1, KORCH_TIMING_BLOCK_MS=MS,
     // KORCH_TIMING_CALIBRATIONS=N, KORCH_TIMING_BATCH_US=US, KORCH_TIMING_SPIN_US=US,
     // KORCH_TIMING_HEAP_ONLY=0|1.
-    // Runners a side: 2 on the CPU, 4 on the GPU, where a 3.8 us kernel's
-    // time moves by up to 5% from one process to another (sd 1.45-2%; the
-    // speedup carries sd * sqrt(1/n_ref + 1/n_cand) of it; issue #7).
-    if (m_gpu_mode) st.reference_runners = st.candidate_runners = k_gpu_runners_a_side;
+    // Runners a side: 2 on the CPU, 4 for a GPU SUBMIT, where a 3.8 us
+    // kernel's time moves by up to 5% from one process to another (sd
+    // 1.45-2%; the speedup carries sd * sqrt(1/n_ref + 1/n_cand) of it;
+    // issue #7), and 1 for a GPU CHECK (it times nothing; each idle runner
+    // would still start up on the measure job's cores).
+    if (m_gpu_mode) {
+      st.reference_runners = st.candidate_runners =
+          req.mode == Mode::submit ? k_gpu_runners_a_side : 1;
+    }
     if (const char* rr = std::getenv("KORCH_REFERENCE_RUNNERS"))
       st.reference_runners = std::atoi(rr);
     if (const char* cr = std::getenv("KORCH_CANDIDATE_RUNNERS"))
