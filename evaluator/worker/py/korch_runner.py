@@ -167,6 +167,9 @@ def shim_load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra
 
 # ----------------------------------------------------------------------------- setup
 
+MODULE_ROOT = "/tmp"  # the job's private /tmp (tests point it elsewhere)
+
+
 def load_model(msg, which):
     """Imports the module from a real file (Triton reads its source with
     inspect) and builds the model with the judge's seed."""
@@ -179,11 +182,17 @@ def load_model(msg, which):
         cpp_ext.load_inline = shim_load_inline
         _instrument_triton()
     name = "korch_" + which
-    mod_dir = "/tmp/" + name
+    mod_dir = os.path.join(MODULE_ROOT, name)
     os.makedirs(mod_dir, mode=0o700, exist_ok=True)
     path = os.path.join(mod_dir, name + ".py")
-    with open(path, "w") as f:
+    # The runners of a side share the job's /tmp and this path (Triton
+    # finds a kernel's source by it): each writes its own copy and renames it
+    # into place, so no runner ever reads a file another is rewriting (one
+    # of four candidate runners found it empty: "defines no ModelNew").
+    tmp = "%s.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
         f.write(msg["code"])
+    os.rename(tmp, path)
     sys.path.insert(0, mod_dir)
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
