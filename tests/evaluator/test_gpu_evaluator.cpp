@@ -1,7 +1,8 @@
 // The GPU evaluator on the corpus files marked `# mode: gpu` (whose tasks are
 // in examples/tasks or tests/evaluator/tasks): each gets its `# expect:`
-// verdict, every evaluation names the GPU it was leased, and leases of one
-// GPU never overlap. Label `gpu`. Where no GPU-enabled worker and GPU exist
+// verdict, every evaluation names the GPU it was leased, leases of one GPU
+// never overlap, and a scored SUBMIT was timed by four runners a side.
+// Label `gpu`. Where no GPU-enabled worker and GPU exist
 // (the CPU CI machine), the evaluator cannot start and the test is skipped
 // with the reason. The KernelBench GPU corpus runs through
 // scripts/gpu/suite.sh corpus on the H200.
@@ -36,6 +37,15 @@ TEST(GpuEvaluatorCorpus, GpuFilesGetTheirVerdictsOnLeasedGpus) {
     if (ev_json.contains("measure")) {
       EXPECT_TRUE(ev_json.contains("gpu")) << f.name;
       EXPECT_GT(ev_json["stages"].value("lease_s", 0.0), 0.0) << f.name;
+    }
+    // A GPU SUBMIT is timed in four runner processes a side (these tasks'
+    // models fit the budget many times over), their spread from 3 + 3
+    // degrees of freedom (issue #7).
+    if (to_string(r.status) == "ok") {
+      const auto t = ev_json["measure"].value("timing", nlohmann::json::object());
+      EXPECT_EQ(t.value("reference_runners", 0), 4) << f.name;
+      EXPECT_EQ(t.value("candidate_runners", 0), 4) << f.name;
+      EXPECT_EQ(t.value("process_spread", nlohmann::json::object()).value("dof", 0), 6) << f.name;
     }
   }
   (*ev)->shutdown();
