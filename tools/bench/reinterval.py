@@ -41,20 +41,11 @@ def find(d, key):
 
 
 def spread(ps):
-    """(rel_sd, dof) of the speedup from the runners' medians, as
-    Judge._process_spread pools them."""
-    ss, dof, n = 0.0, 0, {}
-    for side, key in (("ref", "reference_medians_ns"), ("cand", "candidate_medians_ns")):
-        meds = ps.get(key) or []
-        n[side] = max(1, len(meds))
-        if len(meds) >= 2:
-            logs = [math.log(m) for m in meds]
-            mean = sum(logs) / len(logs)
-            ss += sum((x - mean) ** 2 for x in logs)
-            dof += len(logs) - 1
-    if not dof:
-        return 0.0, None
-    return math.sqrt(ss / dof * (1 / n["ref"] + 1 / n["cand"])), dof
+    """(rel_sd, dof) of the speedup from the runners' medians, pooled as the
+    judge pools them (korch_judge.pooled_spread)."""
+    ref, cand = ps.get("reference_medians_ns"), ps.get("candidate_medians_ns")
+    pooled = kj.pooled_spread(ref, cand, max(1, len(ref or [])), max(1, len(cand or [])))
+    return (0.0, None) if pooled is None else (pooled["rel_sd"], pooled["dof"])
 
 
 def main():

@@ -1094,22 +1094,18 @@ class Judge:
                     return None
                 meds.append(max(median(calls), 1))
             return meds
-        out, ss, dof = {}, 0.0, 0
+        out = {}
         for side, of_block, n, medians_key, ratio_key in (
                 ("ref", ref_of_block, n_ref, "reference_medians_ns", "log_ratio"),
                 ("cand", cand_of_block, n_cand, "candidate_medians_ns", "candidate_log_ratio")):
             meds = medians(samples[side], of_block, n) if n >= 2 else None
             if meds is not None:
-                logs = [math.log(m) for m in meds]
-                mean = sum(logs) / len(logs)
-                ss += sum((x - mean) ** 2 for x in logs)
-                dof += len(logs) - 1
-                out.update({medians_key: meds, ratio_key: logs[0] - logs[1]})
-        if not dof:
+                out.update({medians_key: meds, ratio_key: math.log(meds[0] / meds[1])})
+        pooled = pooled_spread(out.get("reference_medians_ns"), out.get("candidate_medians_ns"),
+                               n_ref, n_cand)
+        if pooled is None:
             return None
-        out["dof"] = dof
-        out["process_rel_sd"] = math.sqrt(ss / dof)
-        out["rel_sd"] = math.sqrt(ss / dof * (1 / n_ref + 1 / n_cand))
+        out.update(pooled)
         return out
 
     def _judge_reference_sample(self, sets, batch):
@@ -1227,6 +1223,25 @@ def timing_health(process, judge_ref_ns, agreement, judge_factor):
     out["ok"] = not reasons
     out["reasons"] = reasons
     return out
+
+
+def pooled_spread(ref_medians, cand_medians, n_ref, n_cand):
+    """sigma^2, the variance of one process's log median, as the pooled
+    sample variance of each side's runners' log medians (a side with fewer
+    than two, or None, adds nothing); the speedup, pooling n_ref reference
+    and n_cand candidate processes, carries sigma^2 (1/n_ref + 1/n_cand).
+    Returns {"dof", "process_rel_sd", "rel_sd"}, or None with no dof."""
+    ss, dof = 0.0, 0
+    for meds in (ref_medians, cand_medians):
+        if meds and len(meds) >= 2:
+            logs = [math.log(m) for m in meds]
+            mean = sum(logs) / len(logs)
+            ss += sum((x - mean) ** 2 for x in logs)
+            dof += len(logs) - 1
+    if not dof:
+        return None
+    return {"dof": dof, "process_rel_sd": math.sqrt(ss / dof),
+            "rel_sd": math.sqrt(ss / dof * (1 / n_ref + 1 / n_cand))}
 
 
 def runner_schedule(b, n_ref, n_cand, cpu):
