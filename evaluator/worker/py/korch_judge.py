@@ -1290,8 +1290,9 @@ def widen(point, lo, hi, rel_sd, dof=None):
     degrees of freedom (a few runner processes): t is Student's at the
     Welch-Satterthwaite dof of the sum (the bootstrap's taken as exact), so
     an interval whose width is mostly the process term is as wide as its few
-    processes warrant (with 1.96 and 2 dof it held the truth ~81% of the
-    time, not 95%). dof None: t = 1.96 (rel_sd known). Returns (lo, hi,
+    processes warrant (with 1.96 and 2 dof, the process term dominating, it
+    held the truth ~81% of the time, not 95%). dof None: t = 1.96 (rel_sd
+    known). Returns (lo, hi,
     [t_low, t_high])."""
     lp = math.log(point)
     half, ts = [], []
