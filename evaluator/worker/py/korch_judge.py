@@ -1292,8 +1292,7 @@ def widen(point, lo, hi, rel_sd, dof=None):
     an interval whose width is mostly the process term is as wide as its few
     processes warrant (with 1.96 and 2 dof, the process term dominating, it
     held the truth ~81% of the time, not 95%). dof None: t = 1.96 (rel_sd
-    known). Returns (lo, hi,
-    [t_low, t_high])."""
+    known). Returns (lo, hi, [t_low, t_high])."""
     lp = math.log(point)
     half, ts = [], []
     vp = rel_sd * rel_sd
