@@ -376,8 +376,9 @@ int main(int argc, char** argv) {
           std::printf(" overhead_us ref=%.1f cand=%.1f blocks=%d batch=%d", ov_ref.back(),
                       ov_cand.back(), t.value("blocks", 0), t.value("batch", 1));
         }
-        // The spread between two runners of one side (widens the
-        // interval) and the bootstrap interval it widened.
+        // The spread between the runners of one side (widens the
+        // interval): the first two's ratio, the pooled per-process sd and
+        // its degrees of freedom; and the bootstrap interval it widened.
         if (t.contains("process_spread") && t.contains("speedup_ci_bootstrap")) {
           const json& ps = t["process_spread"];
           const json& boot = t["speedup_ci_bootstrap"];
@@ -385,6 +386,9 @@ int main(int argc, char** argv) {
             std::printf(" ref_a/ref_b=%.3f", std::exp(ps["log_ratio"].get<double>()));
           if (ps.contains("candidate_log_ratio"))
             std::printf(" cand_a/cand_b=%.3f", std::exp(ps["candidate_log_ratio"].get<double>()));
+          if (ps.contains("process_rel_sd"))
+            std::printf(" proc_sd=%.2f%%/%ddof", 100 * ps["process_rel_sd"].get<double>(),
+                        ps.value("dof", 0));
           std::printf(" boot=[%.3f, %.3f]", boot[0].get<double>(), boot[1].get<double>());
         }
         // CPU: measure jobs run again after distrusted timing, and the
