@@ -809,8 +809,8 @@ class Judge:
         """How many of the further runners the worker forked (up to `forked`
         a side) take part. CPU: all (their memory is the job's address-space
         limit's). GPU: none for a CHECK (it times nothing), else as many as
-        fit the budget beside the estimate, a reference and a candidate runner
-        at a time: each holds the reference's (or the candidate's)
+        fit half the budget beside the estimate, a reference and a candidate
+        runner at a time: each holds the reference's (or the candidate's)
         parameters and makes its own outputs; the inputs and output slots are
         the judge's, shared by IPC. The evidence's reference_runners says how
         many timed; the worker kills the idle ones with the job."""
@@ -824,7 +824,8 @@ class Judge:
                          for t in list(self.ref.parameters()) + list(self.ref.buffers()))
         pair = 2 * (params + 2 * nbytes_of(as_outputs(self.first_ref)))
         self.evidence["runner_pair_bytes"] = pair
-        return int(min(forked, max(0, self.budget - est) // max(pair, 1)))
+        # (within half the budget: the timing's input sets may take the other half)
+        return int(min(forked, max(0, self.budget // 2 - est) // max(pair, 1)))
 
     def _count_work(self, first):
         # torch 2.x's dispatch-mode machinery asks getpass.getuser() for a

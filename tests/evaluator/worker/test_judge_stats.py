@@ -233,6 +233,45 @@ class RunnerSchedule(unittest.TestCase):
         self.assertEqual(pairs, {(r, c) for r in range(n) for c in range(n)})
 
 
+class MoreRunnersFit(unittest.TestCase):
+    """How many further runners a side take part (Judge._more_runners_fit):
+    on the GPU each level holds one more copy of the reference's parameters
+    and outputs on each side, within half the memory budget."""
+
+    @staticmethod
+    def fit(device, public, budget_mb, n_params, n_out, forked=3):
+        import torch
+        j = judge(device)
+        j.budget = budget_mb << 20
+        j.ref = torch.nn.Linear(n_params, 1, bias=False)  # n_params float32 weights
+        j.first_ref = torch.empty(n_out)                   # n_out float32 outputs
+        est = 2 * 4 * n_out  # (no inputs in this estimate)
+        return j._more_runners_fit(public, est, forked), j.evidence
+
+    def test_cpu_uses_every_forked_runner(self):
+        self.assertEqual(self.fit("cpu", False, 1, 1 << 20, 1 << 20)[0], 3)
+        self.assertEqual(self.fit("cpu", True, 1, 1 << 20, 1 << 20)[0], 3)
+
+    def test_a_gpu_check_times_nothing_and_uses_none(self):
+        self.assertEqual(self.fit("cuda", True, 4096, 16, 16)[0], 0)
+
+    def test_a_small_gpu_model_gets_all_of_them(self):
+        n, ev = self.fit("cuda", False, 4096, 1024, 1024)
+        self.assertEqual(n, 3)
+        self.assertEqual(ev["runner_pair_bytes"], 2 * (4 * 1024 + 2 * 4 * 1024))
+
+    def test_a_large_gpu_model_gets_what_half_the_budget_holds(self):
+        mb = 1 << 20
+        n_out = 64 * mb // 4
+        # parameters 64 MB, outputs 64 MB: a level is 2 * (64 + 128) = 384 MB;
+        # half of 2048 MB less the 128 MB estimate holds 2 levels
+        n, ev = self.fit("cuda", False, 2048, n_out, n_out)
+        self.assertEqual(ev["runner_pair_bytes"], 384 * mb)
+        self.assertEqual(n, 2)
+        # and none when the estimate alone takes half the budget
+        self.assertEqual(self.fit("cuda", False, 256, n_out, n_out)[0], 0)
+
+
 class TimingHealth(unittest.TestCase):
     """Runner processes whose times cannot be trusted (a machine fault: on a
     shadow-paging VM a forked runner ran the same ReLU 10-50x slower than
