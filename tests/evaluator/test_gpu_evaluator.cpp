@@ -41,7 +41,7 @@ TEST(GpuEvaluatorCorpus, GpuFilesGetTheirVerdictsOnLeasedGpus) {
     // A GPU SUBMIT is timed in four runner processes a side (these tasks'
     // models fit the budget many times over), their spread from 3 + 3
     // degrees of freedom (issue #7).
-    if (to_string(r.status) == "ok") {
+    if (r.status == Verdict::ok) {
       const auto t = ev_json["measure"].value("timing", nlohmann::json::object());
       EXPECT_EQ(t.value("reference_runners", 0), 4) << f.name;
       EXPECT_EQ(t.value("candidate_runners", 0), 4) << f.name;

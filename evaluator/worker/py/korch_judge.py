@@ -897,15 +897,15 @@ class Judge:
                         warm_ns.append(info["t_ns"])
                 continue
             # GPU: every timing runner warms up (its first calls load the
-            # kernels' modules); the second runners' outputs are checked
+            # kernels' modules); the further runners' outputs are checked
             # from their first call, as every timed call's is.
             for runner in self.timing_runners():
                 outs, info = self.call(runner, sets[k % n_sets], flush=flush, timed=True)
-                if runner not in (self.refr, self.cand):
-                    ref_disagree += self.check_outputs(runner.name == "reference", [k % n_sets],
-                                                       [outs], info, refs, "warm-up call")
                 if runner in (self.refr, self.cand):
                     warm_ns.append(info["t_ns"])
+                else:
+                    ref_disagree += self.check_outputs(runner.name == "reference", [k % n_sets],
+                                                       [outs], info, refs, "warm-up call")
         # CPU calls shorter than timing_batch_us run in batches (both sides
         # alike): one lone call after a context switch measures the runner's
         # cold caches more than the model -- 20-25 us of a 3 us ReLU here, and
