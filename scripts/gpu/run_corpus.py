@@ -29,13 +29,13 @@ def main():
     ap.add_argument("--timeout", type=float, default=900, help="per korch eval process")
     ap.add_argument("--eval-timeout", type=float, default=120,
                     help="the evaluation's own wall-clock limit (korch eval --timeout)")
-    ap.add_argument("--only", default="", help="substring filter on file names")
+    ap.add_argument("--only", default="", help="substring filter on file names (comma-separated: any of them)")
     ap.add_argument("--out", default="")
     ap.add_argument("--jobs", type=int, default=1,
                     help="evaluations at once (compiles overlap; speedups then share the GPU)")
     a = ap.parse_args()
     base = os.path.dirname(os.path.abspath(a.manifest))
-    entries = [e for e in json.load(open(a.manifest)) if not a.only or a.only in e["file"]]
+    entries = [e for e in json.load(open(a.manifest)) if not a.only or any(o in e["file"] for o in a.only.split(","))]
     results, lock = [], threading.Lock()
 
     def one(e):
