@@ -24,24 +24,20 @@ Run on the GPU machine (scripts/gpu/suite.sh placement).
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "evaluator", "worker", "py"))
+import korch_runner  # noqa: E402  (the worker's runner: its GPU sleep calibration)
+
 
 def sleep_cycles(us):
-    """Cycles of torch.cuda._sleep that take ~us on this GPU."""
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    n = 1 << 20
-    torch.cuda._sleep(n)
-    torch.cuda.synchronize()
-    a.record()
-    torch.cuda._sleep(n)
-    b.record()
-    b.synchronize()
-    return max(1, int(n * us / (a.elapsed_time(b) * 1000.0)))
+    """Cycles of torch.cuda._sleep that take ~us on this GPU (the runner's own calibration)."""
+    return max(1, korch_runner.sleep_cycles(us, torch.cuda._sleep, torch.cuda.Event))
 
 
 class Timer:

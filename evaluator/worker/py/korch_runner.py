@@ -352,23 +352,30 @@ def map_regions(msg, fds):
             os.close(f)
 
 
-def _calibrate_pre(pre_us):
-    """Cycles of _cuda_sleep that take ~pre_us on this GPU (its clock, read
-    with events before any candidate code is loaded)."""
-    _PRE["cycles"] = 0
-    if pre_us <= 0 or _cuda_sleep is None:
-        return
-    a, b = _Event(enable_timing=True), _Event(enable_timing=True)
+def sleep_cycles(us, sleep, event):
+    """Cycles of `sleep` (torch's _cuda_sleep: one GPU thread spinning N
+    cycles) that take ~us on this GPU, read with `event` (torch.cuda.Event)
+    around one spin of 2**20 cycles after a first that warms it. 0 when the
+    reading is not positive. tools/bench/gpu_placement.py uses it too."""
+    a, b = event(enable_timing=True), event(enable_timing=True)
     n = 1 << 20
-    _cuda_sleep(n)
+    sleep(n)
     torch.cuda.synchronize()
     a.record()
-    _cuda_sleep(n)
+    sleep(n)
     b.record()
     b.synchronize()
     ms = a.elapsed_time(b)
-    if ms > 0:
-        _PRE["cycles"] = max(1, int(n * pre_us / (ms * 1000.0)))
+    return max(1, int(n * us / (ms * 1000.0))) if ms > 0 else 0
+
+
+def _calibrate_pre(pre_us):
+    """The cycles of _cuda_sleep before each GPU window: ~pre_us on this
+    GPU's clock, read before any candidate code is loaded."""
+    _PRE["cycles"] = 0
+    if pre_us <= 0 or _cuda_sleep is None:
+        return
+    _PRE["cycles"] = sleep_cycles(pre_us, _cuda_sleep, _Event)
 
 
 def call_gpu(model, msg, bufs, out_bufs, input_ranges):
