@@ -1020,19 +1020,6 @@ class Judge:
             if b % 10:  # (the bootstrap costs ~0.1 s at 200 blocks: every 5th pair)
                 continue
             lo, hi, s = self._interval(samples, 200)
-            if self.dev != "cpu" and s > 0 and lo > 0:
-                # GPU: stop on the interval the report carries, the
-                # bootstrap widened by the runners' spread. The bootstrap
-                # alone met the target at 20-30 blocks for a 3.8 us kernel
-                # while the process term was ~1.4%, and those evaluations'
-                # speedups spread 1.8% against 1.3% for those that ran 40-60
-                # (H200, 40 evaluations of equal work; docs/gpu.md). (CPU:
-                # two runners a side give the term 2 dof, t = 4.3; stopping
-                # on it would hold most evaluations to max_s.)
-                process = self._process_spread(samples, ref_of_block, len(ref_runners),
-                                               cand_of_block, len(cand_runners))
-                if process is not None:
-                    lo, hi, _ = widen(s, lo, hi, process["rel_sd"], process["dof"])
             if s > 0 and (hi - lo) / 2 / s <= target:
                 break
         self.evidence["trials"] = [t for t in self.evidence["trials"]
