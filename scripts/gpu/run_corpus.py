@@ -87,6 +87,11 @@ def evaluate(a, base, e):
            "t_min_ms": rep.get("t_min_ms"), "wall_s": round(wall, 2),
            "eval_wall_s": rep.get("wall_s"), "rule": rep.get("rule_id"),
            "overhead_us": timing.get("harness_overhead_us"),
+           # why an interval is wide: each runner's median and their pooled spread
+           "runners": [timing.get("reference_runners"), timing.get("candidate_runners")],
+           "blocks": timing.get("blocks"),
+           "process_spread": timing.get("process_spread"),
+           "speedup_ci_bootstrap": timing.get("speedup_ci_bootstrap"),
            "error": (rep.get("error") or "")[:300],
            "detail": (rep.get("runtime_detail") or rep.get("compile_log") or "")[-1500:]}
     return row
