@@ -494,6 +494,10 @@ Reply Daemon::stop_driving(Campaign& c, CampaignState state) {
   c.state = state;
   c.stop.store(true);
   if (c.phase == DrivePhase::running) c.phase = DrivePhase::stopping;
+  // Its thread has not run yet (a pause right after the create): when it
+  // does, it only waits, so the campaign is idle from now on -- the reply
+  // and every later read say so, whichever thread runs first.
+  if (c.phase == DrivePhase::queued) c.phase = DrivePhase::idle;
   if (auto p = persist(c); !p) return Reply::error(500, p.error().message);
   m_cv.notify_all();
   ++m_version;

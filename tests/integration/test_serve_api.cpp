@@ -239,6 +239,9 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(body_json(r)["state"], "paused");
+  // Paused before or after its thread first ran: idle, or stopping on the
+  // way there -- never left "queued" (it once stayed so, and this waited 120 s).
+  EXPECT_NE(body_json(r).value("phase", ""), "queued") << r->body;
   ASSERT_TRUE(wait_until(serve.process(), [&] {
     return body_json(cli.Get(("/api/campaigns/" + beta).c_str())).value("phase", "") == "idle";
   }));
