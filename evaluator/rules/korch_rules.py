@@ -131,6 +131,13 @@ INTERNALS_ATTRS = frozenset({"mro"})
 # Where a private `_x` member of a library module is nothing but an operator
 # name: `torch.ops.aten._softmax` calls the ATen op, it reaches no internals.
 PRIVATE_OK_UNDER = ("torch.ops.aten.",)
+# Private library functions that only compute from a tensor's shape, which
+# models copy from nn.Linear / nn.Conv*.reset_parameters to initialise their
+# own weights: they change no state and register nothing.
+PRIVATE_OK = frozenset({
+    "torch.nn.init._calculate_fan_in_and_fan_out",
+    "torch.nn.init._calculate_correct_fan",
+})
 
 # Qualified paths (after alias resolution) and the rule each belongs to.
 DENY_PATHS: dict[str, str] = {
@@ -850,7 +857,7 @@ def _check_private(ctx):
     # (from a Python value that is not a module, `x._foo` reaches that
     # object's own state only: covered by the judge's output checks).
     for node, attr, qual in ctx.events:
-        if qual:
+        if qual and qual not in PRIVATE_OK:
             part = _private_part(qual)
             if part is not None:
                 yield node.lineno, f"`{qual}`"
@@ -885,8 +892,20 @@ def _model_new_alias(ctx, node) -> bool:
             and p.value.id in ctx.module_classes and p.value.id != "ModelNew")
 
 
+def _self_alias(ctx, node) -> bool:
+    """`ModelNew = ModelNew` at module level after `class ModelNew`: the same
+    class bound to the same name (seen closing files that are also run as
+    scripts); it changes nothing."""
+    p = ctx.parent(node)
+    return (isinstance(p, ast.Assign) and p in ctx.tree.body and len(p.targets) == 1
+            and p.targets[0] is node and isinstance(p.value, ast.Name) and p.value.id == "ModelNew"
+            and any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" and n.lineno < p.lineno
+                    for n in ctx.tree.body))
+
+
 def _check_model_new(ctx):
-    sites = ctx.bindings.get("ModelNew", [])
+    sites = [(n, k) for n, k in ctx.bindings.get("ModelNew", [])
+             if not (isinstance(n, ast.Name) and _self_alias(ctx, n))]
     defs = [n for n in ctx.tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
     aliases = [n for n, _ in sites if isinstance(n, ast.Name) and _model_new_alias(ctx, n)]
     if not defs and not aliases:
@@ -1335,13 +1354,48 @@ def _check_frame_access(ctx):
             yield node.lineno, f"`.{attr}`"
 
 
+def _compared_only(ctx, node) -> bool:
+    """`node` (a dtype such as torch.float16) is an operand of a comparison,
+    alone or in a literal tuple/list/set (`x.dtype in (torch.float16,
+    torch.bfloat16)`, `x.dtype != torch.half`): a test, nothing is cast."""
+    p = ctx.parent(node)
+    while isinstance(p, (ast.Tuple, ast.List, ast.Set)):
+        node, p = p, ctx.parent(p)
+    return isinstance(p, ast.Compare) and (node is p.left or any(node is c for c in p.comparators))
+
+
+INPUT_FUNCTIONS = ("get_inputs", "get_init_inputs")
+
+
+def _unused_input_functions(ctx) -> set:
+    """Ids of the nodes inside module-level, undecorated `def get_inputs` /
+    `def get_init_inputs` that nothing in the module refers to: candidates
+    often copy the task's, but the judge calls only the task's own, so an
+    unreferenced copy never runs (its `dtype=torch.bfloat16` makes nothing
+    faster)."""
+    used = {n.id for n in ctx.nodes if isinstance(n, ast.Name) and n.id in INPUT_FUNCTIONS}
+    used |= {n.attr for n in ctx.nodes if isinstance(n, ast.Attribute) and n.attr in INPUT_FUNCTIONS}
+    used |= {n.value for n in ctx.nodes if isinstance(n, ast.Constant) and n.value in INPUT_FUNCTIONS}
+    out = set()
+    for f in ctx.tree.body:
+        if isinstance(f, ast.FunctionDef) and f.name in INPUT_FUNCTIONS and f.name not in used \
+                and not f.decorator_list \
+                and sum(isinstance(g, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                        and g.name == f.name for g in ctx.tree.body) == 1:
+            out.update(id(n) for n in ast.walk(f))
+    return out
+
+
 def _check_precision(ctx):
     if not ctx.strict:
         return
+    unused = _unused_input_functions(ctx)
     for node, attr, qual in ctx.events:
-        if attr in PRECISION_LEAVES:
+        if attr in PRECISION_LEAVES and id(node) not in unused and not _compared_only(ctx, node):
             yield node.lineno, f"`{qual or attr}`"
     for n in ctx.walk(ast.Call):
+        if id(n) in unused:
+            continue
         kw = {k.arg: k.value for k in n.keywords if k.arg}
         if "allow_tf32" in kw and not (isinstance(kw["allow_tf32"], ast.Constant) and kw["allow_tf32"].value is False):
             yield n.lineno, "allow_tf32"
@@ -1628,6 +1682,7 @@ _FLAG_PATTERNS = [
     r"-w",
     r"-W(no-)?[a-z][a-z0-9\-]*(=[0-9]+)?",
     r"-lineinfo",
+    r"-g[0-3]?",
     r"--?(Xptxas|ptxas-options)=-v",
     r"--?maxrregcount=[0-9]+",
     r"(-arch|--gpu-architecture)=(sm|compute)_[0-9]{2,3}[a-z]?",
@@ -1641,6 +1696,8 @@ _FLAG_PATTERNS = [
 # The toolkit's own math libraries by name (no -L, no paths): what the
 # library may then call is still decided by the undefined-symbol allowlist.
 LDFLAGS_ALLOWED = frozenset({"-lcublas", "-lcublasLt", "-lcurand"})
+# ... and flags that change only debug info or the optimisation level.
+_LDFLAGS_HARMLESS = [r"-g[0-3]?", r"-O[0-3s]?"]
 _FAST_MATH = [r"--?use_fast_math", r"-ffast-math", r"--?ftz=true", r"--?prec-div=false",
               r"--?prec-sqrt=false"]
 _PRECISE_MATH = [r"--?ftz=false", r"--?prec-div=true", r"--?prec-sqrt=true", r"--?fmad=(true|false)"]
@@ -1651,7 +1708,7 @@ def check_flags(kind: str, flags: list[str], strict: bool) -> list[Finding]:
     out = []
     if kind == "extra_ldflags":
         for f in flags:
-            if f not in LDFLAGS_ALLOWED:
+            if f not in LDFLAGS_ALLOWED and not any(re.fullmatch(p, f) for p in _LDFLAGS_HARMLESS):
                 out.append(Finding("compiler_flag", 0, f"linker flag {f!r} (extra_ldflags may name only "
                                                        f"{', '.join(sorted(LDFLAGS_ALLOWED))})"))
         return out
@@ -2424,13 +2481,14 @@ RULES: list[Rule] = [
     Rule("private_name", "no private `_x` members of modules the candidate did not define (torch._C, torch._dynamo, F._x ...)", "python", _check_private,
          threat="torch and triton internals (torch._C, torch._dynamo) that change global state, register hooks or skip the checks; "
                 "private names the candidate defines (`_kernel`, `self._make_layer`, `_cpp_src`) are its own and allowed; "
-                "`x._foo` on a value reaches only that object (its results are covered by the judge's output checks)",
+                "`x._foo` on a value reaches only that object (its results are covered by the judge's output checks); "
+                "nn.init's shape helpers `_calculate_fan_in_and_fan_out`/`_calculate_correct_fan` (nn.Linear's own init) compute and change nothing",
          fix="use the public torch/triton API (for an ATen op by name: torch.ops.aten.<op>); your own `_names` are fine"),
     Rule("defines_model", "the candidate must not define or refer to `Model` (the reference)", "python", _check_defines_model,
          threat="shadowing the reference so that it is compared with itself",
          fix="name your classes differently (ModelNew, OptimizedModel ...)"),
     Rule("missing_model_new", "the module must define exactly one module-level `class ModelNew` (or bind `ModelNew = <a class of this module>` once)", "python", _check_model_new,
-         threat="a `ModelNew` that is rebound, conditional or not the candidate's own class",
+         threat="a `ModelNew` that is rebound, conditional or not the candidate's own class; `ModelNew = ModelNew` after the class binds the same class again and is allowed",
          fix="define `class ModelNew(nn.Module)` at module level, or alias your class once: `ModelNew = OptimizedModel`"),
     Rule("tensor_subclass", "no tensor subclasses, __torch_function__ or __torch_dispatch__", "python", _check_tensor_subclass,
          threat="outputs whose comparisons or operators lie (a subclass whose allclose is always True)",
@@ -2500,7 +2558,9 @@ RULES: list[Rule] = [
          threat="reaching the caller's frame to rewrite the harness's variables (`sys._getframe(1).f_globals[...] = fake`)",
          fix="do not touch frames, code objects or generator internals"),
     Rule("precision_downgrade", "no half/bfloat16/int8/TF32/autocast under tolerance 'strict' (fp32 tasks)", "python", _check_precision,
-         threat="trading precision for speed on fp32 tasks",
+         threat="trading precision for speed on fp32 tasks; a dtype only compared (`x.dtype in (torch.float16, torch.bfloat16)`) casts nothing, "
+                "and an undecorated copy of `get_inputs`/`get_init_inputs` that nothing in the module names never runs (the judge calls the task's own): "
+                "both allowed, the judge's strict tolerance backs them",
          fix='compute in float32 under strict tolerance (tl.dot(..., input_precision="ieee")); use tolerance tf32 if the campaign allows it'),
     Rule("load_inline_usage", "load_inline must be called directly, not stored or passed", "load_inline", _check_load_inline_usage,
          threat="calls with arguments the rules cannot resolve, building code the compile stage never saw",
@@ -2512,7 +2572,8 @@ RULES: list[Rule] = [
          threat="include paths and build directories read or write files outside the compile cache",
          fix="pass only name, cpp_sources, cuda_sources, functions (a list of entry points), extra_cflags, extra_cuda_cflags, extra_ldflags, with_cuda, verbose"),
     Rule("compiler_flag", "compiler flags must be on the allowlist (-O*, -std=c++NN, -DNAME[=VALUE], -arch/-gencode, ...); extra_ldflags may only name -lcublas, -lcublasLt, -lcurand", "flags", _check_flag_units("compiler_flag"),
-         threat="flags that load plugins, change search paths, include or link arbitrary files (-B, -fplugin, -specs, -Wl,..., -include, -L)",
+         threat="flags that load plugins, change search paths, include or link arbitrary files (-B, -fplugin, -specs, -Wl,..., -include, -L); "
+                "debug info (-g, -lineinfo) and -O levels change no result and are allowed, in extra_ldflags too",
          fix="use only -O*, -std=c++NN, -D/-U, -arch/-gencode, -lineinfo, warning flags ...; link only -lcublas/-lcublasLt/-lcurand"),
     Rule("fast_math_strict", "fast-math flags are not allowed under tolerance 'strict'", "flags", _check_flag_units("fast_math_strict"),
          threat="trading precision for speed on fp32 tasks",

@@ -541,6 +541,60 @@ class HackTest(unittest.TestCase):
         self.assertTrue(kr.check(ok)["ok"], kr.check(ok)["violations"])
 
 
+class HeldOutStyleTest(unittest.TestCase):
+    """Constructs that public, correct KernelBench solutions use and the
+    rules once refused (42 public ModelNew files linted, stop 30; 11 false
+    rejections in 5 files), each next to the threat its rule still stops."""
+
+    def ok(self, src, **kw):
+        res = kr.check(src, **kw)
+        self.assertTrue(res["ok"], res["violations"])
+
+    def expect(self, src, rule, **kw):
+        res = kr.check(src, **kw)
+        self.assertFalse(res["ok"])
+        self.assertIn(rule, rules_of(res), res["violations"])
+
+    def test_debug_info_flags(self):
+        self.ok(flags(cflags=["-O3", "-g"], cuda=["-O3", "-g", "-lineinfo"], ldflags=["-g", "-O2"]))
+        self.expect(flags(ldflags=["-g", "-Wl,-rpath,/tmp"]), "compiler_flag")
+        self.expect(flags(ldflags=["-L/tmp"]), "compiler_flag")
+        self.expect(flags(cflags=["-gsplit-dwarf=/tmp/x"]), "compiler_flag")
+
+    def test_model_new_bound_to_itself(self):
+        self.ok(py() + "\n\nModelNew = ModelNew\n")
+        # still refused: bound again to something else, or before the class exists
+        self.expect(py(top="class Other(nn.Module):\n    pass") + "\n\nModelNew = Other\n", "missing_model_new")
+        self.expect(py(top="ModelNew = ModelNew"), "missing_model_new")
+
+    def test_dtype_comparisons_are_not_casts(self):
+        self.ok(py(body="if x.dtype in (torch.float16, torch.bfloat16):\n    raise TypeError('fp32 only')\n"
+                        "use_tc = x.dtype == torch.half or x.dtype is torch.bfloat16\n"
+                        "fast = [x.dtype] != [torch.float16]"))
+        self.expect(py(body="x = x.to(torch.float16)"), "precision_downgrade")
+        self.expect(py(top="LOW = torch.float16"), "precision_downgrade")
+        self.expect(py(body="ok = x.half() == x"), "precision_downgrade")
+        self.expect(py(body="x = x.to(torch.bfloat16 if x.dtype == torch.float32 else x.dtype)"),
+                    "precision_downgrade")
+
+    def test_unreferenced_copy_of_get_inputs(self):
+        copied = ("def get_inputs():\n    return [torch.randn(4, 8, dtype=torch.bfloat16)]\n"
+                  "def get_init_inputs():\n    return [torch.float16]")
+        self.ok(py(top=copied))
+        # refused once anything can run it: called from the model, decorated, or named
+        self.expect(py(top=copied, body="x = get_inputs()[0]"), "precision_downgrade")
+        self.expect(py(top="@functools.lru_cache(None)\n" + copied), "precision_downgrade")
+        self.expect(py(top=copied + '\nf = getattr(ModelNew, "get_inputs", None)'), "precision_downgrade")
+        self.expect(py(top=copied.replace("def get_inputs", "def make_inputs")), "precision_downgrade")
+
+    def test_linear_init_helper(self):
+        self.ok(py(init="w = nn.Parameter(torch.empty(4, 4))\n"
+                        "fan_in, _ = nn.init._calculate_fan_in_and_fan_out(w)\n"
+                        "g = torch.nn.init._calculate_correct_fan(w, 'fan_in')"))
+        self.expect(py(init="nn.init._no_grad_uniform_(torch.empty(4), 0, 1)"), "private_name")
+        self.expect(py(top="f = nn.init._calculate_fan_in_and_fan_out.__globals__"), "interpreter_internals")
+
+
 class SymbolTest(unittest.TestCase):
     TYPICAL = [
         "_ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
@@ -779,6 +833,10 @@ class CorpusTest(unittest.TestCase):
             "-lcublas": r'"-lcublas"',
             "tolerance tf32 header": r"^# tolerance: tf32",
             "library class as a default value": r"act_layer=nn\.\w+",
+            "debug-info flags": r'extra_ldflags=\["-g"\]',
+            "a dtype compared, not cast": r"dtype (in|!=|==) \(?torch\.(float16|bfloat16|float32)",
+            "nn.Linear's init helper": r"nn\.init\._calculate_fan_in_and_fan_out\(",
+            "ModelNew bound to itself": r"^ModelNew = ModelNew$",
         }
         for style, pattern in styles.items():
             with self.subTest(style=style):
