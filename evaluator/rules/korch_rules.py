@@ -43,7 +43,7 @@ import sys
 import unicodedata
 from typing import Callable, Iterable, Iterator
 
-RULES_VERSION = "1"
+RULES_VERSION = "2"  # 2: stop 30 (held-out false rejections; defines_model retired)
 
 TOLERANCES = ("strict", "tf32", "fp16", "bf16")
 TORCH_OPS_POLICIES = ("allow", "forbid")
@@ -869,20 +869,6 @@ def ctx_line(ctx, node) -> int:
     return getattr(node, "lineno", 0)
 
 
-def _check_defines_model(ctx):
-    for n in ctx.nodes:
-        if isinstance(n, ast.ClassDef) and n.name == "Model":
-            yield n.lineno, "class Model"
-        elif isinstance(n, ast.Name) and n.id == "Model":
-            yield n.lineno, "name `Model`"
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "Model":
-            yield n.lineno, "def Model"
-        elif isinstance(n, ast.alias) and (n.asname or n.name) == "Model":
-            yield ctx_line(ctx, n), "import as Model"
-        elif isinstance(n, ast.arg) and n.arg == "Model":
-            yield ctx_line(ctx, n), "parameter Model"
-
-
 def _model_new_alias(ctx, node) -> bool:
     """`ModelNew = SomeClass` at module level, SomeClass a module-level class
     of the candidate: KernelBench loads the attribute, an alias is fine."""
@@ -1317,8 +1303,23 @@ def _check_module_as_value(ctx):
             yield n.lineno, f"module `{ctx.qualname(n)}` used as a value"
 
 
+def _private_generator(ctx, node, attr, qual) -> bool:
+    """`torch.Generator(...)` called, or `.manual_seed(...)` on such a call
+    (`g = torch.Generator().manual_seed(SEED)`): a generator of the
+    candidate's own for its weights. It neither sets nor reads the global
+    RNG, and the judge draws inputs from a secret seed in its own process."""
+    if attr == "Generator" and qual == "torch.Generator":
+        p = ctx.parent(node)
+        return isinstance(p, ast.Call) and p.func is node
+    if attr == "manual_seed" and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call):
+        return ctx.qualname(node.value.func) == "torch.Generator"
+    return False
+
+
 def _path_rule_hits(ctx, rule_id):
     for node, attr, qual in ctx.events:
+        if rule_id == "seeding" and _private_generator(ctx, node, attr, qual):
+            continue
         hit = False
         if qual:
             for p, r in DENY_PATHS.items():
@@ -1364,32 +1365,34 @@ def _compared_only(ctx, node) -> bool:
     return isinstance(p, ast.Compare) and (node is p.left or any(node is c for c in p.comparators))
 
 
-INPUT_FUNCTIONS = ("get_inputs", "get_init_inputs")
+LOW_DTYPES = frozenset({"half", "float16", "bfloat16"})
 
 
-def _unused_input_functions(ctx) -> set:
-    """Ids of the nodes inside module-level, undecorated `def get_inputs` /
-    `def get_init_inputs` that nothing in the module refers to: candidates
-    often copy the task's, but the judge calls only the task's own, so an
-    unreferenced copy never runs (its `dtype=torch.bfloat16` makes nothing
-    faster)."""
-    used = {n.id for n in ctx.nodes if isinstance(n, ast.Name) and n.id in INPUT_FUNCTIONS}
-    used |= {n.attr for n in ctx.nodes if isinstance(n, ast.Attribute) and n.attr in INPUT_FUNCTIONS}
-    used |= {n.value for n in ctx.nodes if isinstance(n, ast.Constant) and n.value in INPUT_FUNCTIONS}
+def _low_dtype_branches(ctx) -> set:
+    """Ids of the nodes in the body (not the else) of every `if` whose test
+    is `<expr>.dtype == <low dtype>` or `<expr>.dtype in (<low dtypes>)`:
+    code for inputs that already are half/bfloat16. Under strict tolerance
+    the task's inputs are float32, and making a low-precision tensor to
+    reach the branch needs a cast that is refused outside such a body."""
     out = set()
-    for f in ctx.tree.body:
-        if isinstance(f, ast.FunctionDef) and f.name in INPUT_FUNCTIONS and f.name not in used \
-                and not f.decorator_list \
-                and sum(isinstance(g, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                        and g.name == f.name for g in ctx.tree.body) == 1:
-            out.update(id(n) for n in ast.walk(f))
+    for n in ctx.walk(ast.If):
+        t = n.test
+        if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Eq, ast.Is, ast.In))
+                and isinstance(t.left, ast.Attribute) and t.left.attr == "dtype"):
+            continue
+        right = t.comparators[0]
+        elts = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and isinstance(t.ops[0], ast.In) \
+            else [right] if not isinstance(t.ops[0], ast.In) else []
+        if elts and all(isinstance(e, ast.Attribute) and e.attr in LOW_DTYPES for e in elts):
+            for stmt in n.body:
+                out.update(id(x) for x in ast.walk(stmt))
     return out
 
 
 def _check_precision(ctx):
     if not ctx.strict:
         return
-    unused = _unused_input_functions(ctx)
+    unused = _low_dtype_branches(ctx)
     for node, attr, qual in ctx.events:
         if attr in PRECISION_LEAVES and id(node) not in unused and not _compared_only(ctx, node):
             yield node.lineno, f"`{qual or attr}`"
@@ -1695,7 +1698,8 @@ _FLAG_PATTERNS = [
 ]
 # The toolkit's own math libraries by name (no -L, no paths): what the
 # library may then call is still decided by the undefined-symbol allowlist.
-LDFLAGS_ALLOWED = frozenset({"-lcublas", "-lcublasLt", "-lcurand"})
+LDFLAGS_ALLOWED = frozenset({"-lcublas", "-lcublasLt", "-lcurand",
+                             "-lcudart"})  # (torch links the CUDA runtime into every CUDA extension anyway)
 # ... and flags that change only debug info or the optimisation level.
 _LDFLAGS_HARMLESS = [r"-g[0-3]?", r"-O[0-3s]?"]
 _FAST_MATH = [r"--?use_fast_math", r"-ffast-math", r"--?ftz=true", r"--?prec-div=false",
@@ -2484,9 +2488,6 @@ RULES: list[Rule] = [
                 "`x._foo` on a value reaches only that object (its results are covered by the judge's output checks); "
                 "nn.init's shape helpers `_calculate_fan_in_and_fan_out`/`_calculate_correct_fan` (nn.Linear's own init) compute and change nothing",
          fix="use the public torch/triton API (for an ATen op by name: torch.ops.aten.<op>); your own `_names` are fine"),
-    Rule("defines_model", "the candidate must not define or refer to `Model` (the reference)", "python", _check_defines_model,
-         threat="shadowing the reference so that it is compared with itself",
-         fix="name your classes differently (ModelNew, OptimizedModel ...)"),
     Rule("missing_model_new", "the module must define exactly one module-level `class ModelNew` (or bind `ModelNew = <a class of this module>` once)", "python", _check_model_new,
          threat="a `ModelNew` that is rebound, conditional or not the candidate's own class; `ModelNew = ModelNew` after the class binds the same class again and is allowed",
          fix="define `class ModelNew(nn.Module)` at module level, or alias your class once: `ModelNew = OptimizedModel`"),
@@ -2552,15 +2553,17 @@ RULES: list[Rule] = [
          threat="reading cached results or secrets, writing outside the job",
          fix="compute outputs from the inputs; do not load or save files"),
     Rule("seeding", "no seeding or RNG state access (torch.manual_seed, generators, numpy.random)", "python", _path_check("seeding"),
-         threat="predicting the judge's inputs by reseeding or reading RNG state",
+         threat="predicting the judge's inputs by reseeding or reading RNG state (the judge draws them from a secret seed in its own process); "
+                "a generator of the candidate's own, `torch.Generator().manual_seed(S)`, touches no global state and is allowed",
          fix="do not seed or read RNG state; weights are initialised by the harness with the reference's seed"),
     Rule("frame_access", "no frame, code or generator internals (gi_frame, f_back, f_globals, tb_frame ...)", "python", _check_frame_access,
          threat="reaching the caller's frame to rewrite the harness's variables (`sys._getframe(1).f_globals[...] = fake`)",
          fix="do not touch frames, code objects or generator internals"),
     Rule("precision_downgrade", "no half/bfloat16/int8/TF32/autocast under tolerance 'strict' (fp32 tasks)", "python", _check_precision,
          threat="trading precision for speed on fp32 tasks; a dtype only compared (`x.dtype in (torch.float16, torch.bfloat16)`) casts nothing, "
-                "and an undecorated copy of `get_inputs`/`get_init_inputs` that nothing in the module names never runs (the judge calls the task's own): "
-                "both allowed, the judge's strict tolerance backs them",
+                "nor does code for inputs that already are half/bfloat16 (`if x.dtype == torch.float16:`): "
+                "both allowed, the judge's strict tolerance backs them (and, as for every rule, code that cannot run -- "
+                "`if __name__ == \"__main__\":`, a module-level function nothing names, such as a copied `get_inputs` -- is not checked)",
          fix='compute in float32 under strict tolerance (tl.dot(..., input_precision="ieee")); use tolerance tf32 if the campaign allows it'),
     Rule("load_inline_usage", "load_inline must be called directly, not stored or passed", "load_inline", _check_load_inline_usage,
          threat="calls with arguments the rules cannot resolve, building code the compile stage never saw",
@@ -2571,10 +2574,10 @@ RULES: list[Rule] = [
     Rule("load_inline_argument", "load_inline takes name, cpp_sources, cuda_sources, functions, extra_cflags, extra_cuda_cflags, extra_ldflags (toolkit libraries only), with_cuda, verbose (no include paths or build_directory)", "load_inline", _load_inline_findings("load_inline_argument"),
          threat="include paths and build directories read or write files outside the compile cache",
          fix="pass only name, cpp_sources, cuda_sources, functions (a list of entry points), extra_cflags, extra_cuda_cflags, extra_ldflags, with_cuda, verbose"),
-    Rule("compiler_flag", "compiler flags must be on the allowlist (-O*, -std=c++NN, -DNAME[=VALUE], -arch/-gencode, ...); extra_ldflags may only name -lcublas, -lcublasLt, -lcurand", "flags", _check_flag_units("compiler_flag"),
+    Rule("compiler_flag", "compiler flags must be on the allowlist (-O*, -std=c++NN, -DNAME[=VALUE], -arch/-gencode, ...); extra_ldflags may only name -lcublas, -lcublasLt, -lcurand, -lcudart", "flags", _check_flag_units("compiler_flag"),
          threat="flags that load plugins, change search paths, include or link arbitrary files (-B, -fplugin, -specs, -Wl,..., -include, -L); "
                 "debug info (-g, -lineinfo) and -O levels change no result and are allowed, in extra_ldflags too",
-         fix="use only -O*, -std=c++NN, -D/-U, -arch/-gencode, -lineinfo, warning flags ...; link only -lcublas/-lcublasLt/-lcurand"),
+         fix="use only -O*, -std=c++NN, -D/-U, -arch/-gencode, -lineinfo, warning flags ...; link only -lcublas/-lcublasLt/-lcurand/-lcudart"),
     Rule("fast_math_strict", "fast-math flags are not allowed under tolerance 'strict'", "flags", _check_flag_units("fast_math_strict"),
          threat="trading precision for speed on fp32 tasks",
          fix="drop --use_fast_math/-ffast-math under strict tolerance (use intrinsics like __expf where the error is acceptable, or tolerance tf32)"),
@@ -2655,6 +2658,75 @@ def _triton_kernels(ctx: Context) -> list[str]:
     return out
 
 
+def _main_test(test) -> bool:
+    """`__name__ == "__main__"` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    a, b = test.left, test.comparators[0]
+    is_name = lambda e: isinstance(e, ast.Name) and e.id == "__name__"  # noqa: E731
+    is_main = lambda e: isinstance(e, ast.Constant) and e.value == "__main__"  # noqa: E731
+    return (is_name(a) and is_main(b)) or (is_main(a) and is_name(b))
+
+
+def _drop_main_blocks(tree: ast.Module) -> None:
+    """Empties the body (not the else) of each module-level
+    `if __name__ == "__main__":`. The worker loads a candidate as a module
+    of another name, so that code never runs there; models write test code
+    in it (`import time`, the reference `Model`, `.half()` benchmarks).
+    Only where nothing in the module binds `__name__`."""
+    for n in ast.walk(tree):
+        bound = ((isinstance(n, ast.Name) and n.id == "__name__" and not isinstance(n.ctx, ast.Load))
+                 or (isinstance(n, ast.alias) and n.asname == "__name__")
+                 or (isinstance(n, ast.arg) and n.arg == "__name__")
+                 or (isinstance(n, (ast.Global, ast.Nonlocal)) and "__name__" in n.names)
+                 or (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                     and n.name == "__name__"))
+        if bound:
+            return
+    for n in tree.body:
+        if isinstance(n, ast.If) and _main_test(n.test):
+            n.body = [ast.copy_location(ast.Pass(), n.body[0])]
+
+
+def _names_used(nodes) -> set:
+    """Every name a piece of code may use to reach a function: loaded
+    names, attribute names and string constants (`getattr(m, "f")`)."""
+    out = set()
+    for root in nodes:
+        for n in ast.walk(root):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+            elif isinstance(n, ast.Attribute):
+                out.add(n.attr)
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                out.add(n.value)
+    return out
+
+
+def _drop_dead_functions(tree: ast.Module) -> None:
+    """Empties the body of each module-level, undecorated function that no
+    other code of the module names (a copied `get_inputs`, a benchmark
+    helper the `__main__` block called): the worker only builds and calls
+    ModelNew, so that body never runs. Its defaults and annotations, which
+    run at definition, stay. Repeated until nothing more is dropped."""
+    changed = True
+    while changed:
+        changed = False
+        # (a dunder such as a module-level `__getattr__` is called by Python itself)
+        fns = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and not n.decorator_list and not _is_dunder(n.name)
+               and not (len(n.body) == 1 and isinstance(n.body[0], ast.Pass))]
+        for f in fns:
+            others = [n for n in tree.body if n is not f]
+            head = f.args.defaults + f.args.kw_defaults + [a.annotation for a in
+                                                           f.args.args + f.args.kwonlyargs]
+            used = _names_used(others) | _names_used([h for h in head if h is not None]) | \
+                _names_used([f.returns] if f.returns else [])
+            if f.name not in used:
+                f.body = [ast.copy_location(ast.Pass(), f.body[0])]
+                changed = True
+
+
 def check(source: str, *, tolerance: str = "strict", torch_ops: str = "allow") -> dict:
     """Run every static rule on a candidate module. JSON-able result."""
     if tolerance not in TOLERANCES:
@@ -2671,6 +2743,8 @@ def check(source: str, *, tolerance: str = "strict", torch_ops: str = "allow") -
         line = getattr(e, "lineno", None) or 0
         result["violations"].append(violation("syntax_error", line, str(e.msg if isinstance(e, SyntaxError) else e)))
         return result
+    _drop_main_blocks(tree)
+    _drop_dead_functions(tree)
     ctx = Context(source, tree, tolerance, torch_ops)
     seen = set()
     violations = []
