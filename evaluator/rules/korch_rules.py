@@ -2676,7 +2676,8 @@ def _drop_main_blocks(tree: ast.Module) -> None:
     Only where nothing in the module binds `__name__`."""
     for n in ast.walk(tree):
         bound = ((isinstance(n, ast.Name) and n.id == "__name__" and not isinstance(n.ctx, ast.Load))
-                 or (isinstance(n, ast.alias) and n.asname == "__name__")
+                 or (isinstance(n, ast.alias) and (n.asname or n.name.split(".")[0]) == "__name__")
+                 or (isinstance(n, ast.ExceptHandler) and n.name == "__name__")
                  or (isinstance(n, ast.arg) and n.arg == "__name__")
                  or (isinstance(n, (ast.Global, ast.Nonlocal)) and "__name__" in n.names)
                  or (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))

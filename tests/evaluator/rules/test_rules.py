@@ -606,6 +606,7 @@ class HeldOutStyleTest(unittest.TestCase):
         self.expect(py() + "\n" + 'if __name__ == "__main__":\n    pass\nelse:\n    torch.manual_seed(0)\n',
                     "seeding")
         self.expect(py() + '\n__name__ = "__main__"\n' + main, "seeding")
+        self.expect(py() + '\nfor __name__ in ["__main__"]:\n    pass\n' + main, "seeding")
         self.expect(py() + "\n" + main.replace('__name__ == "__main__"', '__name__ != "__main__"'), "seeding")
         self.expect(py(body="if __name__ == '__main__':\n    torch.manual_seed(0)"), "seeding")  # not module level
 
