@@ -500,7 +500,8 @@ class Context:
             self.load_inline_findings.extend(findings)
             if entry is None:
                 continue
-            self.load_inline_calls.append(entry)
+            if entry["functions"]:  # (without them: refused above, nothing to build)
+                self.load_inline_calls.append(entry)
             for kind in ("cpp_sources", "cuda_sources"):
                 for i, src in enumerate(entry[kind]):
                     self.native_units.append({"where": f"{kind}[{i}]", "text": src,
@@ -1636,7 +1637,10 @@ def _resolve_load_inline_call(ctx: Context, call: ast.Call):
             funcs = list(funcs.keys())
         funcs = _as_str_list(funcs, "functions")
         if not funcs:
-            raise Unresolved("`functions=[...]` must list the entry points")
+            # Refused, but the sources and flags are still checked, so that
+            # one answer names every fix (a hand-written PYBIND11_MODULE
+            # usually comes with it).
+            fail("load_inline_argument", "`functions=[...]` must list the entry points")
         for f in funcs:
             if not (f.isidentifier() and f.isascii()):
                 raise Unresolved(f"function name {f!r} is not an identifier")

@@ -594,6 +594,16 @@ class HeldOutStyleTest(unittest.TestCase):
                     "import_not_allowed")
         self.expect(py(top="def __getattr__(name):\n    import os\n    return os"), "import_not_allowed")
 
+    def test_missing_functions_hides_no_other_finding(self):
+        src = native("PYBIND11_MODULE(ext, m) { m.def(\"fwd\", &fwd); }",
+                     args='name="ext", cpp_sources=src, extra_cflags=["-ffast-math"]')
+        res = kr.check(src)
+        self.assertFalse(res["ok"])
+        self.assertEqual({"load_inline_argument", "native_python_api", "fast_math_strict"},
+                         {v["rule"] for v in res["violations"]} & {"load_inline_argument", "native_python_api",
+                                                                     "fast_math_strict"}, res["violations"])
+        self.assertEqual(res["load_inline"], [])  # nothing to build
+
     def test_lcudart(self):
         self.ok(flags(ldflags=["-lcudart", "-lcublas"]))
         self.expect(flags(ldflags=["-lcudart", "-lcuda_fake"]), "compiler_flag")
