@@ -256,13 +256,7 @@ void Daemon::drive(Campaign& c) {
   for (;;) {
     {
       std::unique_lock lock(m_mutex);
-      if (c.state == CampaignState::paused && c.phase != DrivePhase::idle) {
-        // Paused before this thread first ran (a pause right after the
-        // create): it waits, so it is idle, not still queued (ServeApi
-        // waited for "idle" for 120 s and failed once in a fresh-clone CI).
-        c.phase = DrivePhase::idle;
-        ++m_version;
-      }
+      // (a pause before this thread first ran already made it idle: stop_driving)
       m_cv.wait(lock, [&] { return m_stopping.load() || c.state != CampaignState::paused; });
       if (m_stopping.load() || c.state != CampaignState::active) {
         c.phase = DrivePhase::idle;

@@ -870,24 +870,30 @@ def ctx_line(ctx, node) -> int:
     return getattr(node, "lineno", 0)
 
 
+def _module_alias_of(ctx, node) -> str | None:
+    """X, where `node` is the one target of a module-level `node = X` (X a
+    bare name); else None."""
+    p = ctx.parent(node)
+    if (isinstance(p, ast.Assign) and p in ctx.tree.body and len(p.targets) == 1
+            and p.targets[0] is node and isinstance(p.value, ast.Name)):
+        return p.value.id
+    return None
+
+
 def _model_new_alias(ctx, node) -> bool:
     """`ModelNew = SomeClass` at module level, SomeClass a module-level class
     of the candidate: KernelBench loads the attribute, an alias is fine."""
-    p = ctx.parent(node)
-    return (isinstance(p, ast.Assign) and p in ctx.tree.body and len(p.targets) == 1
-            and p.targets[0] is node and isinstance(p.value, ast.Name)
-            and p.value.id in ctx.module_classes and p.value.id != "ModelNew")
+    value = _module_alias_of(ctx, node)
+    return value in ctx.module_classes and value != "ModelNew"
 
 
 def _self_alias(ctx, node) -> bool:
     """`ModelNew = ModelNew` at module level after `class ModelNew`: the same
     class bound to the same name (seen closing files that are also run as
     scripts); it changes nothing."""
-    p = ctx.parent(node)
-    return (isinstance(p, ast.Assign) and p in ctx.tree.body and len(p.targets) == 1
-            and p.targets[0] is node and isinstance(p.value, ast.Name) and p.value.id == "ModelNew"
-            and any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" and n.lineno < p.lineno
-                    for n in ctx.tree.body))
+    return _module_alias_of(ctx, node) == "ModelNew" and any(
+        isinstance(n, ast.ClassDef) and n.name == "ModelNew" and n.lineno < node.lineno
+        for n in ctx.tree.body)
 
 
 def _check_model_new(ctx):
@@ -1382,8 +1388,12 @@ def _low_dtype_branches(ctx) -> set:
                 and isinstance(t.left, ast.Attribute) and t.left.attr == "dtype"):
             continue
         right = t.comparators[0]
-        elts = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and isinstance(t.ops[0], ast.In) \
-            else [right] if not isinstance(t.ops[0], ast.In) else []
+        if not isinstance(t.ops[0], ast.In):
+            elts = [right]
+        elif isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+            elts = right.elts
+        else:
+            elts = []
         if elts and all(isinstance(e, ast.Attribute) and e.attr in LOW_DTYPES for e in elts):
             for stmt in n.body:
                 out.update(id(x) for x in ast.walk(stmt))
@@ -1393,12 +1403,12 @@ def _low_dtype_branches(ctx) -> set:
 def _check_precision(ctx):
     if not ctx.strict:
         return
-    unused = _low_dtype_branches(ctx)
+    low_branches = _low_dtype_branches(ctx)
     for node, attr, qual in ctx.events:
-        if attr in PRECISION_LEAVES and id(node) not in unused and not _compared_only(ctx, node):
+        if attr in PRECISION_LEAVES and id(node) not in low_branches and not _compared_only(ctx, node):
             yield node.lineno, f"`{qual or attr}`"
     for n in ctx.walk(ast.Call):
-        if id(n) in unused:
+        if id(n) in low_branches:
             continue
         kw = {k.arg: k.value for k in n.keywords if k.arg}
         if "allow_tf32" in kw and not (isinstance(kw["allow_tf32"], ast.Constant) and kw["allow_tf32"].value is False):
@@ -2723,11 +2733,9 @@ def _drop_dead_functions(tree: ast.Module) -> None:
                and not (len(n.body) == 1 and isinstance(n.body[0], ast.Pass))]
         for f in fns:
             others = [n for n in tree.body if n is not f]
-            head = f.args.defaults + f.args.kw_defaults + [a.annotation for a in
-                                                           f.args.args + f.args.kwonlyargs]
-            used = _names_used(others) | _names_used([h for h in head if h is not None]) | \
-                _names_used([f.returns] if f.returns else [])
-            if f.name not in used:
+            # (its own signature -- defaults, annotations -- runs at definition)
+            signature = [f.args] + ([f.returns] if f.returns else [])
+            if f.name not in _names_used(others + signature):
                 f.body = [ast.copy_location(ast.Pass(), f.body[0])]
                 changed = True
 

@@ -298,13 +298,21 @@ class PolicyTest(unittest.TestCase):
         self.assertTrue(kr.check(ok)["ok"], kr.check(ok)["violations"])
 
 
-class HackTest(unittest.TestCase):
-    """Rule-side hacks from the reward-hacking corpus (inline variants)."""
+class RuleAsserts(unittest.TestCase):
+    """ok(src): the rules pass it; expect(src, rule): they refuse it with `rule`."""
+
+    def ok(self, src, **kw):
+        res = kr.check(src, **kw)
+        self.assertTrue(res["ok"], res["violations"])
 
     def expect(self, src, rule, **kw):
         res = kr.check(src, **kw)
         self.assertFalse(res["ok"])
         self.assertIn(rule, rules_of(res), res["violations"])
+
+
+class HackTest(RuleAsserts):
+    """Rule-side hacks from the reward-hacking corpus (inline variants)."""
 
     def test_nfkc_lookalikes(self):
         self.expect(py(top='y = ｅｖａｌ("1")'), "banned_builtin")
@@ -540,19 +548,10 @@ class HackTest(unittest.TestCase):
         self.assertTrue(kr.check(ok)["ok"], kr.check(ok)["violations"])
 
 
-class HeldOutStyleTest(unittest.TestCase):
+class HeldOutStyleTest(RuleAsserts):
     """Constructs that public, correct KernelBench solutions use and the
     rules once refused (42 public ModelNew files linted, stop 30; 11 false
     rejections in 5 files), each next to the threat its rule still stops."""
-
-    def ok(self, src, **kw):
-        res = kr.check(src, **kw)
-        self.assertTrue(res["ok"], res["violations"])
-
-    def expect(self, src, rule, **kw):
-        res = kr.check(src, **kw)
-        self.assertFalse(res["ok"])
-        self.assertIn(rule, rules_of(res), res["violations"])
 
     def test_debug_info_flags(self):
         self.ok(flags(cflags=["-O3", "-g"], cuda=["-O3", "-g", "-lineinfo"], ldflags=["-g", "-O2"]))
