@@ -306,7 +306,7 @@ struct EnvServer::Impl {
             EnvCode::execution_error, "the evaluation was interrupted (the daemon is stopping)"}));
       double reward = submit ? evaluator::reward_for(daemon.config().evaluator.reward, rep) : 0.0;
       int replies_left = std::max(0, max_turns - turn);
-      std::string feedback = submit ? prompts::render_report(rep)
+      std::string feedback = submit ? prompts::render_report(rep, evaluator::Mode::submit)
                                     : prompts::check_feedback(rep, std::max(1, replies_left));
       store::WriteBatch b;
       store::EvaluationRow ev;

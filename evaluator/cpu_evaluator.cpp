@@ -769,6 +769,7 @@ class CpuEvaluator final : public Evaluator {
     r.max_rel_diff = m.max_rel_diff;
     r.mismatch_frac = m.mismatch_frac;
     r.error = m.error;
+    r.notes = m.notes;
     std::string detail = m.runtime_detail;
     if (r.status != Verdict::ok && !m.candidate_log.empty())
       detail += "\n--- candidate output ---\n" + m.candidate_log;

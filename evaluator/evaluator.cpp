@@ -100,6 +100,7 @@ std::string Report::to_json() const {
   j["error"] = error;
   j["compile_log"] = compile_log;
   j["runtime_detail"] = runtime_detail;
+  if (!notes.empty()) j["notes"] = notes;
   j["protections"] = protections;
   j["evaluator_version"] = evaluator_version;
   j["mode"] = mode;
@@ -139,6 +140,7 @@ Result<Report> Report::from_json(std::string_view text) {
     r.error = j.value("error", "");
     r.compile_log = j.value("compile_log", "");
     r.runtime_detail = j.value("runtime_detail", "");
+    r.notes = j.value("notes", std::vector<std::string>{});
     r.protections = j.value("protections", std::vector<std::string>{});
     r.evaluator_version = j.value("evaluator_version", "");
     r.mode = j.value("mode", "");

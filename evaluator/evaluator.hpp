@@ -69,6 +69,9 @@ struct Report {
   std::string error;                     // first line(s) of the failure
   std::string compile_log;               // compiler output tail
   std::string runtime_detail;            // runtime traceback tail
+  // Facts for the agent that are not a verdict (an adversarial family on
+  // which the reference itself is fragile); shown in the feedback.
+  std::vector<std::string> notes;
   std::vector<std::string> protections;  // sandbox features that were active
   std::string evaluator_version;
   std::string mode;   // "mock" | "cpu" | "gpu"

@@ -215,6 +215,7 @@ Result<MeasureResult> parse_measure(const std::string& result_json) {
   m.mismatch_frac = number(j, "mismatch_frac");
   m.error = j.value("error", "");
   m.runtime_detail = j.value("runtime_detail", "");
+  m.notes = strings(j.value("notes", json::array()));
   m.protections = strings(j.value("protections", json::array()));
   m.candidate_protections = strings(j.value("candidate_protections", json::array()));
   m.evidence = j.value("evidence", json::object());

@@ -148,6 +148,7 @@ struct MeasureResult {
   std::optional<double> speedup, speedup_ci_low, speedup_ci_high, ref_time_ms, cand_time_ms;
   std::optional<double> max_abs_diff, max_rel_diff, mismatch_frac;
   std::string error, runtime_detail;
+  std::vector<std::string> notes;  // for the agent, not a verdict (korch_judge notes)
   std::vector<std::string> protections, candidate_protections;
   json evidence = json::object();
   std::string candidate_log;  // not from result.json: the daemon adds the runner's output tail

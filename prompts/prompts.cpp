@@ -103,14 +103,24 @@ std::string task_prompt(const config::Task& task, int replies_left) {
                                                    {"footer", footer(replies_left)}}));
 }
 
-std::string render_report(const evaluator::Report& report) {
+std::string render_report(const evaluator::Report& report, evaluator::Mode kind) {
   std::string mock_note = report.mock ? " [MOCK evaluator: this result is fake]" : "";
   std::string status = evaluator::to_string(report.status);
+  // Facts that are not a verdict (the reference fragile on a family).
+  std::string notes;
+  for (const auto& n : report.notes) notes += "\nNote: " + head(n, k_error_head_chars);
   if (report.status == evaluator::Verdict::ok) {
+    if (kind == evaluator::Mode::submit)
+      return trim_newline(fill(template_text("feedback_submit_ok"),
+                               {{"max_abs_diff", fmt_num(report.max_abs_diff)},
+                                {"speedup", fmt_num(report.speedup)},
+                                {"mock_note", mock_note}})) +
+             notes;
     return trim_newline(
-        fill(template_text("feedback_ok"), {{"status", status},
-                                            {"max_abs_diff", fmt_num(report.max_abs_diff)},
-                                            {"mock_note", mock_note}}));
+               fill(template_text("feedback_ok"), {{"status", status},
+                                                   {"max_abs_diff", fmt_num(report.max_abs_diff)},
+                                                   {"mock_note", mock_note}})) +
+           notes;
   }
   std::string details;
   if (!report.rule_id.empty()) details += fmt::format("Rule: {}\n", report.rule_id);
@@ -129,9 +139,12 @@ std::string render_report(const evaluator::Report& report) {
   if (report.max_rel_diff) diffs.push_back("max_rel_diff " + fmt_num(report.max_rel_diff));
   if (report.mismatch_frac) diffs.push_back("mismatch_frac " + fmt_num(report.mismatch_frac));
   if (!diffs.empty()) details += fmt::format("{}\n", fmt::join(diffs, ", "));
-  return trim_newline(
-      fill(template_text("feedback_fail"),
-           {{"status", status}, {"mock_note", mock_note}, {"details", trim_newline(details)}}));
+  return trim_newline(fill(template_text("feedback_fail"),
+                           {{"kind", kind == evaluator::Mode::submit ? "SUBMIT" : "CHECK"},
+                            {"status", status},
+                            {"mock_note", mock_note},
+                            {"details", trim_newline(details)}})) +
+         notes;
 }
 
 std::string check_feedback(const evaluator::Report& report, int replies_left) {

@@ -41,8 +41,11 @@ std::string footer(int replies_left);
 // A CHECK result (DESIGN §2 feedback rendering), followed by the footer.
 std::string check_feedback(const evaluator::Report& report, int replies_left);
 
-// Just the rendered result, without the footer (also used by compaction).
-std::string render_report(const evaluator::Report& report);
+// Just the rendered result, without the footer (also used by compaction),
+// headed by the kind of evaluation that produced it ("CHECK result" or
+// "SUBMIT result").
+std::string render_report(const evaluator::Report& report,
+                          evaluator::Mode kind = evaluator::Mode::check);
 
 // No code block in the reply (truncated = finish_reason was "length").
 std::string no_code_message(bool truncated, int replies_left);

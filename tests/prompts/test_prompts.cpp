@@ -147,6 +147,34 @@ TEST(RenderReport, FailureIsCutToItsLimits) {
   EXPECT_FALSE(contains(text, "MOCK"));
 }
 
+TEST(RenderReport, SubmitFeedbackIsLabelledSubmit) {
+  auto fail = failing_report();
+  EXPECT_TRUE(contains(render_report(fail), "CHECK result: incorrect"));
+  auto text = render_report(fail, evaluator::Mode::submit);
+  EXPECT_TRUE(contains(text, "SUBMIT result: incorrect")) << text;
+  EXPECT_FALSE(contains(text, "CHECK")) << text;
+  evaluator::Report ok;
+  ok.status = evaluator::Verdict::ok;
+  ok.speedup = 1.25;
+  ok.max_abs_diff = 2e-6;
+  text = render_report(ok, evaluator::Mode::submit);
+  EXPECT_TRUE(contains(text, "SUBMIT result: ok")) << text;
+  EXPECT_TRUE(contains(text, "speedup over the reference 1.25")) << text;
+  EXPECT_FALSE(contains(text, "CHECK")) << text;
+  EXPECT_FALSE(contains(text, "on one input")) << text;  // the CHECK wording
+}
+
+TEST(RenderReport, NotesFollowTheResult) {
+  evaluator::Report ok;
+  ok.status = evaluator::Verdict::ok;
+  ok.notes = {"fragile on zeros inputs (not counted): ..."};
+  const auto text = render_report(ok);
+  EXPECT_TRUE(contains(text, "\nNote: fragile on zeros inputs")) << text;
+  auto fail = failing_report();
+  fail.notes = ok.notes;
+  EXPECT_TRUE(contains(render_report(fail), "Note: fragile on zeros")) << render_report(fail);
+}
+
 TEST(CheckFeedback, IsTheReportThenTheFooter) {
   auto r = failing_report();
   EXPECT_EQ(check_feedback(r, 2), render_report(r) + "\n\n" + footer(2));

@@ -1,0 +1,322 @@
+"""The judge's input domain and conditioning check (korch_domain, Judge.run_families).
+
+Real torch and real task sources (KernelBench's structures, at small sizes);
+the candidate's call is replaced by a Python function, so these tests decide
+only what the judge does with a family's outputs. The whole pipeline (runners,
+sandbox, GPU) runs the same candidates' styles in
+tests/evaluator/corpus/gpu/manifest_domain.json.
+"""
+import os
+import sys
+import unittest
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "evaluator", "worker", "py"))
+
+import korch_domain as kd  # noqa: E402
+import korch_judge as kj  # noqa: E402
+
+# level1/14_Matmul_for_upper_triangular_matrices, at N = 48.
+TRIU = """
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, A, B):
+        return torch.triu(torch.matmul(A, B))
+N = 48
+def get_inputs():
+    return [torch.triu(torch.rand(N, N)), torch.triu(torch.rand(N, N))]
+def get_init_inputs():
+    return []
+"""
+
+# level1/13_Matmul_for_symmetric_matrices, at N = 32.
+SYMM = """
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+N = 32
+def get_inputs():
+    A = torch.rand(N, N); A = (A + A.T) / 2
+    B = torch.rand(N, N); B = (B + B.T) / 2
+    return [A, B]
+def get_init_inputs():
+    return []
+"""
+
+# A KL-divergence loss on probabilities and a hinge loss on +-1 targets
+# (level1/98_KLDivLoss, level1/100_HingeLoss), and a masked cumsum
+# (level1/93_masked_cumsum), small.
+KL = """
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.nn.functional.kl_div(torch.log(predictions), targets, reduction='batchmean')
+def get_inputs():
+    return [torch.randn(16, 64).softmax(dim=-1), torch.randn(16, 64).softmax(dim=-1)]
+def get_init_inputs():
+    return []
+"""
+
+HINGE = """
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+def get_inputs():
+    return [torch.randn(128, 1), torch.randint(0, 2, (128, 1)).float() * 2 - 1]
+def get_init_inputs():
+    return []
+"""
+
+MASKED = """
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x, mask):
+        return torch.cumsum(x * mask, dim=1)
+def get_inputs():
+    return [torch.randn(8, 100), torch.randint(0, 2, (8, 100)).bool()]
+def get_init_inputs():
+    return []
+"""
+
+# ReLU on nonnegative inputs (tests/evaluator/tasks/ReLU_rand_small.py).
+RELU_RAND = """
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.rand(16, 32)]
+def get_init_inputs():
+    return []
+"""
+
+# Square root of nonnegative inputs: undefined outside their sign.
+SQRT = """
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.sqrt(x)
+def get_inputs():
+    return [torch.rand(16, 32)]
+def get_init_inputs():
+    return []
+"""
+
+# Gemm -> BatchNorm (training mode: batch statistics), as level 2 writes it.
+# `jitter` stands for the GEMM's rounding, which differs between rows in a
+# real BLAS or GPU kernel: on the task's inputs it is far below the batch's
+# variance; on a constant input it is the only variance there is, and the
+# normalised output is decided by it.
+GEMM_BN = """
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gemm = nn.Linear(32, 16)
+        self.bn = nn.BatchNorm1d(16)
+        g = torch.Generator().manual_seed(5)
+        self.register_buffer("jitter", torch.randn(64, 16, generator=g) * 1e-6)
+    def forward(self, x):
+        y = self.gemm(x)
+        return self.bn(y + self.jitter * y.abs())
+def get_inputs():
+    return [torch.randn(64, 32)]
+def get_init_inputs():
+    return []
+"""
+
+
+def judge_for(source, seed=11):
+    job = {"device": "cpu", "atol": 1e-4, "rtol": 1e-4, "low_precision_tol": 1e-2,
+           "allow_tf32": False, "task_name": "test"}
+    j = kj.Judge({"protections": []}, job)
+    j.seed = seed
+    j.task = kj.load_task(source)
+    torch.manual_seed(kj.derive(seed, "init"))
+    j.ref = j.task.Model()
+    return j
+
+
+def run_families(j, candidate):
+    """Judge.run_families with `candidate(args) -> outputs` in place of the
+    candidate runner. Returns the verdict's error, or None for no verdict."""
+    def call_candidate(args, ablate=False, flush=False, timed=False):
+        with torch.no_grad():
+            out = candidate(args)
+        return kj.as_outputs(out), {"subclass": False, "foreign_storage": False, "alias": False,
+                                    "mutated": [], "kernel_calls": 1}
+    j.call_candidate = call_candidate
+    first = j.gen_inputs(kj.derive(j.seed, "trial:0"))
+    try:
+        j.run_families(j.input_domain(first), first)
+    except kj.Verdict as v:
+        return v.error
+    return None
+
+
+class Facts(unittest.TestCase):
+    def facts(self, source):
+        j = judge_for(source)
+        first = j.gen_inputs(1)
+        return j.input_domain(first), j.evidence["input_domain"]
+
+    def test_triangular_inputs_have_a_fixed_zero_pattern(self):
+        facts, ev = self.facts(TRIU)
+        for f, e in zip(facts, ev):
+            self.assertIsNotNone(f.zero_mask)
+            self.assertTrue(torch.equal(f.zero_mask, torch.tril(torch.ones(48, 48), -1).bool()))
+            self.assertIn("zero_pattern", e["invariants"])
+            self.assertEqual(e["sign"], "nonnegative")
+
+    def test_symmetric_inputs(self):
+        facts, _ = self.facts(SYMM)
+        self.assertTrue(all(f.symmetric for f in facts))
+        self.assertTrue(all(f.zero_mask is None for f in facts))
+
+    def test_probabilities_and_labels(self):
+        facts, _ = self.facts(KL)
+        self.assertTrue(all(f.rows_sum_to_one for f in facts))
+        facts, ev = self.facts(HINGE)
+        self.assertFalse(facts[0].discrete)
+        self.assertTrue(facts[1].discrete)
+        self.assertEqual(ev[1]["values"], [-1.0, 1.0])
+
+    def test_a_random_mask_is_not_a_fixed_pattern(self):
+        # x * mask: the bool mask is never changed; x (randn) has no zeros.
+        facts, ev = self.facts(MASKED)
+        self.assertFalse(facts[1].float)
+        self.assertIsNone(facts[0].zero_mask)
+        self.assertEqual(ev[1]["dtype"], "torch.bool")
+
+    def test_plain_inputs_keep_no_invariant(self):
+        facts, ev = self.facts(GEMM_BN)
+        self.assertEqual(ev[0]["invariants"], [])
+        self.assertNotIn("sign", ev[0])
+
+
+class Families(unittest.TestCase):
+    def test_families_keep_every_invariant(self):
+        for source in (TRIU, SYMM, KL, HINGE):
+            j = judge_for(source)
+            first = j.gen_inputs(1)
+            facts = j.input_domain(first)
+            for name, fn in j.family_transforms():
+                args, changed, kept = kd.apply_family(facts, first, fn, keep_sign=False)
+                for f, a, b in zip(facts, args, first):
+                    if f.zero_mask is not None:
+                        self.assertTrue(bool((a[f.zero_mask] == 0).all()), name)
+                    if f.symmetric:
+                        self.assertTrue(torch.equal(a, a.T), name)
+                    if f.rows_sum_to_one and f.index in changed:
+                        self.assertTrue(torch.allclose(a.sum(-1), torch.ones(a.shape[0]),
+                                                       atol=1e-5), name)
+                    if f.discrete:
+                        self.assertTrue(torch.equal(a, b), name)
+
+    def test_triangle_skipping_kernel_is_correct(self):
+        # Sums only over k in [i, j]: right for upper-triangular inputs, which
+        # is all the task makes. Before the domain was kept, the 'signed'
+        # family (full random matrices) called it incorrect.
+        def triangle_kernel(args):
+            A, B = args
+            n = A.shape[0]
+            C = torch.zeros(n, n)
+            for i in range(n):
+                C[i, i:] = A[i, i:] @ B[i:, i:]
+            return C
+        self.assertIsNone(run_families(judge_for(TRIU), triangle_kernel))
+
+    def test_symmetric_kernel_is_correct(self):
+        # Uses A == A.T (reads A by columns, as symmetric GEMM kernels do).
+        self.assertIsNone(run_families(judge_for(SYMM), lambda a: a[0].T.contiguous() @ a[1]))
+
+    def test_a_kernel_right_only_on_the_draws_range_is_incorrect(self):
+        # Assumes values in [0, 1) as the task draws them (clamps): the
+        # families keep the zero pattern but not the range, and refuse it.
+        err = run_families(judge_for(TRIU),
+                           lambda a: torch.triu(a[0].clamp(0, 1) @ a[1].clamp(0, 1)))
+        self.assertIn("family 'signed'", err)
+
+    def test_nonnegative_domain_is_not_structure(self):
+        # The identity "ReLU" is right only for the task's nonnegative draws:
+        # the signed family still refuses it (corpus hack rt_identity_nonneg).
+        err = run_families(judge_for(RELU_RAND), lambda a: a[0].clone())
+        self.assertIn("family 'signed'", err)
+
+    def test_sign_kept_where_the_reference_needs_it(self):
+        j = judge_for(SQRT)
+        self.assertIsNone(run_families(j, lambda a: torch.sqrt(a[0])))
+        signed = [e for e in j.evidence["families"] if e["family"] == "signed"][0]
+        self.assertTrue(signed.get("sign_kept"))
+        self.assertTrue(signed.get("used"))
+
+    def test_hinge_targets_stay_labels(self):
+        # A kernel that uses targets in {-1, 1} (t * t == 1).
+        def hinge(args):
+            p, t = args
+            return torch.where(t > 0, (1 - p).clamp_min(0), (1 + p).clamp_min(0)).mean()
+        self.assertIsNone(run_families(judge_for(HINGE), hinge))
+
+
+class Conditioning(unittest.TestCase):
+    def candidate(self, j, scale):
+        """The reference's own computation with another rounding pattern."""
+        ref = j.ref
+
+        def run(args):
+            y = ref.gemm(args[0])
+            y = y + ref.jitter * scale * y.abs()
+            return ref.bn(y)
+        return run
+
+    def test_fragile_family_is_a_note_not_a_verdict(self):
+        j = judge_for(GEMM_BN)
+        self.assertIsNone(run_families(j, self.candidate(j, -1.0)))
+        fragile = [e["family"] for e in j.evidence["families"] if "fragile" in e]
+        self.assertIn("constant", fragile)
+        self.assertTrue(any("fragile on constant inputs" in n for n in j.notes), j.notes)
+        # The statistics the report carries are those of the stable families.
+        self.assertLess(j.max_abs, 1e-3)
+
+    def test_a_wrong_kernel_is_still_incorrect_where_the_reference_is_stable(self):
+        j = judge_for(GEMM_BN)
+        ref = j.ref
+
+        def no_bias(args):  # forgets the GEMM's bias: wrong everywhere
+            return ref.bn(args[0] @ ref.gemm.weight.T)
+        # Batch statistics cancel a bias, so no_bias is in fact right...
+        self.assertIsNone(run_families(j, no_bias))
+
+        def no_eps(args):  # ...but a wrong eps is not
+            y = ref.gemm(args[0])
+            y = y + ref.jitter * y.abs()
+            m = y.mean(0)
+            v = y.var(0, unbiased=False)
+            return (y - m) / torch.sqrt(v + 1e-1) * ref.bn.weight + ref.bn.bias
+        err = run_families(judge_for(GEMM_BN), no_eps)
+        self.assertIsNotNone(err)
+        self.assertIn("family", err)
+
+    def test_reference_stability(self):
+        j = judge_for(GEMM_BN)
+        first = j.gen_inputs(1)
+        facts = j.input_domain(first)
+        self.assertIsNone(j.reference_unstable(facts, first, j.ref_forward(first)))
+        const = [torch.full_like(first[0], 3.0)]
+        self.assertIsNotNone(j.reference_unstable(facts, const, j.ref_forward(const)))
+
+
+if __name__ == "__main__":
+    unittest.main()
