@@ -60,6 +60,10 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr const char* k_version = "korch-eval/0.2";
+// The GPU health check: tries before a GPU leaves the pool, and the pause
+// between them (gpu_healthy).
+constexpr int k_health_tries = 3;
+constexpr auto k_health_pause = std::chrono::seconds(3);
 constexpr double k_warm_timeout_s = 900;  // Triton compiles + autotuning of one candidate
 constexpr double k_rules_timeout_s = 60;
 constexpr double k_compile_timeout_s = 900;  // a cold CPU compile is ~30 s, more under load
@@ -138,6 +142,16 @@ class FileLock {
   int m_fd = -1;
 };
 
+// Where every korch process on this host keeps its per-GPU locks:
+// KORCH_GPU_LOCK_DIR, else /run/lock/korch (a tmpfs every user may write on
+// Debian and Ubuntu), else /tmp/korch-gpu-locks.
+std::string host_gpu_lock_dir() {
+  if (const char* d = std::getenv("KORCH_GPU_LOCK_DIR"); d && *d) return d;
+  std::error_code ec;
+  if (fs::is_directory("/run/lock", ec)) return "/run/lock/korch";
+  return "/tmp/korch-gpu-locks";
+}
+
 void chown_tree_to_root(const fs::path& root) {
   std::error_code ec;
   (void)lchown(root.c_str(), 0, 0);
@@ -163,7 +177,11 @@ class CpuEvaluator final : public Evaluator {
       n = std::max(n, m_compile_slot_count + 2 * static_cast<int>(gpus.size()));
       const char* ul = std::getenv("KORCH_EVAL_COMPILE_UNDER_LEASE");
       m_compile_under_lease = ul && std::string(ul) == "1";
-      m_pool = std::make_unique<GpuPool>(gpus, [this](int g) { return gpu_healthy(g); });
+      GpuPool::Options po;
+      po.host_lock_dir = host_gpu_lock_dir();
+      m_pool = std::make_unique<GpuPool>(
+          gpus, [this](int g) { return gpu_healthy(g); }, po);
+      m_host_lock_dir = po.host_lock_dir;
     }
     for (int i = 0; i < n; ++i) m_threads.emplace_back([this] { loop(); });
   }
@@ -511,10 +529,14 @@ class CpuEvaluator final : public Evaluator {
     json allow_extra = json::array();
     if (!rules.load_inline.empty() && rules.glue_probe) {
       // What load_inline's own binding glue imports (built once per versions).
-      auto probe =
-          compile(rules.glue_probe->entry, rules.glue_probe->key, compile_ev, json::array(), true);
+      auto probe = compile(rules.glue_probe->entry, rules.glue_probe->key, compile_ev,
+                           json::array(), true, "");
       if (probe) allow_extra = probe->undefined;
     }
+    // A cached build's symbol verdict holds only under the allowlist (and
+    // glue allowance) it was made under.
+    const std::string policy =
+        rules.symbol_policy + "+glue-" + sha256_hex(allow_extra.dump()).substr(0, 16);
     for (const auto& li : rules.load_inline) {
       if (!li.unresolved.empty()) {
         r.status = Verdict::compile_error;
@@ -523,7 +545,7 @@ class CpuEvaluator final : public Evaluator {
         finish(r, t0, evidence);
         return r;
       }
-      auto c = compile(li.entry, li.key, compile_ev, allow_extra, false);
+      auto c = compile(li.entry, li.key, compile_ev, allow_extra, false, policy);
       if (!c) {
         r.status = Verdict::worker_crash;
         r.error = c.error().message;
@@ -603,6 +625,10 @@ class CpuEvaluator final : public Evaluator {
     const auto w0 = std::chrono::steady_clock::now();
     auto lease = m_pool->acquire(priority_of(req));
     stages["lease_wait_s"] = stages.value("lease_wait_s", 0.0) + seconds_since(w0);
+    // Of that, the wait for other korch processes on this host (one GPU,
+    // one measurement, host-wide).
+    if (lease)
+      stages["host_lease_wait_s"] = stages.value("host_lease_wait_s", 0.0) + lease->host_wait_s();
     if (!lease) {
       r.error = "the evaluator shut down before a GPU was free";
       r.interrupted = true;
@@ -640,6 +666,7 @@ class CpuEvaluator final : public Evaluator {
       const auto l0 = held_since;
       const int gpu = lease->gpu();
       evidence["gpu"] = gpu;
+      evidence["gpu_lock"] = GpuPool::host_lock_path(m_host_lock_dir, gpu);
 
       // 3. Triton compiles (and autotunes) the candidate's kernels in a
       //    sandboxed warm-up before anything is timed.
@@ -845,16 +872,39 @@ class CpuEvaluator final : public Evaluator {
 
   // The GPU pool's health check: a small allocation and a sum on that GPU,
   // in a sandboxed job of its own.
+  //
+  // It runs after the job that made the GPU suspect has exited, but a PID
+  // namespace's other processes (the runners, holding CUDA contexts) are
+  // still being torn down by the kernel and driver when its PID 1's exit is
+  // reported. A check that fails once is therefore tried again after a
+  // pause: a GPU left broken (a hung GPU, a context the driver cannot
+  // recover) fails every try; one that was busy tearing down passes the next.
   bool gpu_healthy(int gpu) {
-    const bool ok = gpu_health_check(*m_zygote, m_cache + "/jobs", spawn(gpu).dump());
-    if (!ok) KLOG_ERROR("[eval] GPU {} failed its health check", gpu);
-    return ok;
+    std::string why;
+    for (int attempt = 1; attempt <= k_health_tries; ++attempt) {
+      if (gpu_health_check(*m_zygote, m_cache + "/jobs", spawn(gpu).dump(), &why)) {
+        if (attempt > 1)
+          KLOG_WARN("[eval] GPU {} passed its health check on try {} (try 1: {})", gpu, attempt,
+                    why);
+        return true;
+      }
+      KLOG_WARN("[eval] GPU {} health check try {} of {} failed: {}", gpu, attempt,
+                k_health_tries, why);
+      if (attempt < k_health_tries) std::this_thread::sleep_for(k_health_pause);
+    }
+    KLOG_ERROR("[eval] GPU {} failed its health check {} times: {}", gpu, k_health_tries, why);
+    return false;
   }
 
-  // Returns the cache manifest for `key`, building it when absent.
+  // Returns the cache manifest for `key`, building it when absent. The
+  // build is keyed by what it is built from (korch_worker.cache_key); its
+  // symbol verdict also depends on the allowlist: a manifest made under
+  // another `policy` is checked again from the cached objects (a recheck
+  // job, no compile) and rewritten. The glue probe (probe) has no verdict.
   // (The compile job's result.json is the manifest plus its protections.)
   Result<protocol::CompileManifest> compile(const json& entry, const std::string& key, json& ev,
-                                            const json& allow_extra, bool probe) {
+                                            const json& allow_extra, bool probe,
+                                            const std::string& policy) {
     const std::string dir = m_cache + "/cache/" + key;
     const std::string manifest = dir + "/korch-manifest.json";
     auto load = [&]() -> std::optional<protocol::CompileManifest> {
@@ -864,20 +914,28 @@ class CpuEvaluator final : public Evaluator {
       if (!m) return std::nullopt;
       return *m;
     };
-    if (auto m = load()) {
+    // A compile error does not depend on the allowlist.
+    auto current = [&](const protocol::CompileManifest& m) {
+      return probe || m.symbol_policy == policy ||
+             m.status == protocol::CompileStatus::compile_error;
+    };
+    if (auto m = load(); m && current(*m)) {
       ev.push_back({{"key", key}, {"hit", true}});
       return *m;
     }
     std::error_code ec;
     fs::create_directories(m_cache + "/locks", ec);
     FileLock lock(m_cache + "/locks/" + key + ".lock");
-    if (auto m = load()) {  // built by a concurrent request while we waited
-      ev.push_back({{"key", key}, {"hit", true}, {"waited", true}});
-      return *m;
+    if (auto m = load()) {
+      if (current(*m)) {  // built (or rechecked) by a concurrent request while we waited
+        ev.push_back({{"key", key}, {"hit", true}, {"waited", true}});
+        return *m;
+      }
+      return recheck(entry, key, dir, *m, ev, allow_extra, policy);
     }
     JobDir jdir(m_cache + "/jobs", "compile");
     const std::string build = m_cache + "/cache/tmp-" + key.substr(0, 16) + "-" + random_hex(8);
-    (void)jdir.write_job(protocol::compile_job(entry, key, build, allow_extra, probe));
+    (void)jdir.write_job(protocol::compile_job(entry, key, build, allow_extra, probe, policy));
     protocol::Spawn sp = spawn();
     sp.build_dir = build;
     JobOutcome o;
@@ -914,6 +972,44 @@ class CpuEvaluator final : public Evaluator {
     return fail("the compile cache entry " + key + " is unreadable");
   }
 
+  // The symbol check of the cached build in `dir` under `policy` (the
+  // caller holds the entry's lock); rewrites its manifest.
+  Result<protocol::CompileManifest> recheck(const json& entry, const std::string& key,
+                                            const std::string& dir,
+                                            const protocol::CompileManifest& old, json& ev,
+                                            const json& allow_extra, const std::string& policy) {
+    const std::string path = dir + "/korch-manifest.json";
+    auto old_json = json::parse(read_file(path).value_or("{}"), nullptr, false);
+    if (old_json.is_discarded()) old_json = json::object();
+    JobDir jdir(m_cache + "/jobs", "recheck");
+    const std::string scratch = m_cache + "/cache/tmp-" + key.substr(0, 16) + "-" + random_hex(8);
+    (void)jdir.write_job(
+        protocol::recheck_job(entry, key, scratch, dir, old_json, allow_extra, policy));
+    protocol::Spawn sp = spawn();
+    sp.build_dir = scratch;
+    JobOutcome o;
+    {
+      std::shared_lock shared(m_timing, std::defer_lock);  // cpu mode: never while timing
+      if (!m_gpu_mode) shared.lock();
+      o = m_zygote->run(JobRole::compile, jdir.path(), sp.dump(), std::nullopt,
+                        k_compile_timeout_s);
+    }
+    std::error_code ec;
+    fs::remove_all(scratch, ec);
+    auto res = protocol::parse_manifest(o.result_json);
+    if (!res) return fail("the symbol re-check ended without a result: " + tail(o.worker_log, 500));
+    json updated = json::parse(o.result_json, nullptr, false);
+    if (updated.is_discarded()) return fail("the symbol re-check's result is not JSON");
+    updated.erase("protections");
+    if (auto w = write_file_atomic(path, updated.dump()); !w) return fail(w.error().message);
+    ev.push_back({{"key", key},
+                  {"hit", true},
+                  {"rechecked", true},
+                  {"policy_was", old.symbol_policy},
+                  {"wall_s", o.wall_s}});
+    return *res;
+  }
+
   config::EvaluatorConfig m_cfg;
   std::string m_cache;
   std::unique_ptr<Zygote> m_zygote;
@@ -931,6 +1027,7 @@ class CpuEvaluator final : public Evaluator {
   int m_compile_slot_count = 1;
   std::unique_ptr<std::counting_semaphore<>> m_compile_slots;
   bool m_compile_under_lease = false;  // the benchmark's baseline
+  std::string m_host_lock_dir;         // the host-wide GPU locks (GpuPool::Options)
   std::mutex m_work_mu;
   std::map<std::string, json> m_work;  // work_path -> the task's counted work
 

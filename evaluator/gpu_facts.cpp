@@ -52,9 +52,18 @@ Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root
   return gpu.raw.dump();
 }
 
-bool gpu_health_check(Zygote& zygote, const std::string& jobs_root, const std::string& spawn_json) {
+bool gpu_health_check(Zygote& zygote, const std::string& jobs_root, const std::string& spawn_json,
+                      std::string* why) {
   const auto [gpu, o] = run_gpuinfo(zygote, jobs_root, spawn_json);
-  return gpu.ok && gpu.health;
+  const bool ok = gpu.ok && gpu.health;
+  if (!ok && why) {
+    *why = o.timed_out         ? "the check timed out"
+           : !gpu.error.empty() ? gpu.error
+           : gpu.ok             ? "the sum on the GPU was wrong"
+                                : "no result: " + o.worker_log + o.error;
+    if (why->size() > 600) *why = why->substr(why->size() - 600);
+  }
+  return ok;
 }
 
 }  // namespace korch::evaluator

@@ -32,7 +32,9 @@ std::int64_t gpu_job_host_limit_mb(int cuda_processes, std::int64_t configured_m
 Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root);
 
 // The GPU pool's health check: the same job (a small allocation and a sum)
-// on one GPU, spawned with `spawn_json` (its lease and cores).
-bool gpu_health_check(Zygote& zygote, const std::string& jobs_root, const std::string& spawn_json);
+// on one GPU, spawned with `spawn_json` (its lease and cores). `why` gets
+// the reason of a failure (the job's error, or its log when it left none).
+bool gpu_health_check(Zygote& zygote, const std::string& jobs_root, const std::string& spawn_json,
+                      std::string* why = nullptr);
 
 }  // namespace korch::evaluator

@@ -1,8 +1,52 @@
 #include "evaluator/gpu_pool.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <sstream>
 
 namespace korch::evaluator {
+
+std::string GpuPool::host_lock_path(const std::string& dir, int gpu) {
+  std::string id = std::to_string(gpu);
+  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES"); cvd && *cvd) {
+    std::stringstream ss(cvd);
+    std::string item;
+    for (int i = 0; std::getline(ss, item, ','); ++i) {
+      if (i == gpu) {
+        id = item;  // a host index or a GPU UUID
+        break;
+      }
+    }
+  }
+  for (char& c : id)
+    if (c == '/' || c == ' ') c = '_';
+  return dir + "/gpu-" + id + ".lock";
+}
+
+int GpuPool::lock_host(int gpu, bool wait) const {
+  if (m_opt.host_lock_dir.empty()) return -1;
+  // Shared by every user's korch: the folder is world-writable and sticky,
+  // the file readable by all (flock needs no write access).
+  if (::mkdir(m_opt.host_lock_dir.c_str(), 01777) == 0)
+    (void)::chmod(m_opt.host_lock_dir.c_str(), 01777);
+  const std::string path = host_lock_path(m_opt.host_lock_dir, gpu);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  int rc;
+  while ((rc = ::flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB))) != 0 && errno == EINTR) {
+  }
+  if (rc != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
 
 GpuPool::GpuPool(std::vector<int> gpus, HealthCheck check, Options opt)
     : m_check(std::move(check)), m_opt(opt), m_order(std::move(gpus)) {
@@ -29,20 +73,31 @@ std::optional<GpuPool::Lease> GpuPool::acquire(Priority p) {
   const auto key = std::make_pair(static_cast<int>(p), m_next_ticket++);
   m_waiters[key] = true;
   int got = -1;
+  int fd = -1;
   m_cv.wait(lk, [&] {
     if (m_stopping) return true;
     if (m_waiters.begin()->first != key) return false;  // someone ahead of us
+    int first_free = -1;
     for (int g : m_order) {
       Gpu& s = m_gpus[g];
-      if (!s.leased && s.stats.in_pool) {
+      if (s.leased || !s.stats.in_pool) continue;
+      if (first_free < 0) first_free = g;
+      if (m_opt.host_lock_dir.empty()) {
+        got = g;
+        return true;
+      }
+      // Host-wide: a GPU no other process holds, when there is one.
+      if ((fd = lock_host(g, false)) >= 0) {
         got = g;
         return true;
       }
     }
-    return false;
+    got = first_free;  // every free one is held elsewhere: wait for the first
+    return got >= 0;
   });
   m_waiters.erase(key);
   if (m_stopping) {
+    if (fd >= 0) ::close(fd);
     m_cv.notify_all();
     return std::nullopt;
   }
@@ -52,7 +107,17 @@ std::optional<GpuPool::Lease> GpuPool::acquire(Priority p) {
   s.stats.leases++;
   // The next waiter may find another free GPU.
   m_cv.notify_all();
-  return Lease(this, got);
+  double waited = 0;
+  if (fd < 0 && !m_opt.host_lock_dir.empty()) {
+    lk.unlock();
+    const auto w0 = Clock::now();
+    fd = lock_host(got, true);
+    waited = std::chrono::duration<double>(Clock::now() - w0).count();
+    lk.lock();
+    s.leased_at = Clock::now();
+    s.stats.host_wait_s += waited;
+  }
+  return Lease(this, got, fd, waited);
 }
 
 void GpuPool::give_back(int gpu, bool healthy) {
@@ -102,11 +167,13 @@ void GpuPool::retry_loop() {
     s.leased = true;
     lk.unlock();
     bool ok = false;
+    const int fd = lock_host(due, true);  // the check runs on the GPU too
     try {
       ok = m_check(due);
     } catch (...) {
       ok = false;
     }
+    if (fd >= 0) ::close(fd);
     lk.lock();
     s.leased = false;
     if (ok) {
@@ -144,15 +211,24 @@ GpuPool::Lease& GpuPool::Lease::operator=(Lease&& o) noexcept {
     release();
     m_pool = o.m_pool;
     m_gpu = o.m_gpu;
+    m_host_fd = o.m_host_fd;
+    m_host_wait_s = o.m_host_wait_s;
     o.m_pool = nullptr;
+    o.m_host_fd = -1;
   }
   return *this;
+}
+
+void GpuPool::Lease::close_host_lock() {
+  if (m_host_fd >= 0) ::close(m_host_fd);
+  m_host_fd = -1;
 }
 
 void GpuPool::Lease::release() {
   if (!m_pool) return;
   GpuPool* p = m_pool;
   m_pool = nullptr;
+  close_host_lock();  // before the pool hands the GPU to a waiter
   p->give_back(m_gpu, true);
 }
 
@@ -167,6 +243,7 @@ bool GpuPool::Lease::check_health() {
   if (ok) return true;
   GpuPool* p = m_pool;
   m_pool = nullptr;
+  close_host_lock();
   p->give_back(m_gpu, false);
   return false;
 }

@@ -10,8 +10,15 @@
 // it when a check passes. The pool itself never loses an evaluation: a caller
 // whose GPU failed gets `false` from check_health() and asks for another lease.
 //
-// Pure scheduling: no processes, no CUDA, so the logic is tested on the CPU
-// with fake GPUs and a fake health check (tests/evaluator/test_gpu_pool.cpp).
+// Host-wide (Options::host_lock_dir): a lease also holds an exclusive flock(2)
+// on <host_lock_dir>/gpu-<id>.lock, so every korch process on the host
+// (eval, run, serve, tasks validate, benchmarks) measures on a GPU only while
+// no other one does. A free GPU whose lock another process holds is skipped
+// while another is free; when none is, the lease waits for that lock
+// (Lease::host_wait_s). The kernel drops a lock when its holder dies.
+//
+// No processes, no CUDA, so the logic is tested on the CPU with fake GPUs and
+// a fake health check (tests/evaluator/test_gpu_pool.cpp).
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -34,7 +41,13 @@ class GpuPool {
   struct Options {
     std::chrono::milliseconds retry_initial{std::chrono::seconds(30)};
     std::chrono::milliseconds retry_max{std::chrono::minutes(10)};
+    // Empty: leases are exclusive within this pool only.
+    std::string host_lock_dir;
   };
+
+  // The lock file of `gpu` under `dir`, named by the GPU as the host numbers
+  // it: CUDA_VISIBLE_DEVICES of this process, when set, maps the index.
+  static std::string host_lock_path(const std::string& dir, int gpu);
 
   // `gpus`: device indices (as CUDA numbers them on this host), at least one.
   GpuPool(std::vector<int> gpus, HealthCheck check, Options opt);
@@ -52,6 +65,8 @@ class GpuPool {
     Lease& operator=(Lease&& o) noexcept;
     ~Lease() { release(); }
     int gpu() const { return m_gpu; }
+    // Seconds this lease waited for another process's hold on the GPU.
+    double host_wait_s() const { return m_host_wait_s; }
     explicit operator bool() const { return m_pool != nullptr; }
     // Runs the health check on this GPU (the lease is still held, so nothing
     // else runs there meanwhile). false: the GPU failed, left the pool and the
@@ -61,9 +76,13 @@ class GpuPool {
 
    private:
     friend class GpuPool;
-    Lease(GpuPool* p, int gpu) : m_pool(p), m_gpu(gpu) {}
+    Lease(GpuPool* p, int gpu, int fd, double waited)
+        : m_pool(p), m_gpu(gpu), m_host_fd(fd), m_host_wait_s(waited) {}
+    void close_host_lock();
     GpuPool* m_pool = nullptr;
     int m_gpu = -1;
+    int m_host_fd = -1;  // the host-wide lock, or -1
+    double m_host_wait_s = 0;
   };
 
   // Blocks until a GPU is free and every earlier waiter of the same or a
@@ -81,6 +100,7 @@ class GpuPool {
     int leases = 0;
     int health_failures = 0;
     int returns = 0;  // times it came back after a failure
+    double host_wait_s = 0;  // waited for other processes' holds
   };
   std::vector<GpuStats> stats() const;
   std::size_t size() const { return m_order.size(); }
@@ -96,6 +116,9 @@ class GpuPool {
   };
   void give_back(int gpu, bool healthy);
   void retry_loop();
+  // The host-wide lock of `gpu`: an fd holding it, -1 when another process
+  // holds it (wait = false) or no lock dir is set; with wait, blocks.
+  int lock_host(int gpu, bool wait) const;
 
   HealthCheck m_check;
   Options m_opt;

@@ -88,9 +88,19 @@ json rules_job(const Settings& s, const std::string& code) {
 }
 
 json compile_job(const json& entry, const std::string& key, const std::string& build_dir,
-                 const json& allow_extra, bool probe) {
+                 const json& allow_extra, bool probe, const std::string& symbol_policy) {
   return {{"protocol", k_version},      {"entry", entry}, {"key", key}, {"build_dir", build_dir},
-          {"allow_extra", allow_extra}, {"probe", probe}};
+          {"allow_extra", allow_extra}, {"probe", probe}, {"symbol_policy", symbol_policy}};
+}
+
+json recheck_job(const json& entry, const std::string& key, const std::string& build_dir,
+                 const std::string& built, const json& manifest, const json& allow_extra,
+                 const std::string& symbol_policy) {
+  json j = compile_job(entry, key, build_dir, allow_extra, false, symbol_policy);
+  j["recheck"] = true;
+  j["built"] = built;
+  j["manifest"] = manifest;
+  return j;
 }
 
 json warm_job(const Settings& s, const std::string& code, const std::string& task_source,
@@ -148,6 +158,7 @@ Result<RulesResult> parse_rules(const std::string& result_json) {
     r.load_inline.push_back(load_inline_of(li));
   if (j.contains("glue_probe") && j["glue_probe"].is_object())
     r.glue_probe = load_inline_of(j["glue_probe"]);
+  r.symbol_policy = j.value("symbol_policy", "");
   return r;
 }
 
@@ -166,6 +177,7 @@ Result<CompileManifest> parse_manifest(const std::string& text) {
   m.so = j.value("so", "");
   m.violations = violations(j.value("violations", json::array()));
   m.undefined = j.value("undefined", json::array());
+  m.symbol_policy = j.value("symbol_policy", "");
   m.compile_s = j.value("compile_s", 0.0);
   m.protections = j.value("protections", json::array());
   return m;

@@ -75,8 +75,15 @@ struct Settings {
 };
 
 json rules_job(const Settings& s, const std::string& code);
+// symbol_policy: the rules' digest (korch_rules.symbol_policy) plus the glue
+// allowance the verdict is made under; the manifest records it.
 json compile_job(const json& entry, const std::string& key, const std::string& build_dir,
-                 const json& allow_extra, bool probe);
+                 const json& allow_extra, bool probe, const std::string& symbol_policy = "");
+// The symbol check again for the cache entry `built` (read only) whose
+// manifest is `manifest`, under the current allowlist: no compile.
+json recheck_job(const json& entry, const std::string& key, const std::string& build_dir,
+                 const std::string& built, const json& manifest, const json& allow_extra,
+                 const std::string& symbol_policy);
 json warm_job(const Settings& s, const std::string& code, const std::string& task_source,
               const json& prebuilt, const std::string& triton_cache);
 struct MeasureJob {
@@ -121,6 +128,7 @@ struct RulesResult {
   CandidateLanguage language = CandidateLanguage::unknown;
   std::vector<LoadInline> load_inline;
   std::optional<LoadInline> glue_probe;
+  std::string symbol_policy;  // korch_rules.symbol_policy(): the allowlist's digest
 };
 Result<RulesResult> parse_rules(const std::string& result_json);
 
@@ -131,6 +139,7 @@ struct CompileManifest {
   std::string log, module, so;
   std::vector<Violation> violations;
   json undefined = json::array();  // symbols the glue probe imports
+  std::string symbol_policy;       // what the verdict was made under (compile_job)
   double compile_s = 0;
   json protections = json::array();
 };

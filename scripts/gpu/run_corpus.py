@@ -92,6 +92,8 @@ def evaluate(a, base, e):
            "blocks": timing.get("blocks"),
            "process_spread": timing.get("process_spread"),
            "speedup_ci_bootstrap": timing.get("speedup_ci_bootstrap"),
+           "stages": ev.get("stages"), "gpu_health_after": ev.get("gpu_health_after"),
+           "families": (ev.get("measure") or {}).get("families"), "notes": rep.get("notes"),
            "error": (rep.get("error") or "")[:300],
            "detail": (rep.get("runtime_detail") or rep.get("compile_log") or "")[-1500:]}
     return row

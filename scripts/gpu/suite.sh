@@ -19,6 +19,11 @@
 #   scripts/gpu/suite.sh overhead [N]  overhead per evaluation: zygote vs a fresh process per job
 #   scripts/gpu/suite.sh pool [SAMPLES]  the GPU campaign on GPU 0, then on GPUs 0,1 (a crashing candidate included)
 #   scripts/gpu/suite.sh revalidate  korch tasks validate on the tasks flagged over_budget before the budget fix
+#   scripts/gpu/suite.sh domain      the structured-input / norm / softmax corpus (manifest_domain.json),
+#                                    then the symbol census of every cached build (symbol_census.py)
+#   scripts/gpu/suite.sh concurrent [N] [FILTER]  N korch eval processes of the GPU corpus at once (one
+#                                    entry at a time each) next to one sequential run: same verdicts;
+#                                    the host-wide GPU lease serialises their measurements
 # KORCH_GPUS selects the GPUs of bench/throughput/fidelity/validate (default: all).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -73,6 +78,43 @@ case ${1:-diag} in
     timeout 120 "$PY" scripts/gpu/run_corpus.py --korch "$B/bin/korch" \
       --manifest tests/evaluator/corpus/gpu/manifest.json --kernelbench .gpu-deps/kernelbench \
       --cache-dir "$KORCH_CACHE_DIR" --only good/triton_layernorm 2>&1
+    ;;
+  domain)
+    timeout "${KORCH_DOMAIN_TIMEOUT:-3000}" "$PY" scripts/gpu/run_corpus.py --korch "$B/bin/korch" \
+      --manifest tests/evaluator/corpus/gpu/manifest_domain.json --kernelbench .gpu-deps/kernelbench \
+      --cache-dir "$KORCH_CACHE_DIR" --out "$OUT/domain.json" --jobs "${KORCH_CORPUS_JOBS:-4}" "${@:2}" 2>&1
+    "$PY" scripts/gpu/symbol_census.py "$KORCH_CACHE_DIR" 2>&1
+    ;;
+  concurrent)
+    N=${2:-7}
+    ONLY=(); [[ -n ${3:-} ]] && ONLY=(--only "$3")
+    run() {  # out-file
+      "$PY" scripts/gpu/run_corpus.py --korch "$B/bin/korch" --manifest tests/evaluator/corpus/gpu/manifest.json \
+        --kernelbench .gpu-deps/kernelbench --cache-dir "$KORCH_CACHE_DIR" --out "$1" "${ONLY[@]}" 2>&1
+    }
+    run "$OUT/concurrent_seq.json" > "$OUT/concurrent_seq.log"
+    echo "sequential: $(tail -1 "$OUT/concurrent_seq.log")"
+    for i in $(seq "$N"); do run "$OUT/concurrent_$i.json" > "$OUT/concurrent_$i.log" & done
+    wait
+    for i in $(seq "$N"); do echo "process $i: $(tail -1 "$OUT/concurrent_$i.log")"; done
+    "$PY" - "$OUT" "$N" <<'PYEOF'
+import json, sys
+out, n = sys.argv[1], int(sys.argv[2])
+seq = {r["file"]: r for r in json.load(open(out + "/concurrent_seq.json"))}
+diff = 0
+for i in range(1, n + 1):
+    for r in json.load(open("%s/concurrent_%d.json" % (out, i))):
+        s = seq.get(r["file"])
+        if s is None or s["status"] != r["status"]:
+            diff += 1
+            print("DIFFERS process %d %s: %s vs sequential %s" % (i, r["file"], r["status"], s and s["status"]))
+print("concurrent: %d processes, %d verdicts differ from the sequential run" % (n, diff))
+PYEOF
+    "$PY" -c "
+import glob, json
+w = [r['stages'].get('host_lease_wait_s', 0) for f in glob.glob('$OUT/concurrent_[0-9]*.json') for r in json.load(open(f)) if r.get('stages')]
+print('host lease waits: %d evaluations, %d waited, max %.1f s, total %.1f s' % (len(w), sum(x > 0.01 for x in w), max(w or [0]), sum(w)))"
+    grep -l "failed its health check" "$OUT"/concurrent_*.log 2>/dev/null | head
     ;;
   corpus)
     timeout 3000 "$PY" scripts/gpu/run_corpus.py --korch "$B/bin/korch" \

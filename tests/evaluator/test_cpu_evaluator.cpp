@@ -3,6 +3,7 @@
 // (pure-torch ones no_kernel: a submission must bring a kernel), hacks must
 // get their `# expect:` verdict, and the evaluator must survive all of them.
 #include <cmath>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -218,6 +219,107 @@ TEST(CpuEvaluatorCorpus, CheckModeUsesOnePublicInputAndNoTiming) {
   EXPECT_EQ(c.status, Verdict::ok) << c.error;
   Report s = submit(**ev, make_request(hack, *task, Mode::submit)).get();
   EXPECT_EQ(s.status, Verdict::incorrect) << s.error;
+}
+
+// CHECK runs no_kernel's cheap tests: a pure-torch ModelNew is never told
+// "ok" by CHECK and then scored no_kernel by SUBMIT.
+TEST(CpuEvaluatorCorpus, CheckPredictsSubmitsNoKernel) {
+  auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
+  ASSERT_TRUE(ev) << ev.error().message;
+  auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/torch_add.py");
+  auto task = task_by_stem(f.task);
+  ASSERT_TRUE(task) << task.error().message;
+  Report c = submit(**ev, make_request(f, *task, Mode::check)).get();
+  Report s = submit(**ev, make_request(f, *task, Mode::submit)).get();
+  EXPECT_EQ(s.status, Verdict::no_kernel) << s.error;
+  EXPECT_EQ(c.status, Verdict::no_kernel) << c.error;
+  EXPECT_EQ(c.error, s.error);
+  (*ev)->shutdown();
+}
+
+// The compile cache keeps builds, not verdicts made under another allowlist
+// (issue: a green CI that means something). A manifest records the symbol
+// policy (korch_rules.symbol_policy: the rules' digest, and the glue's) it
+// was judged under; one made under another is judged again from its objects,
+// with no compile and no cache cleared. Here the "other allowlist" is a
+// manifest written as an older korch would have: refused for a symbol (then
+// the current one allows it), and accepted (then the current one refuses).
+namespace {
+nlohmann::json compile_evidence(const Report& r) {
+  const auto ev = nlohmann::json::parse(r.evidence_json, nullptr, false);
+  return ev.is_object() ? ev.value("compile", nlohmann::json::array()) : nlohmann::json::array();
+}
+// The candidate's own cache entry (not the glue probe's).
+std::string candidate_key(const Report& r) {
+  for (const auto& c : compile_evidence(r))
+    if (!c.value("probe", false) && c.contains("key")) return c["key"].get<std::string>();
+  // A hit does not say probe: the last entry is the candidate's.
+  const auto all = compile_evidence(r);
+  return all.empty() ? "" : all.back().value("key", "");
+}
+bool rechecked(const Report& r) {
+  for (const auto& c : compile_evidence(r))
+    if (c.value("rechecked", false)) return true;
+  return false;
+}
+void rewrite_manifest(const std::string& key, const std::function<void(nlohmann::json&)>& edit) {
+  const std::string path = k_cache_dir + "/cache/" + key + "/korch-manifest.json";
+  auto text = read_file(path);
+  ASSERT_TRUE(text) << path;
+  auto m = nlohmann::json::parse(*text);
+  edit(m);
+  ASSERT_TRUE(write_file_atomic(path, m.dump()));
+}
+}  // namespace
+
+TEST(CpuEvaluatorCorpus, SymbolVerdictFollowsTheAllowlistNotTheCache) {
+  auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
+  ASSERT_TRUE(ev) << ev.error().message;
+  auto task = task_by_stem("1_ReLU_small");
+  ASSERT_TRUE(task);
+
+  // Refused yesterday, allowed today: ok, from the same cache entry.
+  auto good = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
+  Report first = submit(**ev, make_request(good, *task, Mode::check)).get();
+  ASSERT_EQ(first.status, Verdict::ok) << first.error;
+  const std::string key = candidate_key(first);
+  ASSERT_FALSE(key.empty()) << first.evidence_json.substr(0, 400);
+  std::string policy;
+  rewrite_manifest(key, [&](nlohmann::json& m) {
+    policy = m.value("symbol_policy", "");
+    m["symbol_policy"] = "rules-1-older";
+    m["status"] = "rule_violation";
+    m["ok"] = false;
+    m["violations"] = {{{"rule", "native_symbol"}, {"line", 0}, {"message", "refused by 1"}}};
+  });
+  EXPECT_NE(policy.find("rules-"), std::string::npos) << "the manifest records its policy";
+  Report again = submit(**ev, make_request(good, *task, Mode::check)).get();
+  EXPECT_EQ(again.status, Verdict::ok) << again.error;
+  EXPECT_TRUE(rechecked(again)) << again.evidence_json.substr(0, 600);
+  EXPECT_EQ(candidate_key(again), key);
+  rewrite_manifest(key, [&](nlohmann::json& m) { EXPECT_EQ(m.value("symbol_policy", ""), policy); });
+  Report third = submit(**ev, make_request(good, *task, Mode::check)).get();
+  EXPECT_EQ(third.status, Verdict::ok);
+  EXPECT_FALSE(rechecked(third)) << "judged once under the current policy";
+
+  // Allowed yesterday, refused today.
+  auto hack = read_corpus(k_source_dir + "/tests/evaluator/corpus/hacks/native_random_device.py");
+  Report refused = submit(**ev, make_request(hack, *task, Mode::check)).get();
+  ASSERT_EQ(refused.status, Verdict::rule_violation) << refused.error;
+  EXPECT_EQ(refused.rule_id, "native_symbol");
+  const std::string hack_key = candidate_key(refused);
+  ASSERT_FALSE(hack_key.empty());
+  rewrite_manifest(hack_key, [](nlohmann::json& m) {
+    m["symbol_policy"] = "rules-1-older";
+    m["status"] = "ok";
+    m["ok"] = true;
+    m["violations"] = nlohmann::json::array();
+  });
+  Report still = submit(**ev, make_request(hack, *task, Mode::check)).get();
+  EXPECT_EQ(still.status, Verdict::rule_violation) << still.error;
+  EXPECT_EQ(still.rule_id, "native_symbol");
+  EXPECT_TRUE(rechecked(still));
+  (*ev)->shutdown();
 }
 
 }  // namespace

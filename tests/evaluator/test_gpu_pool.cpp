@@ -4,6 +4,13 @@
 // pool) exercise the same code with real devices.
 #include "config/gpus.hpp"
 #include "evaluator/gpu_pool.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -189,6 +196,83 @@ TEST(GpuPool, EveryEvaluationRunsExactlyOnceWhileAGpuFailsAndReturns) {
   for (int id = 0; id < 60; ++id) EXPECT_EQ(done_count[id], 1) << "evaluation " << id;
   EXPECT_GT(per_gpu[1], 0);
   ASSERT_TRUE(eventually([&] { return pool.stats()[0].in_pool; }));
+}
+
+// One GPU, one measurement, host-wide: two pools (two korch processes'
+// evaluators) with the same lock folder never lease the same GPU at once.
+TEST(GpuPoolHost, TwoPoolsShareEachGpu) {
+  korch::testing::TempDir dir;
+  GpuPool::Options o;
+  o.host_lock_dir = (dir.path() / "locks").string();
+  GpuPool a({0}, [](int) { return true; }, o);
+  GpuPool b({0}, [](int) { return true; }, o);
+  auto la = a.acquire(GpuPool::Priority::submit);
+  ASSERT_TRUE(la);
+  auto lb = std::async(std::launch::async, [&] { return b.acquire(GpuPool::Priority::submit); });
+  EXPECT_EQ(lb.wait_for(300ms), std::future_status::timeout);  // held by the other pool
+  std::this_thread::sleep_for(50ms);
+  la->release();
+  auto got = lb.get();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->gpu(), 0);
+  EXPECT_GT(got->host_wait_s(), 0.2);
+  EXPECT_GT(b.stats()[0].host_wait_s, 0.2);
+}
+
+// A GPU another process holds is skipped while one is free here.
+TEST(GpuPoolHost, PrefersAGpuNoOtherProcessHolds) {
+  korch::testing::TempDir dir;
+  GpuPool::Options o;
+  o.host_lock_dir = (dir.path() / "locks").string();
+  GpuPool a({0, 1}, [](int) { return true; }, o);
+  GpuPool b({0, 1}, [](int) { return true; }, o);
+  auto la = a.acquire(GpuPool::Priority::check);
+  ASSERT_TRUE(la);
+  auto lb = b.acquire(GpuPool::Priority::check);
+  ASSERT_TRUE(lb);
+  EXPECT_NE(la->gpu(), lb->gpu());
+  EXPECT_EQ(lb->host_wait_s(), 0);
+}
+
+// A real second process holds GPU 0's lock and is killed with SIGKILL: the
+// kernel drops its lock and the waiting lease goes ahead.
+TEST(GpuPoolHost, AKilledHolderReleasesTheGpu) {
+  korch::testing::TempDir dir;
+  GpuPool::Options o;
+  o.host_lock_dir = (dir.path() / "locks").string();
+  ::mkdir(o.host_lock_dir.c_str(), 01777);
+  const std::string path = GpuPool::host_lock_path(o.host_lock_dir, 0);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CREAT, 0644);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) _exit(1);
+    (void)!::write(ready[1], "x", 1);
+    for (;;) ::pause();
+  }
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  GpuPool pool({0}, [](int) { return true; }, o);
+  auto lease = std::async(std::launch::async, [&] { return pool.acquire(GpuPool::Priority::submit); });
+  EXPECT_EQ(lease.wait_for(300ms), std::future_status::timeout);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  auto got = lease.get();
+  ASSERT_TRUE(got);
+  EXPECT_GT(got->host_wait_s(), 0.2);
+  ::close(ready[0]);
+  ::close(ready[1]);
+}
+
+TEST(GpuPoolHost, LockFileNamesTheHostGpu) {
+  ::setenv("CUDA_VISIBLE_DEVICES", "3,GPU-abc", 1);
+  EXPECT_EQ(GpuPool::host_lock_path("/d", 0), "/d/gpu-3.lock");
+  EXPECT_EQ(GpuPool::host_lock_path("/d", 1), "/d/gpu-GPU-abc.lock");
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(GpuPool::host_lock_path("/d", 1), "/d/gpu-1.lock");
 }
 
 TEST(GpuList, ParsesAllListsAndRanges) {

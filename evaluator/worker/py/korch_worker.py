@@ -218,6 +218,7 @@ def rules_main(ctx_json):
                 entries.append({"unresolved": str(ex), "lineno": li.get("lineno")})
         probe = glue_probe_entry()
         write_result(ctx, {
+            "symbol_policy": korch_rules.symbol_policy(),
             "glue_probe": {"entry": probe, "key": cache_key(probe)},
             "ok": bool(res.get("ok")),
             "violations": res.get("violations", []),
@@ -231,10 +232,48 @@ def rules_main(ctx_json):
 
 # ----------------------------------------------------------------------------- compile
 
+def _symbol_violations(job, objs, so_path):
+    """The symbol check of a built library: what its own objects import
+    (`undefined`) and the violations under the current allowlist."""
+    import korch_rules
+    # The candidate's own objects say what its code calls. The final .so
+    # can import more than that: where the toolchain links libstdc++
+    # statically (the H200 image), std::cout alone pulls in fopen64/read/write
+    # from libstdc++'s own code.
+    syms = korch_rules.undefined_symbols_of_objects(objs) if objs else \
+        korch_rules.undefined_symbols(so_path)
+    viol = [] if job.get("probe") else korch_rules.check_symbols(
+        syms, allow_extra=job.get("allow_extra", []))
+    return sorted(set(syms)), viol
+
+
+def _objects(d):
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".o"))
+
+
+def recheck_main(ctx, job):
+    """A cached build's symbol verdict again, under the current allowlist
+    (job["built"]: the cache entry, read only; its manifest: job["manifest"])."""
+    built, old = job["built"], job["manifest"]
+    result = dict(old, key=job["key"], symbol_policy=job.get("symbol_policy", ""), rechecked=True)
+    try:
+        result["undefined"], viol = _symbol_violations(job, _objects(built),
+                                                       os.path.join(built, old.get("so", "")))
+    except Exception:  # noqa: BLE001
+        viol = [{"rule": "symbols", "message": "symbol check failed: " +
+                 tail(traceback.format_exc(), 500), "line": 0}]
+    result["violations"] = viol
+    result["ok"] = not viol
+    result["status"] = "ok" if not viol else "rule_violation"
+    write_result(ctx, result)
+
+
 def compile_main(ctx_json):
-    import torch.utils.cpp_extension as cpp_ext
     ctx = json.loads(ctx_json)
     job = json.loads(ctx["job"])
+    if job.get("recheck"):
+        return recheck_main(ctx, job)
+    import torch.utils.cpp_extension as cpp_ext
     entry = job["entry"]
     build_dir = job["build_dir"]
     captured = {}
@@ -253,7 +292,7 @@ def compile_main(ctx_json):
         os.environ["TORCH_CUDA_ARCH_LIST"] = "%s.%s" % (arch[3:-1], arch[-1])
     if os.path.isdir("/usr/local/cuda") and not os.environ.get("CUDA_HOME"):
         os.environ["CUDA_HOME"] = "/usr/local/cuda"
-    result = {"key": job["key"], "ok": False}
+    result = {"key": job["key"], "ok": False, "symbol_policy": job.get("symbol_policy", "")}
     t0 = time.monotonic()
     try:
         cpp_ext.load_inline(
@@ -268,18 +307,7 @@ def compile_main(ctx_json):
         so_path = os.path.join(build_dir, captured["so"])
         result.update({"module": captured["module"], "so": captured["so"]})
         try:
-            import korch_rules
-            # The candidate's own objects say what its code calls. The final
-            # .so can import more than that: where the toolchain links
-            # libstdc++ statically (the H200 image), std::cout alone pulls in
-            # fopen64/read/write from libstdc++'s own code.
-            objs = sorted(os.path.join(build_dir, f) for f in os.listdir(build_dir)
-                          if f.endswith(".o"))
-            syms = korch_rules.undefined_symbols_of_objects(objs) if objs else \
-                korch_rules.undefined_symbols(so_path)
-            result["undefined"] = sorted(set(syms))
-            viol = [] if job.get("probe") else korch_rules.check_symbols(
-                syms, allow_extra=job.get("allow_extra", []))
+            result["undefined"], viol = _symbol_violations(job, _objects(build_dir), so_path)
         except Exception:  # noqa: BLE001
             viol = [{"rule": "symbols", "message": "symbol check failed: " +
                      tail(traceback.format_exc(), 500), "line": 0}]
