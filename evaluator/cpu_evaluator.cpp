@@ -920,7 +920,7 @@ class CpuEvaluator final : public Evaluator {
              m.status == protocol::CompileStatus::compile_error;
     };
     if (auto m = load(); m && current(*m)) {
-      ev.push_back({{"key", key}, {"hit", true}});
+      ev.push_back({{"key", key}, {"hit", true}, {"probe", probe}});
       return *m;
     }
     std::error_code ec;
@@ -928,7 +928,7 @@ class CpuEvaluator final : public Evaluator {
     FileLock lock(m_cache + "/locks/" + key + ".lock");
     if (auto m = load()) {
       if (current(*m)) {  // built (or rechecked) by a concurrent request while we waited
-        ev.push_back({{"key", key}, {"hit", true}, {"waited", true}});
+        ev.push_back({{"key", key}, {"hit", true}, {"probe", probe}, {"waited", true}});
         return *m;
       }
       return recheck(entry, key, dir, *m, ev, allow_extra, policy);
@@ -1004,6 +1004,7 @@ class CpuEvaluator final : public Evaluator {
     if (auto w = write_file_atomic(path, updated.dump()); !w) return fail(w.error().message);
     ev.push_back({{"key", key},
                   {"hit", true},
+                  {"probe", false},
                   {"rechecked", true},
                   {"policy_was", old.symbol_policy},
                   {"wall_s", o.wall_s}});

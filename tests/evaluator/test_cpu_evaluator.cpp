@@ -212,11 +212,13 @@ TEST(CpuEvaluatorCorpus, CheckModeUsesOnePublicInputAndNoTiming) {
   EXPECT_NE(r.evidence_json.find("\"trial 0\""), std::string::npos);
   EXPECT_EQ(r.evidence_json.find("\"trial 1\""), std::string::npos);
   EXPECT_EQ(r.evidence_json.find("ablation"), std::string::npos);
-  // The seed-0 predictor passes the public check input (expected: check mode
-  // is not the reward) but fails submit.
+  // The seed-0 predictor answers the public check input without calling its
+  // kernels: CHECK says so (no_kernel's cheap tests run in CHECK too), and
+  // SUBMIT, whose inputs it cannot predict, finds it incorrect.
   auto hack = read_corpus(k_source_dir + "/tests/evaluator/corpus/hacks/rt_predict_seed0.py");
   Report c = submit(**ev, make_request(hack, *task, Mode::check)).get();
-  EXPECT_EQ(c.status, Verdict::ok) << c.error;
+  EXPECT_EQ(c.status, Verdict::no_kernel) << c.error;
+  EXPECT_NE(c.error.find("never called"), std::string::npos) << c.error;
   Report s = submit(**ev, make_request(hack, *task, Mode::submit)).get();
   EXPECT_EQ(s.status, Verdict::incorrect) << s.error;
 }
@@ -252,10 +254,8 @@ nlohmann::json compile_evidence(const Report& r) {
 // The candidate's own cache entry (not the glue probe's).
 std::string candidate_key(const Report& r) {
   for (const auto& c : compile_evidence(r))
-    if (!c.value("probe", false) && c.contains("key")) return c["key"].get<std::string>();
-  // A hit does not say probe: the last entry is the candidate's.
-  const auto all = compile_evidence(r);
-  return all.empty() ? "" : all.back().value("key", "");
+    if (c.contains("probe") && !c["probe"].get<bool>()) return c.value("key", "");
+  return "";
 }
 bool rechecked(const Report& r) {
   for (const auto& c : compile_evidence(r))
