@@ -45,7 +45,8 @@ from typing import Callable, Iterable, Iterator
 
 RULES_VERSION = "3"  # 2: stop 30 (held-out false rejections; defines_model retired)
 # 3: exit/_exit/_Exit/quick_exit allowed in native code (a runner that exits is already an
-#    error verdict); the symbol verdict cached with a build is re-checked when this file changes
+#    error verdict); Triton combine functions (tl.associative_scan / tl.reduce); the symbol
+#    verdict cached with a build is re-checked when this file changes
 
 TOLERANCES = ("strict", "tf32", "fp16", "bf16")
 TORCH_OPS_POLICIES = ("allow", "forbid")
@@ -305,6 +306,10 @@ PRECISION_LEAVES = frozenset({
 })
 
 # Decorators allowed (resolved qualified names; functools.* is allowed too).
+# Triton calls whose argument is a @triton.jit combine function, which
+# Triton's compiler traces inside the kernel (it never runs as Python).
+TRITON_COMBINE_CALLS = frozenset({"triton.language.associative_scan", "triton.language.reduce"})
+
 ALLOWED_DECORATORS = frozenset({
     "triton.jit", "triton.autotune", "triton.heuristics", "staticmethod",
     "torch.no_grad", "torch.inference_mode",
@@ -1121,11 +1126,16 @@ class _HarnessObjects:
         if isinstance(p, ast.Call):
             if p.func is e:
                 return True
+            if ctx.qualname(p.func) in TRITON_COMBINE_CALLS and e in p.args:
+                return True  # tl.associative_scan(x, 0, combine): traced inside the kernel
             if _literal_getattr(p) is not None and p.args[0] is e:
                 return True
             return self._callee_params(p) is not None  # tracked into the parameter
         if isinstance(p, ast.keyword):
             call = ctx.parent(p)
+            if isinstance(call, ast.Call) and p.arg == "combine_fn" and \
+                    ctx.qualname(call.func) in TRITON_COMBINE_CALLS:
+                return True
             return isinstance(call, ast.Call) and self._callee_params(call) is not None
         if isinstance(p, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.Return)) and p.value is e:
             return True  # tracked into the target / the function's calls

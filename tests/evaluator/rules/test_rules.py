@@ -553,6 +553,42 @@ class HeldOutStyleTest(RuleAsserts):
     rules once refused (42 public ModelNew files linted, stop 30; 11 false
     rejections in 5 files), each next to the threat its rule still stops."""
 
+    def test_exit_on_an_error_path(self):
+        # Published CUDA solutions end a failed launch with exit(); 7 of the
+        # 23 CUDA candidates of the domain corpus import `exit` from their
+        # CUDA object on the H200 (scripts/gpu/symbol_census.py, stop 31). A
+        # runner that exits is already an error verdict: allowed.
+        check = ("#define CUDA_CHECK(e) do { cudaError_t r = (e); if (r != cudaSuccess) { "
+                 "printf(\"%s\\n\", cudaGetErrorString(r)); exit(EXIT_FAILURE); } } while (0)\n"
+                 "void launch() { CUDA_CHECK(cudaGetLastError()); std::exit(1); _exit(2); }")
+        self.ok(native(check))
+        self.assertEqual(kr.check_symbols(["exit", "_exit", "_Exit", "quick_exit", "abort"]), [])
+        # still refused: what can change a measurement or an output
+        self.expect(native("void f() { system(\"true\"); }"), "native_syscall")
+        self.expect(native("void f() { fork(); }"), "native_syscall")
+        self.expect(native("void f() { atexit(nullptr); }"), "native_syscall")
+        for sym in ("system", "fork", "dlopen", "setenv", "clock_gettime", "cudaStreamCreate",
+                    "cudaGraphLaunch", "pthread_create", "fopen"):
+            self.assertEqual([v["rule"] for v in kr.check_symbols([sym])], ["native_symbol"], sym)
+
+    def test_triton_combine_function(self):
+        # tl.associative_scan / tl.reduce take a @triton.jit combine function
+        # (Triton's documented API; refused until the domain corpus, stop 31).
+        kernel = ("import triton\nimport triton.language as tl\n\n"
+                  "@triton.jit\ndef _mul(a, b):\n    return a * b\n\n"
+                  "@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n"
+                  "    offs = tl.arange(0, BLOCK)\n"
+                  "    v = tl.load(x_ptr + offs, mask=offs < n, other=1.0)\n"
+                  "    p = {call}\n"
+                  "    tl.store(y_ptr + offs, p, mask=offs < n)\n")
+        body = "y = torch.empty_like(x)\nk[(1,)](x, y, x.numel(), BLOCK=1024)\nreturn y"
+        for call in ("tl.associative_scan(v, 0, _mul)", "tl.reduce(v, 0, _mul)",
+                     "tl.associative_scan(v, axis=0, combine_fn=_mul)"):
+            self.ok(py(top=kernel.format(call=call), body=body))
+        # still refused: the kernel handed around as a Python value
+        self.expect(py(top=kernel.format(call="tl.associative_scan(v, 0, _mul)") + "\nleak = [_mul]\n",
+                       body=body), "attribute_assignment")
+
     def test_debug_info_flags(self):
         self.ok(flags(cflags=["-O3", "-g"], cuda=["-O3", "-g", "-lineinfo"], ldflags=["-g", "-O2"]))
         self.expect(flags(ldflags=["-g", "-Wl,-rpath,/tmp"]), "compiler_flag")
@@ -835,10 +871,10 @@ class CorpusTest(unittest.TestCase):
         import json
         gpu = CORPUS / "gpu"
         entries = []
-        for name in ("manifest.json", "manifest_large.json"):
+        for name in ("manifest.json", "manifest_large.json", "manifest_domain.json"):
             if (gpu / name).is_file():
                 entries += json.loads((gpu / name).read_text())
-        self.assertGreaterEqual(len(entries), 20)
+        self.assertGreaterEqual(len(entries), 70)
         for e in entries:
             with self.subTest(file=e["file"]):
                 res = kr.check((gpu / e["file"]).read_text(encoding="utf-8"))
