@@ -29,7 +29,11 @@ std::string GpuPool::host_lock_path(const std::string& dir, int gpu) {
   return dir + "/gpu-" + id + ".lock";
 }
 
-int GpuPool::lock_host(int gpu, bool wait) const {
+namespace {
+constexpr auto k_host_poll = std::chrono::milliseconds(20);
+}  // namespace
+
+int GpuPool::lock_host(int gpu) const {
   if (m_opt.host_lock_dir.empty()) return -1;
   // Shared by every user's korch: the folder is world-writable and sticky,
   // the file readable by all (flock needs no write access).
@@ -39,13 +43,24 @@ int GpuPool::lock_host(int gpu, bool wait) const {
   int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
   int rc;
-  while ((rc = ::flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB))) != 0 && errno == EINTR) {
+  while ((rc = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
   }
   if (rc != 0) {
     ::close(fd);
     return -1;
   }
   return fd;
+}
+
+// Polls rather than blocking in flock(2), so stop() is never kept waiting by
+// another process's measurement. -1 when stopped (or no lock dir is set).
+int GpuPool::wait_host(int gpu) {
+  if (m_opt.host_lock_dir.empty()) return -1;
+  for (;;) {
+    if (int fd = lock_host(gpu); fd >= 0) return fd;
+    std::unique_lock lk(m_mu);
+    if (m_cv.wait_for(lk, k_host_poll, [&] { return m_stopping; })) return -1;
+  }
 }
 
 GpuPool::GpuPool(std::vector<int> gpus, HealthCheck check, Options opt)
@@ -87,7 +102,7 @@ std::optional<GpuPool::Lease> GpuPool::acquire(Priority p) {
         return true;
       }
       // Host-wide: a GPU no other process holds, when there is one.
-      if ((fd = lock_host(g, false)) >= 0) {
+      if ((fd = lock_host(g)) >= 0) {
         got = g;
         return true;
       }
@@ -111,11 +126,16 @@ std::optional<GpuPool::Lease> GpuPool::acquire(Priority p) {
   if (fd < 0 && !m_opt.host_lock_dir.empty()) {
     lk.unlock();
     const auto w0 = Clock::now();
-    fd = lock_host(got, true);
+    fd = wait_host(got);
     waited = std::chrono::duration<double>(Clock::now() - w0).count();
     lk.lock();
     s.leased_at = Clock::now();
     s.stats.host_wait_s += waited;
+    if (fd < 0) {  // stopped while another process held the GPU
+      s.leased = false;
+      m_cv.notify_all();
+      return std::nullopt;
+    }
   }
   return Lease(this, got, fd, waited);
 }
@@ -167,7 +187,12 @@ void GpuPool::retry_loop() {
     s.leased = true;
     lk.unlock();
     bool ok = false;
-    const int fd = lock_host(due, true);  // the check runs on the GPU too
+    const int fd = wait_host(due);  // the check runs on the GPU too
+    if (fd < 0 && !m_opt.host_lock_dir.empty()) {  // stopped meanwhile
+      lk.lock();
+      s.leased = false;
+      continue;
+    }
     try {
       ok = m_check(due);
     } catch (...) {

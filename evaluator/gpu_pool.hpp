@@ -116,9 +116,10 @@ class GpuPool {
   };
   void give_back(int gpu, bool healthy);
   void retry_loop();
-  // The host-wide lock of `gpu`: an fd holding it, -1 when another process
-  // holds it (wait = false) or no lock dir is set; with wait, blocks.
-  int lock_host(int gpu, bool wait) const;
+  // The host-wide lock of `gpu`: an fd holding it, or -1 when another
+  // process holds it or no lock dir is set. Never blocks.
+  int lock_host(int gpu) const;
+  int wait_host(int gpu);  // lock_host, waiting until held or stop()
 
   HealthCheck m_check;
   Options m_opt;

@@ -267,6 +267,23 @@ TEST(GpuPoolHost, AKilledHolderReleasesTheGpu) {
   ::close(ready[1]);
 }
 
+// stop() is not kept waiting by another process's measurement.
+TEST(GpuPoolHost, StopWakesAWaiterHeldOffByAnotherProcess) {
+  korch::testing::TempDir dir;
+  GpuPool::Options o;
+  o.host_lock_dir = (dir.path() / "locks").string();
+  GpuPool other({0}, [](int) { return true; }, o);
+  auto held = other.acquire(GpuPool::Priority::submit);
+  ASSERT_TRUE(held);
+  GpuPool pool({0}, [](int) { return true; }, o);
+  auto waiter =
+      std::async(std::launch::async, [&] { return pool.acquire(GpuPool::Priority::submit); });
+  EXPECT_EQ(waiter.wait_for(200ms), std::future_status::timeout);
+  pool.stop();
+  ASSERT_EQ(waiter.wait_for(5s), std::future_status::ready);
+  EXPECT_FALSE(waiter.get().has_value());
+}
+
 TEST(GpuPoolHost, LockFileNamesTheHostGpu) {
   ::setenv("CUDA_VISIBLE_DEVICES", "3,GPU-abc", 1);
   EXPECT_EQ(GpuPool::host_lock_path("/d", 0), "/d/gpu-3.lock");
