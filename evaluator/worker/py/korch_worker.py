@@ -247,6 +247,19 @@ def _symbol_violations(job, objs, so_path):
     return sorted(set(syms)), viol
 
 
+def _judge_symbols(result, job, build_dir, so_path):
+    """Fills result's undefined, violations, ok and status from the build in
+    build_dir (a compile's own folder, or a cached entry re-checked)."""
+    try:
+        result["undefined"], viol = _symbol_violations(job, _objects(build_dir), so_path)
+    except Exception:  # noqa: BLE001
+        viol = [{"rule": "symbols", "message": "symbol check failed: " +
+                 tail(traceback.format_exc(), 500), "line": 0}]
+    result["violations"] = viol
+    result["ok"] = not viol
+    result["status"] = "ok" if not viol else "rule_violation"
+
+
 def _objects(d):
     return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".o"))
 
@@ -256,15 +269,7 @@ def recheck_main(ctx, job):
     (job["built"]: the cache entry, read only; its manifest: job["manifest"])."""
     built, old = job["built"], job["manifest"]
     result = dict(old, key=job["key"], symbol_policy=job.get("symbol_policy", ""), rechecked=True)
-    try:
-        result["undefined"], viol = _symbol_violations(job, _objects(built),
-                                                       os.path.join(built, old.get("so", "")))
-    except Exception:  # noqa: BLE001
-        viol = [{"rule": "symbols", "message": "symbol check failed: " +
-                 tail(traceback.format_exc(), 500), "line": 0}]
-    result["violations"] = viol
-    result["ok"] = not viol
-    result["status"] = "ok" if not viol else "rule_violation"
+    _judge_symbols(result, job, built, os.path.join(built, old.get("so", "")))
     write_result(ctx, result)
 
 
@@ -306,14 +311,7 @@ def compile_main(ctx_json):
             with_cuda=entry["with_cuda"])
         so_path = os.path.join(build_dir, captured["so"])
         result.update({"module": captured["module"], "so": captured["so"]})
-        try:
-            result["undefined"], viol = _symbol_violations(job, _objects(build_dir), so_path)
-        except Exception:  # noqa: BLE001
-            viol = [{"rule": "symbols", "message": "symbol check failed: " +
-                     tail(traceback.format_exc(), 500), "line": 0}]
-        result["violations"] = viol
-        result["ok"] = not viol
-        result["status"] = "ok" if not viol else "rule_violation"
+        _judge_symbols(result, job, build_dir, so_path)
     except Exception as ex:  # noqa: BLE001
         result["status"] = "compile_error"
         result["log"] = tail(str(ex), 8000)
