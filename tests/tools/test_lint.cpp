@@ -116,6 +116,10 @@ TEST_F(Lint, EveryRuleLevelHackFailsWithItsRule) {
   for (const auto& f : corpus_files("hacks")) {
     const std::string expect = corpus_header(f, "expect");
     if (expect.rfind("rule_violation ", 0) != 0) continue;  // caught later: sandbox or judge
+    // native_symbol is decided on the compiled library, which lint never
+    // builds (docs/rules.md): such a hack passes lint, and the symbol check
+    // itself is tested in test_rules.py and test_cpu_evaluator.
+    if (expect == "rule_violation native_symbol") continue;
     files.push_back(f.string());
     rules.push_back(expect.substr(std::string("rule_violation ").size()));
   }
