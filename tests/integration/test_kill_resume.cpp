@@ -317,6 +317,10 @@ TEST(KillResume, CpuEvaluatorKillsLeaveNoOrphansAndNoDoubleResults) {
     ++kills;
     for (int z : recorded_zygotes(cache)) zygotes_of_killed_runs.insert(z);
   }
+  // A run that finished before it was signalled tests no resume: at least
+  // one SIGKILL and one SIGINT must have landed (the campaign's evaluations
+  // take far longer than the 1.5-9 s between starts and kills).
+  EXPECT_GE(kills, 2) << "the campaign ended before it could be killed twice";
   auto final_run = run_capture({KORCH_BIN, "run", path, "--no-progress"}, d);
   ASSERT_EQ(final_run.first, 0) << final_run.second;
   std::printf(
