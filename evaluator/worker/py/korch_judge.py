@@ -647,9 +647,11 @@ class Judge:
             if not self.usable(ref_out) and keep_sign:
                 # Outside the inputs' sign the reference is undefined (log,
                 # sqrt): the family keeps the sign instead.
-                args, changed, _ = kd.apply_family(facts, first, fn, keep_sign=True)
-                entry["sign_kept"] = True
-                ref_out = self.ref_forward(args)
+                kept_args, _, _ = kd.apply_family(facts, first, fn, keep_sign=True)
+                kept_ref = self.ref_forward(kept_args)
+                if self.usable(kept_ref):
+                    args, ref_out = kept_args, kept_ref
+                    entry["sign_kept"] = True
             if not self.usable(ref_out):
                 entry.update(used=False, why="the reference's output there is non-finite or "
                                              "constant")
