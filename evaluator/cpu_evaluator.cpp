@@ -181,7 +181,6 @@ class CpuEvaluator final : public Evaluator {
       po.host_lock_dir = host_gpu_lock_dir();
       m_pool = std::make_unique<GpuPool>(
           gpus, [this](int g) { return gpu_healthy(g); }, po);
-      m_host_lock_dir = po.host_lock_dir;
     }
     for (int i = 0; i < n; ++i) m_threads.emplace_back([this] { loop(); });
   }
@@ -666,7 +665,7 @@ class CpuEvaluator final : public Evaluator {
       const auto l0 = held_since;
       const int gpu = lease->gpu();
       evidence["gpu"] = gpu;
-      evidence["gpu_lock"] = GpuPool::host_lock_path(m_host_lock_dir, gpu);
+      evidence["gpu_lock"] = m_pool->lock_path(gpu);
 
       // 3. Triton compiles (and autotunes) the candidate's kernels in a
       //    sandboxed warm-up before anything is timed.
@@ -934,22 +933,9 @@ class CpuEvaluator final : public Evaluator {
       return recheck(entry, key, dir, *m, ev, allow_extra, policy);
     }
     JobDir jdir(m_cache + "/jobs", "compile");
-    const std::string build = m_cache + "/cache/tmp-" + key.substr(0, 16) + "-" + random_hex(8);
+    const std::string build = scratch_dir(key);
     (void)jdir.write_job(protocol::compile_job(entry, key, build, allow_extra, probe, policy));
-    protocol::Spawn sp = spawn();
-    sp.build_dir = build;
-    JobOutcome o;
-    if (m_gpu_mode) {
-      // A compile slot on the CPU pool; the GPUs keep measuring meanwhile.
-      m_compile_slots->acquire();
-      o = m_zygote->run(JobRole::compile, jdir.path(), sp.dump(), std::nullopt,
-                        k_compile_timeout_s);
-      m_compile_slots->release();
-    } else {
-      std::shared_lock shared(m_timing);  // never while a timing job runs
-      o = m_zygote->run(JobRole::compile, jdir.path(), sp.dump(), std::nullopt,
-                        k_compile_timeout_s);
-    }
+    JobOutcome o = run_compile_role(jdir, build);
     m_compiles.fetch_add(1);
     auto res = protocol::parse_manifest(o.result_json);
     if (!res || !fs::exists(build + "/korch-manifest.json")) {
@@ -972,6 +958,32 @@ class CpuEvaluator final : public Evaluator {
     return fail("the compile cache entry " + key + " is unreadable");
   }
 
+  // A fresh folder for a compile-role job to build into, beside the cache.
+  std::string scratch_dir(const std::string& key) const {
+    return m_cache + "/cache/tmp-" + key.substr(0, 16) + "-" + random_hex(8);
+  }
+
+  // Runs a compile-role job (a compile, or a symbol re-check) building into
+  // `build_dir`: in gpu mode on a compile slot of the CPU pool (the GPUs keep
+  // measuring meanwhile; the slot is returned however the job ends), in cpu
+  // mode never while a timing job runs.
+  JobOutcome run_compile_role(const JobDir& jdir, const std::string& build_dir) {
+    protocol::Spawn sp = spawn();
+    sp.build_dir = build_dir;
+    if (m_gpu_mode) {
+      m_compile_slots->acquire();
+      struct Slot {
+        std::counting_semaphore<>& slots;
+        ~Slot() { slots.release(); }
+      } slot{*m_compile_slots};
+      return m_zygote->run(JobRole::compile, jdir.path(), sp.dump(), std::nullopt,
+                           k_compile_timeout_s);
+    }
+    std::shared_lock shared(m_timing);
+    return m_zygote->run(JobRole::compile, jdir.path(), sp.dump(), std::nullopt,
+                         k_compile_timeout_s);
+  }
+
   // The symbol check of the cached build in `dir` under `policy` (the
   // caller holds the entry's lock); rewrites its manifest.
   Result<protocol::CompileManifest> recheck(const json& entry, const std::string& key,
@@ -982,18 +994,10 @@ class CpuEvaluator final : public Evaluator {
     auto old_json = json::parse(read_file(path).value_or("{}"), nullptr, false);
     if (old_json.is_discarded()) old_json = json::object();
     JobDir jdir(m_cache + "/jobs", "recheck");
-    const std::string scratch = m_cache + "/cache/tmp-" + key.substr(0, 16) + "-" + random_hex(8);
+    const std::string scratch = scratch_dir(key);
     (void)jdir.write_job(
         protocol::recheck_job(entry, key, scratch, dir, old_json, allow_extra, policy));
-    protocol::Spawn sp = spawn();
-    sp.build_dir = scratch;
-    JobOutcome o;
-    {
-      std::shared_lock shared(m_timing, std::defer_lock);  // cpu mode: never while timing
-      if (!m_gpu_mode) shared.lock();
-      o = m_zygote->run(JobRole::compile, jdir.path(), sp.dump(), std::nullopt,
-                        k_compile_timeout_s);
-    }
+    JobOutcome o = run_compile_role(jdir, scratch);
     std::error_code ec;
     fs::remove_all(scratch, ec);
     auto res = protocol::parse_manifest(o.result_json);
@@ -1028,7 +1032,6 @@ class CpuEvaluator final : public Evaluator {
   int m_compile_slot_count = 1;
   std::unique_ptr<std::counting_semaphore<>> m_compile_slots;
   bool m_compile_under_lease = false;  // the benchmark's baseline
-  std::string m_host_lock_dir;         // the host-wide GPU locks (GpuPool::Options)
   std::mutex m_work_mu;
   std::map<std::string, json> m_work;  // work_path -> the task's counted work
 

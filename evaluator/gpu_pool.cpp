@@ -35,12 +35,8 @@ constexpr auto k_host_poll = std::chrono::milliseconds(20);
 
 int GpuPool::lock_host(int gpu) const {
   if (m_opt.host_lock_dir.empty()) return -1;
-  // Shared by every user's korch: the folder is world-writable and sticky,
-  // the file readable by all (flock needs no write access).
-  if (::mkdir(m_opt.host_lock_dir.c_str(), 01777) == 0)
-    (void)::chmod(m_opt.host_lock_dir.c_str(), 01777);
-  const std::string path = host_lock_path(m_opt.host_lock_dir, gpu);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  // The file is readable by all (flock needs no write access).
+  int fd = ::open(lock_path(gpu).c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
   int rc;
   while ((rc = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
@@ -66,6 +62,9 @@ int GpuPool::wait_host(int gpu) {
 GpuPool::GpuPool(std::vector<int> gpus, HealthCheck check, Options opt)
     : m_check(std::move(check)), m_opt(opt), m_order(std::move(gpus)) {
   for (int g : m_order) m_gpus[g].stats.gpu = g;
+  // Shared by every user's korch: the lock folder is world-writable and sticky.
+  if (!m_opt.host_lock_dir.empty() && ::mkdir(m_opt.host_lock_dir.c_str(), 01777) == 0)
+    (void)::chmod(m_opt.host_lock_dir.c_str(), 01777);
   m_retry = std::thread([this] { retry_loop(); });
 }
 

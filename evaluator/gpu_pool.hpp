@@ -48,6 +48,10 @@ class GpuPool {
   // The lock file of `gpu` under `dir`, named by the GPU as the host numbers
   // it: CUDA_VISIBLE_DEVICES of this process, when set, maps the index.
   static std::string host_lock_path(const std::string& dir, int gpu);
+  // This pool's lock file of `gpu` ("" without a host_lock_dir).
+  std::string lock_path(int gpu) const {
+    return m_opt.host_lock_dir.empty() ? "" : host_lock_path(m_opt.host_lock_dir, gpu);
+  }
 
   // `gpus`: device indices (as CUDA numbers them on this host), at least one.
   GpuPool(std::vector<int> gpus, HealthCheck check, Options opt);

@@ -103,24 +103,21 @@ std::string task_prompt(const config::Task& task, int replies_left) {
                                                    {"footer", footer(replies_left)}}));
 }
 
-std::string render_report(const evaluator::Report& report, evaluator::Mode kind) {
+namespace {
+// The verdict and its details, headed by the kind of evaluation.
+std::string render_result(const evaluator::Report& report, evaluator::Mode kind) {
   std::string mock_note = report.mock ? " [MOCK evaluator: this result is fake]" : "";
   std::string status = evaluator::to_string(report.status);
-  // Facts that are not a verdict (the reference fragile on a family).
-  std::string notes;
-  for (const auto& n : report.notes) notes += "\nNote: " + head(n, k_error_head_chars);
   if (report.status == evaluator::Verdict::ok) {
     if (kind == evaluator::Mode::submit)
       return trim_newline(fill(template_text("feedback_submit_ok"),
                                {{"max_abs_diff", fmt_num(report.max_abs_diff)},
                                 {"speedup", fmt_num(report.speedup)},
-                                {"mock_note", mock_note}})) +
-             notes;
+                                {"mock_note", mock_note}}));
     return trim_newline(
-               fill(template_text("feedback_ok"), {{"status", status},
-                                                   {"max_abs_diff", fmt_num(report.max_abs_diff)},
-                                                   {"mock_note", mock_note}})) +
-           notes;
+        fill(template_text("feedback_ok"), {{"status", status},
+                                            {"max_abs_diff", fmt_num(report.max_abs_diff)},
+                                            {"mock_note", mock_note}}));
   }
   std::string details;
   if (!report.rule_id.empty()) details += fmt::format("Rule: {}\n", report.rule_id);
@@ -143,8 +140,16 @@ std::string render_report(const evaluator::Report& report, evaluator::Mode kind)
                            {{"kind", kind == evaluator::Mode::submit ? "SUBMIT" : "CHECK"},
                             {"status", status},
                             {"mock_note", mock_note},
-                            {"details", trim_newline(details)}})) +
-         notes;
+                            {"details", trim_newline(details)}}));
+}
+}  // namespace
+
+std::string render_report(const evaluator::Report& report, evaluator::Mode kind) {
+  // Facts that are not a verdict (the reference fragile on a family) follow
+  // the result, whatever it is.
+  std::string notes;
+  for (const auto& n : report.notes) notes += "\nNote: " + head(n, k_error_head_chars);
+  return render_result(report, kind) + notes;
 }
 
 std::string check_feedback(const evaluator::Report& report, int replies_left) {

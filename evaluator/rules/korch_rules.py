@@ -305,11 +305,11 @@ PRECISION_LEAVES = frozenset({
     "quantize_per_channel",
 })
 
-# Decorators allowed (resolved qualified names; functools.* is allowed too).
 # Triton calls whose argument is a @triton.jit combine function, which
 # Triton's compiler traces inside the kernel (it never runs as Python).
 TRITON_COMBINE_CALLS = frozenset({"triton.language.associative_scan", "triton.language.reduce"})
 
+# Decorators allowed (resolved qualified names; functools.* is allowed too).
 ALLOWED_DECORATORS = frozenset({
     "triton.jit", "triton.autotune", "triton.heuristics", "staticmethod",
     "torch.no_grad", "torch.inference_mode",
@@ -2289,14 +2289,23 @@ def _symbol_ok(sym: str) -> tuple[bool, str]:
     return False, f"{'::'.join(comps)} is not on the allowlist"
 
 
+def _read_symbol_policy() -> str:
+    import hashlib
+    with open(__file__, "rb") as f:
+        return "rules-%s-%s" % (RULES_VERSION, hashlib.sha256(f.read()).hexdigest()[:16])
+
+
+# Read once, when the module is imported (the worker's zygote imports it
+# before it forks any job).
+_SYMBOL_POLICY = _read_symbol_policy()
+
+
 def symbol_policy() -> str:
     """A digest of everything that decides a symbol verdict: this module's
     own text (the allowlists and the code that reads them). A compile cache
     entry records the policy its verdict was made under; an entry made under
     another is checked again from its objects (no recompile)."""
-    import hashlib
-    with open(__file__, "rb") as f:
-        return "rules-%s-%s" % (RULES_VERSION, hashlib.sha256(f.read()).hexdigest()[:16])
+    return _SYMBOL_POLICY
 
 
 def check_symbols(undefined_symbols: list[str], allow_extra: Iterable[str] = ()) -> list[dict]:

@@ -262,13 +262,18 @@ bool rechecked(const Report& r) {
     if (c.value("rechecked", false)) return true;
   return false;
 }
+std::string manifest_path(const std::string& key) {
+  return k_cache_dir + "/cache/" + key + "/korch-manifest.json";
+}
+nlohmann::json read_manifest(const std::string& key) {
+  auto text = read_file(manifest_path(key));
+  EXPECT_TRUE(text) << manifest_path(key);
+  return text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json::object();
+}
 void rewrite_manifest(const std::string& key, const std::function<void(nlohmann::json&)>& edit) {
-  const std::string path = k_cache_dir + "/cache/" + key + "/korch-manifest.json";
-  auto text = read_file(path);
-  ASSERT_TRUE(text) << path;
-  auto m = nlohmann::json::parse(*text);
+  auto m = read_manifest(key);
   edit(m);
-  ASSERT_TRUE(write_file_atomic(path, m.dump()));
+  ASSERT_TRUE(write_file_atomic(manifest_path(key), m.dump()));
 }
 }  // namespace
 
@@ -297,7 +302,7 @@ TEST(CpuEvaluatorCorpus, SymbolVerdictFollowsTheAllowlistNotTheCache) {
   EXPECT_EQ(again.status, Verdict::ok) << again.error;
   EXPECT_TRUE(rechecked(again)) << again.evidence_json.substr(0, 600);
   EXPECT_EQ(candidate_key(again), key);
-  rewrite_manifest(key, [&](nlohmann::json& m) { EXPECT_EQ(m.value("symbol_policy", ""), policy); });
+  EXPECT_EQ(read_manifest(key).value("symbol_policy", ""), policy);
   Report third = submit(**ev, make_request(good, *task, Mode::check)).get();
   EXPECT_EQ(third.status, Verdict::ok);
   EXPECT_FALSE(rechecked(third)) << "judged once under the current policy";

@@ -433,19 +433,10 @@ class Judge:
         fast (timed calls): one pass in the output's own dtype instead of
         the full float64 comparison; it still fails a cached or stale result."""
         refs = as_outputs(ref_out)
-        reason = None
-        if info["subclass"]:
-            reason = "the output is a tensor subclass"
-        elif info["foreign_storage"]:
-            reason = "the output does not own its storage (empty, null, or memory the " \
-                     "allocator does not own, which may be freed or reused after the call)"
-        elif info["alias"]:
-            reason = "the output aliases an input"
-        elif info["mutated"]:
-            reason = "the candidate modified its input(s) %s" % info["mutated"]
-        elif len(outs) != len(refs):
+        reason = self.handover_reason(info)
+        if reason is None and len(outs) != len(refs):
             reason = "returned %d outputs, expected %d" % (len(outs), len(refs))
-        else:
+        elif reason is None:
             for i, (r, c) in enumerate(zip(refs, outs)):
                 reason = self._compare_fast(r, c) if fast else self._compare_tensor(r, c)
                 if reason:
@@ -456,6 +447,22 @@ class Judge:
         if reason and raise_on_fail:
             raise Verdict("incorrect", "%s: %s" % (label, reason))
         return reason
+
+    @staticmethod
+    def handover_reason(info):
+        """Why the call's outputs cannot be trusted whatever their values (a
+        subclass, foreign storage, an alias of an input, a mutated input), or
+        None."""
+        if info["subclass"]:
+            return "the output is a tensor subclass"
+        if info["foreign_storage"]:
+            return "the output does not own its storage (empty, null, or memory the " \
+                   "allocator does not own, which may be freed or reused after the call)"
+        if info["alias"]:
+            return "the output aliases an input"
+        if info["mutated"]:
+            return "the candidate modified its input(s) %s" % info["mutated"]
+        return None
 
     def _compare_fast(self, r, c):
         if not isinstance(r, torch.Tensor):
@@ -663,7 +670,7 @@ class Judge:
             reason = self.compare(ref_out, outs, info, label, raise_on_fail=False)
             if reason is None:
                 continue
-            if info["subclass"] or info["foreign_storage"] or info["alias"] or info["mutated"]:
+            if self.handover_reason(info):  # never excused by the reference's conditioning
                 raise Verdict("incorrect", "%s: %s" % (label, reason))
             unstable = self.reference_unstable(facts, args, ref_out)
             if unstable is None:
