@@ -35,6 +35,7 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
+#include <fmt/format.h>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -72,6 +73,11 @@ constexpr std::size_t k_tail = 4000;
 constexpr int k_timing_remeasures = 2;  // cpu: measure jobs again after distrusted timing
 constexpr int k_gpu_runners_a_side = 4;  // gpu: a measure job's runners of each side
 constexpr int k_gpu_attempts = 2;       // runs of one evaluation on GPUs that then failed
+// Runs of one evaluation that the host's state failed (the judge's
+// `infrastructure`: memory held by processes outside korch, a device that
+// refused a context), and the pause before the next: 5, 10, 20, 40, 60 s.
+constexpr int k_infra_attempts = 6;
+constexpr int k_infra_pause_max_s = 60;
 constexpr std::int64_t k_compile_host_mb =
     4096;  // one nvcc/g++ of a torch extension, with headroom
 
@@ -614,6 +620,12 @@ class CpuEvaluator final : public Evaluator {
     return r;
   }
 
+  // Sleeps for `d` unless the evaluator stops first; false when it stopped.
+  bool pause_unless_stopping(std::chrono::seconds d) {
+    std::unique_lock lk(m_mu);
+    return !m_cv.wait_for(lk, d, [&] { return m_stopping; });
+  }
+
   static GpuPool::Priority priority_of(const Request& req) {
     return req.mode == Mode::submit ? GpuPool::Priority::submit : GpuPool::Priority::check;
   }
@@ -679,6 +691,32 @@ class CpuEvaluator final : public Evaluator {
       // 4. Measure: the judge and its runners (two a side).
       const auto m0 = std::chrono::steady_clock::now();
       auto res = measure(req, prebuilt, r, evidence, gpu, triton);
+      if (res && !res->infrastructure.empty()) {
+        // The host's fault, not the candidate's: never its verdict while
+        // another run remains. The lease goes back during the pause.
+        stages["measure_s"] = stages.value("measure_s", 0.0) + seconds_since(m0);
+        stages["lease_s"] = stages.value("lease_s", 0.0) + seconds_since(l0);
+        const int n = static_cast<int>(evidence["infrastructure"].size()) + 1;
+        const int pause = std::min(k_infra_pause_max_s, 5 << std::min(n - 1, 4));
+        evidence["infrastructure"].push_back(
+            {{"gpu", gpu}, {"run", n}, {"why", res->infrastructure}, {"pause_s", pause}});
+        if (n < k_infra_attempts) {
+          KLOG_WARN("[eval {}] GPU {}: {}; running it again in {} s (run {} of {})",
+                    req.request_id, gpu, res->infrastructure, pause, n, k_infra_attempts);
+          lease.reset();
+          --attempt;  // not a GPU failure
+          if (!pause_unless_stopping(std::chrono::seconds(pause))) {
+            r.error = "the evaluator shut down while waiting to run the evaluation again";
+            r.interrupted = true;
+            return;
+          }
+          continue;
+        }
+        apply_measure(*res, r, evidence);
+        r.error = fmt::format("infrastructure: {} ({} runs over {:.0f} s; not the candidate's fault)",
+                              res->infrastructure, n, seconds_since(held_since));
+        return;
+      }
       if (res) {
         remember_work(req.task.source, res->work());
         apply_measure(*res, r, evidence);

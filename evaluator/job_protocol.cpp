@@ -228,6 +228,7 @@ Result<MeasureResult> parse_measure(const std::string& result_json) {
   m.error = j.value("error", "");
   m.runtime_detail = j.value("runtime_detail", "");
   m.notes = strings(j.value("notes", json::array()));
+  m.infrastructure = j.value("infrastructure", "");
   m.protections = strings(j.value("protections", json::array()));
   m.candidate_protections = strings(j.value("candidate_protections", json::array()));
   m.evidence = j.value("evidence", json::object());

@@ -158,6 +158,10 @@ struct MeasureResult {
   std::optional<double> max_abs_diff, max_rel_diff, mismatch_frac;
   std::string error, runtime_detail;
   std::vector<std::string> notes;  // for the agent, not a verdict (korch_judge notes)
+  // Non-empty: the failure was the host's, not the candidate's (a GPU
+  // allocation failed while other processes held memory, a device that
+  // refused a context); the evaluation runs again (Judge.infrastructure).
+  std::string infrastructure;
   std::vector<std::string> protections, candidate_protections;
   json evidence = json::object();
   std::string candidate_log;  // not from result.json: the daemon adds the runner's output tail

@@ -45,6 +45,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -555,12 +556,41 @@ int zygote_main() {
   int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) die("signalfd");
   std::map<pid_t, std::string> jobs;
+  // Jobs whose first process exited while others of their group (runners
+  // killed with the namespace, tearing down CUDA contexts) are still alive.
+  // Their exit is reported only once the group is empty, so the next holder
+  // of the GPU (an evaluation, a health check) never meets a dying job's
+  // context (issue #32), or after k_drain_limit.
+  struct Draining {
+    std::string job;
+    json ev;
+    std::chrono::steady_clock::time_point since;
+  };
+  constexpr auto k_drain_limit = std::chrono::seconds(10);
+  std::map<pid_t, Draining> draining;
+  auto report_exit = [&](const json& ev, const std::string& job) {
+    send_msg(k_control_fd, ev);
+    korch::worker::remove_memory_cgroup(cgroup_name_for(getpid(), job));
+  };
 
   for (;;) {
     pollfd fds[2] = {{k_control_fd, POLLIN, 0}, {sfd, POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
+    if (poll(fds, 2, draining.empty() ? -1 : 20) < 0) {
       if (errno == EINTR) continue;
       die("poll");
+    }
+    for (auto it = draining.begin(); it != draining.end();) {
+      const auto waited = std::chrono::steady_clock::now() - it->second.since;
+      const bool alive = korch::worker::memory_cgroup_populated(cgroup_name_for(getpid(), it->second.job));
+      if (alive && waited < k_drain_limit) {
+        ++it;
+        continue;
+      }
+      it->second.ev["drain_ms"] =
+          std::chrono::duration_cast<std::chrono::milliseconds>(waited).count();
+      if (alive) it->second.ev["drain_timed_out"] = true;
+      report_exit(it->second.ev, it->second.job);
+      it = draining.erase(it);
     }
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo si;
@@ -576,10 +606,12 @@ int zygote_main() {
         ev["pid"] = p;
         ev["code"] = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         ev["signal"] = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-        send_msg(k_control_fd, ev);
-        // The job's first process was the cgroup's; its children died with it
-        // (PID 1 of the job's namespace), so the group is empty now.
-        korch::worker::remove_memory_cgroup(cgroup_name_for(getpid(), it->second));
+        // The job's first process was the cgroup's; its children die with it
+        // (PID 1 of the job's namespace), but a CUDA process may take a while.
+        if (korch::worker::memory_cgroup_populated(cgroup_name_for(getpid(), it->second)))
+          draining[p] = {it->second, ev, std::chrono::steady_clock::now()};
+        else
+          report_exit(ev, it->second);
         jobs.erase(it);
       }
     }

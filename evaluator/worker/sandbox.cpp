@@ -1,5 +1,6 @@
 #include "evaluator/worker/sandbox.hpp"
 
+#include <cstring>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -246,6 +247,19 @@ bool join_memory_cgroup(Protections& p, const std::string& name, std::uint64_t b
   }
   p.add(Protection::cgroup_memory);
   return true;
+}
+
+bool memory_cgroup_populated(const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos) return false;
+  const std::string path = std::string(k_cgroup_parent) + "/" + name + "/cgroup.events";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[256];
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  return std::strstr(buf, "populated 1") != nullptr;
 }
 
 void remove_memory_cgroup(const std::string& name) {

@@ -79,6 +79,9 @@ void drop_privileges(Protections& p, std::uint32_t uid, std::uint64_t as_bytes,
 bool join_memory_cgroup(Protections& p, const std::string& name, std::uint64_t bytes);
 // Removes the job's cgroup after its processes are gone (the zygote calls it).
 void remove_memory_cgroup(const std::string& name);
+// True while a process of that job group is still alive (cgroup.events says
+// "populated 1"); false without such a group.
+bool memory_cgroup_populated(const std::string& name);
 
 }  // namespace korch::worker
 

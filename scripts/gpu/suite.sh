@@ -10,6 +10,8 @@
 #                                    a call; every report's JSON (raw samples) in $OUT/equalwork_<task>.jsonl
 #   scripts/gpu/suite.sh ctest       the CTest suite (GPU tests included)
 #   scripts/gpu/suite.sh smoke       a few small candidates in cpu and gpu mode
+#   scripts/gpu/suite.sh public      public KernelBench solutions (.pubsol, carried): independent harness,
+#                                    korch run, comparison (scripts/gpu/public_solutions.py)
 #   scripts/gpu/suite.sh corpus      every GPU corpus candidate through korch eval --device cuda
 #   scripts/gpu/suite.sh cpumode     the CPU evaluator on this machine's torch (full JSON in $OUT)
 #   scripts/gpu/suite.sh hang        an infinite-loop kernel, then a correct one on the same GPU
@@ -115,6 +117,37 @@ import glob, json
 w = [r['stages'].get('host_lease_wait_s', 0) for f in glob.glob('$OUT/concurrent_[0-9]*.json') for r in json.load(open(f)) if r.get('stages')]
 print('host lease waits: %d evaluations, %d waited, max %.1f s, total %.1f s' % (len(w), sum(x > 0.01 for x in w), max(w or [0]), sum(w)))"
     grep -l "failed its health check" "$OUT"/concurrent_*.log 2>/dev/null | head
+    ;;
+  public)
+    # Public KernelBench solutions (issue #32): the independent harness on GPU
+    # KORCH_HARNESS_GPU while korch run scores the same code on KORCH_GPUS, then
+    # the comparison. Needs .pubsol/ (scripts/gpu/public_solutions.py collect,
+    # carried: the solutions are fetched, never committed).
+    [[ -f .pubsol/manifest.json ]] || { echo "public: no .pubsol/manifest.json (run collect, carry .pubsol)"; exit 2; }
+    W=$(mktemp -d /var/tmp/korch-public.XXXX)
+    CUDA_VISIBLE_DEVICES=${KORCH_HARNESS_GPU:-0} timeout "${KORCH_HARNESS_TIMEOUT:-900}" "$PY" \
+      scripts/gpu/public_solutions.py harness --dir .pubsol --kernelbench .gpu-deps/kernelbench \
+      --jobs "${KORCH_HARNESS_JOBS:-16}" --python "$PY" --out "$W" > "$OUT/public_harness.log" 2>&1 &
+    HARNESS=$!
+    "$B/tests/support/korch-fake-llm" --port 0 --script replay:.pubsol/replay.json >"$W/replay.out" 2>"$W/replay.err" &
+    FAKE=$!
+    for _ in $(seq 100); do grep -q '^PORT ' "$W/replay.out" 2>/dev/null && break; sleep 0.1; done
+    PORT=$(awk '/^PORT /{print $2; exit}' "$W/replay.out")
+    t0=$(date +%s)
+    timeout "${KORCH_CAMPAIGN_TIMEOUT:-1500}" "$B/bin/korch" run examples/gpu/public_solutions.toml \
+      --set "models.replay.base_url=http://127.0.0.1:$PORT/v1" --set "db_path=$W/campaign.db" \
+      --set "tasks.kernelbench_dir=$(pwd)/.gpu-deps/kernelbench" --set "evaluator.cache_dir=$KORCH_CACHE_DIR" \
+      --set "evaluator.gpus=${KORCH_GPUS:-all}" > "$OUT/public_run.log" 2>&1
+    echo "korch run rc=$? in $(( $(date +%s) - t0 )) s"; tail -3 "$OUT/public_run.log"
+    kill $FAKE
+    wait $HARNESS; echo "harness rc=$?"; tail -1 "$OUT/public_harness.log"
+    cp "$W/harness.json" "$OUT/public_harness.json" 2>/dev/null
+    "$PY" -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$W/campaign.db"
+    "$B/bin/korch" report --db "$W/campaign.db" 2>&1 | tail -15
+    "$PY" scripts/gpu/public_solutions.py compare --dir .pubsol --db "$W/campaign.db" \
+      --harness "$W/harness.json" --out "$OUT/public_compare.json" 2>&1
+    grep -c "failed its health check" "$OUT/public_run.log" | sed 's/^/health-check alarms: /'
+    gzip -c "$W/campaign.db" > "$OUT/public_campaign.db.gz"
     ;;
   corpus)
     timeout 3000 "$PY" scripts/gpu/run_corpus.py --korch "$B/bin/korch" \

@@ -87,6 +87,17 @@ def out_of_memory(ex):
     return isinstance(ex, MemoryError) or "alloc" in text or "out of memory" in text
 
 
+# GPU memory an evaluation's own CUDA processes (the judge and its runners)
+# may hold before the judge has allocated anything: one CUDA context each, with
+# room to spare (a torch context on the H200 is ~0.5 GB; see docs/gpu.md).
+CONTEXT_ALLOWANCE = 1 << 30
+# Held by processes outside the evaluation at its start, from this much on a
+# failed allocation is charged to them, not to the candidate (issue #32).
+FOREIGN_MEMORY_MIN = 1 << 30
+# A CUDA initialisation that fails because of the device's state, not the code.
+DEVICE_UNAVAILABLE = ("busy or unavailable", "cudaErrorDevicesUnavailable", "all CUDA-capable devices are busy")
+
+
 _INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
@@ -182,6 +193,7 @@ class Judge:
         self.mismatch = 0.0
         self.kernel_calls = 0
         self.notes = []  # for the agent's feedback: facts that are not a verdict
+        self.foreign_bytes = 0  # GPU memory held outside this evaluation at its start
         self.cand = self.refr = None
         self.ref_more = []   # further reference runners, for timing only
         self.cand_more = []  # further candidate runners, for timing only
@@ -190,6 +202,44 @@ class Judge:
 
     def remaining(self):
         return max(0.5, self.deadline - time.monotonic())
+
+    def note_foreign_memory(self):
+        """Device memory in use before this evaluation allocated anything,
+        less one context allowance per process of the evaluation: what other
+        processes on the host hold (evidence gpu_used_at_start_mb)."""
+        if self.dev == "cpu":
+            return
+        try:
+            free, total = torch.cuda.mem_get_info()  # the judge's own context
+        except RuntimeError as ex:  # no candidate code has run yet: the host's fault
+            raise Verdict("worker_crash", "infrastructure: the judge could not open a CUDA "
+                          "context: %s" % str(ex)[:300],
+                          infrastructure="the GPU had no room for a CUDA context (%s)" % str(ex)[:200])
+        procs = 1 + 2 + len(self.ctx.get("ref_more", [])) + len(self.ctx.get("cand_more", []))
+        used = total - free
+        self.foreign_bytes = max(0, used - procs * CONTEXT_ALLOWANCE)
+        self.evidence["gpu_used_at_start_mb"] = used >> 20
+        self.evidence["gpu_total_mb"] = total >> 20
+
+    def infrastructure(self, text):
+        """Why a failure in this evaluation is the host's, not the code's
+        (None when it is the code's): a failed GPU allocation while other
+        processes held memory, or a device that refused a CUDA context."""
+        if self.dev == "cpu":
+            return None
+        t = str(text)
+        if any(m in t for m in DEVICE_UNAVAILABLE):
+            return "the GPU refused a CUDA context (busy or unavailable)"
+        if "out of memory" in t.lower() and self.foreign_bytes >= FOREIGN_MEMORY_MIN:
+            return ("a GPU allocation failed while processes outside this evaluation held "
+                    "%.1f GiB of the GPU" % (self.foreign_bytes / 2**30))
+        return None
+
+    def raise_if_infrastructure(self, text):
+        why = self.infrastructure(text)
+        if why:
+            raise Verdict("worker_crash", "infrastructure: " + why, infrastructure=why,
+                          traceback=str(text)[-4000:])
 
     def reference_runners(self):
         return [r for r in [self.refr] + self.ref_more if r is not None]
@@ -390,6 +440,7 @@ class Judge:
 
     def _check_reply(self, runner, reply):
         if not reply.get("ok"):
+            self.raise_if_infrastructure(reply.get("error", ""))
             if runner.name == "reference":
                 raise Verdict("worker_crash", "the reference runner failed",
                               traceback=str(reply.get("error", ""))[-4000:])
@@ -582,6 +633,7 @@ class Judge:
         try:
             return task_inputs(self.task, seed, self.dev)
         except (MemoryError, RuntimeError) as ex:
+            self.raise_if_infrastructure(ex)
             if out_of_memory(ex):
                 raise Verdict("task_too_large", "the task's inputs do not fit the memory budget "
                               "(%d MB): %s" % (self.budget >> 20, str(ex)[:200])) from None
@@ -592,6 +644,7 @@ class Judge:
             try:
                 return self.ref(*args)
             except (MemoryError, RuntimeError) as ex:
+                self.raise_if_infrastructure(ex)
                 if out_of_memory(ex):
                     raise Verdict("task_too_large", "the reference does not fit the memory "
                                   "budget: %s" % str(ex)[:200]) from None
@@ -759,6 +812,7 @@ class Judge:
     def _setup_reply(self, runner):
         reply, _ = runner.recv()
         if not reply.get("ok"):
+            self.raise_if_infrastructure(reply.get("error", ""))
             if runner.name == "reference":
                 raise Verdict("worker_crash", "the reference runner could not build Model",
                               traceback=str(reply.get("error", ""))[-4000:])
@@ -778,6 +832,7 @@ class Judge:
         job = self.job
         seed = self._read_seed()
         self.mark("seed")
+        self.note_foreign_memory()
         public = self.mode == "check"
         self.seed = seed
         self.task = load_task(job["task_source"])
@@ -1402,6 +1457,8 @@ def reference_main(ctx_json):
         result = judge.run()
     except Verdict as v:
         result = {"verdict": v.verdict, "correct": False, "error": v.error}
+        if "infrastructure" in v.evidence:
+            result["infrastructure"] = v.evidence.pop("infrastructure")
         if "traceback" in v.evidence:
             result["runtime_detail"] = v.evidence.pop("traceback")
         judge.evidence.update(v.evidence)
