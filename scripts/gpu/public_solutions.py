@@ -33,6 +33,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 # The run order `collect` prefers (Kernel-Coder's run folders).
@@ -69,7 +70,9 @@ def collect(a):
                 chosen[key] = (run, r["solution_id"])
     os.makedirs(os.path.join(a.out, "candidates"), exist_ok=True)
     manifest, replies = [], []
-    for (level, prob), (run, sid) in sorted(chosen.items()):
+    # --stride K keeps every K-th task (in level, problem order): a sample
+    # that fits a GPU session (one H200 scores ~300 new candidates an hour).
+    for (level, prob), (run, sid) in sorted(chosen.items())[::a.stride]:
         tasks = task_files(a.kernelbench, level)
         if prob not in tasks:
             continue
@@ -192,9 +195,24 @@ def harness(a):
             r["error"].strip().splitlines()[-1][:100] if r["error"] else ""), flush=True)
         return r
 
+    out_path = os.path.join(a.out or a.dir, "harness.json")
+    rows = []
+    if a.resume and os.path.exists(a.resume):  # results an earlier (cut) run left
+        rows = [r for r in json.load(open(a.resume)) if not r["error"].startswith("harness timeout")]
+        done = {r["file"] for r in rows}
+        manifest = [e for e in manifest if e["file"] not in done]
+        print("harness: %d results kept from %s, %d to go" % (len(rows), a.resume, len(manifest)))
+    lock = threading.Lock()
+
+    def keep(e):
+        r = one(e)
+        with lock:  # after every candidate: a run cut short still leaves its results
+            rows.append(r)
+            json.dump(rows, open(out_path, "w"), indent=1)
+        return r
+
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        rows = list(pool.map(one, manifest))
-    json.dump(rows, open(os.path.join(a.out or a.dir, "harness.json"), "w"), indent=1)
+        list(pool.map(keep, manifest))
     print("harness: %d candidates, %d correct at 1e-4, %d of them calling their own kernel" % (
         len(rows), sum(r["correct"] for r in rows), sum(r["correct"] and r["calls_kernel"] for r in rows)))
     return 0
@@ -270,6 +288,7 @@ def main():
     c.add_argument("--commit", required=True)
     c.add_argument("--kernelbench", required=True)
     c.add_argument("--levels", default="1,2")
+    c.add_argument("--stride", type=int, default=1)
     c.add_argument("--out", default=".pubsol")
     h = sub.add_parser("harness")
     h.add_argument("--dir", default=".pubsol")
@@ -279,6 +298,7 @@ def main():
     h.add_argument("--limit", type=int, default=0)
     h.add_argument("--python", default="")
     h.add_argument("--out", default="")
+    h.add_argument("--resume", default="", help="a harness.json whose results are kept")
     k = sub.add_parser("compare")
     k.add_argument("--dir", default=".pubsol")
     k.add_argument("--db", required=True)

@@ -120,34 +120,44 @@ print('host lease waits: %d evaluations, %d waited, max %.1f s, total %.1f s' % 
     ;;
   public)
     # Public KernelBench solutions (issue #32): the independent harness on GPU
-    # KORCH_HARNESS_GPU while korch run scores the same code on KORCH_GPUS, then
-    # the comparison. Needs .pubsol/ (scripts/gpu/public_solutions.py collect,
-    # carried: the solutions are fetched, never committed).
+    # KORCH_HARNESS_GPU (KORCH_PUBLIC_HARNESS=0: skip it) beside korch run on
+    # KORCH_GPUS, then the comparison. Needs .pubsol/ (scripts/gpu/
+    # public_solutions.py collect, carried: the solutions are fetched, never
+    # committed). KORCH_PUBLIC_DB=path resumes a campaign an earlier call left
+    # (it is copied back to $OUT/public_campaign.db after a WAL checkpoint).
     [[ -f .pubsol/manifest.json ]] || { echo "public: no .pubsol/manifest.json (run collect, carry .pubsol)"; exit 2; }
     W=$(mktemp -d /var/tmp/korch-public.XXXX)
-    CUDA_VISIBLE_DEVICES=${KORCH_HARNESS_GPU:-0} timeout "${KORCH_HARNESS_TIMEOUT:-900}" "$PY" \
-      scripts/gpu/public_solutions.py harness --dir .pubsol --kernelbench .gpu-deps/kernelbench \
-      --jobs "${KORCH_HARNESS_JOBS:-16}" --python "$PY" --out "$W" > "$OUT/public_harness.log" 2>&1 &
-    HARNESS=$!
+    DB=$W/campaign.db
+    [[ -n ${KORCH_PUBLIC_DB:-} && -f $KORCH_PUBLIC_DB ]] && cp "$KORCH_PUBLIC_DB" "$DB" && echo "public: resuming $KORCH_PUBLIC_DB"
+    HARNESS=
+    if [[ ${KORCH_PUBLIC_HARNESS:-1} == 1 ]]; then
+      CUDA_VISIBLE_DEVICES=${KORCH_HARNESS_GPU:-0} timeout "${KORCH_HARNESS_TIMEOUT:-900}" "$PY" \
+        scripts/gpu/public_solutions.py harness --dir .pubsol --kernelbench .gpu-deps/kernelbench \
+        --jobs "${KORCH_HARNESS_JOBS:-8}" --python "$PY" --out "$OUT" --resume .pubsol/harness.json \
+        > "$OUT/public_harness.log" 2>&1 &
+      HARNESS=$!
+    fi
     "$B/tests/support/korch-fake-llm" --port 0 --script replay:.pubsol/replay.json >"$W/replay.out" 2>"$W/replay.err" &
     FAKE=$!
     for _ in $(seq 100); do grep -q '^PORT ' "$W/replay.out" 2>/dev/null && break; sleep 0.1; done
     PORT=$(awk '/^PORT /{print $2; exit}' "$W/replay.out")
     t0=$(date +%s)
-    timeout "${KORCH_CAMPAIGN_TIMEOUT:-1500}" "$B/bin/korch" run examples/gpu/public_solutions.toml \
-      --set "models.replay.base_url=http://127.0.0.1:$PORT/v1" --set "db_path=$W/campaign.db" \
+    timeout -k 30 "${KORCH_CAMPAIGN_TIMEOUT:-1500}" "$B/bin/korch" run examples/gpu/public_solutions.toml \
+      --set "models.replay.base_url=http://127.0.0.1:$PORT/v1" --set "db_path=$DB" \
       --set "tasks.kernelbench_dir=$(pwd)/.gpu-deps/kernelbench" --set "evaluator.cache_dir=$KORCH_CACHE_DIR" \
-      --set "evaluator.gpus=${KORCH_GPUS:-all}" > "$OUT/public_run.log" 2>&1
+      --set "evaluator.gpus=${KORCH_GPUS:-all}" --set "evaluator.compile_jobs=${KORCH_COMPILE_JOBS:-0}" \
+      > "$OUT/public_run.log" 2>&1
     echo "korch run rc=$? in $(( $(date +%s) - t0 )) s"; tail -3 "$OUT/public_run.log"
     kill $FAKE
-    wait $HARNESS; echo "harness rc=$?"; tail -1 "$OUT/public_harness.log"
-    cp "$W/harness.json" "$OUT/public_harness.json" 2>/dev/null
-    "$PY" -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$W/campaign.db"
-    "$B/bin/korch" report --db "$W/campaign.db" 2>&1 | tail -15
-    "$PY" scripts/gpu/public_solutions.py compare --dir .pubsol --db "$W/campaign.db" \
-      --harness "$W/harness.json" --out "$OUT/public_compare.json" 2>&1
-    grep -c "failed its health check" "$OUT/public_run.log" | sed 's/^/health-check alarms: /'
-    gzip -c "$W/campaign.db" > "$OUT/public_campaign.db.gz"
+    if [[ -n $HARNESS ]]; then wait $HARNESS; echo "harness rc=$?"; tail -1 "$OUT/public_harness.log"; fi
+    "$PY" -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$DB"
+    cp "$DB" "$OUT/public_campaign.db"
+    "$B/bin/korch" report --db "$DB" 2>&1 | tail -15
+    H=$OUT/harness.json; [[ -f $H ]] || H=.pubsol/harness.json
+    [[ -f $H ]] && "$PY" scripts/gpu/public_solutions.py compare --dir .pubsol --db "$DB" \
+      --harness "$H" --out "$OUT/public_compare.json" 2>&1
+    echo "health-check alarms: $(grep -c 'failed its health check' "$OUT/public_run.log")"
+    grep -E "health check|infrastructure" "$OUT/public_run.log" | head -20
     ;;
   corpus)
     timeout 3000 "$PY" scripts/gpu/run_corpus.py --korch "$B/bin/korch" \
