@@ -84,8 +84,10 @@ def collect(a):
         task_id = "L%d/%s" % (level, stem)
         manifest.append({"file": "candidates/" + name, "task": "level%d/%s.py" % (level, stem),
                          "task_id": task_id, "source": "%s/%s" % (run, sid)})
+        # The closing fence on a line of its own (some published files end
+        # without a newline).
         replies.append({"task": "Task %s." % task_id, "turn": 1,
-                        "content": "Here is my kernel.\n\n```python\n%s```\n\nACTION: SUBMIT\n" % code})
+                        "content": "Here is my kernel.\n\n```python\n%s\n```\n\nACTION: SUBMIT\n" % code.rstrip("\n")})
     json.dump(manifest, open(os.path.join(a.out, "manifest.json"), "w"), indent=1)
     json.dump({"comment": "public solutions (%s@%s), not committed" % (a.repo, a.commit[:12]),
                "replies": replies, "default": "I have no solution for this task."},
@@ -121,6 +123,12 @@ try:
     task = load(task_path, "task_mod")
     src = open(cand_path).read()
     cand = load(cand_path, "cand_mod")
+    # One candidate on the GPU at a time (compiles, at import, run in parallel):
+    # a level-2 task's inputs and weights take GBs, several at once ran the
+    # H200 out of memory.
+    import fcntl
+    gpu_lock = open(os.environ.get("PUBSOL_GPU_LOCK", "/tmp/pubsol-gpu.lock"), "w")
+    fcntl.flock(gpu_lock, fcntl.LOCK_EX)
     init = task.get_init_inputs() if hasattr(task, "get_init_inputs") else []
     torch.manual_seed(1234); ref = task.Model(*init).cuda().eval()
     torch.manual_seed(1234); new = cand.ModelNew(*init).cuda().eval()
