@@ -919,18 +919,30 @@ class CpuEvaluator final : public Evaluator {
   bool gpu_healthy(int gpu) {
     std::string why;
     for (int attempt = 1; attempt <= k_health_tries; ++attempt) {
-      if (gpu_health_check(*m_zygote, m_cache + "/jobs", spawn(gpu).dump(), &why)) {
+      const GpuHealth h = gpu_health_check(*m_zygote, m_cache + "/jobs", spawn(gpu).dump(), &why);
+      if (h == GpuHealth::ok) {
         if (attempt > 1)
           KLOG_WARN("[eval] GPU {} passed its health check on try {} (try 1: {})", gpu, attempt,
                     why);
         return true;
       }
-      KLOG_WARN("[eval] GPU {} health check try {} of {} failed: {}", gpu, attempt,
-                k_health_tries, why);
+      if (h == GpuHealth::not_run && stopping()) {
+        // The evaluator is stopping: its evaluations end interrupted and
+        // nothing about this GPU is known; it stays in the pool.
+        KLOG_INFO("[eval] GPU {} health check not run: the evaluator is stopping ({})", gpu, why);
+        return true;
+      }
+      KLOG_WARN("[eval] GPU {} health check try {} of {} {}: {}", gpu, attempt, k_health_tries,
+                h == GpuHealth::not_run ? "could not run" : "failed", why);
       if (attempt < k_health_tries) std::this_thread::sleep_for(k_health_pause);
     }
     KLOG_ERROR("[eval] GPU {} failed its health check {} times: {}", gpu, k_health_tries, why);
     return false;
+  }
+
+  bool stopping() {
+    std::lock_guard lk(m_mu);
+    return m_stopping;
   }
 
   // Returns the cache manifest for `key`, building it when absent. The

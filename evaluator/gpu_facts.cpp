@@ -52,10 +52,12 @@ Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root
   return gpu.raw.dump();
 }
 
-bool gpu_health_check(Zygote& zygote, const std::string& jobs_root, const std::string& spawn_json,
-                      std::string* why) {
+GpuHealth gpu_health_check(Zygote& zygote, const std::string& jobs_root,
+                           const std::string& spawn_json, std::string* why) {
   const auto [gpu, o] = run_gpuinfo(zygote, jobs_root, spawn_json);
   const bool ok = gpu.ok && gpu.health;
+  // The job never started: no process of it touched the GPU.
+  const bool not_run = !ok && gpu.raw.empty() && !o.timed_out && !o.started;
   if (!ok && why) {
     *why = o.timed_out         ? "the check timed out"
            : !gpu.error.empty() ? gpu.error
@@ -63,7 +65,7 @@ bool gpu_health_check(Zygote& zygote, const std::string& jobs_root, const std::s
                                 : "no result: " + o.worker_log + o.error;
     if (why->size() > 600) *why = why->substr(why->size() - 600);
   }
-  return ok;
+  return ok ? GpuHealth::ok : not_run ? GpuHealth::not_run : GpuHealth::failed;
 }
 
 }  // namespace korch::evaluator

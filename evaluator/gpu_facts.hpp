@@ -34,7 +34,12 @@ Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root
 // The GPU pool's health check: the same job (a small allocation and a sum)
 // on one GPU, spawned with `spawn_json` (its lease and cores). `why` gets
 // the reason of a failure (the job's error, or its log when it left none).
-bool gpu_health_check(Zygote& zygote, const std::string& jobs_root, const std::string& spawn_json,
-                      std::string* why = nullptr);
+// not_run: the job never reached the GPU (the zygote was stopping or being
+// restarted): a fact about korch's processes, not about the GPU. Measured
+// on the H200 (issue #32): a campaign stopped by SIGTERM with a crash's
+// health check in flight took its GPU out, "the worker zygote is not running".
+enum class GpuHealth { ok, failed, not_run };
+GpuHealth gpu_health_check(Zygote& zygote, const std::string& jobs_root,
+                           const std::string& spawn_json, std::string* why = nullptr);
 
 }  // namespace korch::evaluator

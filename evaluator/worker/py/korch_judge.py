@@ -1465,12 +1465,18 @@ def reference_main(ctx_json):
     except BaseException:  # noqa: BLE001
         detail = traceback.format_exc()
         verdict = "worker_crash"
+        # The judge's own allocations (the L2 flush buffer, the exchange
+        # regions) meet memory held outside the evaluation too.
+        why = judge.infrastructure(detail)
         if "CUDA error" in detail or "illegal" in detail.lower():
             # A sticky CUDA error in the judge's context came from the
             # candidate's kernels (same GPU): the daemon health-checks the GPU.
             detail = "CUDA error after a candidate call:\n" + detail
         result = {"verdict": verdict, "correct": False,
-                  "error": "the reference runner failed", "runtime_detail": kw.tail(detail)}
+                  "error": "infrastructure: " + why if why else "the reference runner failed",
+                  "runtime_detail": kw.tail(detail)}
+        if why:
+            result["infrastructure"] = why
     if judge.notes:
         result["notes"] = judge.notes
     result.update({"max_abs_diff": judge.max_abs, "max_rel_diff": judge.max_rel,
