@@ -128,7 +128,7 @@ print('host lease waits: %d evaluations, %d waited, max %.1f s, total %.1f s' % 
     [[ -f .pubsol/manifest.json ]] || { echo "public: no .pubsol/manifest.json (run collect, carry .pubsol)"; exit 2; }
     W=$(mktemp -d /var/tmp/korch-public.XXXX)
     DB=$W/campaign.db
-    [[ -n ${KORCH_PUBLIC_DB:-} && -f $KORCH_PUBLIC_DB ]] && cp "$KORCH_PUBLIC_DB" "$DB" && echo "public: resuming $KORCH_PUBLIC_DB"
+    [[ -n ${KORCH_PUBLIC_DB:-} && -f $KORCH_PUBLIC_DB ]] && cp "$KORCH_PUBLIC_DB" "$DB" && chmod u+w "$DB" && echo "public: resuming $KORCH_PUBLIC_DB"
     HARNESS=
     if [[ ${KORCH_PUBLIC_HARNESS:-1} == 1 ]]; then
       CUDA_VISIBLE_DEVICES=${KORCH_HARNESS_GPU:-0} timeout "${KORCH_HARNESS_TIMEOUT:-900}" "$PY" \

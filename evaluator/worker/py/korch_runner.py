@@ -472,10 +472,18 @@ def runner_main(ctx_json):
     bufs = out_bufs = None
     input_ranges = []
     ch.send({"op": "hello", "protections": ctx.get("protections", [])})
+    init_error = None
     if ctx.get("device", "cpu") != "cpu":
-        # Initialise CUDA while the judge makes its inputs, not after.
-        torch.cuda.init()
-        torch.empty(1, device="cuda")
+        # Initialise CUDA while the judge makes its inputs, not after. No
+        # candidate code has run yet: a failure here is the host's (measured
+        # on the H200 with another process holding the GPU's memory:
+        # "CUDA-capable device(s) is/are busy or unavailable"), and the judge
+        # hears it in the setup reply (Judge.infrastructure), not as a crash.
+        try:
+            torch.cuda.init()
+            torch.empty(1, device="cuda")
+        except Exception as ex:  # noqa: BLE001
+            init_error = "CUDA initialisation failed before any candidate code ran: %s" % ex
     spin_ns = 0
     while True:
         try:
@@ -491,6 +499,9 @@ def runner_main(ctx_json):
         spin_ns = int(float(msg.get("spin_us", 0)) * 1e3) if op == "call" else 0
         if op == "exit":
             return ""
+        if op == "setup" and init_error:
+            ch.send({"ok": False, "error": init_error})
+            continue
         if op == "setup":
             try:
                 device = msg.get("device", "cpu")
