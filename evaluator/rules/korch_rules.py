@@ -43,7 +43,7 @@ import sys
 import unicodedata
 from typing import Callable, Iterable, Iterator
 
-RULES_VERSION = "3"  # 2: stop 30 (held-out false rejections; defines_model retired)
+RULES_VERSION = "4"  # 4: stop 32 (pybind11 argument casters); 2: stop 30 (held-out false rejections; defines_model retired)
 # 3: exit/_exit/_Exit/quick_exit allowed in native code (a runner that exits is already an
 #    error verdict); Triton combine functions (tl.associative_scan / tl.reduce); the symbol
 #    verdict cached with a build is re-checked when this file changes
@@ -2162,6 +2162,23 @@ C_ALLOWED = frozenset(
     cudaDriverGetVersion cudaPointerGetAttributes
     printf vprintf puts putchar putc _IO_putc fputs fputc fprintf vfprintf fwrite fflush
     __printf_chk __vprintf_chk __fprintf_chk __vfprintf_chk stdout stderr""".split())
+# pybind11's argument and return casters for plain values (std::vector,
+# std::tuple, IntArrayRef, double, int64_t, bool, lists): they read or build
+# numbers and sequences that the candidate's own Python passed. The glue
+# probe (Tensor arguments only) does not import them; a published conv2d
+# taking std::tuple<int, int> stride did (PySequence_GetItem, stop 32). The
+# ones a tuple/vector/ArrayRef/double/bool/int64 signature imports beyond the
+# probe, measured with torch 2.11 on this machine (docs/rules.md), and their
+# siblings for other widths and for return values. Still refused: anything
+# that runs, imports or evaluates Python (PyRun_*, PyImport_*, PyEval_*
+# beyond the glue's own, Py_CompileString, PyObject_Call* beyond the glue's).
+PYBIND_CASTERS = frozenset("""PySequence_Check PySequence_Size PySequence_GetItem PySequence_Length
+    PyIndex_Check PyNumber_Check PyNumber_Long PyNumber_Float PyNumber_Index
+    PyLong_AsLong PyLong_AsLongLong PyLong_AsUnsignedLong PyLong_AsUnsignedLongLong PyLong_AsSsize_t
+    PyLong_AsDouble PyLong_FromLong PyLong_FromLongLong PyLong_FromSsize_t PyLong_FromUnsignedLong
+    PyLong_FromUnsignedLongLong PyLong_Type PyFloat_AsDouble PyFloat_FromDouble PyFloat_Type
+    PyBool_Type PyBool_FromLong PyList_New PyList_Size PyList_GetItem PyList_SetItem PyList_Append
+    PyList_Type PyTuple_Type""".split())
 C_ALLOWED_PREFIXES = ("__cxa_", "_Unwind_", "__cuda", "__isoc23_strto", "__isoc99_sscanf", "__isoc23_sscanf")
 
 # cuBLAS / cuBLASLt compute calls (libtorch_cuda already loads the
@@ -2247,7 +2264,7 @@ def _mangled_components(sym: str, i: int) -> list[str] | None:
 
 def _symbol_ok(sym: str) -> tuple[bool, str]:
     if not sym.startswith("_Z"):
-        if sym in C_ALLOWED or sym.startswith(C_ALLOWED_PREFIXES):
+        if sym in C_ALLOWED or sym in PYBIND_CASTERS or sym.startswith(C_ALLOWED_PREFIXES):
             return True, ""
         if sym.startswith(CUBLAS_PREFIXES):
             if sym.startswith(CUBLAS_DENY_PREFIXES):
@@ -2270,6 +2287,11 @@ def _symbol_ok(sym: str) -> tuple[bool, str]:
         return False, "unrecognised mangled name"
     head = comps[0]
     if head == "__cxxabiv1":
+        return True, ""
+    if sym.startswith("_ZN8pybind116detail11type_casterIN3c108ArrayRefI"):
+        # torch_python's IntArrayRef caster, from an IntArrayRef argument in a
+        # bound signature; the Tensor caster stays refused (the glue does not
+        # need it: native code that converts Python objects itself does).
         return True, ""
     if head in TORCH_NAMESPACES:
         for k, c in enumerate(comps):

@@ -553,6 +553,22 @@ class HeldOutStyleTest(RuleAsserts):
     rules once refused (42 public ModelNew files linted, stop 30; 11 false
     rejections in 5 files), each next to the threat its rule still stops."""
 
+    def test_pybind_argument_casters(self):
+        # A published conv2d (Kernel-Coder, level 1 task 80) takes
+        # std::tuple<int, int> stride: pybind11's tuple caster imports
+        # PySequence_GetItem, which the Tensor-only glue probe does not. What a
+        # tuple/vector/IntArrayRef/double/bool/int64 signature imported beyond
+        # the probe, measured with torch 2.11 (docs/rules.md):
+        casters = ["PyFloat_AsDouble", "PyFloat_Type", "PyIndex_Check", "PyList_New", "PyLong_AsLong",
+                   "PyNumber_Check", "PyNumber_Float", "PyNumber_Long", "PySequence_Check",
+                   "PySequence_GetItem", "PySequence_Size",
+                   "_ZN8pybind116detail11type_casterIN3c108ArrayRefIlEEvE4loadENS_6handleEb"]
+        self.assertEqual(kr.check_symbols(casters), [])
+        # still refused: what runs, imports or evaluates Python from native code
+        for sym in ("PyRun_SimpleString", "PyImport_ImportModule", "Py_CompileString",
+                    "PyEval_EvalCode", "PyObject_CallFunction", "PySys_SetObject"):
+            self.assertEqual([v["rule"] for v in kr.check_symbols([sym])], ["native_symbol"], sym)
+
     def test_exit_on_an_error_path(self):
         # Published CUDA solutions end a failed launch with exit(); 7 of the
         # 23 CUDA candidates of the domain corpus import `exit` from their
