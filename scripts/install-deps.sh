@@ -18,6 +18,13 @@ PACKAGES=(
 # builds without it). On Ubuntu 24.04 the package is a snap wrapper;
 # KORCH_CHROMIUM may name another Chromium binary.
 
+# node and npm run the independent test peers (scripts/install-test-npm.sh:
+# the @dwmkerr/mock-llm server, playwright-core). Debian's packages only where
+# the machine has no node/npm of its own (a newer one from elsewhere stays).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(nodejs npm)
+fi
+
 # A GPU box brings its own CUDA torch (pip or a venv): then Debian's CPU
 # torch is not installed. KORCH_PYTHON names that interpreter; without it a
 # python3 on PATH whose torch has CUDA counts too. Package names are the same

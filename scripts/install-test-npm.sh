@@ -6,13 +6,18 @@
 # (tests/integration/test_dashboard.cpp; it drives Debian's chromium from
 # scripts/install-deps.sh and downloads no browser). The
 # tests skip themselves (GTEST_SKIP) when node/npm or the packages are absent,
-# so this script is optional; it exits 0 with a note when npm is missing.
+# except under KORCH_CI=1 (.ci/run), where a missing peer fails this script
+# and the tests (tests/support/required.hpp).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dirs=("$root/tests/llm_clients/mock-llm" "$root/tests/integration/dashboard")
 
 if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+  if [[ ${KORCH_CI:-0} == 1 ]]; then
+    echo "install-test-npm: node/npm not found (scripts/install-deps.sh installs them)" >&2
+    exit 1
+  fi
   echo "install-test-npm: node/npm not found; npm-based tests will be skipped"
   exit 0
 fi

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "tests/integration/campaign_fixture.hpp"
+#include "tests/support/required.hpp"
 #include "tests/integration/export_fixture.hpp"
 
 namespace korch::testing {
@@ -272,7 +273,7 @@ bool is_live_worker(int pid) {
 // candidates. A SIGINT makes the evaluator kill its workers; what they
 // report then must never be recorded.
 TEST(KillResume, CpuEvaluatorKillsLeaveNoOrphansAndNoDoubleResults) {
-  if (!std::filesystem::exists(KORCH_WORKER_BIN)) GTEST_SKIP() << "korch-worker was not built";
+  if (!std::filesystem::exists(KORCH_WORKER_BIN)) KORCH_SKIP_OR_FAIL("korch-worker was not built");
   TempDir dir;
   auto d = dir.path().string();
   FakeLlmProcess llm;

@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "tests/integration/campaign_fixture.hpp"
+#include "tests/support/required.hpp"
 
 namespace korch::testing {
 namespace {
@@ -212,7 +213,7 @@ TEST_F(Report, HtmlIsOneSelfContainedFileWithTheData) {
   const char* chromium = std::getenv("KORCH_CHROMIUM");
   std::string browser = chromium ? chromium : "/usr/bin/chromium";
   if (!std::filesystem::exists(browser))
-    GTEST_SKIP() << "chromium not installed (apt-get install chromium): the page was not rendered";
+    KORCH_SKIP_OR_FAIL("chromium not installed (apt-get install chromium): the page was not rendered");
   auto [crc, dom] =
       run_capture({browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                    "--user-data-dir=" + dir() + "/chromium-profile", "--dump-dom", "file://" + out},

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/integration/campaign_fixture.hpp"
+#include "tests/support/required.hpp"
 
 namespace korch::testing {
 namespace {
@@ -17,7 +18,7 @@ std::string task_file(const std::string& forward) {
 }
 
 TEST(TasksValidate, FlagsConstantAndStochasticTasksAndPassesAGoodOne) {
-  if (!std::filesystem::exists(KORCH_WORKER_BIN)) GTEST_SKIP() << "korch-worker was not built";
+  if (!std::filesystem::exists(KORCH_WORKER_BIN)) KORCH_SKIP_OR_FAIL("korch-worker was not built");
   TempDir dir;
   auto d = dir.path().string();
   write_text(d + "/1_Constant.py", task_file("torch.zeros_like(x)"));

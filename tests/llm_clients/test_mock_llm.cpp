@@ -18,6 +18,7 @@
 
 #include "llm_clients/client.hpp"
 #include "tests/llm_clients/client_test_util.hpp"
+#include "tests/support/required.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #ifndef KORCH_MOCK_LLM_DIR
@@ -173,7 +174,7 @@ class MockLlmTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    if (!s_skip.empty()) GTEST_SKIP() << s_skip;
+    if (!s_skip.empty()) KORCH_SKIP_OR_FAIL(s_skip);
     setenv(k_key_env, k_key, 1);
   }
 
