@@ -158,6 +158,25 @@ std::string host_gpu_lock_dir() {
   return "/tmp/korch-gpu-locks";
 }
 
+// The process environment's evaluator knobs (docs/config.md, "Evaluator
+// knobs"): A/B and benchmarking switches, not campaign settings. Read once
+// when the evaluator starts; the ones set are recorded in every report's
+// evidence (`env_knobs`), so a value inherited from a shell never changes a
+// verdict or a statistic unseen (issue #38).
+constexpr const char* k_env_knobs[] = {
+    "KORCH_REFERENCE_RUNNERS", "KORCH_CANDIDATE_RUNNERS", "KORCH_JUDGE_SHARES_CORE",
+    "KORCH_TIMING_BATCHED_CAP", "KORCH_TIMING_BLOCK_MS", "KORCH_TIMING_CALIBRATIONS",
+    "KORCH_TIMING_BATCH_US", "KORCH_TIMING_SPIN_US", "KORCH_TIMING_HEAP_ONLY",
+    "KORCH_RUNNER_EXEC", "KORCH_EVAL_COMPILE_UNDER_LEASE", "KORCH_EVAL_FRESH_PROCESS",
+    "KORCH_WORKER_GLIBC_TUNABLES", "KORCH_GPU_LOCK_DIR", "KORCH_WORKER"};
+
+json read_env_knobs() {
+  json k = json::object();
+  for (const char* name : k_env_knobs)
+    if (const char* v = std::getenv(name); v && *v) k[name] = v;
+  return k;
+}
+
 void chown_tree_to_root(const fs::path& root) {
   std::error_code ec;
   (void)lchown(root.c_str(), 0, 0);
@@ -173,7 +192,9 @@ class CpuEvaluator final : public Evaluator {
         m_zygote(std::move(z)),
         m_daemon_nondumpable(daemon_nondumpable),
         m_gpu(std::move(gpu)),
-        m_gpu_mode(m_cfg.mode == config::EvalMode::gpu) {
+        m_gpu_mode(m_cfg.mode == config::EvalMode::gpu),
+        m_knobs(read_env_knobs()) {
+    if (!m_knobs.empty()) KLOG_WARN("[eval] evaluator knobs from the environment: {}", m_knobs.dump());
     json v = json::parse(m_zygote->versions_json(), nullptr, false);
     if (!v.is_discarded()) m_versions = v;
     int n = std::max(1, m_cfg.workers);
@@ -181,8 +202,7 @@ class CpuEvaluator final : public Evaluator {
       m_peaks = roofline::find_gpu(m_gpu.value("name", ""));
       plan_gpu_host(gpus);
       n = std::max(n, m_compile_slot_count + 2 * static_cast<int>(gpus.size()));
-      const char* ul = std::getenv("KORCH_EVAL_COMPILE_UNDER_LEASE");
-      m_compile_under_lease = ul && std::string(ul) == "1";
+      m_compile_under_lease = knob("KORCH_EVAL_COMPILE_UNDER_LEASE") == "1";
       GpuPool::Options po;
       po.host_lock_dir = host_gpu_lock_dir();
       m_pool = std::make_unique<GpuPool>(
@@ -326,27 +346,22 @@ class CpuEvaluator final : public Evaluator {
       st.reference_runners = st.candidate_runners =
           req.mode == Mode::submit ? k_gpu_runners_a_side : 1;
     }
-    if (const char* rr = std::getenv("KORCH_REFERENCE_RUNNERS"))
-      st.reference_runners = std::atoi(rr);
-    if (const char* cr = std::getenv("KORCH_CANDIDATE_RUNNERS"))
-      st.candidate_runners = std::atoi(cr);
-    if (const char* jc = std::getenv("KORCH_JUDGE_SHARES_CORE")) st.judge_shares_core = *jc == '1';
-    if (const char* bc = std::getenv("KORCH_TIMING_BATCHED_CAP"))
-      st.timing_batched_cap = *bc == '1';
-    if (const char* bm = std::getenv("KORCH_TIMING_BLOCK_MS")) st.timing_block_ms = std::atof(bm);
-    if (const char* tc = std::getenv("KORCH_TIMING_CALIBRATIONS"))
-      st.timing_calibrations = std::atoi(tc);
-    if (const char* bu = std::getenv("KORCH_TIMING_BATCH_US")) st.timing_batch_us = std::atof(bu);
-    if (const char* su = std::getenv("KORCH_TIMING_SPIN_US")) st.timing_spin_us = std::atof(su);
-    if (const char* ho = std::getenv("KORCH_TIMING_HEAP_ONLY"))
-      st.timing_heap_only = *ho == '1' ? 1 : 0;
+    if (auto v = knob("KORCH_REFERENCE_RUNNERS"); !v.empty()) st.reference_runners = std::atoi(v.c_str());
+    if (auto v = knob("KORCH_CANDIDATE_RUNNERS"); !v.empty()) st.candidate_runners = std::atoi(v.c_str());
+    if (auto v = knob("KORCH_JUDGE_SHARES_CORE"); !v.empty()) st.judge_shares_core = v == "1";
+    if (auto v = knob("KORCH_TIMING_BATCHED_CAP"); !v.empty()) st.timing_batched_cap = v == "1";
+    if (auto v = knob("KORCH_TIMING_BLOCK_MS"); !v.empty()) st.timing_block_ms = std::atof(v.c_str());
+    if (auto v = knob("KORCH_TIMING_CALIBRATIONS"); !v.empty())
+      st.timing_calibrations = std::atoi(v.c_str());
+    if (auto v = knob("KORCH_TIMING_BATCH_US"); !v.empty()) st.timing_batch_us = std::atof(v.c_str());
+    if (auto v = knob("KORCH_TIMING_SPIN_US"); !v.empty()) st.timing_spin_us = std::atof(v.c_str());
+    if (auto v = knob("KORCH_TIMING_HEAP_ONLY"); !v.empty()) st.timing_heap_only = v == "1" ? 1 : 0;
     if (m_gpu_mode) {
       st.l2_bytes = m_gpu.value("l2_bytes", 0);
       st.runner_env = runner_env(req.code);
       // KORCH_RUNNER_EXEC=1 lets every runner exec; by default only a
       // Triton candidate's runners may (see measure()).
-      const char* ex = std::getenv("KORCH_RUNNER_EXEC");
-      st.runner_exec = ex && std::string(ex) == "1";
+      st.runner_exec = knob("KORCH_RUNNER_EXEC") == "1";
     }
     return st;
   }
@@ -438,6 +453,7 @@ class CpuEvaluator final : public Evaluator {
   void finish(Report& r, const std::chrono::steady_clock::time_point t0, json& evidence) const {
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (m_daemon_nondumpable) evidence["daemon_nondumpable"] = true;
+    if (!m_knobs.empty()) evidence["env_knobs"] = m_knobs;
     r.evidence_json = evidence.dump();
     r.reward = reward_for(m_cfg.reward, r);
   }
@@ -1088,6 +1104,8 @@ class CpuEvaluator final : public Evaluator {
   std::mutex m_mu;
   std::condition_variable m_cv;
   bool m_stopping = false;
+  const json m_knobs;  // read_env_knobs(), once
+  std::string knob(const char* name) const { return m_knobs.value(name, ""); }
   std::deque<std::pair<Request, Callback>> m_queue;
   std::vector<std::thread> m_threads;
 };

@@ -3,6 +3,7 @@
 // (pure-torch ones no_kernel: a submission must bring a kernel), hacks must
 // get their `# expect:` verdict, and the evaluator must survive all of them.
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -178,6 +179,31 @@ TEST(CpuEvaluatorCorpus, ReferenceRunnersSlowerThanTheJudgeAreMeasuredAgainThenD
   const auto health = evj["measure"]["timing"]["health"];
   EXPECT_FALSE(health.value("ok", true));
   EXPECT_GT(health.value("reference_over_judge", 0.0), 3.0) << health.dump();
+}
+
+// Knobs from the environment (issue #38) are read once, when the evaluator
+// starts, and every report names the ones set: here one runner a side, still
+// applied after the variables are gone, and recorded in evidence.env_knobs.
+TEST(CpuEvaluatorCorpus, EnvironmentKnobsAreReadOnceAndRecorded) {
+  setenv("KORCH_REFERENCE_RUNNERS", "1", 1);
+  setenv("KORCH_CANDIDATE_RUNNERS", "1", 1);
+  auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
+  unsetenv("KORCH_REFERENCE_RUNNERS");
+  unsetenv("KORCH_CANDIDATE_RUNNERS");
+  ASSERT_TRUE(ev) << ev.error().message;
+  auto task = task_by_stem("1_ReLU_small");
+  ASSERT_TRUE(task) << task.error().message;
+  auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
+  Report r = submit(**ev, make_request(f, *task, Mode::submit)).get();
+  (*ev)->shutdown();
+  ASSERT_EQ(r.status, Verdict::ok) << r.error << r.runtime_detail;
+  const auto evj = nlohmann::json::parse(r.evidence_json, nullptr, false);
+  ASSERT_TRUE(evj.is_object());
+  EXPECT_EQ(evj.value("env_knobs", nlohmann::json::object()),
+            (nlohmann::json{{"KORCH_CANDIDATE_RUNNERS", "1"}, {"KORCH_REFERENCE_RUNNERS", "1"}}));
+  const auto t = evj["measure"].value("timing", nlohmann::json::object());
+  EXPECT_EQ(t.value("reference_runners", 0), 1) << t.dump().substr(0, 400);
+  EXPECT_EQ(t.value("candidate_runners", 0), 1) << t.dump().substr(0, 400);
 }
 
 // Lone calls (a model over timing_batch_us): each block of calls opens with
