@@ -1,7 +1,6 @@
 // The compile cache and the worker processes: identical code is never
-// compiled twice, concurrent compiles of one key do not race, forking from the
-// warm zygote is much cheaper than a fresh process, and a killed daemon's
-// zygote is reaped.
+// compiled twice, concurrent compiles of one key do not race, and a killed
+// daemon's zygote is reaped.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,13 +39,12 @@ TEST(CompileCache, SecondCompileOfIdenticalCodeIsAHitWithNoCompiler) {
   ASSERT_TRUE(task);
   Report first = submit(**ev, make_request(f, *task, Mode::check)).get();  // may compile
   ASSERT_EQ(first.status, Verdict::ok) << first.error << first.compile_log;
-  const auto t0 = std::chrono::steady_clock::now();
   Report second = submit(**ev, make_request(f, *task, Mode::check)).get();
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(second.status, Verdict::ok) << second.error;
-  EXPECT_EQ(misses(second), 0) << second.evidence_json;  // no compile job was spawned
+  // No compile job was spawned (what a hit saves is timed by
+  // tools/bench/bench_eval, not here: a wall-clock bound fails on a loaded machine).
+  EXPECT_EQ(misses(second), 0) << second.evidence_json;
   EXPECT_GE(hits(second), 1);
-  EXPECT_LT(s, 15.0) << "a cache hit must not take a compile's time";
 }
 
 TEST(CompileCache, ConcurrentCompilesOfOneKeyDoNotRace) {
@@ -83,39 +81,9 @@ TEST(CompileCache, ConcurrentCompilesOfOneKeyDoNotRace) {
   EXPECT_EQ(cand_misses(ra) + cand_misses(rb), 1) << ra.evidence_json << "\n" << rb.evidence_json;
 }
 
-double median_wall(Evaluator& ev, const CorpusFile& f, const config::Task& task, int n) {
-  std::vector<double> w;
-  for (int i = 0; i < n; ++i) {
-    Report r = submit(ev, make_request(f, task, Mode::check)).get();
-    EXPECT_EQ(r.status, Verdict::ok) << r.error;
-    w.push_back(r.wall_s);
-  }
-  std::sort(w.begin(), w.end());
-  return w[w.size() / 2];
-}
-
-TEST(Zygote, ForkIsCheaperThanAFreshProcess) {
-  auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
-  auto task = task_by_stem("1_ReLU_small");
-  ASSERT_TRUE(task);
-  double warm = 0, fresh = 0;
-  {
-    auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
-    ASSERT_TRUE(ev) << ev.error().message;
-    median_wall(**ev, f, *task, 1);  // compile if needed
-    warm = median_wall(**ev, f, *task, 3);
-  }
-  {
-    setenv("KORCH_EVAL_FRESH_PROCESS", "1", 1);
-    auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
-    unsetenv("KORCH_EVAL_FRESH_PROCESS");
-    ASSERT_TRUE(ev) << ev.error().message;
-    fresh = median_wall(**ev, f, *task, 3);
-  }
-  std::printf("check-mode evaluation (3 jobs): zygote fork %.3f s, fresh processes %.3f s\n", warm,
-              fresh);
-  EXPECT_LT(warm, fresh);
-}
+// The zygote's saving over a fresh process per job is a benchmark, not a
+// test: `korch-bench-eval --fresh` (tools/bench/README.md) and
+// `scripts/gpu/suite.sh overhead` time both side by side.
 
 std::uint64_t start_time(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");

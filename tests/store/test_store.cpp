@@ -1252,7 +1252,9 @@ TEST_F(StoreTest, LoadUnfinishedOfManyEpisodesIsFast) {
     EXPECT_EQ(s.turns[2].turn, 3);
     EXPECT_EQ(s.messages[0].seq, 2);
   }
-  EXPECT_LT(elapsed, 2.0);
+  // A bound a loaded 2-core machine meets that still catches a load that
+  // grows quadratically; tools/bench/bench_store times it.
+  EXPECT_LT(elapsed, 30.0);
 }
 
 // --- internals -------------------------------------------------------------------
