@@ -150,13 +150,29 @@ TEST_F(CampaignRunnerTest, RunningAgainRepeatsNothing) {
 TEST_F(CampaignRunnerTest, SpendCapStopsNewWork) {
   m_cfg.models[0].price_prompt_per_mtok =
       1e6;  // $1 per prompt token: the first reply passes the cap
+  // The same campaign uncapped (its own database): how much work it does.
+  const std::string capped_db = m_cfg.db_path;
+  m_cfg.db_path = m_dir.file("uncapped.db").string();
+  auto uncapped = run_once();
+  ASSERT_EQ(uncapped.status, RunStatus::completed);
+  m_cfg.db_path = capped_db;
   m_cfg.spend_cap_usd = 0.01;
   auto r = run_once();
   EXPECT_NE(r.status, RunStatus::stopped);
   EXPECT_GE(r.progress.cost_usd, m_cfg.spend_cap_usd);
-  // Episodes already in flight may finish, but no episode runs all its turns
-  // on a spent budget: strictly fewer turns than an uncapped run.
-  EXPECT_LT(r.progress.turns, 4 * m_cfg.max_turns);
+  // Episodes already in flight may finish, but the cap ends the rest:
+  // strictly fewer turns than the uncapped run, and episodes whose final
+  // reason is the cap.
+  EXPECT_LT(r.progress.turns, uncapped.progress.turns);
+  store::Options so;
+  so.path = capped_db;
+  auto st = store::Store::open(so);
+  ASSERT_TRUE(st) << st.error().message;
+  auto finals = (*st)->list_finals(ids::campaign_id(m_cfg.name));
+  ASSERT_TRUE(finals) << finals.error().message;
+  int capped = 0;
+  for (const auto& f : *finals) capped += f.reason == store::EndReason::spend_cap;
+  EXPECT_GE(capped, 1) << "no episode ended for the spend cap";
 }
 
 }  // namespace
