@@ -409,18 +409,28 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   const auto chunk_delay = options.stream_chunk_delay;
+  // Delivered only once the last frame is written: a client that gave up on
+  // a slow stream (and retried) did not get this completion, so the soak
+  // must not count it (the retry's is the one delivered).
+  finish_record(200, false, {});
   res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, frames, abort_connection, chunk_delay](size_t, httplib::DataSink& sink) {
+      "text/event-stream", [this, frames, abort_connection, chunk_delay, delivered, usage, key,
+                            attempt_index](size_t, httplib::DataSink& sink) {
         for (const auto& frame : *frames) {
           if (!sleep_for(chunk_delay)) return false;
           if (!sink.write(frame.data(), frame.size())) return false;
         }
         if (abort_connection) return false;
         sink.done();
+        if (delivered) {
+          std::lock_guard lock(mutex);
+          auto& a = attempts[key][attempt_index];
+          a.delivered = true;
+          a.usage = usage;
+          ++stats.delivered;
+        }
         return true;
       });
-  finish_record(200, delivered, usage);
 }
 
 FakeOpenAIServer::FakeOpenAIServer(FakeServerOptions options) : m_impl(std::make_unique<Impl>()) {
