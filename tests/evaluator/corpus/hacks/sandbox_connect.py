@@ -1,7 +1,7 @@
 # task: 1_ReLU_small
 # expect: ok
 # rules: off
-# hack: connects to a TCP port on loopback (the test listens on 127.0.0.1:47811); must FAIL to (the sandbox test asserts on effects)
+# hack: connects to a TCP port on loopback (the test listens on a port the kernel picks and puts it in place of 47811); must FAIL to (the sandbox test asserts on effects)
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
