@@ -139,6 +139,42 @@ class CountTest(unittest.TestCase):
         self.assertLessEqual(counted, matmul_flops + 2 * b * h * l * l)  # scale/mask extras
 
 
+class AttentionFormulaTest(unittest.TestCase):
+    """The attention count on plain tensors (this torch may lack SDPA, and
+    the dispatch test above then skips): 2 * batch * (query, key) pairs *
+    (E + Ev), the pairs of a causal mask counted by hand."""
+
+    def qkv(self, b, h, l, s, e, ev):
+        return torch.empty(b, h, l, e), torch.empty(b, h, s, e), torch.empty(b, h, s, ev)
+
+    def test_full_attention(self):
+        q, k, v = self.qkv(2, 3, 16, 24, 8, 4)
+        f = korch_flops._attention_flops("scaled_dot_product_attention", (q, k, v), {})
+        self.assertEqual(f, 2 * (2 * 3) * (16 * 24) * (8 + 4))
+
+    def test_causal_by_keyword_and_by_position(self):
+        q, k, v = self.qkv(1, 2, 4, 4, 8, 8)
+        pairs = 1 + 2 + 3 + 4  # row i sees i + 1 keys
+        want = 2 * 2 * pairs * 16
+        self.assertEqual(korch_flops._attention_flops(
+            "scaled_dot_product_attention", (q, k, v), {"is_causal": True}), want)
+        # (q, k, v, attn_mask, dropout_p, is_causal)
+        self.assertEqual(korch_flops._attention_flops(
+            "scaled_dot_product_attention", (q, k, v, None, 0.0, True), {}), want)
+        # flash: (q, k, v, dropout_p, is_causal)
+        self.assertEqual(korch_flops._attention_flops(
+            "_scaled_dot_product_flash_attention", (q, k, v, 0.0, True), {}), want)
+        # efficient: (q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal)
+        self.assertEqual(korch_flops._attention_flops(
+            "_scaled_dot_product_efficient_attention", (q, k, v, None, False, 0.0, True), {}), want)
+
+    def test_causal_with_more_queries_than_keys(self):
+        q, k, v = self.qkv(1, 1, 6, 3, 2, 2)
+        pairs = 1 + 2 + 3 + 3 + 3 + 3  # rows past S see all S keys
+        self.assertEqual(korch_flops._attention_flops(
+            "scaled_dot_product_attention", (q, k, v), {"is_causal": True}), 2 * pairs * 4)
+
+
 @unittest.skipUnless((_KERNELBENCH / "level1").is_dir(), "KernelBench copy absent")
 class KernelBenchCliTest(unittest.TestCase):
     def _run(self, name, *flags):
