@@ -8,7 +8,8 @@
 #   scripts/gpu/suite.sh bench [N]   equal-work speedups on three sizes; zygote vs fresh process
 #   scripts/gpu/suite.sh equalwork [N] [TASK...]  N evaluations of each equal-work candidate, ~4 us to ~50 ms
 #                                    a call; every report's JSON (raw samples) in $OUT/equalwork_<task>.jsonl
-#   scripts/gpu/suite.sh ctest       the CTest suite (GPU tests included)
+#   scripts/gpu/suite.sh ctest [ARGS]  the CTest suite (GPU tests included); `ctest -L gpu`: the GPU
+#                                    evaluator tests and both KernelBench GPU corpora (ctest_gpu.sh)
 #   scripts/gpu/suite.sh smoke       a few small candidates in cpu and gpu mode
 #   scripts/gpu/suite.sh public      public KernelBench solutions (.pubsol, carried): independent harness,
 #                                    korch run, comparison (scripts/gpu/public_solutions.py)
