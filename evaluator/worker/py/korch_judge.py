@@ -94,8 +94,11 @@ CONTEXT_ALLOWANCE = 1 << 30
 # Held by processes outside the evaluation at its start, from this much on a
 # failed allocation is charged to them, not to the candidate (issue #32).
 FOREIGN_MEMORY_MIN = 1 << 30
-# A CUDA initialisation that fails because of the device's state, not the code.
-DEVICE_UNAVAILABLE = ("busy or unavailable", "cudaErrorDevicesUnavailable", "all CUDA-capable devices are busy")
+# A runner's CUDA initialisation that failed before any candidate code ran
+# (korch_runner.runner_main sends this prefix): the device's state, not the
+# code. Matched only with the prefix, so a candidate cannot raise its way
+# into a retry.
+RUNNER_INIT_FAILED = "CUDA initialisation failed before any candidate code ran"
 
 
 _INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -221,22 +224,25 @@ class Judge:
         self.evidence["gpu_used_at_start_mb"] = used >> 20
         self.evidence["gpu_total_mb"] = total >> 20
 
-    def infrastructure(self, text):
+    def infrastructure(self, text, setup=False):
         """Why a failure in this evaluation is the host's, not the code's
         (None when it is the code's): a failed GPU allocation while other
-        processes held memory, or a device that refused a CUDA context."""
+        processes held memory, or (in a runner's setup reply) a CUDA context
+        that could not be opened. The second is a runner's word, taken only
+        where it speaks before any candidate code (worth no reward either
+        way: the evaluation only runs again)."""
         if self.dev == "cpu":
             return None
         t = str(text)
-        if any(m in t for m in DEVICE_UNAVAILABLE):
-            return "the GPU refused a CUDA context (busy or unavailable)"
+        if setup and t.startswith(RUNNER_INIT_FAILED):
+            return "a runner could not open a CUDA context (%s)" % t[len(RUNNER_INIT_FAILED):][:200].strip(": ")
         if "out of memory" in t.lower() and self.foreign_bytes >= FOREIGN_MEMORY_MIN:
             return ("a GPU allocation failed while processes outside this evaluation held "
                     "%.1f GiB of the GPU" % (self.foreign_bytes / 2**30))
         return None
 
-    def raise_if_infrastructure(self, text):
-        why = self.infrastructure(text)
+    def raise_if_infrastructure(self, text, setup=False):
+        why = self.infrastructure(text, setup)
         if why:
             raise Verdict("worker_crash", "infrastructure: " + why, infrastructure=why,
                           traceback=str(text)[-4000:])
@@ -812,7 +818,7 @@ class Judge:
     def _setup_reply(self, runner):
         reply, _ = runner.recv()
         if not reply.get("ok"):
-            self.raise_if_infrastructure(reply.get("error", ""))
+            self.raise_if_infrastructure(reply.get("error", ""), setup=True)
             if runner.name == "reference":
                 raise Verdict("worker_crash", "the reference runner could not build Model",
                               traceback=str(reply.get("error", ""))[-4000:])

@@ -483,6 +483,7 @@ def runner_main(ctx_json):
             torch.cuda.init()
             torch.empty(1, device="cuda")
         except Exception as ex:  # noqa: BLE001
+            # The judge matches this prefix (korch_judge.RUNNER_INIT_FAILED).
             init_error = "CUDA initialisation failed before any candidate code ran: %s" % ex
     spin_ns = 0
     while True:
