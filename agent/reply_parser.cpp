@@ -60,6 +60,44 @@ bool defines_model_new(std::string_view code) {
 
 const char* to_string(Action a) { return a == Action::submit ? "submit" : "check"; }
 
+namespace {
+
+// A python block that never closes on a line of its own, but whose code line
+// ends in the fence (`    return out````, as published replies have it):
+// the reply with that fence moved to a line of its own, or "" when there is
+// no such line.
+std::string with_glued_fence_split(std::string_view reply) {
+  bool in_block = false, python = false;
+  std::size_t glued = std::string_view::npos;  // offset of the glued fence
+  std::size_t pos = 0;
+  for (auto line : split_lines(reply)) {
+    const std::size_t at = pos;
+    pos += line.size() + 1;
+    if (!in_block) {
+      if (is_fence(line)) {
+        in_block = true;
+        python = is_python_fence(line);
+        glued = std::string_view::npos;
+      }
+      continue;
+    }
+    const auto t = trim(line);
+    if (t == "```") {
+      in_block = false;
+      continue;
+    }
+    if (python && glued == std::string_view::npos && t.size() > 3 && t.ends_with("```"))
+      glued = at + line.rfind("```");
+  }
+  if (!in_block || !python || glued == std::string_view::npos) return "";
+  std::string out(reply.substr(0, glued));
+  out += "\n```";
+  out += reply.substr(glued + 3);
+  return out;
+}
+
+}  // namespace
+
 ParsedReply parse_reply(std::string_view reply) {
   ParsedReply out;
   auto lines = split_lines(reply);
@@ -102,7 +140,13 @@ ParsedReply parse_reply(std::string_view reply) {
       current.push_back('\n');
     }
   }
-  if (in_block && block_is_python) out.unterminated_block = true;
+  if (in_block && block_is_python) {
+    // Only where the block would otherwise be lost: a fence glued to the
+    // end of a code line closes it.
+    if (const std::string fixed = with_glued_fence_split(reply); !fixed.empty())
+      return parse_reply(fixed);
+    out.unterminated_block = true;
+  }
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
     if (defines_model_new(*it)) {
       out.code = *it;

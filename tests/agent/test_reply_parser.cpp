@@ -47,6 +47,24 @@ TEST(ReplyParser, UnterminatedBlockIsNotCode) {
   EXPECT_TRUE(r.unterminated_block);
 }
 
+// Published replies sometimes end the code with the fence on its last line
+// (`return x```` and then the ACTION line). The block is not lost: the fence
+// closes it, and the ACTION after it counts. A block closed on a line of its
+// own keeps a ``` inside a string as code.
+TEST(ReplyParser, FenceGluedToTheLastCodeLineClosesTheBlock) {
+  auto r = parse_reply(
+      "Here.\n\n```python\nclass ModelNew:\n    def forward(self, x):\n        return x```\n\n"
+      "ACTION: SUBMIT\n");
+  EXPECT_TRUE(r.has_code);
+  EXPECT_FALSE(r.unterminated_block);
+  EXPECT_EQ(r.code, "class ModelNew:\n    def forward(self, x):\n        return x\n");
+  EXPECT_EQ(r.action, Action::submit);
+  EXPECT_TRUE(r.explicit_action);
+  auto kept = parse_reply("```python\nclass ModelNew:\n    s = \"x```\"\n    t = 'y```'\n```\n");
+  EXPECT_TRUE(kept.has_code);
+  EXPECT_EQ(kept.code, "class ModelNew:\n    s = \"x```\"\n    t = 'y```'\n");
+}
+
 TEST(ReplyParser, CrlfLineEndings) {
   auto r = parse_reply("```python\r\nclass ModelNew:\r\n    pass\r\n```\r\nACTION: SUBMIT\r\n");
   ASSERT_TRUE(r.has_code);
