@@ -945,6 +945,16 @@ def _check_class_base(ctx):
                 continue  # nn.Sequential, nn.ModuleList, ...
             if leaf in TENSOR_BASE_LEAVES:
                 continue  # reported by tensor_subclass
+            root = b
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if q is None and isinstance(root, ast.Name) and root.id not in ctx.bindings:
+                # `class ModelNew(nn.Module)` in a file that never imports nn
+                # (a published solution did): say what is wrong.
+                hint = " (import torch.nn as nn)" if root.id == "nn" else ""
+                yield n.lineno, (f"class {n.name}({_segment(ctx, b) or '?'}): `{root.id}` is never "
+                                 f"imported or defined in this file{hint}")
+                continue
             yield n.lineno, f"class {n.name}({_segment(ctx, b) or '?'})"
 
 

@@ -553,6 +553,14 @@ class HeldOutStyleTest(RuleAsserts):
     rules once refused (42 public ModelNew files linted, stop 30; 11 false
     rejections in 5 files), each next to the threat its rule still stops."""
 
+    def test_base_class_never_imported_is_named(self):
+        # A published level-2 solution defines ModelNew(nn.Module) without
+        # importing nn: still a violation, and the message says why.
+        v = kr.check("import torch\nclass ModelNew(nn.Module):\n    pass\n")["violations"]
+        self.assertEqual([x["rule"] for x in v], ["class_base"])
+        self.assertIn("`nn` is never imported or defined in this file (import torch.nn as nn)",
+                      v[0]["message"])
+
     def test_pybind_argument_casters(self):
         # A published conv2d (Kernel-Coder, level 1 task 80) takes
         # std::tuple<int, int> stride: pybind11's tuple caster imports
