@@ -16,6 +16,15 @@
 
 namespace korch::cli {
 
+std::string serve_help() {
+  std::string out =
+      "\nThe token comes from KORCH_API_TOKEN or the first line of --token-file; beyond\n"
+      "loopback it is required and must have at least 16 characters.\n\nSettings "
+      "(defaults < --config FILE < flags):\n";
+  for (auto& k : daemon::serve_keys()) out += fmt::format("  {:<30} {}\n", k.flag, k.doc);
+  return out;
+}
+
 int cmd_serve(int argc, char** argv) {
   static const std::vector<std::string> k_switches = {"--print-routes", "--print-keys", "--help"};
   std::string error;
