@@ -221,17 +221,37 @@ Result<ServeConfig> load_serve_config(const std::string& file,
   return cfg;
 }
 
-Result<std::string> load_token(const ServeConfig& cfg) {
-  if (const char* t = std::getenv("KORCH_API_TOKEN"); t && *t) return std::string(t);
-  if (cfg.token_file.empty()) return std::string();
+Result<Token> load_token(const ServeConfig& cfg) {
+  if (const char* t = std::getenv("KORCH_API_TOKEN"); t && *t)
+    return Token{std::string(t), "KORCH_API_TOKEN"};
+  if (cfg.token_file.empty()) return Token{};
   std::ifstream in(cfg.token_file);
   if (!in) return fail(ErrorKind::invalid, cfg.token_file + ": cannot read the token file");
   std::string line;
   std::getline(in, line);
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-  if (line.size() < 16)
-    return fail(ErrorKind::invalid, cfg.token_file + ": the token must be at least 16 characters");
-  return line;
+  if (line.empty())
+    return fail(ErrorKind::invalid, cfg.token_file + ": the token file's first line is empty");
+  return Token{line, cfg.token_file};
+}
+
+Result<void> check_token(const ServeConfig& cfg, const Token& token) {
+  std::string beyond;
+  if (!is_loopback_host(cfg.api_address.host)) beyond = cfg.listen;
+  if (beyond.empty() && cfg.env_address && !is_loopback_host(cfg.env_address->host))
+    beyond = cfg.env_listen;
+  if (beyond.empty()) return {};
+  if (token.value.empty()) {
+    return fail(ErrorKind::invalid, "refusing to listen on " + beyond +
+                                        " without a token: set KORCH_API_TOKEN or --token-file");
+  }
+  if (token.value.size() < k_min_token_chars) {
+    return fail(ErrorKind::invalid,
+                "refusing to listen on " + beyond + ": the token from " + token.source + " has " +
+                    std::to_string(token.value.size()) + " characters; beyond loopback it needs " +
+                    std::to_string(k_min_token_chars) + " or more");
+  }
+  return {};
 }
 
 Result<HostPort> split_host_port(const std::string& address) {

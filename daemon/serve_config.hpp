@@ -64,8 +64,24 @@ const std::vector<ServeKey>& serve_keys();
 Result<ServeConfig> load_serve_config(const std::string& file,
                                       const std::multimap<std::string, std::string>& flags);
 
-// The token: KORCH_API_TOKEN, else the first line of token_file. "" = none.
-Result<std::string> load_token(const ServeConfig& cfg);
+// The bearer token and where it came from ("KORCH_API_TOKEN" or the file's
+// path, for messages; never the value).
+struct Token {
+  std::string value;  // "" = none
+  std::string source;
+};
+
+// The shortest token a daemon listening beyond loopback accepts.
+inline constexpr std::size_t k_min_token_chars = 16;
+
+// The token: KORCH_API_TOKEN, else the first line of token_file (an empty
+// first line is an error). No token at all is Token{}.
+Result<Token> load_token(const ServeConfig& cfg);
+
+// One rule, wherever the token came from: a daemon with a listener beyond
+// loopback (API or OpenEnv) needs a token of at least k_min_token_chars; on
+// loopback any token, or none, will do.
+Result<void> check_token(const ServeConfig& cfg, const Token& token);
 
 // "127.0.0.1:8765" -> host, port. Fails on a bad address.
 Result<HostPort> split_host_port(const std::string& address);

@@ -112,6 +112,141 @@ TEST(ServeApi, RefusesANonLoopbackAddressWithoutAToken) {
   EXPECT_FALSE(std::filesystem::exists(d + "/x.db"));
 }
 
+// One token rule wherever the token comes from (issue 34): beyond loopback
+// at least 16 characters, from KORCH_API_TOKEN as from --token-file; on
+// loopback a short token is the user's business.
+TEST(ServeApi, OneTokenRuleWhereverTheTokenComesFrom) {
+  TempDir dir;
+  auto d = dir.path().string();
+  write_text(d + "/short.token", "abc\n");
+  write_text(d + "/long.token", std::string(k_token) + "\n");
+  struct Case {
+    std::vector<std::string> flags;
+    std::map<std::string, std::string> env;
+    bool starts;
+  };
+  const std::vector<Case> cases = {
+      {{"--listen", "0.0.0.0:0"}, {{"KORCH_API_TOKEN", "abc"}}, false},
+      {{"--listen", "0.0.0.0:0", "--token-file", d + "/short.token"}, {{"KORCH_API_TOKEN", ""}},
+       false},
+      {{"--env-listen", "0.0.0.0:0"}, {{"KORCH_API_TOKEN", "abc"}}, false},
+      {{"--listen", "127.0.0.1:0", "--token-file", d + "/short.token"}, {{"KORCH_API_TOKEN", ""}},
+       true},
+      {{"--listen", "127.0.0.1:0"}, {{"KORCH_API_TOKEN", "abc"}}, true},
+      {{"--listen", "0.0.0.0:0", "--token-file", d + "/long.token"}, {{"KORCH_API_TOKEN", ""}},
+       true},
+      {{"--listen", "0.0.0.0:0"}, {{"KORCH_API_TOKEN", k_token}}, true},
+  };
+  int i = 0;
+  for (auto& c : cases) {
+    auto db = d + "/t" + std::to_string(i++) + ".db";
+    std::vector<std::string> argv = {KORCH_BIN, "serve", "--db", db};
+    argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+    if (std::find(c.flags.begin(), c.flags.end(), "--listen") == c.flags.end()) {
+      argv.insert(argv.end(), {"--listen", "127.0.0.1:0"});
+    }
+    std::string what;
+    for (auto& a : argv) what += a + " ";
+    auto out = db + ".out", err = db + ".err";
+    auto p = Process::start(argv, out, err, c.env);
+    bool listening = wait_until(
+        p, [&] { return slurp(out).find("LISTEN api ") != std::string::npos; },
+        std::chrono::seconds(30));
+    if (c.starts) {
+      EXPECT_TRUE(listening) << what << slurp(err);
+      p.signal(SIGTERM);
+      EXPECT_EQ(p.wait(), 0) << what << slurp(err);
+    } else {
+      EXPECT_FALSE(listening) << what;
+      EXPECT_EQ(p.wait(), 2) << what << slurp(err);
+      EXPECT_NE(slurp(err).find("16"), std::string::npos) << what << slurp(err);
+      EXPECT_FALSE(std::filesystem::exists(db)) << what;
+    }
+  }
+}
+
+// curl's habits (issue 34): `curl -X POST URL` sends no body and no
+// Content-Length, `curl --data-binary @big.toml` sends curl's default
+// Content-Type (application/x-www-form-urlencoded); both are answered at
+// once by the documented rules, and every request, rejected or not, is
+// counted in korch_http_requests_total by route and status.
+TEST(ServeApi, CurlHabitsBodiesAndCounting) {
+  TempDir dir;
+  auto d = dir.path().string();
+  FakeLlmProcess llm;
+  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "300"}));
+  ServeProcess serve;
+  ASSERT_TRUE(serve.start(d, d + "/k.db", {"--max-body-bytes", "65536"},
+                          {{"KORCH_API_TOKEN", k_token}}))
+      << serve.err();
+  const std::string auth = std::string("Authorization: Bearer ") + k_token + "\r\n";
+  auto post = [&](const std::string& path, const std::string& headers, const std::string& body) {
+    return raw_http(serve.port(), "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + auth +
+                                      "Connection: close\r\n" + headers + "\r\n" + body);
+  };
+  // A campaign TOML of ~12 KB with curl's default Content-Type: accepted (was 413 past 8 KB).
+  auto toml = campaign_toml("curl", llm.base_url(), 2, 3, 0.5);
+  toml += "# " + std::string(12000, 'x') + "\n";
+  auto r = post("/api/campaigns",
+                "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: " +
+                    std::to_string(toml.size()) + "\r\n",
+                toml);
+  ASSERT_EQ(r.status, 201) << r.head << r.body;
+  auto id = nlohmann::json::parse(r.body)["id"].get<std::string>();
+  // POST without a body or a Content-Length: answered at once (was 10 s, then 400).
+  r = post("/api/campaigns/" + id + "/pause", "", "");
+  EXPECT_LT(r.seconds, 3.0);
+  EXPECT_TRUE(r.status == 200 || r.status == 409) << r.head << r.body;
+  EXPECT_TRUE(nlohmann::json::parse(r.body, nullptr, false).is_object()) << r.body;
+  r = post("/api/campaigns/no-such/resume", "", "");
+  EXPECT_LT(r.seconds, 3.0);
+  EXPECT_EQ(r.status, 404) << r.head << r.body;
+  // Over max_body_bytes: 413 with a JSON error, by Content-Length and chunked.
+  std::string big(70000, 'y');
+  r = post("/api/campaigns", "Content-Length: " + std::to_string(big.size()) + "\r\n", big);
+  EXPECT_EQ(r.status, 413) << r.head;
+  EXPECT_NE(r.body.find("max_body_bytes"), std::string::npos) << r.body;
+  std::string chunked;
+  for (int i = 0; i < 5; ++i) chunked += "4e20\r\n" + std::string(20000, 'z') + "\r\n";
+  chunked += "0\r\n\r\n";
+  r = post("/api/campaigns", "Transfer-Encoding: chunked\r\n", chunked);
+  EXPECT_EQ(r.status, 413) << r.head;
+  // No route, wrong method, wrong token: each answered and counted.
+  EXPECT_EQ(raw_http(serve.port(), "GET /api/nothing HTTP/1.1\r\nHost: x\r\n" + auth +
+                                        "Connection: close\r\n\r\n")
+                .status,
+            404);
+  EXPECT_EQ(raw_http(serve.port(),
+                     "DELETE /api/campaigns HTTP/1.1\r\nHost: x\r\n" + auth +
+                         "Connection: close\r\n\r\n")
+                .status,
+            405);
+  EXPECT_EQ(raw_http(serve.port(), "POST /api/campaigns/" + id +
+                                        "/resume HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                                        "wrong\r\nConnection: close\r\n\r\n")
+                .status,
+            401);
+  EXPECT_EQ(raw_http(serve.port(), "NONSENSE\r\n\r\n").status, 400);
+  auto cli = serve.client(k_token);
+  auto m = cli.Get("/metrics");
+  ASSERT_TRUE(m);
+  auto count = [&](const std::string& route, int status) {
+    return metric_value(m->body, "korch_http_requests_total{route=\"" + route + "\",status=\"" +
+                                     std::to_string(status) + "\"}");
+  };
+  EXPECT_EQ(count("/api/campaigns", 201), 1) << m->body;
+  EXPECT_EQ(count("/api/campaigns", 413), 2) << m->body;
+  EXPECT_EQ(count("/api/campaigns/{id}/resume", 404), 1) << m->body;
+  EXPECT_EQ(count("/api/campaigns/{id}/resume", 401), 1) << m->body;
+  EXPECT_EQ(count("unmatched", 404), 1) << m->body;
+  EXPECT_EQ(count("unmatched", 405), 1) << m->body;
+  EXPECT_EQ(count("unmatched", 400), 1) << m->body;
+  EXPECT_EQ(count("/api/campaigns/{id}/pause", 200) + count("/api/campaigns/{id}/pause", 409), 1)
+      << m->body;
+  serve.process().signal(SIGTERM);
+  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+}
+
 TEST(ServeApi, EveryRouteAndBadInput) {
   TempDir dir;
   auto d = dir.path().string();
