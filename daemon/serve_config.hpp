@@ -42,7 +42,14 @@ struct ServeConfig {
   // OpenEnv endpoint
   int env_max_sessions = 16;
   double env_idle_timeout_s = 600;
-  std::string env_tasks_dir;               // KernelBench folder that task ids (level/number) name
+  std::string env_tasks_dir;  // KernelBench folder that task ids (level/number) name
+  // The pool a reset without a task picks from: env_tasks_dir's tasks of
+  // these levels and ids, in order (one after another, across sessions) or
+  // drawn at random from env_seed.
+  std::vector<int> env_levels = {1};
+  std::string env_ids;                     // "1-10,15"; "" = all
+  std::string env_order = "sequential";    // sequential | random
+  std::uint64_t env_seed = 0;              // random order: the draws' seed
   int env_max_turns = 10;                  // steps per episode; the last one ends it
   config::EvaluatorConfig evaluator;       // one-off evaluations and environment steps
   std::string env_name = "korch-openenv";  // campaign name that holds environment episodes
