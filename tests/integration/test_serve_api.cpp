@@ -553,3 +553,62 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
 
 }  // namespace
 }  // namespace korch::testing
+
+namespace korch::testing {
+namespace {
+
+// Issue 34: after a kill -9 and a restart, a campaign's counters are the
+// store's (turns, tokens, finals), and elapsed_s is the time driven over
+// every run, not only since the restart.
+TEST(ServeKill, CountersAfterARestartReadFromTheStore) {
+  TempDir dir;
+  auto d = dir.path().string();
+  FakeLlmProcess llm;
+  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "40"}));
+  auto db = d + "/serve.db";
+  std::string id;
+  double before_kill = 0;
+  {
+    ServeProcess serve;
+    ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+    auto cli = serve.client(k_token);
+    auto r = cli.Post("/api/campaigns", campaign_toml("counted", llm.base_url(), 2, 4, 1.5),
+                      "application/toml");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 201) << r->body;
+    id = body_json(r)["id"];
+    ASSERT_TRUE(wait_until(serve.process(), [&] {
+      auto j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
+      before_kill = j["progress"].value("elapsed_s", 0.0);
+      return before_kill >= 4.0;
+    })) << serve.err();
+    serve.process().signal(SIGKILL);
+    ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+  }
+  ServeProcess serve;
+  ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  auto cli = serve.client(k_token);
+  auto j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
+  // The driven time is kept every 2 s: a kill loses at most that much.
+  EXPECT_GE(j["progress"]["elapsed_s"].get<double>(), before_kill - 2.5) << j;
+  ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+  j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
+  auto& p = j["progress"];
+  const std::string of_campaign = "episode_id IN (SELECT id FROM episodes WHERE campaign_id = '" +
+                                  id + "')";
+  EXPECT_EQ(std::to_string(p["turns"].get<long>()),
+            query(db, "SELECT COUNT(*) FROM turns WHERE " + of_campaign)[0][0])
+      << j;
+  EXPECT_EQ(std::to_string(p["final"].get<long>()),
+            query(db, "SELECT COUNT(*) FROM finals WHERE " + of_campaign)[0][0])
+      << j;
+  EXPECT_EQ(p["final"], p["episodes"]) << j;
+  EXPECT_EQ(p["correct"].get<long>() + p["failed"].get<long>(), p["final"].get<long>()) << j;
+  EXPECT_EQ(p["turns"], j["counts"]["turns"]) << j;
+  EXPECT_GE(p["elapsed_s"].get<double>(), before_kill - 2.5) << j;
+  serve.process().signal(SIGTERM);
+  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+}
+
+}  // namespace
+}  // namespace korch::testing
