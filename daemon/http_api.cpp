@@ -70,6 +70,38 @@ class BoundedPool final : public httplib::TaskQueue {
   bool m_shutdown = false;
 };
 
+// An ostream's buffer that hands the response's chunks to httplib's sink,
+// k_chunk bytes at a time (httplib 0.11's DataSink::os has no overflow():
+// a single character written to it fails the stream).
+class SinkBuf final : public std::streambuf {
+ public:
+  explicit SinkBuf(httplib::DataSink& sink) : m_sink(sink), m_buf(k_chunk) {
+    setp(m_buf.data(), m_buf.data() + m_buf.size());
+  }
+  ~SinkBuf() override = default;
+
+ protected:
+  int overflow(int ch) override {
+    if (!flush()) return traits_type::eof();
+    if (ch != traits_type::eof()) {
+      *pptr() = static_cast<char>(ch);
+      pbump(1);
+    }
+    return ch == traits_type::eof() ? 0 : ch;
+  }
+  int sync() override { return flush() ? 0 : -1; }
+
+ private:
+  bool flush() {
+    auto n = static_cast<std::size_t>(pptr() - pbase());
+    setp(m_buf.data(), m_buf.data() + m_buf.size());
+    return n == 0 || m_sink.write(m_buf.data(), n);
+  }
+  static constexpr std::size_t k_chunk = 64 * 1024;
+  httplib::DataSink& m_sink;
+  std::vector<char> m_buf;
+};
+
 bool constant_time_equal(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
   unsigned char d = 0;
@@ -361,7 +393,10 @@ struct HttpApi::Impl {
     res.set_chunked_content_provider(
         csv ? "text/csv; charset=utf-8" : "application/x-ndjson",
         [this, id = *id, f = *format](std::size_t, httplib::DataSink& sink) {
-          auto r = reports::write_export(daemon.store(), id, f, sink.os);
+          SinkBuf buf(sink);
+          std::ostream out(&buf);
+          auto r = reports::write_export(daemon.store(), id, f, out);
+          if (r && !out.flush()) r = fail("the client went away");
           if (!r) {
             KLOG_ERROR("serve: export of {}: {}", id, r.error().message);
             return false;  // the connection is closed: a truncated export never looks whole

@@ -612,3 +612,53 @@ TEST(ServeKill, CountersAfterARestartReadFromTheStore) {
 
 }  // namespace
 }  // namespace korch::testing
+
+namespace korch::testing {
+namespace {
+
+// Issue 34: GET /api/campaigns/{id}/export?format=jsonl|csv streams what
+// `korch export` writes for the same database (chunked: never one body in
+// the daemon's memory).
+TEST(ServeApi, ExportStreamsWhatKorchExportWrites) {
+  TempDir dir;
+  auto d = dir.path().string();
+  FakeLlmProcess llm;
+  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "10"}));
+  auto db = d + "/e.db";
+  ServeProcess serve;
+  ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  auto cli = serve.client(k_token);
+  auto r = cli.Post("/api/campaigns", campaign_toml("exported", llm.base_url(), 2, 2, 0.01),
+                    "application/toml");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  std::string id = body_json(r)["id"];
+  ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+  for (auto* format : {"jsonl", "csv"}) {
+    auto res = cli.Get(("/api/campaigns/exported/export?format=" + std::string(format)).c_str());
+    ASSERT_TRUE(res) << httplib::to_string(res.error()) << serve.err();
+    ASSERT_EQ(res->status, 200) << res->body;
+    EXPECT_EQ(res->get_header_value("Transfer-Encoding"), "chunked") << format;
+    EXPECT_NE(res->get_header_value("Content-Disposition").find(id), std::string::npos);
+    auto [rc, cli_out] = run_capture(
+        {KORCH_BIN, "export", "--db", db, "--campaign", "exported", "--format", format}, d);
+    ASSERT_EQ(rc, 0) << cli_out;
+    EXPECT_EQ(res->body, cli_out) << format;
+    EXPECT_GT(std::count(res->body.begin(), res->body.end(), '\n'), 8) << res->body;
+  }
+  r = cli.Get(("/api/campaigns/" + id + "/export").c_str());  // jsonl by default
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/x-ndjson");
+  r = cli.Get(("/api/campaigns/" + id + "/export?format=xml").c_str());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  r = cli.Get("/api/campaigns/c-nope/export");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  serve.process().signal(SIGTERM);
+  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+}
+
+}  // namespace
+}  // namespace korch::testing
