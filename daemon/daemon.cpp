@@ -614,18 +614,20 @@ Reply Daemon::episode(const std::string& episode_id) {
   auto& s = **snap;
   nlohmann::json turns = nlohmann::json::array();
   for (auto& t : s.turns) {
-    std::string feedback;
+    std::string feedback, reply;
     for (auto& m : s.messages) {
       if (m.turn == t.turn && m.role == store::Role::user && m.kind != store::MessageKind::task &&
           m.kind != store::MessageKind::context) {
         feedback = m.content;
       }
+      if (m.turn == t.turn && m.role == store::Role::assistant) reply = m.content;
     }
     turns.push_back({{"turn", t.turn},
                      {"model_id", t.model_id},
                      {"action", t.action},
                      {"parse_status", t.parse_status},
                      {"code", t.code},
+                     {"reply", reply},
                      {"verdict", t.eval_status},
                      {"feedback", feedback},
                      {"finish_reason", t.finish_reason},
