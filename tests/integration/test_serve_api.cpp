@@ -102,6 +102,24 @@ TEST(ServeApi, OpenApiFileListsExactlyTheRegisteredRoutes) {
   for (auto& r : registered) EXPECT_NE(md.find(r), std::string::npos) << "docs/api.md lacks " << r;
 }
 
+// docs/config.md's table of serve keys lists every key with its flag.
+TEST(ServeApi, ConfigDocListsEveryServeKey) {
+  TempDir dir;
+  auto [rc, out] = run_capture({KORCH_BIN, "serve", "--print-keys"}, dir.path().string());
+  ASSERT_EQ(rc, 0) << out;
+  auto md = slurp(KORCH_SOURCE_DIR "/docs/config.md");
+  std::istringstream in(out);
+  int keys = 0;
+  for (std::string line; std::getline(in, line); ++keys) {
+    auto name = line.substr(0, line.find('\t'));
+    auto flag = line.substr(line.find('\t') + 1);
+    flag = flag.substr(0, flag.find('\t'));
+    EXPECT_NE(md.find("| `" + name + "` | `" + flag + "` |"), std::string::npos)
+        << "docs/config.md lacks serve key " << name;
+  }
+  EXPECT_GE(keys, 30);
+}
+
 TEST(ServeApi, RefusesANonLoopbackAddressWithoutAToken) {
   TempDir dir;
   auto d = dir.path().string();
@@ -656,6 +674,177 @@ TEST(ServeApi, ExportStreamsWhatKorchExportWrites) {
   r = cli.Get("/api/campaigns/c-nope/export");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
+  serve.process().signal(SIGTERM);
+  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+}
+
+}  // namespace
+}  // namespace korch::testing
+
+namespace korch::testing {
+namespace {
+
+// A JSON Schema check of the subset docs/openapi.json uses: $ref (local),
+// type, nullable, enum, properties, required, additionalProperties, items.
+// Returns "" when `v` matches, else where and why it does not.
+std::string schema_mismatch(const nlohmann::json& spec, const nlohmann::json& schema,
+                            const nlohmann::json& v, const std::string& at) {
+  if (schema.contains("$ref")) {
+    std::string ref = schema["$ref"];  // "#/components/schemas/Name"
+    return schema_mismatch(spec, spec.at(nlohmann::json::json_pointer(ref.substr(1))), v, at);
+  }
+  if (v.is_null()) {
+    return schema.value("nullable", false) || !schema.contains("type") ? "" : at + ": null";
+  }
+  if (schema.contains("type")) {
+    std::string t = schema["type"];
+    bool ok = t == "object"    ? v.is_object()
+              : t == "array"   ? v.is_array()
+              : t == "string"  ? v.is_string()
+              : t == "integer" ? v.is_number_integer()
+              : t == "number"  ? v.is_number()
+              : t == "boolean" ? v.is_boolean()
+                               : false;
+    if (!ok) return at + ": " + v.dump().substr(0, 80) + " is not " + t;
+  }
+  if (schema.contains("enum") &&
+      std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end())
+    return at + ": " + v.dump() + " is not one of " + schema["enum"].dump();
+  if (v.is_object()) {
+    for (auto& r : schema.value("required", nlohmann::json::array()))
+      if (!v.contains(r.get<std::string>())) return at + ": lacks '" + r.get<std::string>() + "'";
+    auto props = schema.value("properties", nlohmann::json::object());
+    for (auto& [k, x] : v.items()) {
+      if (props.contains(k)) {
+        if (auto m = schema_mismatch(spec, props[k], x, at + "." + k); !m.empty()) return m;
+      } else if (schema.contains("additionalProperties")) {
+        auto& extra = schema["additionalProperties"];
+        if (extra.is_boolean() && !extra.get<bool>()) return at + ": undocumented '" + k + "'";
+        if (extra.is_object())
+          if (auto m = schema_mismatch(spec, extra, x, at + "." + k); !m.empty()) return m;
+      }
+    }
+  }
+  if (v.is_array() && schema.contains("items")) {
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (auto m = schema_mismatch(spec, schema["items"], v[i], at + "[" + std::to_string(i) + "]");
+          !m.empty())
+        return m;
+  }
+  return "";
+}
+
+// Issue 34: docs/openapi.json describes what the daemon answers. A live
+// response of every registered route (and an error of each route with an
+// id) is checked against the schema the file gives for its status.
+TEST(ServeApi, LiveResponsesMatchTheirSchemas) {
+  TempDir dir;
+  auto d = dir.path().string();
+  auto spec = nlohmann::json::parse(slurp(KORCH_SOURCE_DIR "/docs/openapi.json"));
+  FakeLlmProcess llm;
+  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "10"}));
+  auto slow_dir = d + "/slow";
+  std::filesystem::create_directories(slow_dir);
+  FakeLlmProcess slow;  // never answers in time: its campaign stays active
+  ASSERT_TRUE(slow.start(slow_dir, {"--script", "kernel", "--latency-ms", "3600000"}));
+  ServeProcess serve;
+  ASSERT_TRUE(serve.start(d, d + "/s.db", {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  auto cli = serve.client(k_token);
+  std::set<std::string> checked;
+  // Checks one response of `method path` (path in OpenAPI form) against the spec.
+  auto check = [&](const std::string& method, const std::string& path, const httplib::Result& r) {
+    ASSERT_TRUE(r) << method << " " << path;
+    std::string m = method;
+    for (auto& ch : m) ch = static_cast<char>(std::tolower(ch));
+    auto& op = spec["paths"][path][m];
+    ASSERT_TRUE(op.is_object()) << method << " " << path << " is not documented";
+    auto status = std::to_string(r->status);
+    ASSERT_TRUE(op["responses"].contains(status))
+        << method << " " << path << " answered " << status << ", undocumented: " << r->body;
+    auto resp = op["responses"][status];
+    if (resp.contains("$ref"))
+      resp = spec.at(nlohmann::json::json_pointer(resp["$ref"].get<std::string>().substr(1)));
+    auto type = r->get_header_value("Content-Type");
+    ASSERT_TRUE(resp["content"].contains(type))
+        << method << " " << path << " " << status << ": Content-Type " << type << " undocumented";
+    if (type == "application/json") {
+      auto body = nlohmann::json::parse(r->body, nullptr, false);
+      auto mismatch = schema_mismatch(spec, resp["content"][type]["schema"], body, "body");
+      EXPECT_EQ(mismatch, "") << method << " " << path << " " << status;
+    }
+    checked.insert(method + " " + path);
+  };
+  auto post = [&](const std::string& target, const std::string& body, const char* type) {
+    return cli.Post(target.c_str(), body, type);
+  };
+  auto r = post("/api/campaigns", campaign_toml("schemas", llm.base_url(), 2, 2, 0.01),
+                "application/toml");
+  check("POST", "/api/campaigns", r);
+  std::string id = body_json(r)["id"];
+  r = post("/api/campaigns", campaign_toml("controlled", slow.base_url(), 2, 2, 0.01),
+           "application/toml");
+  check("POST", "/api/campaigns", r);
+  std::string slow_id = body_json(r)["id"];
+  check("POST", "/api/campaigns", post("/api/campaigns", "name = 3", "application/toml"));
+  ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+  check("GET", "/health", cli.Get("/health"));
+  check("GET", "/metrics", cli.Get("/metrics"));
+  check("GET", "/api/campaigns", cli.Get("/api/campaigns"));
+  for (auto* c : {id.c_str(), "c-nope"})
+    check("GET", "/api/campaigns/{id}", cli.Get(("/api/campaigns/" + std::string(c)).c_str()));
+  for (auto* action : {"pause", "resume", "cancel"}) {
+    auto path = std::string("/api/campaigns/{id}/") + action;
+    check("POST", path, post("/api/campaigns/" + slow_id + "/" + action, "", "text/plain"));
+    check("POST", path, post("/api/campaigns/" + id + "/" + action, "", "text/plain"));  // 409
+    check("POST", path, post(std::string("/api/campaigns/c-nope/") + action, "", "text/plain"));
+  }
+  r = cli.Get(("/api/campaigns/" + id + "/episodes").c_str());
+  check("GET", "/api/campaigns/{id}/episodes", r);
+  check("GET", "/api/campaigns/{id}/episodes", cli.Get("/api/campaigns/c-nope/episodes"));
+  std::string ep = body_json(r)["episodes"][0]["id"];
+  check("GET", "/api/episodes/{id}", cli.Get(("/api/episodes/" + ep).c_str()));
+  check("GET", "/api/episodes/{id}", cli.Get("/api/episodes/e-nope"));
+  nlohmann::json eval = {{"task", {{"path", KORCH_EXAMPLES_DIR "/tasks/1_ReLU_small.py"}}},
+                         {"code", "import torch\nclass ModelNew(torch.nn.Module):\n    pass\n"},
+                         {"mode", "check"}};
+  check("POST", "/api/evaluations", post("/api/evaluations", eval.dump(), "application/json"));
+  check("POST", "/api/evaluations", post("/api/evaluations", "{", "application/json"));
+  for (auto* q : {"", "?format=html", "?format=pdf"})
+    check("GET", "/api/campaigns/{id}/report",
+          cli.Get(("/api/campaigns/" + id + "/report" + q).c_str()));
+  check("GET", "/api/campaigns/{id}/report", cli.Get("/api/campaigns/c-nope/report"));
+  for (auto* q : {"", "?format=csv", "?format=xml"})
+    check("GET", "/api/campaigns/{id}/export",
+          cli.Get(("/api/campaigns/" + id + "/export" + q).c_str()));
+  check("GET", "/api/campaigns/{id}/export", cli.Get("/api/campaigns/c-nope/export"));
+  check("GET", "/", cli.Get("/"));
+  for (auto* f : {"index.html", "style.css", "dashboard.js", "nope.js"})
+    check("GET", "/dashboard/{file}", cli.Get(("/dashboard/" + std::string(f)).c_str()));
+  check("GET", "/api/campaigns", serve.client("wrong-token").Get("/api/campaigns"));  // 401
+  // The progress stream: its first event's data against ProgressEvent.
+  {
+    std::string text;
+    auto events = serve.client(k_token);
+    auto res = events.Get("/api/events", [&](const char* data, std::size_t n) {
+      text.append(data, n);
+      return text.find("\n\n") == std::string::npos;  // stop after the first event
+    });
+    ASSERT_EQ(text.rfind("event: progress\ndata: ", 0), 0u) << text;
+    auto data = nlohmann::json::parse(text.substr(22, text.find("\n\n") - 22));
+    auto& content = spec["paths"]["/api/events"]["get"]["responses"]["200"]["content"];
+    ASSERT_TRUE(content.contains("text/event-stream"));
+    EXPECT_EQ(schema_mismatch(spec, content["text/event-stream"]["x-event-data"], data, "event"),
+              "");
+    checked.insert("GET /api/events");
+  }
+  // Every registered route was checked.
+  auto [rc, routes] = run_capture({KORCH_BIN, "serve", "--print-routes"}, d);
+  ASSERT_EQ(rc, 0);
+  std::istringstream in(routes);
+  std::string port, method, path;
+  while (in >> port >> method >> path) {
+    if (port == "api") EXPECT_TRUE(checked.count(method + " " + path)) << method << " " << path;
+  }
   serve.process().signal(SIGTERM);
   EXPECT_EQ(serve.process().wait(), 0) << serve.err();
 }
