@@ -134,6 +134,11 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 201) << r->body;
   std::string id = body_json(r)["id"];
+  // Paused until the page's resume button starts it: the page then watches
+  // the whole run, however long the browser takes to start.
+  r = cli.Post(("/api/campaigns/" + id + "/pause").c_str(), "", "text/plain");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
 
   auto url = "http://127.0.0.1:" + std::to_string(serve.port()) + "/";
   auto [rc, out] = run_capture({"/usr/bin/env", "node", driver_dir + "/check_dashboard.mjs",
@@ -187,11 +192,13 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   EXPECT_EQ(body_json(cli.Get(("/api/campaigns/" + controls_id).c_str()))["state"], "cancelled");
   auto metrics = cli.Get("/metrics");
   ASSERT_TRUE(metrics);
-  for (auto* action : {"pause", "resume", "cancel"}) {
+  // The test's own pause of the watched campaign, then the page's clicks:
+  // pause and resume of `controls`, resume of `watched`, cancel of `controls`.
+  for (auto [action, n] : {std::pair{"pause", 2}, {"resume", 2}, {"cancel", 1}}) {
     EXPECT_EQ(metric_value(metrics->body, std::string("korch_http_requests_total{route=\"/api/"
                                                       "campaigns/{id}/") +
                                               action + "\",status=\"200\"}"),
-              1)
+              n)
         << action;
   }
 

@@ -82,26 +82,6 @@ try {
   await card.waitFor();
   await shot(page, "dashboard-loaded.png");
 
-  // Progress updating: the campaign card's final-episode count, read at each
-  // progress event the stream delivers, until it took three different values.
-  const seen = new Set();
-  let events = 0;
-  while (seen.size < 3) {
-    await page.waitForFunction((n) => Number(document.body.dataset.events || 0) > n, events);
-    const s = await card.evaluate((el) => ({
-      final: Number(el.dataset.final), episodes: Number(el.dataset.episodes),
-      events: Number(document.body.dataset.events || 0), text: el.querySelector(".progress-text").textContent,
-      bar: el.querySelector(".progress .bar").style.width,
-    }));
-    events = s.events;
-    const last = result.progress[result.progress.length - 1];
-    if (!last || last.final !== s.final) result.progress.push(s);
-    seen.add(s.final);
-    if (s.final === s.episodes) break;  // finished before a third value was seen
-  }
-  result.progress_stats = await page.locator("#campaign-stats").textContent();
-  await shot(page, "dashboard-progress.png");
-
   // Pause, resume and cancel, by the buttons, on the second campaign (its
   // LLM never answers, so it is active until the test acts).
   const controls = page.locator(".campaign", {hasText: opt.controls});
@@ -117,9 +97,38 @@ try {
                             .filter((b) => !b.disabled).map((b) => b.dataset.action))});
   }
 
-  // Back to the watched campaign; once it completed and the report shows
-  // the last progress version, nothing re-renders under the clicks below.
+  // The watched campaign was paused by the test: the page's resume button
+  // starts it, so the page sees it from its first episodes on, however
+  // slowly the browser started.
   await card.click();
+  await page.waitForSelector('#campaign-stats[data-state="paused"]');
+  await page.locator('#campaign-controls button[data-action="resume"]:not([disabled])').click();
+  await page.waitForSelector('#campaign-stats[data-state="active"]');
+  result.resumed_at_final = Number(await card.getAttribute("data-final"));
+
+  // Progress updating: the campaign card's final-episode count, read at each
+  // progress event the stream delivers, until it took three different values.
+  const seen = new Set();
+  let events = 0;
+  while (seen.size < 3) {
+    await page.waitForFunction((n) => Number(document.body.dataset.events || 0) > n, events);
+    const s = await card.evaluate((el) => ({
+      final: Number(el.dataset.final), episodes: Number(el.dataset.episodes),
+      events: Number(document.body.dataset.events || 0), text: el.querySelector(".progress-text").textContent,
+      bar: el.querySelector(".progress .bar").style.width,
+    }));
+    events = s.events;
+    if (s.episodes === 0) continue;  // its episodes are not created yet
+    const last = result.progress[result.progress.length - 1];
+    if (!last || last.final !== s.final) result.progress.push(s);
+    seen.add(s.final);
+    if (s.final === s.episodes) break;  // finished before a third value was seen
+  }
+  result.progress_stats = await page.locator("#campaign-stats").textContent();
+  await shot(page, "dashboard-progress.png");
+
+  // Once the watched campaign completed and the report shows
+  // the last progress version, nothing re-renders under the clicks below.
   await page.waitForSelector('#campaign-stats[data-state="completed"]');
   await page.waitForFunction(() => {
     const r = document.getElementById("report");
