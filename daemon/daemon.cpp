@@ -29,13 +29,13 @@ struct Daemon::Campaign {
   DrivePhase phase = DrivePhase::queued;        // now
   std::string message;
   double submitted_at = 0;
-  agent::Progress progress;  // the runner's, this run; counts come from `stored`
-  store::CampaignCounts stored;     // the store's counts, re-read at most every k_counts_every_s
-  double stored_at = -1;            // now_mono() of that read; -1 = never
+  agent::Progress progress;          // the runner's, this run; counts come from `stored`
+  store::CampaignCounts stored;      // the store's counts, re-read at most every k_counts_every_s
+  double stored_at = -1;             // now_mono() of that read; -1 = never
   std::uint64_t stored_version = 0;  // m_version at that read
-  double driven_before_s = 0;       // seconds driven by earlier runs (persisted)
-  double run_started = -1;          // now_mono() at the start of this run; -1 = not running
-  double persisted_at = 0;          // now_mono() of the last periodic persist
+  double driven_before_s = 0;        // seconds driven by earlier runs (persisted)
+  double run_started = -1;           // now_mono() at the start of this run; -1 = not running
+  double persisted_at = 0;           // now_mono() of the last periodic persist
   std::atomic<bool> stop{false};
   std::thread thread;
   bool thread_done = true;
@@ -89,15 +89,9 @@ constexpr double k_counts_every_s = 0.5;
 constexpr double k_persist_every_s = 2;
 
 nlohmann::json progress_json(const agent::Progress& p) {
-  return {{"episodes", p.episodes},
-          {"final", p.final},
-          {"correct", p.final - p.failed},
-          {"running", p.running},
-          {"failed", p.failed},
-          {"turns", p.turns},
-          {"tokens", p.tokens},
-          {"cost_usd", p.cost_usd},
-          {"elapsed_s", p.elapsed_s},
+  return {{"episodes", p.episodes}, {"final", p.final},       {"correct", p.final - p.failed},
+          {"running", p.running},   {"failed", p.failed},     {"turns", p.turns},
+          {"tokens", p.tokens},     {"cost_usd", p.cost_usd}, {"elapsed_s", p.elapsed_s},
           {"eta_s", p.eta_s}};
 }
 
@@ -205,13 +199,12 @@ Daemon::Daemon(ServeConfig cfg) : m_cfg(std::move(cfg)) {}
 Daemon::~Daemon() { stop(); }
 
 Result<void> Daemon::persist(const Campaign& c) {
-  nlohmann::json j = {{"id", c.id},
-                      {"name", c.name},
-                      {"state", to_string(c.state)},
-                      {"submitted_at", c.submitted_at},
-                      {"driven_s", c.driven_before_s + (c.run_started >= 0
-                                                            ? now_mono() - c.run_started
-                                                            : 0)}};
+  nlohmann::json j = {
+      {"id", c.id},
+      {"name", c.name},
+      {"state", to_string(c.state)},
+      {"submitted_at", c.submitted_at},
+      {"driven_s", c.driven_before_s + (c.run_started >= 0 ? now_mono() - c.run_started : 0)}};
   return write_file_atomic(fs::path(m_cfg.state_dir) / "campaigns" / (c.id + ".json"),
                            j.dump(2) + "\n");
 }

@@ -217,8 +217,8 @@ struct HttpApi::Impl {
   // connection stays in step.
   std::optional<Reply> read_body(const httplib::Request& req, const httplib::ContentReader& reader,
                                  httplib::Response& res, std::string& body) {
-    const bool chunked = req.get_header_value("Transfer-Encoding").find("chunked") !=
-                         std::string::npos;
+    const bool chunked =
+        req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
     if (!chunked && !req.has_header("Content-Length")) return std::nullopt;
     const auto max = static_cast<std::size_t>(daemon.config().max_body_bytes);
     bool too_big = false;
@@ -306,7 +306,8 @@ struct HttpApi::Impl {
         [this](Req req, Body) { return daemon.cancel(req.matches[1]); });
     add("GET", "/api/campaigns/{id}/episodes",
         [this](Req req, Body) { return daemon.episodes(req.matches[1]); });
-    add("GET", "/api/episodes/{id}", [this](Req req, Body) { return daemon.episode(req.matches[1]); });
+    add("GET", "/api/episodes/{id}",
+        [this](Req req, Body) { return daemon.episode(req.matches[1]); });
     add("POST", "/api/evaluations", [this](Req, Body body) {
       auto j = nlohmann::json::parse(body, nullptr, false);
       if (j.is_discarded()) return Reply::error(400, "malformed JSON");
@@ -318,9 +319,8 @@ struct HttpApi::Impl {
                [this](const httplib::Request& req, httplib::Response& res) { report(req, res); });
     server.Get(to_regex("/api/campaigns/{id}/export"),
                [this](const httplib::Request& req, httplib::Response& res) { export_(req, res); });
-    server.Get("/", [this](const httplib::Request&, httplib::Response& res) {
-      asset(res, "index.html");
-    });
+    server.Get(
+        "/", [this](const httplib::Request&, httplib::Response& res) { asset(res, "index.html"); });
     server.Get(to_regex("/dashboard/{file}"),
                [this](const httplib::Request& req, httplib::Response& res) {
                  asset(res, req.matches[1]);
@@ -338,9 +338,9 @@ struct HttpApi::Impl {
           other_method = true;
       }
       if (auto denied = refuse_unauthorized(req); denied && other_method) return send(res, *denied);
-      send(res, other_method ? Reply::error(405, "method " + req.method + " not allowed on " +
-                                                     req.path)
-                             : Reply::error(404, "no route " + req.method + " " + req.path));
+      send(res, other_method
+                    ? Reply::error(405, "method " + req.method + " not allowed on " + req.path)
+                    : Reply::error(404, "no route " + req.method + " " + req.path));
     };
     auto with_body = [this, answer](const httplib::Request& req, httplib::Response& res,
                                     const httplib::ContentReader& reader) {
@@ -383,10 +383,12 @@ struct HttpApi::Impl {
     auto format_name = req.has_param("format") ? req.get_param_value("format") : "jsonl";
     auto format = enum_from_name<reports::ExportFormat>(format_name);
     if (!format) {
-      return send(res, Reply::error(400, "format must be jsonl or csv (got '" + format_name + "')"));
+      return send(res,
+                  Reply::error(400, "format must be jsonl or csv (got '" + format_name + "')"));
     }
     auto id = daemon.campaign_id_of(req.matches[1]);
-    if (!id) return send(res, Reply::error(404, "no campaign '" + std::string(req.matches[1]) + "'"));
+    if (!id)
+      return send(res, Reply::error(404, "no campaign '" + std::string(req.matches[1]) + "'"));
     const bool csv = *format == reports::ExportFormat::csv;
     res.set_header("Content-Disposition",
                    fmt::format("attachment; filename=\"{}.{}\"", *id, csv ? "csv" : "jsonl"));

@@ -28,8 +28,7 @@ using json = nlohmann::json;
 
 std::string redact_token(const std::string& target) {
   std::string out = target;
-  for (auto pos = out.find("token="); pos != std::string::npos;
-       pos = out.find("token=", pos + 1)) {
+  for (auto pos = out.find("token="); pos != std::string::npos; pos = out.find("token=", pos + 1)) {
     if (pos > 0 && out[pos - 1] != '?' && out[pos - 1] != '&') continue;
     auto end = out.find('&', pos);
     out.replace(pos + 6, (end == std::string::npos ? out.size() : end) - (pos + 6), "[redacted]");
@@ -231,8 +230,8 @@ struct EnvServer::Impl {
   // The task of a reset: `task_id` when given; else the pool of
   // env.tasks_dir (env.levels, env.ids): the task at `seed` (modulo the
   // pool's size) when a seed is given, else the next one in env.order.
-  std::expected<std::pair<config::Task, json>, EnvError> pick_task(const json& d,
-                                                                  std::optional<std::uint64_t> seed) {
+  std::expected<std::pair<config::Task, json>, EnvError> pick_task(
+      const json& d, std::optional<std::uint64_t> seed) {
     if (d.contains("task_id") && !d["task_id"].is_null()) {
       auto task = daemon.resolve_task(d["task_id"]);
       if (!task) return std::unexpected(EnvError{EnvCode::validation_error, task.error().message});
@@ -254,9 +253,9 @@ struct EnvServer::Impl {
       auto all = config::load_tasks(sel);
       if (!all) return std::unexpected(EnvError{EnvCode::execution_error, all.error().message});
       if (all->empty())
-        return std::unexpected(
-            EnvError{EnvCode::execution_error, "the task pool (env.tasks_dir, env.levels, "
-                                               "env.ids) has no tasks"});
+        return std::unexpected(EnvError{EnvCode::execution_error,
+                                        "the task pool (env.tasks_dir, env.levels, "
+                                        "env.ids) has no tasks"});
       pool = std::move(*all);
     }
     const auto size = pool->size();
@@ -565,7 +564,8 @@ struct EnvServer::Impl {
   }
 
   // The offered subprotocol that carries a token ("bearer.T"), if any.
-  static std::optional<std::string> bearer_subprotocol(const http::request<http::string_body>& req) {
+  static std::optional<std::string> bearer_subprotocol(
+      const http::request<http::string_body>& req) {
     std::string offered(req[http::field::sec_websocket_protocol]);
     std::size_t pos = 0;
     while (pos < offered.size()) {
@@ -859,8 +859,9 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
       // StepRequest allows) the action runs on a fresh episode of the pool,
       // as a reset without a task would pick; with it, on that stored episode.
       if (!body.is_object() || !body.contains("action") || !body["action"].is_object()) {
-        return reply(422, {{"error", "POST /step needs {\"action\": {\"code\": string, "
-                                     "\"action\": \"CHECK\"|\"SUBMIT\"}}"},
+        return reply(422, {{"error",
+                            "POST /step needs {\"action\": {\"code\": string, "
+                            "\"action\": \"CHECK\"|\"SUBMIT\"}}"},
                            {"code", env_code(EnvCode::validation_error)}});
       }
       if (body.contains("episode_id") && !body["episode_id"].is_null()) {

@@ -114,7 +114,8 @@ const std::vector<Setter>& setters() {
                    auto part = v.substr(pos, comma == std::string::npos ? v.npos : comma - pos);
                    int level = 0;
                    if (auto r = to_int(part, level); !r || level < 1)
-                     return fail(ErrorKind::invalid, "must be levels like \"1,2\" (got '" + v + "')");
+                     return fail(ErrorKind::invalid,
+                                 "must be levels like \"1,2\" (got '" + v + "')");
                    levels.push_back(level);
                    if (comma == std::string::npos) break;
                    pos = comma + 1;

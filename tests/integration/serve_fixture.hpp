@@ -86,8 +86,8 @@ inline RawReply raw_http(int port, const std::string& request, double timeout_s 
     ::close(fd);
     return out;
   }
-  timeval tv{static_cast<time_t>(timeout_s), static_cast<suseconds_t>(
-                                                 (timeout_s - static_cast<int>(timeout_s)) * 1e6)};
+  timeval tv{static_cast<time_t>(timeout_s),
+             static_cast<suseconds_t>((timeout_s - static_cast<int>(timeout_s)) * 1e6)};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   for (std::size_t sent = 0; sent < request.size();) {
     auto n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);

@@ -267,9 +267,9 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   ASSERT_TRUE(seen["no_code"].is_object()) << "no no_code turn in the campaign";
   auto& nc = seen["no_code"];
   auto stored_reply =
-      query(d + "/dash.db", "SELECT content FROM messages WHERE episode_id = '" +
-                                nc["episode"].get<std::string>() + "' AND role = 'assistant' AND turn = " +
-                                std::to_string(nc["turn"].get<int>()));
+      query(d + "/dash.db",
+            "SELECT content FROM messages WHERE episode_id = '" + nc["episode"].get<std::string>() +
+                "' AND role = 'assistant' AND turn = " + std::to_string(nc["turn"].get<int>()));
   ASSERT_EQ(stored_reply.size(), 1u);
   EXPECT_EQ(nc["shown"]["reply"], stored_reply[0][0]) << nc;
   EXPECT_EQ(nc["shown"]["parse"], "no_code") << nc;

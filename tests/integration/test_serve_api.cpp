@@ -145,13 +145,16 @@ TEST(ServeApi, OneTokenRuleWhereverTheTokenComesFrom) {
   };
   const std::vector<Case> cases = {
       {{"--listen", "0.0.0.0:0"}, {{"KORCH_API_TOKEN", "abc"}}, false},
-      {{"--listen", "0.0.0.0:0", "--token-file", d + "/short.token"}, {{"KORCH_API_TOKEN", ""}},
+      {{"--listen", "0.0.0.0:0", "--token-file", d + "/short.token"},
+       {{"KORCH_API_TOKEN", ""}},
        false},
       {{"--env-listen", "0.0.0.0:0"}, {{"KORCH_API_TOKEN", "abc"}}, false},
-      {{"--listen", "127.0.0.1:0", "--token-file", d + "/short.token"}, {{"KORCH_API_TOKEN", ""}},
+      {{"--listen", "127.0.0.1:0", "--token-file", d + "/short.token"},
+       {{"KORCH_API_TOKEN", ""}},
        true},
       {{"--listen", "127.0.0.1:0"}, {{"KORCH_API_TOKEN", "abc"}}, true},
-      {{"--listen", "0.0.0.0:0", "--token-file", d + "/long.token"}, {{"KORCH_API_TOKEN", ""}},
+      {{"--listen", "0.0.0.0:0", "--token-file", d + "/long.token"},
+       {{"KORCH_API_TOKEN", ""}},
        true},
       {{"--listen", "0.0.0.0:0"}, {{"KORCH_API_TOKEN", k_token}}, true},
   };
@@ -194,8 +197,8 @@ TEST(ServeApi, CurlHabitsBodiesAndCounting) {
   FakeLlmProcess llm;
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "300"}));
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, d + "/k.db", {"--max-body-bytes", "65536"},
-                          {{"KORCH_API_TOKEN", k_token}}))
+  ASSERT_TRUE(
+      serve.start(d, d + "/k.db", {"--max-body-bytes", "65536"}, {{"KORCH_API_TOKEN", k_token}}))
       << serve.err();
   const std::string auth = std::string("Authorization: Bearer ") + k_token + "\r\n";
   auto post = [&](const std::string& path, const std::string& headers, const std::string& body) {
@@ -231,17 +234,16 @@ TEST(ServeApi, CurlHabitsBodiesAndCounting) {
   EXPECT_EQ(r.status, 413) << r.head;
   // No route, wrong method, wrong token: each answered and counted.
   EXPECT_EQ(raw_http(serve.port(), "GET /api/nothing HTTP/1.1\r\nHost: x\r\n" + auth +
-                                        "Connection: close\r\n\r\n")
+                                       "Connection: close\r\n\r\n")
                 .status,
             404);
-  EXPECT_EQ(raw_http(serve.port(),
-                     "DELETE /api/campaigns HTTP/1.1\r\nHost: x\r\n" + auth +
-                         "Connection: close\r\n\r\n")
+  EXPECT_EQ(raw_http(serve.port(), "DELETE /api/campaigns HTTP/1.1\r\nHost: x\r\n" + auth +
+                                       "Connection: close\r\n\r\n")
                 .status,
             405);
   EXPECT_EQ(raw_http(serve.port(), "POST /api/campaigns/" + id +
-                                        "/resume HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-                                        "wrong\r\nConnection: close\r\n\r\n")
+                                       "/resume HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                                       "wrong\r\nConnection: close\r\n\r\n")
                 .status,
             401);
   EXPECT_EQ(raw_http(serve.port(), "NONSENSE\r\n\r\n").status, 400);
@@ -612,8 +614,8 @@ TEST(ServeKill, CountersAfterARestartReadFromTheStore) {
   ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
   j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
   auto& p = j["progress"];
-  const std::string of_campaign = "episode_id IN (SELECT id FROM episodes WHERE campaign_id = '" +
-                                  id + "')";
+  const std::string of_campaign =
+      "episode_id IN (SELECT id FROM episodes WHERE campaign_id = '" + id + "')";
   EXPECT_EQ(std::to_string(p["turns"].get<long>()),
             query(db, "SELECT COUNT(*) FROM turns WHERE " + of_campaign)[0][0])
       << j;

@@ -77,18 +77,18 @@ TEST(ServeOpenEnv, OpenEnvClientProtocolFromATokenProtectedDaemon) {
   auto d = dir.path().string();
   auto db = d + "/env.db";
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db,
-                          {"--env-listen", "127.0.0.1:0", "--env-tasks-dir",
-                           KORCH_EXAMPLES_DIR "/tasks", "--env-ids", "1-3", "--env-order",
-                           "sequential", "--evaluator-mock-latency-s", "0.05", "--log-level",
-                           "debug"},
-                          {{"KORCH_API_TOKEN", k_token}}))
+  ASSERT_TRUE(
+      serve.start(d, db,
+                  {"--env-listen", "127.0.0.1:0", "--env-tasks-dir", KORCH_EXAMPLES_DIR "/tasks",
+                   "--env-ids", "1-3", "--env-order", "sequential", "--evaluator-mock-latency-s",
+                   "0.05", "--log-level", "debug"},
+                  {{"KORCH_API_TOKEN", k_token}}))
       << serve.err();
   const std::string base = "http://127.0.0.1:" + std::to_string(serve.env_port());
-  auto [rc, out] = run_capture({"/usr/bin/python3",
-                                KORCH_SOURCE_DIR "/tests/integration/openenv_protocol_client.py",
-                                base, k_token},
-                               d);
+  auto [rc, out] =
+      run_capture({"/usr/bin/python3",
+                   KORCH_SOURCE_DIR "/tests/integration/openenv_protocol_client.py", base, k_token},
+                  d);
   ASSERT_EQ(rc, 0) << out << "\n" << serve.err();
   auto seen = nlohmann::json::parse(out.substr(out.rfind("{\"openenv_commit")));
   EXPECT_EQ(seen["openenv_commit"], "685de411e5f77286b0fd94798d42c4467cf8a1bc");
@@ -101,8 +101,10 @@ TEST(ServeOpenEnv, OpenEnvClientProtocolFromATokenProtectedDaemon) {
     EXPECT_EQ(s["pick"]["pool_index"], i % 3) << s;
     // Stored like a campaign turn: a CHECK and a SUBMIT, and a final.
     std::string ep = s["episode_id"];
-    EXPECT_EQ(query(db, "SELECT GROUP_CONCAT(action) FROM (SELECT action FROM turns WHERE "
-                        "episode_id = '" + ep + "' ORDER BY turn)")[0][0],
+    EXPECT_EQ(query(db,
+                    "SELECT GROUP_CONCAT(action) FROM (SELECT action FROM turns WHERE "
+                    "episode_id = '" +
+                        ep + "' ORDER BY turn)")[0][0],
               "check,submit");
     EXPECT_EQ(query(db, "SELECT status FROM episodes WHERE id = '" + ep + "'")[0][0], "final");
   }
