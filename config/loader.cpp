@@ -268,8 +268,8 @@ const std::vector<Spec<C>>& campaign_specs() {
        k_none,
        KORCH_FIELD(C, log_level)},
       {{"evaluator.mode", "KORCH_EVALUATOR_MODE", KeyType::string, "\"mock\"",
-        "\"gpu\" (real), \"cpu\" (real pipeline on the CPU) or \"mock\" (real rules, fake "
-        "timings)."},
+        "\"gpu\" (real), \"cpu\" (real pipeline on the CPU) or \"mock\" (no rules, no "
+        "compile: fake verdicts and timings, reported with rules_skipped)."},
        k_none,
        false,
        k_none,

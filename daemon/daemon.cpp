@@ -29,7 +29,13 @@ struct Daemon::Campaign {
   DrivePhase phase = DrivePhase::queued;        // now
   std::string message;
   double submitted_at = 0;
-  agent::Progress progress;
+  agent::Progress progress;          // the runner's, this run; counts come from `stored`
+  store::CampaignCounts stored;      // the store's counts, re-read at most every k_counts_every_s
+  double stored_at = -1;             // now_mono() of that read; -1 = never
+  std::uint64_t stored_version = 0;  // m_version at that read
+  double driven_before_s = 0;        // seconds driven by earlier runs (persisted)
+  double run_started = -1;           // now_mono() at the start of this run; -1 = not running
+  double persisted_at = 0;           // now_mono() of the last periodic persist
   std::atomic<bool> stop{false};
   std::thread thread;
   bool thread_done = true;
@@ -77,10 +83,16 @@ nlohmann::json episode_json(const store::EpisodeSummary& e, const store::FinalRo
   return j;
 }
 
+// Stored counts are re-read at most this often (on a change).
+constexpr double k_counts_every_s = 0.5;
+// A running campaign's driven time is persisted this often (kill -9 loses at most this much).
+constexpr double k_persist_every_s = 2;
+
 nlohmann::json progress_json(const agent::Progress& p) {
-  return {{"episodes", p.episodes}, {"final", p.final},         {"running", p.running},
-          {"failed", p.failed},     {"turns", p.turns},         {"tokens", p.tokens},
-          {"cost_usd", p.cost_usd}, {"elapsed_s", p.elapsed_s}, {"eta_s", p.eta_s}};
+  return {{"episodes", p.episodes}, {"final", p.final},       {"correct", p.final - p.failed},
+          {"running", p.running},   {"failed", p.failed},     {"turns", p.turns},
+          {"tokens", p.tokens},     {"cost_usd", p.cost_usd}, {"elapsed_s", p.elapsed_s},
+          {"eta_s", p.eta_s}};
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
@@ -187,10 +199,12 @@ Daemon::Daemon(ServeConfig cfg) : m_cfg(std::move(cfg)) {}
 Daemon::~Daemon() { stop(); }
 
 Result<void> Daemon::persist(const Campaign& c) {
-  nlohmann::json j = {{"id", c.id},
-                      {"name", c.name},
-                      {"state", to_string(c.state)},
-                      {"submitted_at", c.submitted_at}};
+  nlohmann::json j = {
+      {"id", c.id},
+      {"name", c.name},
+      {"state", to_string(c.state)},
+      {"submitted_at", c.submitted_at},
+      {"driven_s", c.driven_before_s + (c.run_started >= 0 ? now_mono() - c.run_started : 0)}};
   return write_file_atomic(fs::path(m_cfg.state_dir) / "campaigns" / (c.id + ".json"),
                            j.dump(2) + "\n");
 }
@@ -225,6 +239,7 @@ void Daemon::resume_all() {
       c->state = CampaignState::paused;
     }
     c->submitted_at = j.value("submitted_at", 0.0);
+    c->driven_before_s = j.value("driven_s", 0.0);
     c->toml_path = (f.parent_path() / (c->id + ".toml")).string();
     auto loaded = config::load_campaign(c->toml_path, {}, {"db_path=" + m_cfg.db});
     if (!loaded) {
@@ -267,6 +282,8 @@ void Daemon::drive(Campaign& c) {
       c.stop.store(false);
       c.phase = DrivePhase::running;
       c.message.clear();
+      c.run_started = now_mono();
+      c.persisted_at = c.run_started;
     }
     ++m_version;
     agent::RunOptions opts;
@@ -278,6 +295,10 @@ void Daemon::drive(Campaign& c) {
       std::lock_guard lock(m_mutex);
       c.progress = p;
       ++m_version;
+      if (now_mono() - c.persisted_at >= k_persist_every_s) {
+        c.persisted_at = now_mono();
+        (void)persist(c);  // the driven time survives a kill -9
+      }
     };
     RunnerHooks hooks;
     hooks.wrap_client = [this](std::unique_ptr<llm::ChatClient> inner) {
@@ -289,6 +310,9 @@ void Daemon::drive(Campaign& c) {
     auto r = run_campaign_wired(c.cfg, *m_store, opts, hooks);
     std::lock_guard lock(m_mutex);
     ++m_version;
+    c.driven_before_s += now_mono() - c.run_started;
+    c.run_started = -1;
+    (void)persist(c);
     if (!r || r->status == agent::RunStatus::aborted) {
       c.phase = DrivePhase::aborted;
       c.message = r ? r->message : r.error().message;
@@ -347,7 +371,49 @@ nlohmann::json Daemon::describe(Campaign& c) {
           {"message", c.message},
           {"submitted_at", c.submitted_at},
           {"evaluator", std::string(config::to_string(c.cfg.evaluator.mode))},
-          {"progress", progress_json(c.progress)}};
+          {"progress", progress_json(merged_progress(c))}};
+}
+
+agent::Progress Daemon::merged_progress(const Campaign& c) const {
+  agent::Progress p = c.progress;
+  if (c.stored_at >= 0) {
+    auto from_store = progress_of(c.stored);
+    p.episodes = from_store.episodes;
+    p.final = from_store.final;
+    p.failed = from_store.failed;
+    p.turns = from_store.turns;
+    p.tokens = from_store.tokens;
+    p.cost_usd = from_store.cost_usd;
+  }
+  p.elapsed_s = c.driven_before_s + (c.run_started >= 0 ? now_mono() - c.run_started : 0);
+  return p;
+}
+
+void Daemon::refresh_counts() {
+  std::vector<std::string> stale;
+  {
+    std::lock_guard lock(m_mutex);
+    double now = now_mono();
+    for (auto& [id, c] : m_campaigns) {
+      // A running campaign's counts are re-read at most every
+      // k_counts_every_s; any other change (a run ended) at once.
+      const bool changed = c->stored_version != m_version.load();
+      if (c->stored_at < 0 ||
+          (changed && (c->phase != DrivePhase::running || now - c->stored_at >= k_counts_every_s)))
+        stale.push_back(id);
+    }
+  }
+  for (auto& id : stale) {
+    auto version = m_version.load();
+    auto counts = m_store->counts(id);  // outside the lock: a read of the store
+    if (!counts) continue;
+    std::lock_guard lock(m_mutex);
+    if (auto it = m_campaigns.find(id); it != m_campaigns.end()) {
+      it->second->stored = *counts;
+      it->second->stored_at = now_mono();
+      it->second->stored_version = version;
+    }
+  }
 }
 
 Reply Daemon::submit(const std::string& body, bool json) {
@@ -412,6 +478,7 @@ Reply Daemon::submit(const std::string& body, bool json) {
 }
 
 Reply Daemon::list() {
+  refresh_counts();
   std::lock_guard lock(m_mutex);
   nlohmann::json arr = nlohmann::json::array();
   for (auto& [id, c] : m_campaigns) arr.push_back(describe(*c));
@@ -419,6 +486,7 @@ Reply Daemon::list() {
 }
 
 Reply Daemon::get(const std::string& id) {
+  refresh_counts();
   nlohmann::json d;
   {
     std::lock_guard lock(m_mutex);
@@ -539,18 +607,20 @@ Reply Daemon::episode(const std::string& episode_id) {
   auto& s = **snap;
   nlohmann::json turns = nlohmann::json::array();
   for (auto& t : s.turns) {
-    std::string feedback;
+    std::string feedback, reply;
     for (auto& m : s.messages) {
       if (m.turn == t.turn && m.role == store::Role::user && m.kind != store::MessageKind::task &&
           m.kind != store::MessageKind::context) {
         feedback = m.content;
       }
+      if (m.turn == t.turn && m.role == store::Role::assistant) reply = m.content;
     }
     turns.push_back({{"turn", t.turn},
                      {"model_id", t.model_id},
                      {"action", t.action},
                      {"parse_status", t.parse_status},
                      {"code", t.code},
+                     {"reply", reply},
                      {"verdict", t.eval_status},
                      {"feedback", feedback},
                      {"finish_reason", t.finish_reason},
@@ -655,15 +725,17 @@ Reply Daemon::evaluate(const nlohmann::json& req) {
 }
 
 nlohmann::json Daemon::progress_snapshot() {
+  refresh_counts();
   std::lock_guard lock(m_mutex);
   nlohmann::json arr = nlohmann::json::array();
   for (auto& [id, c] : m_campaigns) {
+    auto p = merged_progress(*c);
     arr.push_back({{"id", c->id},
                    {"name", c->name},
                    {"state", to_string(c->state)},
                    {"phase", to_string(c->phase)},
-                   {"progress", progress_json(c->progress)}});
-    m_metrics.set_campaign(c->name, c->state, c->progress);
+                   {"progress", progress_json(p)}});
+    m_metrics.set_campaign(c->name, c->state, p);
   }
   return {{"campaigns", arr}, {"version", m_version.load()}};
 }

@@ -91,6 +91,12 @@ class Daemon {
   Result<void> persist(const Campaign& c);
   Reply stop_driving(Campaign& c, CampaignState state);  // caller holds m_mutex
   nlohmann::json describe(Campaign& c);
+  // The runner's progress with the store's counts (episodes, finals, turns,
+  // tokens, cost) and the time driven over every run. Caller holds m_mutex.
+  agent::Progress merged_progress(const Campaign& c) const;
+  // Re-reads the store's counts of campaigns that changed (at most every
+  // k_counts_every_s each). Takes m_mutex; reads the store without it.
+  void refresh_counts();
   Campaign* find(const std::string& id_or_name);
 
   ServeConfig m_cfg;

@@ -6,9 +6,12 @@
 
 #include <condition_variable>
 #include <deque>
+#include <optional>
+#include <regex>
 #include <thread>
 
 #include "daemon/web_assets.hpp"
+#include "tools/reports/export.hpp"
 #include "tools/reports/report.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
@@ -67,6 +70,38 @@ class BoundedPool final : public httplib::TaskQueue {
   bool m_shutdown = false;
 };
 
+// An ostream's buffer that hands the response's chunks to httplib's sink,
+// k_chunk bytes at a time (httplib 0.11's DataSink::os has no overflow():
+// a single character written to it fails the stream).
+class SinkBuf final : public std::streambuf {
+ public:
+  explicit SinkBuf(httplib::DataSink& sink) : m_sink(sink), m_buf(k_chunk) {
+    setp(m_buf.data(), m_buf.data() + m_buf.size());
+  }
+  ~SinkBuf() override = default;
+
+ protected:
+  int overflow(int ch) override {
+    if (!flush()) return traits_type::eof();
+    if (ch != traits_type::eof()) {
+      *pptr() = static_cast<char>(ch);
+      pbump(1);
+    }
+    return ch == traits_type::eof() ? 0 : ch;
+  }
+  int sync() override { return flush() ? 0 : -1; }
+
+ private:
+  bool flush() {
+    auto n = static_cast<std::size_t>(pptr() - pbase());
+    setp(m_buf.data(), m_buf.data() + m_buf.size());
+    return n == 0 || m_sink.write(m_buf.data(), n);
+  }
+  static constexpr std::size_t k_chunk = 64 * 1024;
+  httplib::DataSink& m_sink;
+  std::vector<char> m_buf;
+};
+
 bool constant_time_equal(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
   unsigned char d = 0;
@@ -113,11 +148,35 @@ const std::vector<Route>& api_routes() {
       {"POST", "/api/evaluations", true},
       {"GET", "/api/events", true},
       {"GET", "/api/campaigns/{id}/report", true},
+      {"GET", "/api/campaigns/{id}/export", true},
       {"GET", "/", false},
       {"GET", "/dashboard/{file}", false},
   };
   return routes;
 }
+
+namespace {
+
+// Methods whose requests httplib 0.11 reads a body for.
+bool has_body_method(const std::string& method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+}
+
+// The route a request is counted under: its route's OpenAPI path, or
+// "unmatched" (no route of that method and path).
+std::string route_of(const std::string& method, const std::string& path) {
+  static const auto patterns = [] {
+    std::vector<std::pair<const Route*, std::regex>> v;
+    for (auto& r : api_routes()) v.emplace_back(&r, std::regex(to_regex(r.path)));
+    return v;
+  }();
+  for (auto& [r, re] : patterns) {
+    if (r->method == method && std::regex_match(path, re)) return r->path;
+  }
+  return "unmatched";
+}
+
+}  // namespace
 
 struct HttpApi::Impl {
   Daemon& daemon;
@@ -137,27 +196,83 @@ struct HttpApi::Impl {
     res.set_content(r.body.dump(), "application/json");
   }
 
-  using Handler = std::function<Reply(const httplib::Request&)>;
+  // A handler gets the request and its body (read by read_body for a POST,
+  // "" for a GET).
+  using Handler = std::function<Reply(const httplib::Request&, const std::string& body)>;
+
+  // The bearer token check; nullopt when the request may go on.
+  std::optional<Reply> refuse_unauthorized(const httplib::Request& req) const {
+    if (token.empty() || is_public(req.path)) return std::nullopt;
+    auto h = req.get_header_value("Authorization");
+    if (h.rfind("Bearer ", 0) == 0 && constant_time_equal(h.substr(7), token)) return std::nullopt;
+    return Reply::error(401, h.empty() ? "missing bearer token" : "wrong bearer token");
+  }
+
+  // Reads a POST body as HTTP/1.1 defines it: no Content-Length and no
+  // chunked Transfer-Encoding means no body (curl -X POST sends neither;
+  // httplib 0.11 would wait read_timeout_s for one). Any Content-Type: the
+  // route decides how to read it (httplib's own reader caps a
+  // form-urlencoded body, curl's default type, at 8 KiB). Over
+  // max_body_bytes: 413, after the whole body was read or skipped, so the
+  // connection stays in step.
+  std::optional<Reply> read_body(const httplib::Request& req, const httplib::ContentReader& reader,
+                                 httplib::Response& res, std::string& body) {
+    const bool chunked =
+        req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
+    if (!chunked && !req.has_header("Content-Length")) return std::nullopt;
+    const auto max = static_cast<std::size_t>(daemon.config().max_body_bytes);
+    bool too_big = false;
+    std::size_t skipped = 0;
+    bool ok = reader([&](const char* data, std::size_t n) {
+      if (too_big || body.size() + n > max) {
+        too_big = true;
+        body.clear();
+        skipped += n;
+        return skipped <= 16 * max;  // a stream without end is cut off
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (too_big || res.status == 413) {
+      body.clear();
+      return Reply::error(413, fmt::format("request body too large (max_body_bytes = {})", max));
+    }
+    if (!ok) return Reply::error(400, "the request body could not be read");
+    return std::nullopt;
+  }
 
   void add(const std::string& method, const std::string& path, Handler h) {
-    auto wrapped = [this, path, h = std::move(h)](const httplib::Request& req,
-                                                  httplib::Response& res) {
+    auto run = [this, path, h](const httplib::Request& req, const std::string& body) {
       Reply r;
       try {
-        r = h(req);
+        r = h(req, body);
       } catch (const std::exception& e) {
-        KLOG_ERROR("serve: {} {}: {}", req.method, req.path, e.what());
+        KLOG_ERROR("serve: {} {}: {}", req.method, path, e.what());
         r = Reply::error(500, "internal error");
       }
-      send(res, r);
-      daemon.metrics().count_http(path, r.status);
+      return r;
     };
     auto re = to_regex(path);
     if (method == "GET") {
-      server.Get(re, wrapped);
+      server.Get(re, [run](const httplib::Request& req, httplib::Response& res) {
+        send(res, run(req, std::string()));
+      });
     } else {
-      server.Post(re, wrapped);
+      server.Post(re, [this, run](const httplib::Request& req, httplib::Response& res,
+                                  const httplib::ContentReader& reader) {
+        std::string body;
+        auto refused = read_body(req, reader, res, body);
+        if (auto denied = refuse_unauthorized(req)) refused = denied;
+        send(res, refused ? *refused : run(req, body));
+      });
     }
+  }
+
+  // Every request, routed or not, answered by a handler or by httplib
+  // itself (400, 404, 413, 414), is counted once, by route and status, just
+  // before its response is written.
+  void count(const httplib::Request& req, const httplib::Response& res) {
+    daemon.metrics().count_http(route_of(req.method, req.path), res.status);
   }
 
   static bool is_json(const httplib::Request& req) {
@@ -166,34 +281,35 @@ struct HttpApi::Impl {
   }
 
   void routes() {
-    add("GET", "/health", [this](const httplib::Request&) -> Reply {
+    add("GET", "/health", [this](const httplib::Request&, const std::string&) -> Reply {
       return {200, {{"status", daemon.stopping() ? "stopping" : "ok"}, {"version", "0.1.0"}}};
     });
     server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       (void)daemon.progress_snapshot();  // sets the campaign gauges
       daemon.metrics().set_sse_clients(sse_clients.load());
       res.set_content(daemon.metrics().serialize(), "text/plain; version=0.0.4");
-      daemon.metrics().count_http("/metrics", 200);
     });
-    add("GET", "/api/campaigns", [this](const httplib::Request&) { return daemon.list(); });
-    add("POST", "/api/campaigns", [this](const httplib::Request& req) {
-      if (req.body.empty()) return Reply::error(400, "empty body: send a campaign TOML or JSON");
-      return daemon.submit(req.body, is_json(req));
+    using Req = const httplib::Request&;
+    using Body = const std::string&;
+    add("GET", "/api/campaigns", [this](Req, Body) { return daemon.list(); });
+    add("POST", "/api/campaigns", [this](Req req, Body body) {
+      if (body.empty()) return Reply::error(400, "empty body: send a campaign TOML or JSON");
+      return daemon.submit(body, is_json(req));
     });
-    add("GET", "/api/campaigns/{id}",
-        [this](const httplib::Request& req) { return daemon.get(req.matches[1]); });
+    // Pause, resume and cancel take no body; one sent is ignored.
+    add("GET", "/api/campaigns/{id}", [this](Req req, Body) { return daemon.get(req.matches[1]); });
     add("POST", "/api/campaigns/{id}/pause",
-        [this](const httplib::Request& req) { return daemon.pause(req.matches[1]); });
+        [this](Req req, Body) { return daemon.pause(req.matches[1]); });
     add("POST", "/api/campaigns/{id}/resume",
-        [this](const httplib::Request& req) { return daemon.resume(req.matches[1]); });
+        [this](Req req, Body) { return daemon.resume(req.matches[1]); });
     add("POST", "/api/campaigns/{id}/cancel",
-        [this](const httplib::Request& req) { return daemon.cancel(req.matches[1]); });
+        [this](Req req, Body) { return daemon.cancel(req.matches[1]); });
     add("GET", "/api/campaigns/{id}/episodes",
-        [this](const httplib::Request& req) { return daemon.episodes(req.matches[1]); });
+        [this](Req req, Body) { return daemon.episodes(req.matches[1]); });
     add("GET", "/api/episodes/{id}",
-        [this](const httplib::Request& req) { return daemon.episode(req.matches[1]); });
-    add("POST", "/api/evaluations", [this](const httplib::Request& req) {
-      auto j = nlohmann::json::parse(req.body, nullptr, false);
+        [this](Req req, Body) { return daemon.episode(req.matches[1]); });
+    add("POST", "/api/evaluations", [this](Req, Body body) {
+      auto j = nlohmann::json::parse(body, nullptr, false);
       if (j.is_discarded()) return Reply::error(400, "malformed JSON");
       return daemon.evaluate(j);
     });
@@ -201,19 +317,47 @@ struct HttpApi::Impl {
                [this](const httplib::Request&, httplib::Response& res) { events(res); });
     server.Get(to_regex("/api/campaigns/{id}/report"),
                [this](const httplib::Request& req, httplib::Response& res) { report(req, res); });
-    server.Get("/", [this](const httplib::Request&, httplib::Response& res) {
-      asset(res, "index.html", "/");
-    });
+    server.Get(to_regex("/api/campaigns/{id}/export"),
+               [this](const httplib::Request& req, httplib::Response& res) { export_(req, res); });
+    server.Get(
+        "/", [this](const httplib::Request&, httplib::Response& res) { asset(res, "index.html"); });
     server.Get(to_regex("/dashboard/{file}"),
                [this](const httplib::Request& req, httplib::Response& res) {
-                 asset(res, req.matches[1], "/dashboard/{file}");
+                 asset(res, req.matches[1]);
                });
+  }
+
+  // What no route matches: 404, or 405 when the path has a route for
+  // another method. Registered last (httplib tries handlers in order); a
+  // body is read (or skipped) first, as for a route.
+  void fallbacks() {
+    auto answer = [this](const httplib::Request& req, httplib::Response& res) {
+      bool other_method = false;
+      for (auto& r : api_routes()) {
+        if (r.method != req.method && std::regex_match(req.path, std::regex(to_regex(r.path))))
+          other_method = true;
+      }
+      if (auto denied = refuse_unauthorized(req); denied && other_method) return send(res, *denied);
+      send(res, other_method
+                    ? Reply::error(405, "method " + req.method + " not allowed on " + req.path)
+                    : Reply::error(404, "no route " + req.method + " " + req.path));
+    };
+    auto with_body = [this, answer](const httplib::Request& req, httplib::Response& res,
+                                    const httplib::ContentReader& reader) {
+      std::string body;
+      if (auto refused = read_body(req, reader, res, body)) return send(res, *refused);
+      answer(req, res);
+    };
+    server.Post(".*", with_body);
+    server.Put(".*", with_body);
+    server.Patch(".*", with_body);
+    server.Delete(".*", with_body);
+    server.Get(".*", answer);
   }
 
   // GET /api/campaigns/{id}/report[?format=json|html]: `korch report`'s JSON
   // (what the dashboard plots) or its self-contained HTML page.
   void report(const httplib::Request& req, httplib::Response& res) {
-    const std::string route = "/api/campaigns/{id}/report";
     auto format_name = req.has_param("format") ? req.get_param_value("format") : "json";
     auto format = enum_from_name<reports::ReportFormat>(format_name);
     Reply err;
@@ -227,20 +371,49 @@ struct HttpApi::Impl {
       res.set_content(reports::render(*r, *format), format == reports::ReportFormat::html
                                                         ? "text/html; charset=utf-8"
                                                         : "application/json");
-      daemon.metrics().count_http(route, 200);
       return;
     }
     send(res, err);
-    daemon.metrics().count_http(route, err.status);
+  }
+
+  // GET /api/campaigns/{id}/export?format=jsonl|csv: `korch export`'s
+  // records (docs/export.md), written into the response as they are
+  // rendered (chunked), so the daemon never holds the whole file.
+  void export_(const httplib::Request& req, httplib::Response& res) {
+    auto format_name = req.has_param("format") ? req.get_param_value("format") : "jsonl";
+    auto format = enum_from_name<reports::ExportFormat>(format_name);
+    if (!format) {
+      return send(res,
+                  Reply::error(400, "format must be jsonl or csv (got '" + format_name + "')"));
+    }
+    auto id = daemon.campaign_id_of(req.matches[1]);
+    if (!id)
+      return send(res, Reply::error(404, "no campaign '" + std::string(req.matches[1]) + "'"));
+    const bool csv = *format == reports::ExportFormat::csv;
+    res.set_header("Content-Disposition",
+                   fmt::format("attachment; filename=\"{}.{}\"", *id, csv ? "csv" : "jsonl"));
+    res.set_chunked_content_provider(
+        csv ? "text/csv; charset=utf-8" : "application/x-ndjson",
+        [this, id = *id, f = *format](std::size_t, httplib::DataSink& sink) {
+          SinkBuf buf(sink);
+          std::ostream out(&buf);
+          auto r = reports::write_export(daemon.store(), id, f, out);
+          if (r && !out.flush()) r = fail("the client went away");
+          if (!r) {
+            KLOG_ERROR("serve: export of {}: {}", id, r.error().message);
+            return false;  // the connection is closed: a truncated export never looks whole
+          }
+          sink.done();
+          return true;
+        });
   }
 
   // An embedded file of daemon/web/. Scripts and styles come only from this
   // server (the Content-Security-Policy says so: no CDN, no inline script).
-  void asset(httplib::Response& res, const std::string& name, const std::string& route) {
+  void asset(httplib::Response& res, const std::string& name) {
     auto* a = web::find_asset(name);
     if (!a) {
       send(res, Reply::error(404, "no dashboard file '" + name + "'"));
-      daemon.metrics().count_http(route, 404);
       return;
     }
     res.set_header(
@@ -250,7 +423,6 @@ struct HttpApi::Impl {
     res.set_header("X-Content-Type-Options", "nosniff");
     res.set_header("Cache-Control", "no-cache");
     res.set_content(std::string(a->data), std::string(a->content_type));
-    daemon.metrics().count_http(route, 200);
   }
 
   // Server-sent events: a `progress` event when anything changed (checked
@@ -261,10 +433,8 @@ struct HttpApi::Impl {
       sse_clients.fetch_sub(1);
       send(res, Reply::error(503, fmt::format("too many progress streams (sse_max_clients = {})",
                                               cfg.sse_max_clients)));
-      daemon.metrics().count_http("/api/events", 503);
       return;
     }
-    daemon.metrics().count_http("/api/events", 200);
     res.set_header("Cache-Control", "no-cache");
     struct State {
       std::uint64_t sent_version = ~0ull;
@@ -328,21 +498,19 @@ Result<std::unique_ptr<HttpApi>> HttpApi::bind(Daemon& daemon, const std::string
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     mp->listen_fd = sock;  // the last socket set up is the listening one
   });
+  // A request with a body is checked once its body was read (its route's
+  // handler, or the fallback), so that an unread body never stays on a
+  // keep-alive connection.
   s.set_pre_routing_handler([mp](const httplib::Request& req, httplib::Response& res) {
-    if (mp->token.empty() || is_public(req.path))
-      return httplib::Server::HandlerResponse::Unhandled;
-    auto h = req.get_header_value("Authorization");
-    if (h.rfind("Bearer ", 0) != 0 || !constant_time_equal(h.substr(7), mp->token)) {
-      res.status = 401;
-      res.set_header("WWW-Authenticate", "Bearer");
-      res.set_content(
-          nlohmann::json{{"error", h.empty() ? "missing bearer token" : "wrong bearer token"}}
-              .dump(),
-          "application/json");
-      mp->daemon.metrics().count_http("auth", 401);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
+    if (has_body_method(req.method)) return httplib::Server::HandlerResponse::Unhandled;
+    auto denied = mp->refuse_unauthorized(req);
+    if (!denied) return httplib::Server::HandlerResponse::Unhandled;
+    Impl::send(res, *denied);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  s.set_post_routing_handler([mp](const httplib::Request& req, httplib::Response& res) {
+    if (res.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+    mp->count(req, res);
   });
   s.set_error_handler(
       httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
@@ -355,6 +523,7 @@ Result<std::unique_ptr<HttpApi>> HttpApi::bind(Daemon& daemon, const std::string
         return httplib::Server::HandlerResponse::Handled;
       }));
   m.routes();
+  m.fallbacks();
   int port = at.port == 0 ? s.bind_to_any_port(at.host)
                           : (s.bind_to_port(at.host, at.port) ? at.port : -1);
   if (port < 0) return fail(ErrorKind::unavailable, "cannot listen on " + cfg.listen);

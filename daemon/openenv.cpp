@@ -6,6 +6,7 @@
 #include <boost/beast.hpp>
 #include <boost/beast/websocket.hpp>
 #include <deque>
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -24,6 +25,16 @@ namespace websocket = beast::websocket;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using json = nlohmann::json;
+
+std::string redact_token(const std::string& target) {
+  std::string out = target;
+  for (auto pos = out.find("token="); pos != std::string::npos; pos = out.find("token=", pos + 1)) {
+    if (pos > 0 && out[pos - 1] != '?' && out[pos - 1] != '&') continue;
+    auto end = out.find('&', pos);
+    out.replace(pos + 6, (end == std::string::npos ? out.size() : end) - (pos + 6), "[redacted]");
+  }
+  return out;
+}
 
 const std::vector<Route>& env_routes() {
   static const std::vector<Route> routes = {
@@ -85,7 +96,63 @@ struct EnvEpisode {
   std::string last_verdict;
   std::optional<double> last_speedup;
   double last_reward = 0;
+  nlohmann::json pick;  // how reset chose the task (the observation's metadata says it)
 };
+
+// "%2F" -> "/", "+" -> " " (a query value).
+std::string url_decode(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i] == '+' ? ' ' : s[i];
+    }
+  }
+  return out;
+}
+
+// A request target split into what the server uses: the path, the query's
+// parameters, and the token of `?token=`. OpenEnv's EnvClient appends "/ws"
+// to its base URL, so base_url "http://host:port/?token=T" reaches us as
+// "/?token=T/ws": read as "/ws?token=T".
+struct Target {
+  std::string path;
+  std::map<std::string, std::string> params;
+  std::optional<std::string> token;
+};
+
+Target parse_target(const std::string& target) {
+  Target t;
+  auto q = target.find('?');
+  t.path = target.substr(0, q);
+  if (q != std::string::npos) {
+    std::string query = target.substr(q + 1);
+    std::size_t pos = 0;
+    while (pos <= query.size()) {
+      auto amp = query.find('&', pos);
+      auto part = query.substr(pos, amp == std::string::npos ? query.npos : amp - pos);
+      auto eq = part.find('=');
+      if (!part.empty())
+        t.params[url_decode(part.substr(0, eq))] =
+            eq == std::string::npos ? "" : url_decode(part.substr(eq + 1));
+      if (amp == std::string::npos) break;
+      pos = amp + 1;
+    }
+  }
+  if (auto it = t.params.find("token"); it != t.params.end()) {
+    std::string v = it->second;
+    if ((t.path.empty() || t.path == "/") && v.size() > 3 && v.ends_with("/ws")) {
+      v.resize(v.size() - 3);
+      t.path = "/ws";
+    }
+    t.token = v;
+  }
+  if (t.path.empty()) t.path = "/";
+  return t;
+}
 
 bool valid_episode_id(const std::string& s) {
   if (s.empty() || s.size() > 100) return false;
@@ -111,6 +178,9 @@ struct EnvServer::Impl {
   std::mutex mutex;  // live sessions, for stop()
   std::set<std::shared_ptr<void>> live;
   int port = 0;
+  std::mutex pool_mutex;  // pool, picks
+  std::optional<std::vector<config::Task>> pool;
+  std::uint64_t picks = 0;  // resets that picked from the pool (starts at the stored episodes)
 
   explicit Impl(Daemon& d) : daemon(d), max_turns(d.config().env_max_turns) {
     campaign_id = ids::campaign_id(d.config().env_name);
@@ -142,8 +212,71 @@ struct EnvServer::Impl {
                 {"prompt", prompt},
                 {"feedback", feedback},
                 {"verdict", ep.last_verdict.empty() ? json() : json(ep.last_verdict)},
-                {"speedup", ep.last_speedup ? json(*ep.last_speedup) : json()}};
+                {"speedup", ep.last_speedup ? json(*ep.last_speedup) : json()},
+                {"metadata", metadata_of(ep)}};
     return {{"observation", obs}, {"reward", reward}, {"done", ep.done}};
+  }
+
+  // The observation's metadata: the task, and how reset chose it.
+  static json metadata_of(const EnvEpisode& ep) {
+    json m = {{"task_id", ep.task.id},
+              {"task_name", ep.task.name},
+              {"level", ep.task.level},
+              {"number", ep.task.number}};
+    m["pick"] = ep.pick.is_null() ? json{{"picked_by", "episode_id"}} : ep.pick;
+    return m;
+  }
+
+  // The task of a reset: `task_id` when given; else the pool of
+  // env.tasks_dir (env.levels, env.ids): the task at `seed` (modulo the
+  // pool's size) when a seed is given, else the next one in env.order.
+  std::expected<std::pair<config::Task, json>, EnvError> pick_task(
+      const json& d, std::optional<std::uint64_t> seed) {
+    if (d.contains("task_id") && !d["task_id"].is_null()) {
+      auto task = daemon.resolve_task(d["task_id"]);
+      if (!task) return std::unexpected(EnvError{EnvCode::validation_error, task.error().message});
+      return std::pair{*task, json{{"picked_by", "task_id"}}};
+    }
+    auto& cfg = daemon.config();
+    if (cfg.env_tasks_dir.empty()) {
+      return std::unexpected(
+          EnvError{EnvCode::validation_error,
+                   "no task pool: give 'task_id' (a task file), or start the daemon with "
+                   "env.tasks_dir (and env.levels, env.ids, env.order)"});
+    }
+    std::lock_guard lock(pool_mutex);
+    if (!pool) {
+      config::TaskSelection sel;
+      sel.kernelbench_dir = cfg.env_tasks_dir;
+      sel.levels = cfg.env_levels;
+      sel.ids = cfg.env_ids;
+      auto all = config::load_tasks(sel);
+      if (!all) return std::unexpected(EnvError{EnvCode::execution_error, all.error().message});
+      if (all->empty())
+        return std::unexpected(EnvError{EnvCode::execution_error,
+                                        "the task pool (env.tasks_dir, env.levels, "
+                                        "env.ids) has no tasks"});
+      pool = std::move(*all);
+    }
+    const auto size = pool->size();
+    std::size_t index = 0;
+    json pick = {{"pool_size", size}, {"order", cfg.env_order}};
+    if (seed) {
+      index = static_cast<std::size_t>(*seed % size);
+      pick["picked_by"] = "seed";
+      pick["seed"] = *seed;
+    } else if (cfg.env_order == "random") {
+      index = static_cast<std::size_t>(
+          ids::stable_hash64(fmt::format("openenv-pool|{}|{}", cfg.env_seed, picks)) % size);
+      pick["picked_by"] = "random";
+      pick["env_seed"] = cfg.env_seed;
+      pick["draw"] = picks++;
+    } else {
+      index = static_cast<std::size_t>(picks++ % size);
+      pick["picked_by"] = "sequential";
+    }
+    pick["pool_index"] = index;
+    return std::pair{(*pool)[index], pick};
   }
 
   json state(const EnvEpisode* ep) {
@@ -184,13 +317,12 @@ struct EnvServer::Impl {
     if (!data.is_null() && !data.is_object())
       return std::unexpected(EnvError{EnvCode::validation_error, "reset data must be an object"});
     json d = data.is_object() ? data : json::object();
-    std::uint64_t seed = 0;
+    std::optional<std::uint64_t> seed;
     if (d.contains("seed") && !d["seed"].is_null()) {
-      if (!d["seed"].is_number_integer())
-        return std::unexpected(EnvError{EnvCode::validation_error, "'seed' must be an integer"});
+      if (!d["seed"].is_number_integer() || d["seed"].get<std::int64_t>() < 0)
+        return std::unexpected(
+            EnvError{EnvCode::validation_error, "'seed' must be an integer >= 0"});
       seed = d["seed"].get<std::uint64_t>();
-    } else {
-      seed = std::random_device{}();
     }
     std::string id;
     if (d.contains("episode_id") && !d["episode_id"].is_null()) {
@@ -211,26 +343,12 @@ struct EnvServer::Impl {
       id = fmt::format("env-{:016x}", (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
                                           std::random_device{}());
     }
-    Result<config::Task> task = fail("no task");
-    if (d.contains("task_id") && !d["task_id"].is_null()) {
-      task = daemon.resolve_task(d["task_id"]);
-    } else if (!daemon.config().env_tasks_dir.empty()) {
-      config::TaskSelection sel;
-      sel.kernelbench_dir = daemon.config().env_tasks_dir;
-      auto all = config::load_tasks(sel);
-      if (all && !all->empty()) {
-        task = (*all)[seed % all->size()];
-      } else {
-        task = fail(all ? "env.tasks_dir has no tasks" : all.error().message);
-      }
-    } else {
-      return std::unexpected(EnvError{
-          EnvCode::validation_error, "give 'task_id' (a task file or \"L/N\" with env.tasks_dir)"});
-    }
-    if (!task) return std::unexpected(EnvError{EnvCode::validation_error, task.error().message});
+    auto picked = pick_task(d, seed);
+    if (!picked) return std::unexpected(picked.error());
     EnvEpisode ep;
     ep.id = id;
-    ep.task = *task;
+    ep.task = picked->first;
+    ep.pick = picked->second;
     auto prompt = prompts::task_prompt(ep.task, max_turns);
     store::WriteBatch b;
     store::TaskRow t;
@@ -433,11 +551,36 @@ struct EnvServer::Impl {
     return {{"action", action}, {"observation", observation}, {"state", state}};
   }
 
-  bool authorized(const http::request<http::string_body>& req) const {
+  // The token may come as `Authorization: Bearer T`, as `?token=T` in the
+  // URL (OpenEnv's client cannot add headers), or as a WebSocket subprotocol
+  // `bearer.T`. Compared in constant time.
+  bool authorized(const http::request<http::string_body>& req, const Target& t) const {
     if (token.empty()) return true;
     auto h = std::string(req[http::field::authorization]);
-    if (h.rfind("Bearer ", 0) != 0) return false;
-    auto t = h.substr(7);
+    if (h.rfind("Bearer ", 0) == 0 && same(h.substr(7))) return true;
+    if (t.token && same(*t.token)) return true;
+    if (auto p = bearer_subprotocol(req); p && same(p->substr(7))) return true;
+    return false;
+  }
+
+  // The offered subprotocol that carries a token ("bearer.T"), if any.
+  static std::optional<std::string> bearer_subprotocol(
+      const http::request<http::string_body>& req) {
+    std::string offered(req[http::field::sec_websocket_protocol]);
+    std::size_t pos = 0;
+    while (pos < offered.size()) {
+      auto comma = offered.find(',', pos);
+      auto item = offered.substr(pos, comma == std::string::npos ? offered.npos : comma - pos);
+      while (!item.empty() && item.front() == ' ') item.erase(0, 1);
+      while (!item.empty() && item.back() == ' ') item.pop_back();
+      if (item.rfind("bearer.", 0) == 0) return item;
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    return std::nullopt;
+  }
+
+  bool same(const std::string& t) const {
     if (t.size() != token.size()) return false;
     unsigned char diff = 0;
     for (std::size_t i = 0; i < t.size(); ++i) diff |= static_cast<unsigned char>(t[i] ^ token[i]);
@@ -463,6 +606,13 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     t.keep_alive_pings = true;
     m_ws.set_option(t);
     m_ws.read_message_max(static_cast<std::size_t>(m_env.daemon.config().max_body_bytes));
+    // A client that offered subprotocols needs one back (browsers fail the
+    // connection otherwise): the token's own entry.
+    if (auto p = EnvServer::Impl::bearer_subprotocol(req)) {
+      m_ws.set_option(websocket::stream_base::decorator([p = *p](websocket::response_type& res) {
+        res.set(http::field::sec_websocket_protocol, p);
+      }));
+    }
     m_ws.async_accept(req, beast::bind_front_handler(&WsSession::on_accept, shared_from_this()));
   }
 
@@ -656,16 +806,22 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   void on_request(http::request<http::string_body> req) {
     m_keep_alive = req.keep_alive();
     std::string target(req.target());
-    std::string path = target.substr(0, target.find('?'));
-    std::string query =
-        target.find('?') == std::string::npos ? "" : target.substr(target.find('?') + 1);
-    if (path != "/health" && !m_env.authorized(req)) {
-      return reply(401,
-                   {{"error", req[http::field::authorization].empty() ? "missing bearer token"
-                                                                      : "wrong bearer token"}});
+    auto t = parse_target(target);
+    const std::string& path = t.path;
+    const bool upgrade = websocket::is_upgrade(req);
+    // Tokens in URLs never reach the log.
+    KLOG_DEBUG("openenv: {} {}{}", std::string(req.method_string()), redact_token(target),
+               upgrade ? " (WebSocket upgrade)" : "");
+    if (path != "/health" && !m_env.authorized(req, t)) {
+      bool offered = !req[http::field::authorization].empty() || t.token ||
+                     EnvServer::Impl::bearer_subprotocol(req);
+      KLOG_INFO("openenv: refused {} {}: {} token", std::string(req.method_string()),
+                redact_token(target), offered ? "wrong" : "no");
+      return reply(401, {{"error", offered ? "wrong bearer token" : "missing bearer token"}});
     }
-    if (websocket::is_upgrade(req)) {
+    if (upgrade) {
       if (path != "/ws") return reply(404, {{"error", "WebSocket is served on /ws"}});
+      KLOG_INFO("openenv: session opened ({})", redact_token(target));
       m_stream.expires_never();
       std::make_shared<WsSession>(m_stream.release_socket(), m_env)->run(std::move(req));
       return;
@@ -689,8 +845,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
       return reply(200, r->second);
     }
     if (path == "/state" && method == http::verb::get) {
-      std::string id;
-      if (query.rfind("episode_id=", 0) == 0) id = query.substr(11);
+      std::string id = t.params.count("episode_id") ? t.params["episode_id"] : "";
       if (id.empty()) return reply(200, m_env.state(nullptr));
       auto ep = m_env.load(id);
       if (!ep) return reply(400, {{"error", ep.error().message}, {"code", ep.error().code_name()}});
@@ -698,28 +853,44 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
       return reply(200, m_env.state(&**ep));
     }
     if (path == "/step" && method == http::verb::post) {
-      // Stateless over HTTP: the episode named by episode_id is rebuilt from the store.
-      if (!body.is_object() || !body.contains("episode_id") || !body["episode_id"].is_string()) {
-        return reply(400, {{"error", "POST /step needs episode_id (from /reset) and action"},
+      // OpenEnv's StepRequest: {"action": {...}, "timeout_s"?, "request_id"?}.
+      // Its HTTP server is stateless (a fresh environment per request), and
+      // so is this one: without `episode_id` (an extra field, which
+      // StepRequest allows) the action runs on a fresh episode of the pool,
+      // as a reset without a task would pick; with it, on that stored episode.
+      if (!body.is_object() || !body.contains("action") || !body["action"].is_object()) {
+        return reply(422, {{"error",
+                            "POST /step needs {\"action\": {\"code\": string, "
+                            "\"action\": \"CHECK\"|\"SUBMIT\"}}"},
                            {"code", env_code(EnvCode::validation_error)}});
       }
-      auto ep = m_env.load(body["episode_id"].get<std::string>());
-      if (!ep) return reply(400, {{"error", ep.error().message}, {"code", ep.error().code_name()}});
-      if (!*ep)
-        return reply(404,
-                     {{"error", "no episode '" + body["episode_id"].get<std::string>() + "'"}});
-      m_ep = std::move(**ep);
+      if (body.contains("episode_id") && !body["episode_id"].is_null()) {
+        if (!body["episode_id"].is_string())
+          return reply(422, {{"error", "'episode_id' must be a string"},
+                             {"code", env_code(EnvCode::validation_error)}});
+        auto ep = m_env.load(body["episode_id"].get<std::string>());
+        if (!ep)
+          return reply(400, {{"error", ep.error().message}, {"code", ep.error().code_name()}});
+        if (!*ep)
+          return reply(404,
+                       {{"error", "no episode '" + body["episode_id"].get<std::string>() + "'"}});
+        m_ep = std::move(**ep);
+      } else {
+        auto fresh = m_env.reset(json::object());
+        if (!fresh)
+          return reply(fresh.error().code == EnvCode::validation_error ? 422 : 500,
+                       {{"error", fresh.error().message}, {"code", fresh.error().code_name()}});
+        m_ep = std::move(fresh->first);
+      }
       auto self = shared_from_this();
-      m_env.step(*m_ep, body.contains("action") ? body["action"] : body,
-                 [self](std::expected<json, EnvError> r) {
-                   net::post(self->m_stream.get_executor(), [self, r = std::move(r)] {
-                     if (!r)
-                       return self->reply(
-                           r.error().code == EnvCode::validation_error ? 400 : 500,
-                           {{"error", r.error().message}, {"code", r.error().code_name()}});
-                     self->reply(200, self->m_env.apply(*self->m_ep, *r));
-                   });
-                 });
+      m_env.step(*m_ep, body["action"], [self](std::expected<json, EnvError> r) {
+        net::post(self->m_stream.get_executor(), [self, r = std::move(r)] {
+          if (!r)
+            return self->reply(r.error().code == EnvCode::validation_error ? 422 : 500,
+                               {{"error", r.error().message}, {"code", r.error().code_name()}});
+          self->reply(200, self->m_env.apply(*self->m_ep, *r));
+        });
+      });
       return;
     }
     reply(404, {{"error", "no route " + std::string(req.method_string()) + " " + path}});
@@ -771,6 +942,9 @@ Result<std::unique_ptr<EnvServer>> EnvServer::bind(Daemon& daemon, const std::st
   auto& m = *s->m;
   m.token = token;
   if (auto r = m.ensure_campaign(); !r) return std::unexpected(r.error());
+  // The pool's sequence goes on across restarts: one pick per stored episode.
+  if (auto eps = daemon.store().list_episodes(m.campaign_id))
+    m.picks = static_cast<std::uint64_t>(eps->size());
   beast::error_code ec;
   auto addr = net::ip::make_address(at.host == "localhost" ? "127.0.0.1" : at.host, ec);
   if (ec) return fail(ErrorKind::invalid, "env_listen: bad address '" + at.host + "'");

@@ -12,6 +12,10 @@
 
 namespace korch::daemon {
 
+// `target` with the value of every `token=` query parameter replaced by
+// "[redacted]": what the log may show of a URL.
+std::string redact_token(const std::string& target);
+
 // The routes of the environment port, in OpenAPI path form.
 const std::vector<Route>& env_routes();
 

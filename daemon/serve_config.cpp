@@ -103,6 +103,31 @@ const std::vector<Setter>& setters() {
              "An OpenEnv session idle this long is closed."),
         KSTR("env.tasks_dir", env_tasks_dir,
              "KernelBench folder for reset task ids like \"1/19\"."),
+        Setter{{"env.levels", "",
+                "Levels of env.tasks_dir in the pool that a reset without a task picks from "
+                "(\"1,2\")."},
+               [](ServeConfig& c, const std::string& v) -> Result<void> {
+                 std::vector<int> levels;
+                 std::size_t pos = 0;
+                 while (pos <= v.size()) {
+                   auto comma = v.find(',', pos);
+                   auto part = v.substr(pos, comma == std::string::npos ? v.npos : comma - pos);
+                   int level = 0;
+                   if (auto r = to_int(part, level); !r || level < 1)
+                     return fail(ErrorKind::invalid,
+                                 "must be levels like \"1,2\" (got '" + v + "')");
+                   levels.push_back(level);
+                   if (comma == std::string::npos) break;
+                   pos = comma + 1;
+                 }
+                 c.env_levels = levels;
+                 return {};
+               }},
+        KSTR("env.ids", env_ids, "Task numbers in the reset pool (\"1-10,15\"); empty = all."),
+        KSTR("env.order", env_order,
+             "How a reset without a task picks from the pool: sequential (the next task, across "
+             "sessions) or random (drawn from env.seed)."),
+        KINT("env.seed", env_seed, "Seed of env.order = random."),
         KINT("env.max_turns", env_max_turns, "Steps per environment episode."),
         KSTR("env.campaign", env_name,
              "Campaign name under which environment episodes are stored."),
@@ -143,6 +168,11 @@ std::string node_text(const toml::node& n) {
   if (auto b = n.value_exact<bool>()) return *b ? "true" : "false";
   if (auto i = n.value_exact<std::int64_t>()) return std::to_string(*i);
   if (auto d = n.value_exact<double>()) return std::to_string(*d);
+  if (auto* a = n.as_array()) {  // levels = [1, 2] reads as "1,2"
+    std::string out;
+    for (auto& e : *a) out += (out.empty() ? "" : ",") + node_text(e);
+    return out;
+  }
   return "";
 }
 
@@ -209,6 +239,8 @@ Result<ServeConfig> load_serve_config(const std::string& file,
     return fail(ErrorKind::invalid, "'max_body_bytes' must be >= 1024");
   if (cfg.env_max_sessions < 1) return fail(ErrorKind::invalid, "'env.max_sessions' must be >= 1");
   if (cfg.env_max_turns < 1) return fail(ErrorKind::invalid, "'env.max_turns' must be >= 1");
+  if (cfg.env_order != "sequential" && cfg.env_order != "random")
+    return fail(ErrorKind::invalid, "'env.order' must be sequential or random");
   if (cfg.state_dir.empty()) cfg.state_dir = cfg.db + ".serve";
   auto api = split_host_port(cfg.listen);
   if (!api) return fail(ErrorKind::invalid, "'listen' " + api.error().message);
@@ -221,17 +253,37 @@ Result<ServeConfig> load_serve_config(const std::string& file,
   return cfg;
 }
 
-Result<std::string> load_token(const ServeConfig& cfg) {
-  if (const char* t = std::getenv("KORCH_API_TOKEN"); t && *t) return std::string(t);
-  if (cfg.token_file.empty()) return std::string();
+Result<Token> load_token(const ServeConfig& cfg) {
+  if (const char* t = std::getenv("KORCH_API_TOKEN"); t && *t)
+    return Token{std::string(t), "KORCH_API_TOKEN"};
+  if (cfg.token_file.empty()) return Token{};
   std::ifstream in(cfg.token_file);
   if (!in) return fail(ErrorKind::invalid, cfg.token_file + ": cannot read the token file");
   std::string line;
   std::getline(in, line);
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-  if (line.size() < 16)
-    return fail(ErrorKind::invalid, cfg.token_file + ": the token must be at least 16 characters");
-  return line;
+  if (line.empty())
+    return fail(ErrorKind::invalid, cfg.token_file + ": the token file's first line is empty");
+  return Token{line, cfg.token_file};
+}
+
+Result<void> check_token(const ServeConfig& cfg, const Token& token) {
+  std::string beyond;
+  if (!is_loopback_host(cfg.api_address.host)) beyond = cfg.listen;
+  if (beyond.empty() && cfg.env_address && !is_loopback_host(cfg.env_address->host))
+    beyond = cfg.env_listen;
+  if (beyond.empty()) return {};
+  if (token.value.empty()) {
+    return fail(ErrorKind::invalid, "refusing to listen on " + beyond +
+                                        " without a token: set KORCH_API_TOKEN or --token-file");
+  }
+  if (token.value.size() < k_min_token_chars) {
+    return fail(ErrorKind::invalid,
+                "refusing to listen on " + beyond + ": the token from " + token.source + " has " +
+                    std::to_string(token.value.size()) + " characters; beyond loopback it needs " +
+                    std::to_string(k_min_token_chars) + " or more");
+  }
+  return {};
 }
 
 Result<HostPort> split_host_port(const std::string& address) {

@@ -42,7 +42,14 @@ struct ServeConfig {
   // OpenEnv endpoint
   int env_max_sessions = 16;
   double env_idle_timeout_s = 600;
-  std::string env_tasks_dir;               // KernelBench folder that task ids (level/number) name
+  std::string env_tasks_dir;  // KernelBench folder that task ids (level/number) name
+  // The pool a reset without a task picks from: env_tasks_dir's tasks of
+  // these levels and ids, in order (one after another, across sessions) or
+  // drawn at random from env_seed.
+  std::vector<int> env_levels = {1};
+  std::string env_ids;                     // "1-10,15"; "" = all
+  std::string env_order = "sequential";    // sequential | random
+  std::uint64_t env_seed = 0;              // random order: the draws' seed
   int env_max_turns = 10;                  // steps per episode; the last one ends it
   config::EvaluatorConfig evaluator;       // one-off evaluations and environment steps
   std::string env_name = "korch-openenv";  // campaign name that holds environment episodes
@@ -64,8 +71,24 @@ const std::vector<ServeKey>& serve_keys();
 Result<ServeConfig> load_serve_config(const std::string& file,
                                       const std::multimap<std::string, std::string>& flags);
 
-// The token: KORCH_API_TOKEN, else the first line of token_file. "" = none.
-Result<std::string> load_token(const ServeConfig& cfg);
+// The bearer token and where it came from ("KORCH_API_TOKEN" or the file's
+// path, for messages; never the value).
+struct Token {
+  std::string value;  // "" = none
+  std::string source;
+};
+
+// The shortest token a daemon listening beyond loopback accepts.
+inline constexpr std::size_t k_min_token_chars = 16;
+
+// The token: KORCH_API_TOKEN, else the first line of token_file (an empty
+// first line is an error). No token at all is Token{}.
+Result<Token> load_token(const ServeConfig& cfg);
+
+// One rule, wherever the token came from: a daemon with a listener beyond
+// loopback (API or OpenEnv) needs a token of at least k_min_token_chars; on
+// loopback any token, or none, will do.
+Result<void> check_token(const ServeConfig& cfg, const Token& token);
 
 // "127.0.0.1:8765" -> host, port. Fails on a bad address.
 Result<HostPort> split_host_port(const std::string& address);

@@ -42,6 +42,7 @@
     state.token = $("token-input").value.trim();
     sessionStorage.setItem("korch-token", state.token);
     $("token-form").classList.remove("shown");
+    $("auth").textContent = "";
     start();
   });
 
@@ -49,11 +50,26 @@
     return state.token ? {Authorization: `Bearer ${state.token}`} : {};
   }
 
-  async function api(path) {
-    const res = await fetch(path, {headers: headers(), cache: "no-store"});
+  // A 401 says which: no token, or a token the daemon refused. The page
+  // then shows that (and the form), not an empty campaign list.
+  async function refused(res) {
+    let why = "";
+    try { why = (await res.json()).error || ""; } catch (e) { /* not JSON */ }
+    const wrong = state.token !== "" || why.startsWith("wrong");
+    $("token-form").classList.add("shown");
+    $("auth").textContent = wrong ? "Wrong token: the daemon refused it. Enter the daemon's API token."
+                                  : "This daemon needs its API token.";
+    setConn("down", wrong ? "wrong token" : "token needed");
+    $("campaigns").textContent = "";
+    $("campaigns").appendChild(h("span", "muted", wrong ? "not loaded: the token was refused"
+                                                        : "not loaded: no token"));
+    document.body.dataset.auth = wrong ? "wrong" : "missing";
+  }
+
+  async function api(path, method) {
+    const res = await fetch(path, {method: method || "GET", headers: headers(), cache: "no-store"});
     if (res.status === 401) {
-      $("token-form").classList.add("shown");
-      setConn("down", "token needed");
+      await refused(res);
       throw new Error("401");
     }
     const body = await res.json();
@@ -83,6 +99,7 @@
       const p = c.progress || {};
       const div = h("div", "campaign" + (c.id === state.selected ? " selected" : ""));
       div.dataset.campaign = c.id;
+      div.dataset.state = c.state;
       div.dataset.final = p.final || 0;
       div.dataset.episodes = p.episodes || 0;
       div.appendChild(h("div", "name", c.name));
@@ -93,8 +110,8 @@
       bar.appendChild(fill);
       div.appendChild(bar);
       div.appendChild(h("div", "stats progress-text",
-        `${p.final || 0}/${p.episodes || 0} episodes · ${p.running || 0} running · ${p.turns || 0} turns · ` +
-        `$${(p.cost_usd || 0).toFixed(4)} · eta ${fmtS(p.eta_s)}`));
+        `${p.final || 0}/${p.episodes || 0} episodes finished · ${p.running || 0} running · ` +
+        `${p.turns || 0} turns · $${(p.cost_usd || 0).toFixed(4)} · eta ${fmtS(p.eta_s)}`));
       div.addEventListener("click", () => select(c.id));
       root.appendChild(div);
     }
@@ -105,10 +122,46 @@
     if (!c) return;
     const p = c.progress || {};
     $("campaign-title").textContent = c.name;
+    // Named as what they are: "failed" in the API is "finished without a
+    // correct submission", not an error.
+    const final = p.final || 0;
+    const correct = p.correct !== undefined ? p.correct : final - (p.failed || 0);
     $("campaign-stats").textContent =
-      `${c.id} · ${c.state} · ${c.phase} · ${p.final || 0}/${p.episodes || 0} final · ${p.failed || 0} failed · ` +
+      `${c.id} · ${c.state} · ${c.phase}${c.message ? " (" + c.message + ")" : ""} · ` +
+      `${final}/${p.episodes || 0} episodes finished: ${correct} with a correct submission, ` +
+      `${final - correct} without · ${p.running || 0} running · ` +
       `${p.turns || 0} turns · ${p.tokens || 0} tokens · $${(p.cost_usd || 0).toFixed(4)} · ` +
       `elapsed ${fmtS(p.elapsed_s)} · eta ${fmtS(p.eta_s)}`;
+    $("campaign-stats").dataset.state = c.state;
+    const can = {
+      pause: c.state === "active",
+      resume: c.state === "paused" || (c.state === "active" && c.phase === "aborted"),
+      cancel: c.state === "active" || c.state === "paused",
+    };
+    for (const b of document.querySelectorAll("#campaign-controls button")) b.disabled = !can[b.dataset.action];
+  }
+
+  // pause, resume, cancel: POST /api/campaigns/{id}/<action>; the stream
+  // brings the new state, the reply is shown at once.
+  for (const b of document.querySelectorAll("#campaign-controls button")) {
+    b.addEventListener("click", async () => {
+      const id = state.selected;
+      const action = b.dataset.action;
+      if (!id) return;
+      if (action === "cancel" && !confirm("Cancel this campaign for good? What is stored stays.")) return;
+      const msg = $("control-msg");
+      try {
+        const c = await api(`/api/campaigns/${encodeURIComponent(id)}/${action}`, "POST");
+        msg.textContent = `${action}: ${c.state}`;
+        const old = state.campaigns.get(c.id) || {};
+        state.campaigns.set(c.id, {...old, ...c});
+        renderCampaigns();
+        renderSelectedStats();
+      } catch (e) {
+        msg.textContent = `${action}: ${e.message}`;
+      }
+      msg.dataset.action = action;
+    });
   }
 
   function select(id) {
@@ -134,6 +187,7 @@
       if (id !== state.selected) return;
       state.reportVersion = version;
       KorchPlots.renderReport($("report"), report, {onEpisode: openEpisode});
+      $("report").dataset.version = String(version);  // the progress version it shows
     } catch (e) {
       $("report").textContent = `report: ${e.message}`;
     }
@@ -142,6 +196,7 @@
 
   function applySnapshot(snap) {
     state.lastVersion = snap.version;
+    document.body.dataset.version = String(snap.version);
     const seen = new Set();
     for (const c of snap.campaigns || []) {
       state.campaigns.set(c.id, c);
@@ -164,8 +219,7 @@
       try {
         const res = await fetch("/api/events", {headers: headers(), cache: "no-store"});
         if (res.status === 401) {
-          $("token-form").classList.add("shown");
-          setConn("down", "token needed");
+          await refused(res);
           return;
         }
         if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
@@ -251,8 +305,14 @@
       dl.appendChild(dd);
     }
     view.appendChild(dl);
-    view.appendChild(h("h3", "", "Code"));
-    view.appendChild(h("pre", "turn-code", t.code || ""));
+    if (t.code) {
+      view.appendChild(h("h3", "", "Code"));
+      view.appendChild(h("pre", "turn-code", t.code));
+    } else {
+      // no_code, truncated: what the model said instead.
+      view.appendChild(h("h3", "", `The model's reply (${t.parse_status === "truncated" ? "cut off" : "no code block"})`));
+      view.appendChild(h("pre", "turn-reply wrap", t.reply || "(empty reply)"));
+    }
     view.appendChild(h("h3", "", "Feedback"));
     view.appendChild(h("pre", "turn-feedback wrap", t.feedback || "(not kept: before a compaction, or none yet)"));
   }
@@ -267,6 +327,8 @@
       if (e.message !== "401") setConn("down", e.message);
       return;
     }
+    $("auth").textContent = "";
+    delete document.body.dataset.auth;
     if (!started) {
       started = true;
       stream();

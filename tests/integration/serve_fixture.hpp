@@ -2,7 +2,14 @@
 // A real `korch serve` process on loopback for the API, OpenEnv and kill
 // tests: started with fork+exec, its ports read from its "LISTEN" lines,
 // talked to with cpp-httplib's client.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <chrono>
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +62,69 @@ class ServeProcess {
   std::string m_out, m_err;
   int m_port = 0, m_env_port = 0;
 };
+
+// A response read off a raw socket: what a client that writes its own bytes
+// (curl's habits: no Content-Length on a bodiless POST, chunked uploads)
+// gets. status 0: no response within the timeout.
+struct RawReply {
+  int status = 0;
+  std::string head, body;
+  double seconds = 0;
+};
+
+// Sends `request` (bytes as they are) to 127.0.0.1:port and reads until the
+// server closes or `timeout_s` passes; send "Connection: close" requests.
+inline RawReply raw_http(int port, const std::string& request, double timeout_s = 5) {
+  RawReply out;
+  auto t0 = std::chrono::steady_clock::now();
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    ::close(fd);
+    return out;
+  }
+  timeval tv{static_cast<time_t>(timeout_s),
+             static_cast<suseconds_t>((timeout_s - static_cast<int>(timeout_s)) * 1e6)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  for (std::size_t sent = 0; sent < request.size();) {
+    auto n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<std::size_t>(n);
+  }
+  std::string all;
+  char buf[65536];
+  for (;;) {
+    auto n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    all.append(buf, static_cast<std::size_t>(n));
+    auto end = all.find("\r\n\r\n");
+    if (end == std::string::npos) continue;
+    // Stop once a Content-Length response is complete (keep-alive servers).
+    auto cl = all.find("Content-Length: ");
+    if (cl != std::string::npos && cl < end) {
+      auto len = std::stoul(all.substr(cl + 16));
+      if (all.size() >= end + 4 + len) break;
+    }
+  }
+  ::close(fd);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto end = all.find("\r\n\r\n");
+  if (all.rfind("HTTP/1.1 ", 0) != 0 || end == std::string::npos) return out;
+  out.status = std::stoi(all.substr(9, 3));
+  out.head = all.substr(0, end);
+  out.body = all.substr(end + 4);
+  return out;
+}
+
+// The value of the Prometheus sample `name{labels}` in `text`, 0 if absent.
+inline double metric_value(const std::string& text, const std::string& series) {
+  auto pos = text.find("\n" + series + " ");
+  if (pos == std::string::npos) return 0;
+  return std::stod(text.substr(pos + 1 + series.size() + 1));
+}
 
 inline nlohmann::json body_json(const httplib::Result& r) {
   if (!r) return nlohmann::json();

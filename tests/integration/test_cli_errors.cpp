@@ -183,5 +183,60 @@ TEST_F(CliErrors, MalformedNumericFlagsNameTheFlag) {
   EXPECT_NE(v.err.find("--timeout"), std::string::npos) << v.err;
 }
 
+// Every subcommand that `korch --help` lists answers `--help` and `-h` with
+// its usage on stdout and exit 0, and does nothing else: no database or
+// other file appears in the working directory, no port is taken (`serve
+// --help` used to start a daemon on 8765 and create korch.db here).
+TEST_F(CliErrors, HelpOfEverySubcommandPrintsAndChangesNothing) {
+  auto [rc, usage] = run_capture({KORCH_BIN, "--help"}, m_d);
+  ASSERT_EQ(rc, 0);
+  // "  korch run CAMPAIGN.toml ..." -> {"run"}; "  korch tasks list DIR" -> {"tasks", "list"}.
+  std::vector<std::vector<std::string>> commands;
+  std::istringstream lines(usage);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  korch ", 0) != 0) continue;
+    std::istringstream words(line.substr(8));
+    std::string first, second;
+    words >> first >> second;
+    first.erase(std::remove(first.begin(), first.end(), ','), first.end());
+    if (first == "help") continue;
+    commands.push_back({first});
+    if (!second.empty() && std::islower(static_cast<unsigned char>(second[0])) &&
+        second.find('.') == std::string::npos)
+      commands.push_back({first, second});
+  }
+  ASSERT_GE(commands.size(), 12u) << usage;
+  auto run_dir = m_d + "/cwd";
+  std::filesystem::create_directories(run_dir);
+  for (auto& cmd : commands) {
+    for (const char* flag : {"--help", "-h"}) {
+      // Run inside run_dir, so that a file it created would show there.
+      std::vector<std::string> argv = {"/bin/sh", "-c", "cd \"$0\" && exec " KORCH_BIN " \"$@\"",
+                                       run_dir};
+      argv.insert(argv.end(), cmd.begin(), cmd.end());
+      argv.push_back(flag);
+      std::string what = cmd[0] + (cmd.size() > 1 ? " " + cmd[1] : "") + " " + flag;
+      auto out = m_d + "/help.out", err = m_d + "/help.err";
+      auto p = Process::start(argv, out, err, {{"KORCH_API_TOKEN", "short"}});
+      auto code = p.wait_for(std::chrono::seconds(20));
+      if (!code) {
+        p.signal(SIGKILL);
+        p.wait();
+      }
+      ASSERT_TRUE(code.has_value()) << what << " did not exit: " << slurp(err);
+      EXPECT_EQ(*code, 0) << what << ": " << slurp(err);
+      auto text = slurp(out);
+      EXPECT_NE(text.find("Usage:\n  korch " + cmd[0]), std::string::npos) << what << ": " << text;
+      EXPECT_EQ(slurp(err), "") << what;
+      EXPECT_TRUE(std::filesystem::is_empty(run_dir)) << what << " wrote into its directory";
+    }
+  }
+  // `korch help serve` is the same text as `korch serve --help`, and names its keys.
+  auto [hrc, help_serve] = run_capture({KORCH_BIN, "help", "serve"}, m_d);
+  EXPECT_EQ(hrc, 0);
+  EXPECT_NE(help_serve.find("--env-listen"), std::string::npos) << help_serve;
+  EXPECT_EQ(help_serve, run_capture({KORCH_BIN, "serve", "--help"}, m_d).second);
+}
+
 }  // namespace
 }  // namespace korch::testing

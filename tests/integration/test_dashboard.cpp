@@ -18,9 +18,10 @@ namespace {
 
 constexpr const char* k_token = "dashboard-token-0123456789abcdef";
 
-std::string campaign_toml(const std::string& base_url) {
+std::string campaign_toml(const std::string& base_url, const std::string& name = "watched") {
   std::ostringstream s;
-  s << "name = \"watched\"\nsamples_per_task = 3\nmax_turns = 3\nmax_inflight_episodes = "
+  s << "name = \"" << name
+    << "\"\nsamples_per_task = 3\nmax_turns = 3\nmax_inflight_episodes = "
        "2\nlog_level = \"warn\"\n"
     << "[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR "/tasks\"\nids = \"1-4\"\n"
     << "[evaluator]\nmode = \"mock\"\nmock_latency_s = 0.4\n"
@@ -113,20 +114,36 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   auto d = dir.path().string();
   FakeLlmProcess llm;
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "60"}));
+  // The campaign the buttons act on: its LLM takes an hour per reply, so it
+  // stays active until the test pauses, resumes and cancels it.
+  auto slow_dir = d + "/slow";
+  std::filesystem::create_directories(slow_dir);
+  FakeLlmProcess slow_llm;
+  ASSERT_TRUE(slow_llm.start(slow_dir, {"--script", "kernel", "--latency-ms", "3600000"}));
   ServeProcess serve;
   ASSERT_TRUE(
       serve.start(d, d + "/dash.db", {"--sse-interval-s", "0.2"}, {{"KORCH_API_TOKEN", k_token}}))
       << serve.err();
   auto cli = serve.client(k_token);
-  auto r = cli.Post("/api/campaigns", campaign_toml(llm.base_url()), "application/toml");
+  auto r = cli.Post("/api/campaigns", campaign_toml(slow_llm.base_url(), "controls"),
+                    "application/toml");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  std::string controls_id = body_json(r)["id"];
+  r = cli.Post("/api/campaigns", campaign_toml(llm.base_url()), "application/toml");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 201) << r->body;
   std::string id = body_json(r)["id"];
+  // Paused until the page's resume button starts it: the page then watches
+  // the whole run, however long the browser takes to start.
+  r = cli.Post(("/api/campaigns/" + id + "/pause").c_str(), "", "text/plain");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
 
   auto url = "http://127.0.0.1:" + std::to_string(serve.port()) + "/";
   auto [rc, out] = run_capture({"/usr/bin/env", "node", driver_dir + "/check_dashboard.mjs",
                                 "--url", url, "--token", k_token, "--out", artifacts, "--chromium",
-                                chromium, "--campaign", "watched", "--timeout-s", "90"},
+                                chromium, "--campaign", "watched", "--controls", "controls"},
                                d);
   ASSERT_EQ(rc, 0) << out;
   auto seen = nlohmann::json::parse(out.substr(0, out.find('\n')), nullptr, false);
@@ -139,6 +156,13 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   EXPECT_TRUE(seen["foreign_requests"].empty()) << seen["foreign_requests"];
   EXPECT_FALSE(seen["token_left_in_url"].get<bool>());
   EXPECT_EQ(seen["conn"], "live");
+
+  // A wrong token is said plainly; the campaign list does not claim "none yet".
+  auto& wrong = seen["wrong_token"];
+  EXPECT_EQ(wrong["conn"], "wrong token") << wrong;
+  EXPECT_NE(wrong["auth"].get<std::string>().find("Wrong token"), std::string::npos) << wrong;
+  EXPECT_EQ(wrong["campaigns"].get<std::string>().find("none yet"), std::string::npos) << wrong;
+  EXPECT_TRUE(wrong["form_shown"].get<bool>());
 
   // Progress updated in place, from the stream: the card showed at least three
   // different counts of final episodes, never going back, out of 24.
@@ -154,6 +178,44 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   }
   EXPECT_GE(finals.size(), 3u) << progress;
   EXPECT_GT(progress.back()["events"].get<int>(), progress.front()["events"].get<int>());
+  // Counts named as what they are: no bare "failed".
+  std::string stats = seen["final_stats"];
+  EXPECT_EQ(stats.find("failed"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("with a correct submission"), std::string::npos) << stats;
+
+  // Pause, resume and cancel by the buttons: each reached the API.
+  auto& controls = seen["controls"];
+  ASSERT_EQ(controls.size(), 3u) << controls;
+  EXPECT_EQ(controls[0]["enabled"], nlohmann::json({"resume", "cancel"})) << controls;
+  EXPECT_EQ(controls[1]["enabled"], nlohmann::json({"pause", "cancel"})) << controls;
+  EXPECT_EQ(controls[2]["enabled"], nlohmann::json::array()) << controls;
+  EXPECT_EQ(body_json(cli.Get(("/api/campaigns/" + controls_id).c_str()))["state"], "cancelled");
+  auto metrics = cli.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  // The test's own pause of the watched campaign, then the page's clicks:
+  // pause and resume of `controls`, resume of `watched`, cancel of `controls`.
+  for (auto [action, n] : {std::pair{"pause", 2}, {"resume", 2}, {"cancel", 1}}) {
+    EXPECT_EQ(metric_value(metrics->body, std::string("korch_http_requests_total{route=\"/api/"
+                                                      "campaigns/{id}/") +
+                                              action + "\",status=\"200\"}"),
+              n)
+        << action;
+  }
+
+  // No horizontal scroll bar at 1,280 and 1,920 px; 900 px stacks.
+  for (auto* w : {"1280", "1920", "900"}) {
+    auto& m = seen["widths"][w];
+    EXPECT_LE(m["scroll"].get<int>(), m["viewport"].get<int>()) << w << ": " << m;
+    EXPECT_GT(std::filesystem::file_size(m["screenshot"].get<std::string>()), 10000u) << w;
+  }
+  // At 1,280 px and up every panel fits too: the plots, the per-model
+  // table's last column, the task grid.
+  for (auto* w : {"1280", "1920"})
+    EXPECT_TRUE(seen["widths"][w]["panels_overflowing"].empty()) << w << ": " << seen["widths"][w];
+  auto& narrow = seen["widths"]["900"];
+  EXPECT_LE(narrow["aside"]["bottom"].get<double>(), narrow["main"]["top"].get<double>()) << narrow;
+  auto& wide = seen["widths"]["1280"];
+  EXPECT_LT(wide["aside"]["right"].get<double>(), wide["main"]["left"].get<double>()) << wide;
 
   // The plots, against the report and the episodes of the API.
   auto& plots = seen["plots"];
@@ -201,18 +263,24 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   }
   EXPECT_GE(with_feedback, 1) << ep.dump().substr(0, 3000);
 
+  // A turn without code shows the model's reply, as stored.
+  ASSERT_TRUE(seen["no_code"].is_object()) << "no no_code turn in the campaign";
+  auto& nc = seen["no_code"];
+  auto stored_reply =
+      query(d + "/dash.db",
+            "SELECT content FROM messages WHERE episode_id = '" + nc["episode"].get<std::string>() +
+                "' AND role = 'assistant' AND turn = " + std::to_string(nc["turn"].get<int>()));
+  ASSERT_EQ(stored_reply.size(), 1u);
+  EXPECT_EQ(nc["shown"]["reply"], stored_reply[0][0]) << nc;
+  EXPECT_EQ(nc["shown"]["parse"], "no_code") << nc;
+  EXPECT_TRUE(nc["shown"]["code"].is_null()) << nc;
+
   for (auto& f : seen["screenshots"]) {
     EXPECT_GT(std::filesystem::file_size(f.get<std::string>()), 10000u) << f;
   }
-  // Done watching: cancel; once it is idle, the report route serves what
-  // `korch report` prints for the same database, as JSON and as the page.
-  r = cli.Post(("/api/campaigns/" + id + "/cancel").c_str(), "", "application/json");
-  ASSERT_TRUE(r);
-  ASSERT_EQ(r->status, 200) << r->body;
-  ASSERT_TRUE(wait_until(serve.process(), [&] {
-    auto phase = body_json(cli.Get(("/api/campaigns/" + id).c_str())).value("phase", "");
-    return phase != "running" && phase != "stopping";
-  }));
+  // The campaign completed (the page waited for it); the report route serves
+  // what `korch report` prints for the same database, as JSON and as the page.
+  EXPECT_EQ(body_json(cli.Get(("/api/campaigns/" + id).c_str()))["state"], "completed");
   auto api_report = body_json(cli.Get(("/api/campaigns/" + id + "/report").c_str()));
   auto [jrc, jtext] = run_capture(
       {KORCH_BIN, "report", "--db", d + "/dash.db", "--campaign", "watched", "--format", "json"},

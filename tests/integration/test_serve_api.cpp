@@ -102,6 +102,24 @@ TEST(ServeApi, OpenApiFileListsExactlyTheRegisteredRoutes) {
   for (auto& r : registered) EXPECT_NE(md.find(r), std::string::npos) << "docs/api.md lacks " << r;
 }
 
+// docs/config.md's table of serve keys lists every key with its flag.
+TEST(ServeApi, ConfigDocListsEveryServeKey) {
+  TempDir dir;
+  auto [rc, out] = run_capture({KORCH_BIN, "serve", "--print-keys"}, dir.path().string());
+  ASSERT_EQ(rc, 0) << out;
+  auto md = slurp(KORCH_SOURCE_DIR "/docs/config.md");
+  std::istringstream in(out);
+  int keys = 0;
+  for (std::string line; std::getline(in, line); ++keys) {
+    auto name = line.substr(0, line.find('\t'));
+    auto flag = line.substr(line.find('\t') + 1);
+    flag = flag.substr(0, flag.find('\t'));
+    EXPECT_NE(md.find("| `" + name + "` | `" + flag + "` |"), std::string::npos)
+        << "docs/config.md lacks serve key " << name;
+  }
+  EXPECT_GE(keys, 30);
+}
+
 TEST(ServeApi, RefusesANonLoopbackAddressWithoutAToken) {
   TempDir dir;
   auto d = dir.path().string();
@@ -110,6 +128,144 @@ TEST(ServeApi, RefusesANonLoopbackAddressWithoutAToken) {
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("without a token"), std::string::npos) << out;
   EXPECT_FALSE(std::filesystem::exists(d + "/x.db"));
+}
+
+// One token rule wherever the token comes from (issue 34): beyond loopback
+// at least 16 characters, from KORCH_API_TOKEN as from --token-file; on
+// loopback a short token is the user's business.
+TEST(ServeApi, OneTokenRuleWhereverTheTokenComesFrom) {
+  TempDir dir;
+  auto d = dir.path().string();
+  write_text(d + "/short.token", "abc\n");
+  write_text(d + "/long.token", std::string(k_token) + "\n");
+  struct Case {
+    std::vector<std::string> flags;
+    std::map<std::string, std::string> env;
+    bool starts;
+  };
+  const std::vector<Case> cases = {
+      {{"--listen", "0.0.0.0:0"}, {{"KORCH_API_TOKEN", "abc"}}, false},
+      {{"--listen", "0.0.0.0:0", "--token-file", d + "/short.token"},
+       {{"KORCH_API_TOKEN", ""}},
+       false},
+      {{"--env-listen", "0.0.0.0:0"}, {{"KORCH_API_TOKEN", "abc"}}, false},
+      {{"--listen", "127.0.0.1:0", "--token-file", d + "/short.token"},
+       {{"KORCH_API_TOKEN", ""}},
+       true},
+      {{"--listen", "127.0.0.1:0"}, {{"KORCH_API_TOKEN", "abc"}}, true},
+      {{"--listen", "0.0.0.0:0", "--token-file", d + "/long.token"},
+       {{"KORCH_API_TOKEN", ""}},
+       true},
+      {{"--listen", "0.0.0.0:0"}, {{"KORCH_API_TOKEN", k_token}}, true},
+  };
+  int i = 0;
+  for (auto& c : cases) {
+    auto db = d + "/t" + std::to_string(i++) + ".db";
+    std::vector<std::string> argv = {KORCH_BIN, "serve", "--db", db};
+    argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+    if (std::find(c.flags.begin(), c.flags.end(), "--listen") == c.flags.end()) {
+      argv.insert(argv.end(), {"--listen", "127.0.0.1:0"});
+    }
+    std::string what;
+    for (auto& a : argv) what += a + " ";
+    auto out = db + ".out", err = db + ".err";
+    auto p = Process::start(argv, out, err, c.env);
+    bool listening = wait_until(
+        p, [&] { return slurp(out).find("LISTEN api ") != std::string::npos; },
+        std::chrono::seconds(30));
+    if (c.starts) {
+      EXPECT_TRUE(listening) << what << slurp(err);
+      p.signal(SIGTERM);
+      EXPECT_EQ(p.wait(), 0) << what << slurp(err);
+    } else {
+      EXPECT_FALSE(listening) << what;
+      if (listening) p.signal(SIGTERM);  // a daemon that should not have started
+      EXPECT_EQ(p.wait(), 2) << what << slurp(err);
+      EXPECT_NE(slurp(err).find("16"), std::string::npos) << what << slurp(err);
+      EXPECT_FALSE(std::filesystem::exists(db)) << what;
+    }
+  }
+}
+
+// curl's habits (issue 34): `curl -X POST URL` sends no body and no
+// Content-Length, `curl --data-binary @big.toml` sends curl's default
+// Content-Type (application/x-www-form-urlencoded); both are answered at
+// once by the documented rules, and every request, rejected or not, is
+// counted in korch_http_requests_total by route and status.
+TEST(ServeApi, CurlHabitsBodiesAndCounting) {
+  TempDir dir;
+  auto d = dir.path().string();
+  FakeLlmProcess llm;
+  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "300"}));
+  ServeProcess serve;
+  ASSERT_TRUE(
+      serve.start(d, d + "/k.db", {"--max-body-bytes", "65536"}, {{"KORCH_API_TOKEN", k_token}}))
+      << serve.err();
+  const std::string auth = std::string("Authorization: Bearer ") + k_token + "\r\n";
+  auto post = [&](const std::string& path, const std::string& headers, const std::string& body) {
+    return raw_http(serve.port(), "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + auth +
+                                      "Connection: close\r\n" + headers + "\r\n" + body);
+  };
+  // A campaign TOML of ~12 KB with curl's default Content-Type: accepted (was 413 past 8 KB).
+  auto toml = campaign_toml("curl", llm.base_url(), 2, 3, 0.5);
+  toml += "# " + std::string(12000, 'x') + "\n";
+  auto r = post("/api/campaigns",
+                "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: " +
+                    std::to_string(toml.size()) + "\r\n",
+                toml);
+  ASSERT_EQ(r.status, 201) << r.head << r.body;
+  auto id = nlohmann::json::parse(r.body)["id"].get<std::string>();
+  // POST without a body or a Content-Length: answered at once (was 10 s, then 400).
+  r = post("/api/campaigns/" + id + "/pause", "", "");
+  EXPECT_LT(r.seconds, 3.0);
+  EXPECT_TRUE(r.status == 200 || r.status == 409) << r.head << r.body;
+  EXPECT_TRUE(nlohmann::json::parse(r.body, nullptr, false).is_object()) << r.body;
+  r = post("/api/campaigns/no-such/resume", "", "");
+  EXPECT_LT(r.seconds, 3.0);
+  EXPECT_EQ(r.status, 404) << r.head << r.body;
+  // Over max_body_bytes: 413 with a JSON error, by Content-Length and chunked.
+  std::string big(70000, 'y');
+  r = post("/api/campaigns", "Content-Length: " + std::to_string(big.size()) + "\r\n", big);
+  EXPECT_EQ(r.status, 413) << r.head;
+  EXPECT_NE(r.body.find("max_body_bytes"), std::string::npos) << r.body;
+  std::string chunked;
+  for (int i = 0; i < 5; ++i) chunked += "4e20\r\n" + std::string(20000, 'z') + "\r\n";
+  chunked += "0\r\n\r\n";
+  r = post("/api/campaigns", "Transfer-Encoding: chunked\r\n", chunked);
+  EXPECT_EQ(r.status, 413) << r.head;
+  // No route, wrong method, wrong token: each answered and counted.
+  EXPECT_EQ(raw_http(serve.port(), "GET /api/nothing HTTP/1.1\r\nHost: x\r\n" + auth +
+                                       "Connection: close\r\n\r\n")
+                .status,
+            404);
+  EXPECT_EQ(raw_http(serve.port(), "DELETE /api/campaigns HTTP/1.1\r\nHost: x\r\n" + auth +
+                                       "Connection: close\r\n\r\n")
+                .status,
+            405);
+  EXPECT_EQ(raw_http(serve.port(), "POST /api/campaigns/" + id +
+                                       "/resume HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                                       "wrong\r\nConnection: close\r\n\r\n")
+                .status,
+            401);
+  EXPECT_EQ(raw_http(serve.port(), "NONSENSE\r\n\r\n").status, 400);
+  auto cli = serve.client(k_token);
+  auto m = cli.Get("/metrics");
+  ASSERT_TRUE(m);
+  auto count = [&](const std::string& route, int status) {
+    return metric_value(m->body, "korch_http_requests_total{route=\"" + route + "\",status=\"" +
+                                     std::to_string(status) + "\"}");
+  };
+  EXPECT_EQ(count("/api/campaigns", 201), 1) << m->body;
+  EXPECT_EQ(count("/api/campaigns", 413), 2) << m->body;
+  EXPECT_EQ(count("/api/campaigns/{id}/resume", 404), 1) << m->body;
+  EXPECT_EQ(count("/api/campaigns/{id}/resume", 401), 1) << m->body;
+  EXPECT_EQ(count("unmatched", 404), 1) << m->body;
+  EXPECT_EQ(count("unmatched", 405), 1) << m->body;
+  EXPECT_EQ(count("unmatched", 400), 1) << m->body;
+  EXPECT_EQ(count("/api/campaigns/{id}/pause", 200) + count("/api/campaigns/{id}/pause", 409), 1)
+      << m->body;
+  serve.process().signal(SIGTERM);
+  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
 }
 
 TEST(ServeApi, EveryRouteAndBadInput) {
@@ -414,6 +570,288 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
   EXPECT_TRUE(
       query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1")
           .empty());
+}
+
+}  // namespace
+}  // namespace korch::testing
+
+namespace korch::testing {
+namespace {
+
+// Issue 34: after a kill -9 and a restart, a campaign's counters are the
+// store's (turns, tokens, finals), and elapsed_s is the time driven over
+// every run, not only since the restart.
+TEST(ServeKill, CountersAfterARestartReadFromTheStore) {
+  TempDir dir;
+  auto d = dir.path().string();
+  FakeLlmProcess llm;
+  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "40"}));
+  auto db = d + "/serve.db";
+  std::string id;
+  double before_kill = 0;
+  {
+    ServeProcess serve;
+    ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+    auto cli = serve.client(k_token);
+    auto r = cli.Post("/api/campaigns", campaign_toml("counted", llm.base_url(), 2, 4, 1.5),
+                      "application/toml");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 201) << r->body;
+    id = body_json(r)["id"];
+    ASSERT_TRUE(wait_until(serve.process(), [&] {
+      auto j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
+      before_kill = j["progress"].value("elapsed_s", 0.0);
+      return before_kill >= 4.0;
+    })) << serve.err();
+    serve.process().signal(SIGKILL);
+    ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+  }
+  ServeProcess serve;
+  ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  auto cli = serve.client(k_token);
+  auto j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
+  // The driven time is kept every 2 s: a kill loses at most that much.
+  EXPECT_GE(j["progress"]["elapsed_s"].get<double>(), before_kill - 2.5) << j;
+  ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+  j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
+  auto& p = j["progress"];
+  const std::string of_campaign =
+      "episode_id IN (SELECT id FROM episodes WHERE campaign_id = '" + id + "')";
+  EXPECT_EQ(std::to_string(p["turns"].get<long>()),
+            query(db, "SELECT COUNT(*) FROM turns WHERE " + of_campaign)[0][0])
+      << j;
+  EXPECT_EQ(std::to_string(p["final"].get<long>()),
+            query(db, "SELECT COUNT(*) FROM finals WHERE " + of_campaign)[0][0])
+      << j;
+  EXPECT_EQ(p["final"], p["episodes"]) << j;
+  EXPECT_EQ(p["correct"].get<long>() + p["failed"].get<long>(), p["final"].get<long>()) << j;
+  EXPECT_EQ(p["turns"], j["counts"]["turns"]) << j;
+  EXPECT_GE(p["elapsed_s"].get<double>(), before_kill - 2.5) << j;
+  serve.process().signal(SIGTERM);
+  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+}
+
+}  // namespace
+}  // namespace korch::testing
+
+namespace korch::testing {
+namespace {
+
+// Issue 34: GET /api/campaigns/{id}/export?format=jsonl|csv streams what
+// `korch export` writes for the same database (chunked: never one body in
+// the daemon's memory).
+TEST(ServeApi, ExportStreamsWhatKorchExportWrites) {
+  TempDir dir;
+  auto d = dir.path().string();
+  FakeLlmProcess llm;
+  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "10"}));
+  auto db = d + "/e.db";
+  ServeProcess serve;
+  ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  auto cli = serve.client(k_token);
+  auto r = cli.Post("/api/campaigns", campaign_toml("exported", llm.base_url(), 2, 2, 0.01),
+                    "application/toml");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  std::string id = body_json(r)["id"];
+  ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+  for (auto* format : {"jsonl", "csv"}) {
+    auto res = cli.Get(("/api/campaigns/exported/export?format=" + std::string(format)).c_str());
+    ASSERT_TRUE(res) << httplib::to_string(res.error()) << serve.err();
+    ASSERT_EQ(res->status, 200) << res->body;
+    EXPECT_EQ(res->get_header_value("Transfer-Encoding"), "chunked") << format;
+    EXPECT_NE(res->get_header_value("Content-Disposition").find(id), std::string::npos);
+    auto [rc, cli_out] = run_capture(
+        {KORCH_BIN, "export", "--db", db, "--campaign", "exported", "--format", format}, d);
+    ASSERT_EQ(rc, 0) << cli_out;
+    EXPECT_EQ(res->body, cli_out) << format;
+    EXPECT_GT(std::count(res->body.begin(), res->body.end(), '\n'), 8) << res->body;
+  }
+  r = cli.Get(("/api/campaigns/" + id + "/export").c_str());  // jsonl by default
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/x-ndjson");
+  r = cli.Get(("/api/campaigns/" + id + "/export?format=xml").c_str());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  r = cli.Get("/api/campaigns/c-nope/export");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  serve.process().signal(SIGTERM);
+  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+}
+
+}  // namespace
+}  // namespace korch::testing
+
+namespace korch::testing {
+namespace {
+
+// A JSON Schema check of the subset docs/openapi.json uses: $ref (local),
+// type, nullable, enum, properties, required, additionalProperties, items.
+// Returns "" when `v` matches, else where and why it does not.
+std::string schema_mismatch(const nlohmann::json& spec, const nlohmann::json& schema,
+                            const nlohmann::json& v, const std::string& at) {
+  if (schema.contains("$ref")) {
+    std::string ref = schema["$ref"];  // "#/components/schemas/Name"
+    return schema_mismatch(spec, spec.at(nlohmann::json::json_pointer(ref.substr(1))), v, at);
+  }
+  if (v.is_null()) {
+    return schema.value("nullable", false) || !schema.contains("type") ? "" : at + ": null";
+  }
+  if (schema.contains("type")) {
+    std::string t = schema["type"];
+    bool ok = t == "object"    ? v.is_object()
+              : t == "array"   ? v.is_array()
+              : t == "string"  ? v.is_string()
+              : t == "integer" ? v.is_number_integer()
+              : t == "number"  ? v.is_number()
+              : t == "boolean" ? v.is_boolean()
+                               : false;
+    if (!ok) return at + ": " + v.dump().substr(0, 80) + " is not " + t;
+  }
+  if (schema.contains("enum") &&
+      std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end())
+    return at + ": " + v.dump() + " is not one of " + schema["enum"].dump();
+  if (v.is_object()) {
+    for (auto& r : schema.value("required", nlohmann::json::array()))
+      if (!v.contains(r.get<std::string>())) return at + ": lacks '" + r.get<std::string>() + "'";
+    auto props = schema.value("properties", nlohmann::json::object());
+    for (auto& [k, x] : v.items()) {
+      if (props.contains(k)) {
+        if (auto m = schema_mismatch(spec, props[k], x, at + "." + k); !m.empty()) return m;
+      } else if (schema.contains("additionalProperties")) {
+        auto& extra = schema["additionalProperties"];
+        if (extra.is_boolean() && !extra.get<bool>()) return at + ": undocumented '" + k + "'";
+        if (extra.is_object())
+          if (auto m = schema_mismatch(spec, extra, x, at + "." + k); !m.empty()) return m;
+      }
+    }
+  }
+  if (v.is_array() && schema.contains("items")) {
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (auto m = schema_mismatch(spec, schema["items"], v[i], at + "[" + std::to_string(i) + "]");
+          !m.empty())
+        return m;
+  }
+  return "";
+}
+
+// Issue 34: docs/openapi.json describes what the daemon answers. A live
+// response of every registered route (and an error of each route with an
+// id) is checked against the schema the file gives for its status.
+TEST(ServeApi, LiveResponsesMatchTheirSchemas) {
+  TempDir dir;
+  auto d = dir.path().string();
+  auto spec = nlohmann::json::parse(slurp(KORCH_SOURCE_DIR "/docs/openapi.json"));
+  FakeLlmProcess llm;
+  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "10"}));
+  auto slow_dir = d + "/slow";
+  std::filesystem::create_directories(slow_dir);
+  FakeLlmProcess slow;  // never answers in time: its campaign stays active
+  ASSERT_TRUE(slow.start(slow_dir, {"--script", "kernel", "--latency-ms", "3600000"}));
+  ServeProcess serve;
+  ASSERT_TRUE(serve.start(d, d + "/s.db", {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  auto cli = serve.client(k_token);
+  std::set<std::string> checked;
+  // Checks one response of `method path` (path in OpenAPI form) against the spec.
+  auto check = [&](const std::string& method, const std::string& path, const httplib::Result& r) {
+    ASSERT_TRUE(r) << method << " " << path;
+    std::string m = method;
+    for (auto& ch : m) ch = static_cast<char>(std::tolower(ch));
+    auto& op = spec["paths"][path][m];
+    ASSERT_TRUE(op.is_object()) << method << " " << path << " is not documented";
+    auto status = std::to_string(r->status);
+    ASSERT_TRUE(op["responses"].contains(status))
+        << method << " " << path << " answered " << status << ", undocumented: " << r->body;
+    auto resp = op["responses"][status];
+    if (resp.contains("$ref"))
+      resp = spec.at(nlohmann::json::json_pointer(resp["$ref"].get<std::string>().substr(1)));
+    auto type = r->get_header_value("Content-Type");
+    ASSERT_TRUE(resp["content"].contains(type))
+        << method << " " << path << " " << status << ": Content-Type " << type << " undocumented";
+    if (type == "application/json") {
+      auto body = nlohmann::json::parse(r->body, nullptr, false);
+      auto mismatch = schema_mismatch(spec, resp["content"][type]["schema"], body, "body");
+      EXPECT_EQ(mismatch, "") << method << " " << path << " " << status;
+    }
+    checked.insert(method + " " + path);
+  };
+  auto post = [&](const std::string& target, const std::string& body, const char* type) {
+    return cli.Post(target.c_str(), body, type);
+  };
+  auto r = post("/api/campaigns", campaign_toml("schemas", llm.base_url(), 2, 2, 0.01),
+                "application/toml");
+  check("POST", "/api/campaigns", r);
+  std::string id = body_json(r)["id"];
+  r = post("/api/campaigns", campaign_toml("controlled", slow.base_url(), 2, 2, 0.01),
+           "application/toml");
+  check("POST", "/api/campaigns", r);
+  std::string slow_id = body_json(r)["id"];
+  check("POST", "/api/campaigns", post("/api/campaigns", "name = 3", "application/toml"));
+  ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+  check("GET", "/health", cli.Get("/health"));
+  check("GET", "/metrics", cli.Get("/metrics"));
+  check("GET", "/api/campaigns", cli.Get("/api/campaigns"));
+  for (auto* c : {id.c_str(), "c-nope"})
+    check("GET", "/api/campaigns/{id}", cli.Get(("/api/campaigns/" + std::string(c)).c_str()));
+  for (auto* action : {"pause", "resume", "cancel"}) {
+    auto path = std::string("/api/campaigns/{id}/") + action;
+    check("POST", path, post("/api/campaigns/" + slow_id + "/" + action, "", "text/plain"));
+    check("POST", path, post("/api/campaigns/" + id + "/" + action, "", "text/plain"));  // 409
+    check("POST", path, post(std::string("/api/campaigns/c-nope/") + action, "", "text/plain"));
+  }
+  r = cli.Get(("/api/campaigns/" + id + "/episodes").c_str());
+  check("GET", "/api/campaigns/{id}/episodes", r);
+  check("GET", "/api/campaigns/{id}/episodes", cli.Get("/api/campaigns/c-nope/episodes"));
+  std::string ep = body_json(r)["episodes"][0]["id"];
+  check("GET", "/api/episodes/{id}", cli.Get(("/api/episodes/" + ep).c_str()));
+  check("GET", "/api/episodes/{id}", cli.Get("/api/episodes/e-nope"));
+  nlohmann::json eval = {{"task", {{"path", KORCH_EXAMPLES_DIR "/tasks/1_ReLU_small.py"}}},
+                         {"code", "import torch\nclass ModelNew(torch.nn.Module):\n    pass\n"},
+                         {"mode", "check"}};
+  check("POST", "/api/evaluations", post("/api/evaluations", eval.dump(), "application/json"));
+  check("POST", "/api/evaluations", post("/api/evaluations", "{", "application/json"));
+  for (auto* q : {"", "?format=html", "?format=pdf"})
+    check("GET", "/api/campaigns/{id}/report",
+          cli.Get(("/api/campaigns/" + id + "/report" + q).c_str()));
+  check("GET", "/api/campaigns/{id}/report", cli.Get("/api/campaigns/c-nope/report"));
+  for (auto* q : {"", "?format=csv", "?format=xml"})
+    check("GET", "/api/campaigns/{id}/export",
+          cli.Get(("/api/campaigns/" + id + "/export" + q).c_str()));
+  check("GET", "/api/campaigns/{id}/export", cli.Get("/api/campaigns/c-nope/export"));
+  check("GET", "/", cli.Get("/"));
+  for (auto* f : {"index.html", "style.css", "dashboard.js", "nope.js"})
+    check("GET", "/dashboard/{file}", cli.Get(("/dashboard/" + std::string(f)).c_str()));
+  check("GET", "/api/campaigns", serve.client("wrong-token").Get("/api/campaigns"));  // 401
+  // The progress stream: its first event's data against ProgressEvent.
+  {
+    std::string text;
+    auto events = serve.client(k_token);
+    auto res = events.Get("/api/events", [&](const char* data, std::size_t n) {
+      text.append(data, n);
+      return text.find("\n\n") == std::string::npos;  // stop after the first event
+    });
+    ASSERT_EQ(text.rfind("event: progress\ndata: ", 0), 0u) << text;
+    auto data = nlohmann::json::parse(text.substr(22, text.find("\n\n") - 22));
+    auto& content = spec["paths"]["/api/events"]["get"]["responses"]["200"]["content"];
+    ASSERT_TRUE(content.contains("text/event-stream"));
+    EXPECT_EQ(schema_mismatch(spec, content["text/event-stream"]["x-event-data"], data, "event"),
+              "");
+    checked.insert("GET /api/events");
+  }
+  // Every registered route was checked.
+  auto [rc, routes] = run_capture({KORCH_BIN, "serve", "--print-routes"}, d);
+  ASSERT_EQ(rc, 0);
+  std::istringstream in(routes);
+  std::string port, method, path;
+  while (in >> port >> method >> path) {
+    if (port == "api") {
+      EXPECT_TRUE(checked.count(method + " " + path)) << method << " " << path;
+    }
+  }
+  serve.process().signal(SIGTERM);
+  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
 }
 
 }  // namespace

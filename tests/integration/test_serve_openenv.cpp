@@ -63,6 +63,84 @@ TEST(ServeOpenEnv, WebSocketSessionWithAnIndependentClient) {
   EXPECT_EQ(serve.process().wait(), 0) << serve.err();
 }
 
+// Issue 34: OpenEnv's own client protocol (meta-pytorch/OpenEnv at
+// 685de411e5f77286b0fd94798d42c4467cf8a1bc, followed by
+// tests/integration/openenv_protocol_client.py) against a daemon that needs
+// a token: the client cannot send headers, so the token rides in the URL
+// (and may come as a header or a subprotocol); reset() without a task picks
+// the next task of the configured pool and says so in the observation's
+// metadata; CHECK, SUBMIT, state, close. The token never reaches the log.
+TEST(ServeOpenEnv, OpenEnvClientProtocolFromATokenProtectedDaemon) {
+  if (!have_python_websockets())
+    GTEST_SKIP() << "python3-websockets is not installed (scripts/install-deps.sh)";
+  TempDir dir;
+  auto d = dir.path().string();
+  auto db = d + "/env.db";
+  ServeProcess serve;
+  ASSERT_TRUE(
+      serve.start(d, db,
+                  {"--env-listen", "127.0.0.1:0", "--env-tasks-dir", KORCH_EXAMPLES_DIR "/tasks",
+                   "--env-ids", "1-3", "--env-order", "sequential", "--evaluator-mock-latency-s",
+                   "0.05", "--log-level", "debug"},
+                  {{"KORCH_API_TOKEN", k_token}}))
+      << serve.err();
+  const std::string base = "http://127.0.0.1:" + std::to_string(serve.env_port());
+  auto [rc, out] =
+      run_capture({"/usr/bin/python3",
+                   KORCH_SOURCE_DIR "/tests/integration/openenv_protocol_client.py", base, k_token},
+                  d);
+  ASSERT_EQ(rc, 0) << out << "\n" << serve.err();
+  auto seen = nlohmann::json::parse(out.substr(out.rfind("{\"openenv_commit")));
+  EXPECT_EQ(seen["openenv_commit"], "685de411e5f77286b0fd94798d42c4467cf8a1bc");
+  // The pool (tasks 1-3 of examples/tasks) in order, one task per reset, across sessions.
+  const std::vector<std::string> ways = {"query", "ws_query", "header", "subprotocol"};
+  for (std::size_t i = 0; i < ways.size(); ++i) {
+    auto& s = seen[ways[i]];
+    EXPECT_EQ(s["pick"]["picked_by"], "sequential") << s;
+    EXPECT_EQ(s["pick"]["pool_size"], 3) << s;
+    EXPECT_EQ(s["pick"]["pool_index"], i % 3) << s;
+    // Stored like a campaign turn: a CHECK and a SUBMIT, and a final.
+    std::string ep = s["episode_id"];
+    EXPECT_EQ(query(db,
+                    "SELECT GROUP_CONCAT(action) FROM (SELECT action FROM turns WHERE "
+                    "episode_id = '" +
+                        ep + "' ORDER BY turn)")[0][0],
+              "check,submit");
+    EXPECT_EQ(query(db, "SELECT status FROM episodes WHERE id = '" + ep + "'")[0][0], "final");
+  }
+  EXPECT_EQ(seen["query"]["task_id"], seen["subprotocol"]["task_id"]);
+  EXPECT_NE(seen["query"]["task_id"], seen["ws_query"]["task_id"]);
+  EXPECT_NE(seen["ws_query"]["task_id"], seen["header"]["task_id"]);
+  EXPECT_EQ(seen["no_token"], 401);
+  EXPECT_EQ(seen["wrong_token"], 401);
+  // HTTP /step in OpenEnv's StepRequest shape (no episode_id): a fresh
+  // episode of the pool, as OpenEnv's stateless HTTP server runs one.
+  httplib::Client c("127.0.0.1", serve.env_port());
+  c.set_read_timeout(60, 0);
+  c.set_bearer_token_auth(k_token);
+  auto r = c.Post("/step",
+                  R"({"action": {"code": "x = 1\n", "action": "CHECK"}, "timeout_s": 30,
+                      "request_id": "req-1"})",
+                  "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto obs = body_json(r);
+  EXPECT_EQ(obs["observation"]["turn"], 1) << obs;
+  EXPECT_EQ(obs["observation"]["metadata"]["pick"]["pool_index"], 1) << obs;
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM turns WHERE episode_id = '" +
+                          obs["observation"]["episode_id"].get<std::string>() + "'")[0][0],
+            "1");
+  r = c.Post("/step", R"({"code": "x = 1\n"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 422) << r->body;
+  serve.process().signal(SIGTERM);
+  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  // The token travelled in URLs: the log shows them redacted, never the token.
+  auto log = serve.err();
+  EXPECT_EQ(log.find(k_token), std::string::npos) << log;
+  EXPECT_NE(log.find("token=[redacted]"), std::string::npos) << log;
+}
+
 TEST(ServeOpenEnv, HttpRoutes) {
   TempDir dir;
   auto d = dir.path().string();

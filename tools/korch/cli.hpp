@@ -78,6 +78,8 @@ int cmd_eval(const Args& args);
 int cmd_lint(const Args& args);
 // `korch serve`: parses its own flags (argv[2..]); returns when stopped.
 int cmd_serve(int argc, char** argv);
+// The part of `korch serve --help` after its usage line: every key as a flag.
+std::string serve_help();
 
 }  // namespace korch::cli
 

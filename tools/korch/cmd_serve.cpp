@@ -16,6 +16,15 @@
 
 namespace korch::cli {
 
+std::string serve_help() {
+  std::string out =
+      "\nThe token comes from KORCH_API_TOKEN or the first line of --token-file; beyond\n"
+      "loopback it is required and must have at least 16 characters.\n\nSettings "
+      "(defaults < --config FILE < flags):\n";
+  for (auto& k : daemon::serve_keys()) out += fmt::format("  {:<30} {}\n", k.flag, k.doc);
+  return out;
+}
+
 int cmd_serve(int argc, char** argv) {
   static const std::vector<std::string> k_switches = {"--print-routes", "--print-keys", "--help"};
   std::string error;
@@ -46,20 +55,11 @@ int cmd_serve(int argc, char** argv) {
   auto cfg = daemon::load_serve_config(args->get("--config").value_or(""), flags);
   if (!cfg) return report_failure("serve", cfg.error());
   log::init(cfg->log_level);
-  auto token = daemon::load_token(*cfg);
-  if (!token) return report_failure("serve", token.error());
-  // A listener beyond loopback needs a token.
-  auto unguarded = [&](const daemon::HostPort& at, const std::string& spelt) {
-    if (daemon::is_loopback_host(at.host) || !token->empty()) return false;
-    std::fprintf(stderr,
-                 "korch serve: refusing to listen on %s without a token: set KORCH_API_TOKEN or "
-                 "--token-file\n",
-                 spelt.c_str());
-    return true;
-  };
-  if (unguarded(cfg->api_address, cfg->listen) ||
-      (cfg->env_address && unguarded(*cfg->env_address, cfg->env_listen)))
-    return k_exit_usage;
+  auto loaded_token = daemon::load_token(*cfg);
+  if (!loaded_token) return report_failure("serve", loaded_token.error());
+  if (auto ok = daemon::check_token(*cfg, *loaded_token); !ok)
+    return report_failure("serve", ok.error());
+  auto token = &loaded_token->value;
   // No other process may read this one's memory (API keys, the token).
   ::prctl(PR_SET_DUMPABLE, 0);
   // Every thread started from here on inherits the blocked signals; this

@@ -37,8 +37,12 @@ Usage:
       and how to fix it; --json prints one object per file. Exit 0 if every
       file passes, 1 if any has a violation, 2 on bad usage or unreadable files.
   korch serve [--listen 127.0.0.1:8765] [--db PATH] [--config FILE] [--token-file FILE]
+              [--env-listen 127.0.0.1:8766] [--print-keys] [--print-routes] [--KEY VALUE]...
       The daemon: HTTP API, Prometheus metrics, OpenEnv endpoint; resumes
       unfinished campaigns at start. docs/api.md; `korch serve --print-keys`.
+
+  korch help COMMAND, korch COMMAND --help
+      One command's usage; prints only, changes nothing.
 
 Configuration precedence: defaults < file < KORCH_* environment < --set flags
 (docs/config.md lists every key).
@@ -47,12 +51,57 @@ Exit codes: 0 ok, 1 error, 2 bad usage or config, 3 run aborted (e.g. LLM
 endpoint unreachable or key rejected), 130 interrupted (resumable).
 )";
 
+// The usage block of one subcommand: the lines of k_usage from its
+// "  korch <cmd>" line up to the next subcommand's (so the two stay one text).
+std::string usage_of(const std::string& cmd) {
+  const std::string text = k_usage;
+  const std::string head = "  korch " + cmd;
+  std::string out;
+  std::size_t pos = 0;
+  bool in = false;
+  while (pos < text.size()) {
+    auto end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    bool starts_cmd = line.rfind("  korch ", 0) == 0;
+    if (starts_cmd) {
+      in = line.rfind(head + " ", 0) == 0 || line == head;
+    } else if (line.empty() || line[0] != ' ') {
+      in = false;
+    }
+    if (in) out += line + "\n";
+  }
+  return out;
+}
+
+// `korch CMD ... --help` (or -h): CMD's usage on stdout, exit 0, and nothing
+// else happens (no store opened, no port bound, no file written).
+bool wants_help(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) return true;
+  }
+  return false;
+}
+
+int print_help(const std::string& cmd) {
+  auto text = usage_of(cmd);
+  if (text.empty()) {
+    std::fprintf(stderr, "korch: unknown command '%s' (see korch --help)\n", cmd.c_str());
+    return korch::cli::exit_code(korch::ErrorKind::invalid);
+  }
+  std::fputs(("Usage:\n" + text).c_str(), stdout);
+  if (cmd == "serve") std::fputs(korch::cli::serve_help().c_str(), stdout);
+  std::fputs("\nkorch --help lists every command; docs/config.md every key.\n", stdout);
+  return korch::cli::k_exit_ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace korch::cli;
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
-      !std::strcmp(argv[1], "help")) {
+      (!std::strcmp(argv[1], "help") && argc == 2)) {
     std::fputs(k_usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? exit_code(korch::ErrorKind::invalid) : k_exit_ok;
   }
@@ -61,6 +110,8 @@ int main(int argc, char** argv) {
     return k_exit_ok;
   }
   std::string cmd = argv[1];
+  if (cmd == "help" && argc > 2) return print_help(argv[2]);
+  if (wants_help(argc, argv)) return print_help(cmd);
   if (cmd == "serve") return cmd_serve(argc, argv);
   int first = 2;
   if (cmd == "config") {
@@ -70,16 +121,12 @@ int main(int argc, char** argv) {
     }
     first = 3;
   }
-  static const std::vector<std::string> k_switches = {"--no-progress", "--json", "--help"};
+  static const std::vector<std::string> k_switches = {"--no-progress", "--json"};
   std::string error;
   auto args = parse_args(argc, argv, first, k_switches, &error);
   if (!args) {
     std::fprintf(stderr, "korch %s: %s (see korch --help)\n", cmd.c_str(), error.c_str());
     return exit_code(korch::ErrorKind::invalid);
-  }
-  if (args->has("--help")) {
-    std::fputs(k_usage, stdout);
-    return k_exit_ok;
   }
   try {
     if (cmd == "run") return cmd_run(*args, false);

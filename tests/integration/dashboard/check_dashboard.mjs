@@ -1,10 +1,15 @@
 // Drives the korch dashboard in headless Chromium (playwright-core over CDP,
 // Debian's chromium binary) for tests/integration/test_dashboard.cpp, and
 // prints what it saw as one JSON object on stdout; the C++ test compares it
-// with the API. Screenshots go to --out.
+// with the API and the store. Screenshots go to --out.
 //
 //   node check_dashboard.mjs --url http://127.0.0.1:PORT/ --token T --out DIR
-//        --chromium /usr/bin/chromium --campaign NAME [--timeout-s 90]
+//        --chromium /usr/bin/chromium --campaign NAME --controls NAME [--timeout-s 120]
+//
+// Every wait is for a condition: one the test drives (a click, a page load)
+// or the campaign's own progress, which the test's fake LLM and mock
+// evaluator make finite. --timeout-s only bounds a wait that can never end
+// (a broken page), it is never slept.
 import { chromium } from "playwright-core";
 import path from "node:path";
 
@@ -16,23 +21,54 @@ function args() {
 }
 
 const opt = args();
-const timeoutMs = Number(opt["timeout-s"] || 90) * 1000;
-const result = {console_errors: [], page_errors: [], progress: [], screenshots: []};
+const timeoutMs = Number(opt["timeout-s"] || 120) * 1000;
+const result = {console_errors: [], page_errors: [], progress: [], screenshots: [], widths: {}};
 const shot = async (page, name) => {
   const file = path.join(opt.out, name);
   await page.screenshot({path: file, fullPage: true});
   result.screenshots.push(file);
+  return file;
 };
+// How wide the page is against its viewport: overflow > 0 means a
+// horizontal scroll bar.
+const width = (page) => page.evaluate(() => ({
+  viewport: window.innerWidth,
+  scroll: document.documentElement.scrollWidth,
+  body: document.body.scrollWidth,
+  aside: document.querySelector(".layout > aside").getBoundingClientRect().toJSON(),
+  main: document.querySelector(".layout > main").getBoundingClientRect().toJSON(),
+  // Panels whose content is wider than they are (a scroll bar inside).
+  panels_overflowing: [...document.querySelectorAll(".panel")]
+    .filter((p) => p.offsetParent !== null && p.scrollWidth > p.clientWidth)
+    .map((p) => `${(p.querySelector("h2") || p).textContent}: ${p.scrollWidth} > ${p.clientWidth}`),
+}));
 
 const browser = await chromium.launch({
   executablePath: opt.chromium,
   args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
 });
 try {
-  const page = await browser.newPage({viewport: {width: 1400, height: 1000}});
+  // A wrong token: said plainly, and no "none yet" campaign list.
+  {
+    const page = await browser.newPage({viewport: {width: 1280, height: 800}});
+    page.setDefaultTimeout(timeoutMs);
+    await page.goto(`${opt.url}#token=wrong-${encodeURIComponent(opt.token)}`);
+    await page.waitForSelector('body[data-auth="wrong"]');
+    result.wrong_token = await page.evaluate(() => ({
+      conn: document.getElementById("conn").textContent,
+      auth: document.getElementById("auth").textContent,
+      campaigns: document.getElementById("campaigns").textContent,
+      form_shown: document.getElementById("token-form").classList.contains("shown"),
+    }));
+    await shot(page, "dashboard-wrong-token.png");
+    await page.close();
+  }
+
+  const page = await browser.newPage({viewport: {width: 1280, height: 900}});
   page.setDefaultTimeout(timeoutMs);
   page.on("console", (m) => { if (m.type() === "error") result.console_errors.push(m.text()); });
   page.on("pageerror", (e) => result.page_errors.push(String(e)));
+  page.on("dialog", (d) => { result.dialog = d.message(); d.accept(); });
   // Anything the page loads from elsewhere than the daemon.
   const origin = new URL(opt.url).origin;
   result.foreign_requests = [];
@@ -46,28 +82,61 @@ try {
   await card.waitFor();
   await shot(page, "dashboard-loaded.png");
 
-  // Progress updating: the campaign card's final-episode count, sampled while
-  // the stream delivers events, until it took three different values.
-  const deadline = Date.now() + timeoutMs;
+  // Pause, resume and cancel, by the buttons, on the second campaign (its
+  // LLM never answers, so it is active until the test acts).
+  const controls = page.locator(".campaign", {hasText: opt.controls});
+  await controls.click();
+  await page.waitForSelector('#campaign-stats[data-state="active"]');
+  result.controls = [];
+  for (const [action, wanted] of [["pause", "paused"], ["resume", "active"], ["cancel", "cancelled"]]) {
+    await page.locator(`#campaign-controls button[data-action="${action}"]:not([disabled])`).click();
+    await page.waitForSelector(`#campaign-stats[data-state="${wanted}"]`);
+    await page.waitForSelector(`#control-msg[data-action="${action}"]`);
+    result.controls.push({action, state: wanted, message: await page.locator("#control-msg").textContent(),
+                          enabled: await page.evaluate(() => [...document.querySelectorAll("#campaign-controls button")]
+                            .filter((b) => !b.disabled).map((b) => b.dataset.action))});
+  }
+
+  // The watched campaign was paused by the test: the page's resume button
+  // starts it, so the page sees it from its first episodes on, however
+  // slowly the browser started.
+  await card.click();
+  await page.waitForSelector('#campaign-stats[data-state="paused"]');
+  await page.locator('#campaign-controls button[data-action="resume"]:not([disabled])').click();
+  await page.waitForSelector('#campaign-stats[data-state="active"]');
+  result.resumed_at_final = Number(await card.getAttribute("data-final"));
+
+  // Progress updating: the campaign card's final-episode count, read at each
+  // progress event the stream delivers, until it took three different values.
   const seen = new Set();
-  while (Date.now() < deadline) {
+  let events = 0;
+  while (seen.size < 3) {
+    await page.waitForFunction((n) => Number(document.body.dataset.events || 0) > n, events);
     const s = await card.evaluate((el) => ({
       final: Number(el.dataset.final), episodes: Number(el.dataset.episodes),
       events: Number(document.body.dataset.events || 0), text: el.querySelector(".progress-text").textContent,
       bar: el.querySelector(".progress .bar").style.width,
     }));
+    events = s.events;
+    if (s.episodes === 0) continue;  // its episodes are not created yet
     const last = result.progress[result.progress.length - 1];
-    if (!last || last.final !== s.final || last.events !== s.events) result.progress.push(s);
+    if (!last || last.final !== s.final) result.progress.push(s);
     seen.add(s.final);
-    if (seen.size >= 3) break;
-    await page.waitForTimeout(150);
+    if (s.final === s.episodes) break;  // finished before a third value was seen
   }
+  result.progress_stats = await page.locator("#campaign-stats").textContent();
   await shot(page, "dashboard-progress.png");
 
-  // The plots: wait until the histogram has bars (a correct submission), then
-  // read every chart's marks.
-  await page.waitForSelector('svg[data-plot="speedup-histogram"] rect.bar');
-  await page.waitForSelector('svg[data-plot="fast-p"] path.curve');
+  // Once the watched campaign completed and the report shows
+  // the last progress version, nothing re-renders under the clicks below.
+  await page.waitForSelector('#campaign-stats[data-state="completed"]');
+  await page.waitForFunction(() => {
+    const r = document.getElementById("report");
+    return r.dataset.version !== undefined && r.dataset.version === document.body.dataset.version &&
+           document.querySelector('table[data-plot="task-grid"]');
+  });
+  result.final_stats = await page.locator("#campaign-stats").textContent();
+
   result.plots = await page.evaluate(() => {
     const q = (s) => [...document.querySelectorAll(s)];
     return {
@@ -80,10 +149,20 @@ try {
       rendered: Number(document.getElementById("report").dataset.rendered || 0),
     };
   });
-  await shot(page, "dashboard-plots.png");
 
-  // The episode viewer: click a finished episode's cell (the first with a
-  // CHECK's feedback before its end: two turns or more), then every turn.
+  // Widths: 1,280 and 1,920 px without a horizontal scroll bar (screenshots
+  // of each); 900 px stacks the campaign list above the campaign.
+  for (const w of [1280, 1920, 900]) {
+    await page.setViewportSize({width: w, height: 900});
+    await page.waitForFunction((ww) => window.innerWidth === ww, w);
+    result.widths[w] = await width(page);
+    result.widths[w].screenshot = await shot(page, `dashboard-${w}.png`);
+  }
+  await page.setViewportSize({width: 1280, height: 900});
+  await page.waitForFunction(() => window.innerWidth === 1280);
+
+  // The episode viewer: a finished episode's cell (the first with two turns
+  // or more, so a CHECK's feedback shows), then every turn.
   const finals = page.locator('td.cell[data-status="final"]');
   const buttons = page.locator("#turns button");
   for (let i = 0; i < await finals.count(); ++i) {
@@ -93,22 +172,47 @@ try {
     result.turn_buttons = await buttons.count();
     if (result.turn_buttons >= 2) break;
   }
-  // Every turn, clicked in turn; the last one stays open for the screenshot.
+  const readTurn = () => page.evaluate(() => {
+    const text = (s) => { const e = document.querySelector(s); return e ? e.textContent : null; };
+    return {
+      turn: Number(document.getElementById("turn-view").dataset.turn),
+      code: text("#turn-view .turn-code"),
+      reply: text("#turn-view .turn-reply"),
+      feedback: text("#turn-view .turn-feedback"),
+      action: text('#turn-view dd[data-field="action"]'),
+      parse: text('#turn-view dd[data-field="parse"]'),
+      verdict: text('#turn-view dd[data-field="verdict"]'),
+      selected: document.querySelector("#turns button.selected").dataset.turn,
+    };
+  });
   result.turns = [];
   for (let i = 0; i < result.turn_buttons; ++i) {
     await buttons.nth(i).click();
     const n = await buttons.nth(i).getAttribute("data-turn");
     await page.waitForSelector(`#turn-view[data-turn="${n}"]`);
-    result.turns.push(await page.evaluate(() => ({
-      turn: Number(document.getElementById("turn-view").dataset.turn),
-      code: document.querySelector("#turn-view .turn-code").textContent,
-      feedback: document.querySelector("#turn-view .turn-feedback").textContent,
-      action: document.querySelector('#turn-view dd[data-field="action"]').textContent,
-      verdict: document.querySelector('#turn-view dd[data-field="verdict"]').textContent,
-      selected: document.querySelector("#turns button.selected").dataset.turn,
-    })));
+    result.turns.push(await readTurn());
   }
   await shot(page, "dashboard-episode.png");
+
+  // A turn without code: the viewer shows what the model said. The episode
+  // is found through the API, then opened by its cell like a user would.
+  const noCode = await page.evaluate(async (token) => {
+    const get = async (p) => (await fetch(p, {headers: {Authorization: `Bearer ${token}`}})).json();
+    for (const td of document.querySelectorAll('td.cell[data-status="final"]')) {
+      const ep = await get(`/api/episodes/${td.dataset.episode}`);
+      const t = ep.turns.find((x) => x.parse_status === "no_code");
+      if (t) return {episode: ep.id, turn: t.turn};
+    }
+    return null;
+  }, opt.token);
+  if (noCode) {
+    await page.locator(`td.cell[data-episode="${noCode.episode}"]`).click();
+    await page.waitForSelector(`#episode-panel.shown[data-episode="${noCode.episode}"]`);
+    await page.locator(`#turns button[data-turn="${noCode.turn}"]`).click();
+    await page.waitForSelector(`#turn-view[data-turn="${noCode.turn}"] .turn-reply`);
+    result.no_code = {...noCode, shown: await readTurn()};
+    await shot(page, "dashboard-no-code.png");
+  }
   result.conn = await page.locator("#conn").textContent();
 } finally {
   await browser.close();
