@@ -12,6 +12,7 @@
 #include <set>
 
 #include "tests/integration/serve_fixture.hpp"
+#include "tests/support/required.hpp"
 
 namespace korch::testing {
 namespace {
@@ -98,13 +99,13 @@ TEST(Dashboard, FilesAreServedWithoutATokenAndOnlyFromTheDaemon) {
 TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   auto chromium = find_chromium();
   if (chromium.empty())
-    GTEST_SKIP() << "chromium not installed (scripts/install-deps.sh, or KORCH_CHROMIUM=PATH)";
+    KORCH_SKIP_OR_FAIL("chromium not installed (scripts/install-deps.sh, or KORCH_CHROMIUM=PATH)");
   const std::string driver_dir = KORCH_SOURCE_DIR "/tests/integration/dashboard";
   if (!std::filesystem::exists(driver_dir + "/node_modules/playwright-core/package.json")) {
-    GTEST_SKIP() << "playwright-core not installed: run scripts/install-test-npm.sh";
+    KORCH_SKIP_OR_FAIL("playwright-core not installed: run scripts/install-test-npm.sh");
   }
   auto [nrc, node_version] = run_capture({"/usr/bin/env", "node", "--version"}, "/tmp");
-  if (nrc != 0) GTEST_SKIP() << "node not found";
+  if (nrc != 0) KORCH_SKIP_OR_FAIL("node not found");
 
   const std::string artifacts = KORCH_ARTIFACTS_DIR;
   std::filesystem::remove_all(artifacts);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/integration/serve_fixture.hpp"
+#include "tests/support/required.hpp"
 
 namespace korch::testing {
 namespace {
@@ -17,7 +18,7 @@ bool have_python_websockets() {
 
 TEST(ServeOpenEnv, WebSocketSessionWithAnIndependentClient) {
   if (!have_python_websockets())
-    GTEST_SKIP() << "python3-websockets is not installed (scripts/install-deps.sh)";
+    KORCH_SKIP_OR_FAIL("python3-websockets is not installed (scripts/install-deps.sh)");
   TempDir dir;
   auto d = dir.path().string();
   auto db = d + "/env.db";
@@ -72,7 +73,7 @@ TEST(ServeOpenEnv, WebSocketSessionWithAnIndependentClient) {
 // metadata; CHECK, SUBMIT, state, close. The token never reaches the log.
 TEST(ServeOpenEnv, OpenEnvClientProtocolFromATokenProtectedDaemon) {
   if (!have_python_websockets())
-    GTEST_SKIP() << "python3-websockets is not installed (scripts/install-deps.sh)";
+    KORCH_SKIP_OR_FAIL("python3-websockets is not installed (scripts/install-deps.sh)");
   TempDir dir;
   auto d = dir.path().string();
   auto db = d + "/env.db";
