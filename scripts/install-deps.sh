@@ -8,7 +8,7 @@ PACKAGES=(
   libcurl4-openssl-dev nlohmann-json3-dev libsimdjson-dev libsqlite3-dev sqlite3
   libcpp-httplib-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   libtomlplusplus-dev libssl-dev libseccomp-dev libgoogle-perftools-dev
-  prometheus-cpp-dev libboost-dev python3-websockets
+  prometheus-cpp-dev libboost-dev python3-websockets python3-jsonschema
   python3 python3-dev pybind11-dev libtorch-dev python3-torch python3-numpy
   chromium
 )

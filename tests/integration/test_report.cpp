@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
+#include <sstream>
 
 #include "tests/integration/campaign_fixture.hpp"
 #include "tests/support/required.hpp"
@@ -22,7 +25,7 @@ std::string campaign_toml(const std::string& db, const std::string& base_url) {
     << "[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR "/tasks\"\nids = \"1-4\"\n"
     << "[evaluator]\nmode = \"mock\"\n"
     << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url
-    << "\"\nmodel = \"fake-1\"\nconcurrency = 8\n"
+    << "\"\nmodel = \"fake-1\"\nconcurrency = 8\napi_key_env = \"KORCH_TEST_TRAINING_KEY\"\n"
     << "price_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 2.0\n"
     << "[[models]]\nid = \"m2\"\nbase_url = \"" << base_url
     << "\"\nmodel = \"fake-2\"\nconcurrency = 8\n"
@@ -31,6 +34,21 @@ std::string campaign_toml(const std::string& db, const std::string& base_url) {
 }
 
 double num(const std::string& s) { return std::stod(s); }
+
+constexpr const char* k_training_secret = "sk-korch-training-secret-42";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::vector<nlohmann::json> jsonl(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
 
 class Report : public ::testing::Test {
  protected:
@@ -42,6 +60,8 @@ class Report : public ::testing::Test {
     s_toml = d + "/c.toml";
     s_db = d + "/c.db";
     write_text(s_toml, campaign_toml(s_db, s_llm->base_url()));
+    // An API key, as a real campaign has: it must reach no export.
+    setenv("KORCH_TEST_TRAINING_KEY", k_training_secret, 1);
     auto [rc, out] = run_capture({KORCH_BIN, "run", s_toml, "--no-progress"}, d);
     ASSERT_EQ(rc, 0) << out;
   }
@@ -248,6 +268,92 @@ TEST_F(Report, HtmlIsOneSelfContainedFileWithTheData) {
     ++dots;
   }
   EXPECT_EQ(dots, 2 * 6);
+}
+
+// Issue #37: the SFT export, checked by an independent reader against a
+// JSON schema written from OpenAI's chat fine-tuning format
+// (training/sft_schema.json, python3-jsonschema): messages in order, the
+// last one the model's, no code twice, no secret; filters and the card.
+TEST_F(Report, SftExportMatchesTheFineTuningSchema) {
+  const std::string out = dir() + "/sft.jsonl", card = dir() + "/card.json";
+  auto [rc, log] = run_capture(
+      {KORCH_BIN, "export", s_toml, "--format", "sft", "--out", out, "--card", card}, dir());
+  ASSERT_EQ(rc, 0) << log;
+  auto [crc, check] = run_capture({"/usr/bin/python3", KORCH_TRAINING_DIR "/check_sft.py", out,
+                                   KORCH_TRAINING_DIR "/sft_schema.json", k_training_secret},
+                                  dir());
+  ASSERT_EQ(crc, 0) << check;
+  const auto recs = jsonl(read_text(out));
+  ASSERT_FALSE(recs.empty());
+  // One record per episode with a scored final, none repeating code: the
+  // store says how many distinct final codes there are.
+  const auto distinct = query(s_db,
+                              "SELECT COUNT(DISTINCT t.code_sha) FROM finals f JOIN turns t ON "
+                              "t.eval_request_id = f.request_id WHERE f.request_id != ''");
+  ASSERT_EQ(distinct.size(), 1u);
+  EXPECT_EQ(std::to_string(recs.size()), distinct[0][0]);
+  for (const auto& r : recs) {
+    const auto& m = r["metadata"];
+    const auto fin = query(s_db, "SELECT verdict, correct, reward FROM finals WHERE episode_id = '" +
+                                     m["episode_id"].get<std::string>() + "'");
+    ASSERT_EQ(fin.size(), 1u);
+    EXPECT_EQ(m["verdict"], fin[0][0]);
+    EXPECT_EQ(m["correct"].get<bool>(), fin[0][1] == "1");
+    EXPECT_NEAR(m["reward"].get<double>(), num(fin[0][2]), 1e-9);
+    EXPECT_EQ(r["messages"][0]["role"], "system");
+  }
+  const auto c = nlohmann::json::parse(read_text(card));
+  EXPECT_EQ(c["counts"]["records"].get<std::size_t>(), recs.size());
+  EXPECT_EQ(c["evaluator_modes"], nlohmann::json::array({"mock"}));
+  EXPECT_EQ(c["config"]["name"], "reported");
+  EXPECT_EQ(read_text(card).find(k_training_secret), std::string::npos);
+
+  // --correct-only --model m1 --openai-only: a subset, pure OpenAI shape.
+  const std::string sub = dir() + "/sft-m1.jsonl";
+  auto [src, slog] = run_capture({KORCH_BIN, "export", s_toml, "--format", "sft", "--correct-only",
+                                  "--model", "m1", "--openai-only", "--out", sub},
+                                 dir());
+  ASSERT_EQ(src, 0) << slog;
+  const auto subset = jsonl(read_text(sub));
+  std::size_t want = 0;
+  for (const auto& r : recs)
+    want += r["metadata"]["correct"].get<bool>() && r["metadata"]["model_id"] == "m1";
+  EXPECT_EQ(subset.size(), want);
+  for (const auto& r : subset) EXPECT_EQ(r.size(), 1u) << r.dump().substr(0, 200);  // messages only
+  auto [vrc, vcheck] = run_capture({"/usr/bin/python3", KORCH_TRAINING_DIR "/check_sft.py", sub,
+                                    KORCH_TRAINING_DIR "/sft_schema.json"},
+                                   dir());
+  EXPECT_EQ(vrc, 0) << vcheck;
+}
+
+// The RL export: one record per turn with code, CHECK or SUBMIT, the
+// evaluation's verdict, a reward only for a SUBMIT, each code once.
+TEST_F(Report, RlExportHasOneRecordPerDistinctCodeTurn) {
+  auto [rc, text] = run_capture({KORCH_BIN, "export", s_toml, "--format", "rl"}, dir());
+  ASSERT_EQ(rc, 0) << text;
+  std::vector<nlohmann::json> recs;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] == '{') recs.push_back(nlohmann::json::parse(line));
+  const auto distinct =
+      query(s_db, "SELECT COUNT(DISTINCT code_sha) FROM turns WHERE parse_status = 'code'");
+  ASSERT_EQ(distinct.size(), 1u);
+  EXPECT_EQ(std::to_string(recs.size()), distinct[0][0]);
+  std::set<std::string> shas;
+  int submits = 0;
+  for (const auto& r : recs) {
+    EXPECT_TRUE(shas.insert(r["code_sha"].get<std::string>()).second);
+    ASSERT_TRUE(r["action"] == "check" || r["action"] == "submit") << r.dump().substr(0, 300);
+    if (r["action"] == "submit") {
+      ++submits;
+      EXPECT_TRUE(r["reward"].is_number()) << r.dump().substr(0, 300);
+    } else {
+      EXPECT_TRUE(r["reward"].is_null()) << r.dump().substr(0, 300);
+    }
+    EXPECT_FALSE(r["code"].get<std::string>().empty());
+  }
+  EXPECT_GT(submits, 0);
+  EXPECT_EQ(text.find(k_training_secret), std::string::npos);
 }
 
 TEST_F(Report, RejectsAnUnknownFormat) {

@@ -10,6 +10,7 @@
 #include "tools/korch/cli.hpp"
 #include "tools/korch/common.hpp"
 #include "tools/reports/export.hpp"
+#include "tools/reports/training_export.hpp"
 #include "tools/reports/report.hpp"
 
 namespace korch::cli {
@@ -45,12 +46,56 @@ int cmd_status(const Args& args) {
   return k_exit_ok;
 }
 
+// --format sft|rl: the training exports (tools/reports/training_export.hpp).
+int cmd_training_export(const Args& args, reports::TrainingFormat format) {
+  reports::TrainingOptions o;
+  o.format = format;
+  o.correct_only = args.has("--correct-only");
+  o.openai_only = args.has("--openai-only");
+  auto min_speedup = get_number<double>(args, "--min-speedup");
+  if (!min_speedup) return report_failure("export", min_speedup.error());
+  o.min_speedup = *min_speedup;
+  auto level = get_number<std::int64_t>(args, "--level");
+  if (!level) return report_failure("export", level.error());
+  if (*level) o.level = static_cast<int>(**level);
+  o.model = args.get("--model");
+  if (o.openai_only && format != reports::TrainingFormat::sft)
+    return report_failure("export", ErrorKind::invalid, "--openai-only applies to --format sft");
+  std::string campaign_id;
+  auto st = open_store_for_reading(args, &campaign_id);
+  if (!st) return report_failure("export", ErrorKind::invalid, st.error().message);
+  std::ofstream file;
+  std::ostream* out = &std::cout;
+  if (auto path = args.get("--out")) {
+    file.open(*path, std::ios::binary | std::ios::trunc);
+    if (!file)
+      return report_failure("export", ErrorKind::failure, fmt::format("cannot write {}", *path));
+    out = &file;
+  }
+  auto n = reports::write_training_export(**st, campaign_id, o, *out);
+  if (!n) return report_failure("export", ErrorKind::failure, n.error().message);
+  out->flush();
+  if (auto path = args.get("--card")) {
+    auto card = reports::training_card(**st, campaign_id, o, *n);
+    if (!card) return report_failure("export", ErrorKind::failure, card.error().message);
+    std::ofstream c(*path, std::ios::binary | std::ios::trunc);
+    c << *card << '\n';
+    if (!c) return report_failure("export", ErrorKind::failure, fmt::format("cannot write {}", *path));
+  }
+  std::fprintf(stderr, "korch export: %d record(s); %d filtered out, %d duplicate code, %d without code\n",
+               n->records, n->filtered_out, n->duplicates, n->no_code);
+  return k_exit_ok;
+}
+
 int cmd_export(const Args& args) {
   auto format_name = args.get("--format").value_or("jsonl");
+  if (format_name == "sft") return cmd_training_export(args, reports::TrainingFormat::sft);
+  if (format_name == "rl") return cmd_training_export(args, reports::TrainingFormat::rl);
   const auto format = enum_from_name<reports::ExportFormat>(format_name);
   if (!format) {
-    return report_failure("export", ErrorKind::invalid,
-                          fmt::format("--format must be jsonl or csv (got '{}')", format_name));
+    return report_failure(
+        "export", ErrorKind::invalid,
+        fmt::format("--format must be jsonl, csv, sft or rl (got '{}')", format_name));
   }
   std::string campaign_id;
   auto st = open_store_for_reading(args, &campaign_id);

@@ -19,8 +19,12 @@ Usage:
       Same as run, but refuses to start a campaign that has no stored state.
   korch status (CAMPAIGN.toml | --db PATH)
       Episodes, turns, tokens and cost per campaign in the store.
-  korch export (CAMPAIGN.toml | --db PATH) --format jsonl|csv [--campaign NAME] [--out FILE]
-      One record per attempt (turn) and one per episode.
+  korch export (CAMPAIGN.toml | --db PATH) --format jsonl|csv|sft|rl [--campaign NAME] [--out FILE]
+               [--correct-only] [--min-speedup X] [--level N] [--model ID] [--card FILE] [--openai-only]
+      jsonl|csv: one record per attempt (turn) and one per episode. sft: one chat
+      record per episode (OpenAI fine-tuning shape); rl: one record per turn with
+      its verdict and reward; deduplicated by code, filtered, --card writes the
+      dataset card (docs/export.md).
   korch report (CAMPAIGN.toml | --db PATH) [--campaign NAME] [--format text|json|html] [--out FILE]
       fast_p, geometric-mean speedup, pass@k, cost and tokens per model;
       html: one self-contained page with the plots and the task grid.
@@ -121,7 +125,8 @@ int main(int argc, char** argv) {
     }
     first = 3;
   }
-  static const std::vector<std::string> k_switches = {"--no-progress", "--json"};
+  static const std::vector<std::string> k_switches = {"--no-progress", "--json", "--correct-only",
+                                                      "--openai-only"};
   std::string error;
   auto args = parse_args(argc, argv, first, k_switches, &error);
   if (!args) {

@@ -1,0 +1,201 @@
+#include "tools/reports/training_export.hpp"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace korch::reports {
+namespace {
+
+using nlohmann::json;
+
+bool level_matches(const std::string& task_id, std::optional<int> level) {
+  return !level || task_id.starts_with("L" + std::to_string(*level) + "/");
+}
+
+json report_of(const store::EpisodeSnapshot& s, const std::string& request_id) {
+  for (const auto& e : s.evaluations)
+    if (e.request_id == request_id && e.state == store::EvalState::done) {
+      auto rep = json::parse(e.report_json, nullptr, false);
+      return rep.is_object() ? rep : json::object();
+    }
+  return nullptr;
+}
+
+// The conversation as last sent, with the model's last reply: the live
+// epoch by seq, up to and including its last assistant message (the
+// feedback on that reply was never sent to the model).
+json sft_messages(const store::EpisodeSnapshot& s) {
+  json msgs = json::array();
+  std::size_t last_assistant = 0;
+  for (const auto& m : s.messages) {
+    msgs.push_back({{"role", std::string(store::to_string(m.role))}, {"content", m.content}});
+    if (m.role == store::Role::assistant) last_assistant = msgs.size();
+  }
+  if (last_assistant == 0) return json::array();
+  msgs.erase(msgs.begin() + static_cast<std::ptrdiff_t>(last_assistant), msgs.end());
+  return msgs;
+}
+
+// The code the final scored: the turn whose evaluation the final names.
+const store::TurnRow* final_turn(const store::EpisodeSnapshot& s) {
+  if (!s.final || s.final->request_id.empty()) return nullptr;
+  for (const auto& t : s.turns)
+    if (t.eval_request_id == s.final->request_id) return &t;
+  return nullptr;
+}
+
+std::string reply_of_turn(const store::EpisodeSnapshot& s, int turn) {
+  for (const auto& m : s.messages)
+    if (m.role == store::Role::assistant && m.turn == turn) return m.content;
+  return "";
+}
+
+}  // namespace
+
+Result<TrainingCounts> write_training_export(store::Store& store, const std::string& campaign_id,
+                                             const TrainingOptions& o, std::ostream& out) {
+  auto episodes = store.list_episodes(campaign_id);
+  if (!episodes) return std::unexpected(episodes.error());
+  auto sorted = *episodes;
+  std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.id < b.id; });
+  TrainingCounts n;
+  std::set<std::string> seen;  // code shas already exported
+  for (const auto& ep : sorted) {
+    auto snap = store.load_episode(ep.id);
+    if (!snap) return std::unexpected(snap.error());
+    if (!*snap) continue;
+    const store::EpisodeSnapshot& s = **snap;
+    if (o.format == TrainingFormat::sft) {
+      const store::TurnRow* t = final_turn(s);
+      json msgs = sft_messages(s);
+      if (!t || t->code_sha.empty() || msgs.empty()) {
+        ++n.no_code;
+        continue;
+      }
+      if ((o.correct_only && !s.final->correct) ||
+          (o.min_speedup && !(s.final->speedup && *s.final->speedup >= *o.min_speedup)) ||
+          !level_matches(ep.task_id, o.level) || (o.model && ep.model_id != *o.model)) {
+        ++n.filtered_out;
+        continue;
+      }
+      if (!seen.insert(t->code_sha).second) {
+        ++n.duplicates;
+        continue;
+      }
+      json rec = {{"messages", msgs}};
+      if (!o.openai_only) {
+        rec["metadata"] = {
+            {"campaign_id", campaign_id}, {"episode_id", ep.id},
+            {"task_id", ep.task_id},      {"model_id", ep.model_id},
+            {"sample", ep.sample_index},  {"final_reason", store::to_string(s.final->reason)},
+            {"verdict", s.final->verdict}, {"correct", s.final->correct},
+            {"speedup", s.final->speedup ? json(*s.final->speedup) : json(nullptr)},
+            {"reward", s.final->reward},  {"code_sha", t->code_sha},
+            {"turns", s.turns.size()},    {"epoch", s.epoch}};
+      }
+      out << rec.dump() << '\n';
+      ++n.records;
+      continue;
+    }
+    for (const auto& t : s.turns) {
+      if (t.parse_status != "code" || t.code_sha.empty()) {
+        ++n.no_code;
+        continue;
+      }
+      const json rep = t.eval_request_id.empty() ? json(nullptr) : report_of(s, t.eval_request_id);
+      const bool correct = rep.is_object() && rep.value("correct", false);
+      const json speedup = rep.is_object() && rep.contains("speedup") ? rep["speedup"] : json(nullptr);
+      if ((o.correct_only && !correct) ||
+          (o.min_speedup && !(speedup.is_number() && speedup.get<double>() >= *o.min_speedup)) ||
+          !level_matches(ep.task_id, o.level) || (o.model && t.model_id != *o.model)) {
+        ++n.filtered_out;
+        continue;
+      }
+      if (!seen.insert(t.code_sha).second) {
+        ++n.duplicates;
+        continue;
+      }
+      const bool submit = t.action == "submit";
+      const std::string reply = reply_of_turn(s, t.turn);
+      json rec = {
+          {"campaign_id", campaign_id},
+          {"episode_id", ep.id},
+          {"task_id", ep.task_id},
+          {"model_id", t.model_id},
+          {"sample", ep.sample_index},
+          {"turn", t.turn},
+          {"action", t.action},
+          {"code", t.code},
+          {"code_sha", t.code_sha},
+          {"verdict", t.eval_status.empty() ? json(nullptr) : json(t.eval_status)},
+          {"correct", rep.is_object() ? json(correct) : json(nullptr)},
+          {"speedup", speedup},
+          // A CHECK is not scored: only a SUBMIT carries a reward.
+          {"reward", submit && rep.is_object() ? rep.value("reward", json(0.0)) : json(nullptr)},
+          {"reply", reply.empty() ? json(nullptr) : json(reply)},
+          {"prompt_tokens", t.prompt_tokens},
+          {"completion_tokens", t.completion_tokens}};
+      out << rec.dump() << '\n';
+      ++n.records;
+    }
+  }
+  if (!out) return fail("export: write failed");
+  return n;
+}
+
+Result<std::string> training_card(store::Store& store, const std::string& campaign_id,
+                                  const TrainingOptions& o, const TrainingCounts& n) {
+  auto c = store.get_campaign(campaign_id);
+  if (!c) return std::unexpected(c.error());
+  if (!*c) return fail("no campaign " + campaign_id);
+  auto evals = store.list_evaluations(campaign_id);
+  if (!evals) return std::unexpected(evals.error());
+  std::set<std::string> versions, modes;
+  for (const auto& e : *evals) {
+    if (e.state != store::EvalState::done) continue;
+    versions.insert(e.evaluator_version);
+    auto rep = json::parse(e.report_json, nullptr, false);
+    if (rep.is_object()) modes.insert(rep.value("mode", ""));
+  }
+  json config = json::parse((*c)->config_json, nullptr, false);
+  // The target device as the system prompt named it (every episode's is the same).
+  std::string device;
+  if (auto eps = store.list_episodes(campaign_id); eps && !eps->empty()) {
+    if (auto s = store.load_episode(eps->front().id); s && *s) {
+      const std::string& sp = (**s).episode.system_prompt;
+      if (auto at = sp.find("Target device:"); at != std::string::npos) {
+        auto end = sp.find("\n\n", at);
+        device = sp.substr(at + 15, end == std::string::npos ? std::string::npos : end - at - 15);
+      }
+    }
+  }
+  json card = {
+      {"campaign_id", campaign_id},
+      {"campaign", (*c)->name},
+      {"format", o.format == TrainingFormat::sft ? "sft" : "rl"},
+      {"filters",
+       {{"correct_only", o.correct_only},
+        {"min_speedup", o.min_speedup ? json(*o.min_speedup) : json(nullptr)},
+        {"level", o.level ? json(*o.level) : json(nullptr)},
+        {"model", o.model ? json(*o.model) : json(nullptr)},
+        {"openai_only", o.openai_only}}},
+      {"dedup", "by code sha256: the first record of each code (episode id, then turn order)"},
+      {"counts",
+       {{"records", n.records},
+        {"filtered_out", n.filtered_out},
+        {"duplicates", n.duplicates},
+        {"no_code", n.no_code}}},
+      {"evaluator_versions", versions},
+      {"evaluator_modes", modes},
+      {"tolerance",
+       config.is_object() ? config.value(json::json_pointer("/evaluator/tolerance"), json(nullptr))
+                          : json(nullptr)},
+      {"target_device", device},
+      {"config", config.is_discarded() ? json(nullptr) : config},
+  };
+  return card.dump(1);
+}
+
+}  // namespace korch::reports
