@@ -233,16 +233,11 @@ def rejection_class(rep):
     st = rep.get("status", "")
     if st == "rule_violation":
         return "rule_violation:%s" % rep.get("rule_id", "")
-    ev = rep.get("evidence") or {}
-    if isinstance(ev, str):
-        try:
-            ev = json.loads(ev)
-        except ValueError:
-            ev = {}
     if st == "incorrect":
-        fam = [f.get("family") for f in (ev.get("measure", {}).get("families") or [])
-               if isinstance(f, dict) and f.get("ok") is False]
-        return "incorrect:%s" % (",".join(x for x in fam if x) or "trials")
+        # The judge names a failing family in the error ("family 'signed': ...");
+        # otherwise a trial of the task's own inputs failed.
+        m = re.match(r"family '([^']+)'", rep.get("error") or "")
+        return "incorrect:family:%s" % m.group(1) if m else "incorrect:trials"
     return st
 
 

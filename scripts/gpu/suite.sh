@@ -38,6 +38,13 @@ PY=$(grep -m1 '^Python3_EXECUTABLE' "$B/CMakeCache.txt" | cut -d= -f2)
 # Keep NVLink multicast off in everything korch starts (multi-GPU hosts).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
+start_replay() {  # replay-file work-dir -> the replay server in the background: FAKE (pid), PORT
+  "$B/tests/support/korch-fake-llm" --port 0 --script "replay:$1" >"$2/replay.out" 2>"$2/replay.err" &
+  FAKE=$!
+  for _ in $(seq 100); do grep -q '^PORT ' "$2/replay.out" 2>/dev/null && break; sleep 0.1; done
+  PORT=$(awk '/^PORT /{print $2; exit}' "$2/replay.out")
+}
+
 korch_eval() {  # task code mode device -> JSON line on stdout
   "$B/bin/korch" eval --task "$1" --code "$2" --mode "$3" --device "$4" --json --cache-dir "$KORCH_CACHE_DIR"
 }
@@ -138,10 +145,7 @@ print('host lease waits: %d evaluations, %d waited, max %.1f s, total %.1f s' % 
         > "$OUT/public_harness.log" 2>&1 &
       HARNESS=$!
     fi
-    "$B/tests/support/korch-fake-llm" --port 0 --script replay:.pubsol/replay.json >"$W/replay.out" 2>"$W/replay.err" &
-    FAKE=$!
-    for _ in $(seq 100); do grep -q '^PORT ' "$W/replay.out" 2>/dev/null && break; sleep 0.1; done
-    PORT=$(awk '/^PORT /{print $2; exit}' "$W/replay.out")
+    start_replay ".pubsol/replay.json" "$W"
     t0=$(date +%s)
     timeout -k 30 "${KORCH_CAMPAIGN_TIMEOUT:-1500}" "$B/bin/korch" run examples/gpu/public_solutions.toml \
       --set "models.replay.base_url=http://127.0.0.1:$PORT/v1" --set "db_path=$DB" \
@@ -168,10 +172,7 @@ print('host lease waits: %d evaluations, %d waited, max %.1f s, total %.1f s' % 
   campaign)
     # korch run over level-1 tasks on the GPU, answered by the replay server.
     W=$(mktemp -d /var/tmp/korch-campaign.XXXX)
-    "$B/tests/support/korch-fake-llm" --port 0 --script replay:examples/gpu/replay.json >"$W/replay.out" 2>"$W/replay.err" &
-    FAKE=$!
-    for _ in $(seq 100); do grep -q '^PORT ' "$W/replay.out" 2>/dev/null && break; sleep 0.1; done
-    PORT=$(awk '/^PORT /{print $2; exit}' "$W/replay.out")
+    start_replay "examples/gpu/replay.json" "$W"
     SETS=(--set "models.replay.base_url=http://127.0.0.1:$PORT/v1" --set "db_path=$W/campaign.db"
           --set "tasks.kernelbench_dir=$(pwd)/.gpu-deps/kernelbench" --set "evaluator.cache_dir=$KORCH_CACHE_DIR")
     [[ -n ${KORCH_CAMPAIGN_IDS:-} ]] && SETS+=(--set "tasks.ids=$KORCH_CAMPAIGN_IDS")
@@ -270,10 +271,7 @@ json.dump(d, open(sys.argv[1], "w"))
 PYEOF
     for spec in 0 0,1; do
       W="$R/gpus-${spec/,/-}"; mkdir -p "$W"
-      "$B/tests/support/korch-fake-llm" --port 0 --script "replay:$R/replay.json" >"$W/replay.out" 2>"$W/replay.err" &
-      FAKE=$!
-      for _ in $(seq 100); do grep -q '^PORT ' "$W/replay.out" 2>/dev/null && break; sleep 0.1; done
-      PORT=$(awk '/^PORT /{print $2; exit}' "$W/replay.out")
+      start_replay "$R/replay.json" "$W"
       t0=$(date +%s.%N)
       limit=${KORCH_CAMPAIGN_TIMEOUT:-400}; [[ $spec == 0 ]] && limit=${KORCH_ONE_GPU_TIMEOUT:-$limit}
       timeout "$limit" "$B/bin/korch" run examples/gpu/campaign.toml \

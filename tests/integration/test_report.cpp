@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -14,6 +13,7 @@
 
 #include "tests/integration/campaign_fixture.hpp"
 #include "tests/support/required.hpp"
+#include "util/fs.hpp"
 
 namespace korch::testing {
 namespace {
@@ -36,11 +36,6 @@ std::string campaign_toml(const std::string& db, const std::string& base_url) {
 double num(const std::string& s) { return std::stod(s); }
 
 constexpr const char* k_training_secret = "sk-korch-training-secret-42";
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 std::vector<nlohmann::json> jsonl(const std::string& text) {
   std::vector<nlohmann::json> out;
@@ -283,7 +278,7 @@ TEST_F(Report, SftExportMatchesTheFineTuningSchema) {
                                    KORCH_TRAINING_DIR "/sft_schema.json", k_training_secret},
                                   dir());
   ASSERT_EQ(crc, 0) << check;
-  const auto recs = jsonl(read_text(out));
+  const auto recs = jsonl(korch::read_file(out).value_or(""));
   ASSERT_FALSE(recs.empty());
   // One record per episode with a scored final, none repeating code: the
   // store says how many distinct final codes there are.
@@ -302,11 +297,11 @@ TEST_F(Report, SftExportMatchesTheFineTuningSchema) {
     EXPECT_NEAR(m["reward"].get<double>(), num(fin[0][2]), 1e-9);
     EXPECT_EQ(r["messages"][0]["role"], "system");
   }
-  const auto c = nlohmann::json::parse(read_text(card));
+  const auto c = nlohmann::json::parse(korch::read_file(card).value_or(""));
   EXPECT_EQ(c["counts"]["records"].get<std::size_t>(), recs.size());
   EXPECT_EQ(c["evaluator_modes"], nlohmann::json::array({"mock"}));
   EXPECT_EQ(c["config"]["name"], "reported");
-  EXPECT_EQ(read_text(card).find(k_training_secret), std::string::npos);
+  EXPECT_EQ(korch::read_file(card).value_or("").find(k_training_secret), std::string::npos);
 
   // --correct-only --model m1 --openai-only: a subset, pure OpenAI shape.
   const std::string sub = dir() + "/sft-m1.jsonl";
@@ -314,7 +309,7 @@ TEST_F(Report, SftExportMatchesTheFineTuningSchema) {
                                   "--model", "m1", "--openai-only", "--out", sub},
                                  dir());
   ASSERT_EQ(src, 0) << slog;
-  const auto subset = jsonl(read_text(sub));
+  const auto subset = jsonl(korch::read_file(sub).value_or(""));
   std::size_t want = 0;
   for (const auto& r : recs)
     want += r["metadata"]["correct"].get<bool>() && r["metadata"]["model_id"] == "m1";
