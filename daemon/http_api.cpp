@@ -185,6 +185,11 @@ struct HttpApi::Impl {
   int port = 0;
   int listen_fd = -1;
   std::atomic<bool> stopping{false};
+  // serve() entered / returned: httplib's Server::stop() does nothing until
+  // listen_after_bind() is running, so a stop that came first (SIGTERM right
+  // after LISTEN, on a loaded machine) left serve() listening for ever and
+  // the daemon's shutdown joining it (seen in a CI run).
+  std::atomic<bool> serve_entered{false}, serve_done{false};
   std::atomic<int> sse_clients{0};
   std::mutex sse_mutex;
   std::condition_variable sse_cv;
@@ -537,11 +542,20 @@ Result<std::unique_ptr<HttpApi>> HttpApi::bind(Daemon& daemon, const std::string
 HttpApi::~HttpApi() { stop(); }
 int HttpApi::port() const { return m->port; }
 
-void HttpApi::serve() { m->server.listen_after_bind(); }
+void HttpApi::serve() {
+  m->serve_entered = true;
+  if (!m->stopping) m->server.listen_after_bind();
+  m->serve_done = true;
+}
 
 void HttpApi::stop() {
   if (!m || m->stopping.exchange(true)) return;
   m->sse_cv.notify_all();
+  // A serve() that has begun but is not yet listening would miss the stop:
+  // wait until it listens (then stop() reaches it) or has returned. One
+  // that has not begun sees `stopping` and does not listen.
+  while (m->serve_entered && !m->serve_done && !m->server.is_running())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   m->server.stop();
 }
 
