@@ -197,6 +197,18 @@ class CpuEvaluator final : public Evaluator {
     if (!m_knobs.empty()) KLOG_WARN("[eval] evaluator knobs from the environment: {}", m_knobs.dump());
     json v = json::parse(m_zygote->versions_json(), nullptr, false);
     if (!v.is_discarded()) m_versions = v;
+    if (const json pw = m_versions.value("prewarm", json::object()); pw.value("done", false)) {
+      // The zygote imported the work counter's dispatch machinery once, for
+      // every judge it forks (korch_worker._prewarm_counting). CUDA touched
+      // or threads started there would make its forked children unsafe.
+      if (pw.value("cuda_initialized", false) || pw.value("threads", 1) > 1)
+        KLOG_WARN("[eval] the worker zygote's prewarm left it unsafe to fork: {}", pw.dump());
+      else
+        KLOG_INFO("[eval] worker zygote: work counter prewarmed in {:.2f} s", pw.value("s", 0.0));
+    } else if (pw.contains("error")) {
+      KLOG_WARN("[eval] worker zygote: prewarm failed ({}); judges count the work themselves",
+                pw.value("error", ""));
+    }
     int n = std::max(1, m_cfg.workers);
     if (m_gpu_mode) {
       m_peaks = roofline::find_gpu(m_gpu.value("name", ""));

@@ -13,6 +13,9 @@
 #   scripts/gpu/suite.sh smoke       a few small candidates in cpu and gpu mode
 #   scripts/gpu/suite.sh public      public KernelBench solutions (.pubsol, carried): independent harness,
 #                                    korch run, comparison (scripts/gpu/public_solutions.py)
+#   scripts/gpu/suite.sh mix [TAG]   the throughput mix (issue #35): 60 level-1/2 tasks, one correct candidate
+#                                    each (task's torch + a Triton or CUDA stage; scripts/gpu/mix.py), korch run
+#                                    from an empty compile cache; rate, GPU busy, lease by phase ($OUT/mix_TAG.json)
 #   scripts/gpu/suite.sh corpus      every GPU corpus candidate through korch eval --device cuda
 #   scripts/gpu/suite.sh cpumode     the CPU evaluator on this machine's torch (full JSON in $OUT)
 #   scripts/gpu/suite.sh hang        an infinite-loop kernel, then a correct one on the same GPU
@@ -163,6 +166,48 @@ print('host lease waits: %d evaluations, %d waited, max %.1f s, total %.1f s' % 
       --harness "$H" --out "$OUT/public_compare.json" 2>&1
     echo "health-check alarms: $(grep -c 'failed its health check' "$OUT/public_run.log")"
     grep -E "health check|infrastructure" "$OUT/public_run.log" | head -20
+    ;;
+  mix)
+    # KORCH_MIX_RESUME=db resumes (its compiles stay in KORCH_CACHE_DIR);
+    # KORCH_MIX_KILL_AFTER=N kills korch run -9 after N finished evaluations
+    # and resumes it (compile cache hits counted from the log).
+    TAG=${2:-run}
+    "$PY" scripts/gpu/mix.py make --kernelbench .gpu-deps/kernelbench --out .mix-gen >/dev/null || exit 2
+    W=$(mktemp -d /var/tmp/korch-mix.XXXX)
+    DB=$W/campaign.db
+    [[ -n ${KORCH_MIX_RESUME:-} ]] && cp "$KORCH_MIX_RESUME" "$DB" && chmod u+w "$DB"
+    start_replay ".mix-gen/replay.json" "$W"
+    IDS=$("$PY" -c "import json; print(','.join(map(str, json.load(open('.mix-gen/ids.json'))['1'])))")
+    SLOTS=${KORCH_COMPILE_JOBS:-0}
+    mix_run() {  # log-file
+      "$B/bin/korch" run examples/gpu/mix.toml \
+        --set "models.replay.base_url=http://127.0.0.1:$PORT/v1" --set "db_path=$DB" \
+        --set "tasks.kernelbench_dir=$(pwd)/.gpu-deps/kernelbench" --set "tasks.ids=$IDS" \
+        --set "evaluator.cache_dir=$KORCH_CACHE_DIR" --set "evaluator.gpus=${KORCH_GPUS:-all}" \
+        --set "evaluator.compile_jobs=$SLOTS" > "$1" 2>&1 &
+      RUN=$!
+    }
+    t0=$(date +%s)
+    mix_run "$OUT/mix_${TAG}_run.log"
+    if [[ -n ${KORCH_MIX_KILL_AFTER:-} ]]; then
+      while kill -0 $RUN 2>/dev/null; do
+        n=$("$PY" -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT COUNT(*) FROM evaluations WHERE state='done'\").fetchone()[0])" "$DB" 2>/dev/null || echo 0)
+        [[ $n -ge $KORCH_MIX_KILL_AFTER ]] && { kill -9 $RUN; echo "mix: killed korch run -9 after $n evaluations"; break; }
+        sleep 1
+      done
+      wait $RUN 2>/dev/null
+      mix_run "$OUT/mix_${TAG}_resume.log"
+    fi
+    ( sleep "${KORCH_CAMPAIGN_TIMEOUT:-900}"; kill $RUN 2>/dev/null ) & WD=$!
+    wait $RUN; echo "korch run rc=$? in $(( $(date +%s) - t0 )) s"
+    kill $WD $FAKE 2>/dev/null
+    "$PY" -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$DB"
+    cp "$DB" "$OUT/mix_${TAG}.db"
+    [[ $SLOTS == 0 ]] && SLOTS=$(( $(nproc) - 2 ))
+    "$PY" scripts/gpu/mix.py report --db "$DB" --compile-slots "$SLOTS" --json "$OUT/mix_${TAG}.json"
+    "$B/bin/korch" report --db "$DB" 2>&1 | tail -8
+    echo "health-check alarms: $(cat "$OUT"/mix_${TAG}_*.log | grep -c 'failed its health check')"
+    grep -h "prewarm" "$OUT"/mix_${TAG}_*.log | head -2
     ;;
   corpus)
     timeout 3000 "$PY" scripts/gpu/run_corpus.py --korch "$B/bin/korch" \

@@ -185,6 +185,7 @@ class Judge:
         self.judge_heap_only = False
         self.runners_heap_only = []
         self.atol, self.rtol = float(job["atol"]), float(job["rtol"])
+        self._rms_cache = {}  # (id, data_ptr) of a reference output -> (it, its rms)
         self.low_precision_tol = float(job["low_precision_tol"])
         self.budget = int(job.get("memory_budget_mb", 4096)) << 20
         self.deadline = time.monotonic() + float(job.get("timeout_s", 300))
@@ -535,9 +536,21 @@ class Judge:
         atol, rtol = self.atol, self.rtol
         if r.dtype in (torch.float16, torch.bfloat16):
             atol = rtol = max(atol, self.low_precision_tol)
-        if not torch.allclose(c, r, atol=atol * max(1.0, self._rms(r)), rtol=rtol, equal_nan=True):
+        if not torch.allclose(c, r, atol=atol * max(1.0, self._ref_rms(r)), rtol=rtol, equal_nan=True):
             return self._compare_tensor(r, c)  # the full check says why
         return None
+
+    def _ref_rms(self, r):
+        """_rms of a reference output the judge keeps (a timing set's): a
+        float64 pass over the whole output, once per tensor instead of once
+        per timed call (the reference outputs never change; keyed by the
+        tensor's identity and storage address, and the tensor is held, so
+        the key cannot be reused by another tensor)."""
+        key = (id(r), r.data_ptr())
+        got = self._rms_cache.get(key)
+        if got is None:
+            got = self._rms_cache[key] = (r, self._rms(r))
+        return got[1]
 
     @staticmethod
     def _rms(r):
@@ -1164,7 +1177,14 @@ class Judge:
             if b >= max_blocks or time.monotonic() - t_start > max_s or \
                     time.monotonic() > self.deadline - 10:
                 break
-            if b % 10:  # (the bootstrap costs ~0.1 s at 200 blocks: every 5th pair)
+            # GPU: the interval first at min_blocks, then every 4 blocks up
+            # to 40 and every 10 beyond, so a stable kernel stops at
+            # min_blocks (16 with four runners a side) instead of 20: a GPU
+            # block is ~0.1 s of the lease on the throughput mix's tasks
+            # (issue #35). CPU: every 10 (the bootstrap costs ~0.1 s at 200
+            # blocks: every 5th pair).
+            gpu_early = self.dev != "cpu" and (b == min_blocks or (b <= 40 and b % 4 == 0))
+            if b % 10 and not gpu_early:
                 continue
             lo, hi, s = self._interval(samples, 200)
             if s > 0 and (hi - lo) / 2 / s <= target:
