@@ -498,17 +498,42 @@ TEST(ServeApi, AnUnknownStoredCampaignStateStaysPaused) {
   std::filesystem::create_directories(db + ".serve/campaigns");
   // (no LLM listens on port 9: driving it would fail its calls and end episodes)
   write_text(db + ".serve/campaigns/c-new.toml",
-             campaign_toml("from-the-future", "http://127.0.0.1:9/v1", 1, 1, 0.0));
+             campaign_toml("from-the-future", "http://127.0.0.1:9/v1", 2, 1, 0.0));
   write_text(db + ".serve/campaigns/c-new.json",
              R"({"id":"c-new","name":"from-the-future","state":"archived","submitted_at":1})");
+  // A control beside it, active, loaded by the same start: its thread runs
+  // (its LLM is unreachable, so the drive ends "aborted"). Campaign threads
+  // start only at load and on a resume, so once the control's has run, the
+  // unknown one's empty store is a fact, not a guess after a sleep.
+  write_text(db + ".serve/campaigns/c-live.toml",
+             campaign_toml("control", "http://127.0.0.1:9/v1", 2, 1, 0.0));
+  write_text(db + ".serve/campaigns/c-live.json",
+             R"({"id":"c-live","name":"control","state":"active","submitted_at":2})");
   ServeProcess serve;
   ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
   auto cli = serve.client(k_token);
   auto j = body_json(cli.Get("/api/campaigns/c-new"));
   ASSERT_TRUE(j.is_object()) << j.dump();
   EXPECT_EQ(j.value("state", ""), "paused") << j.dump();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  EXPECT_EQ(rows(db, "episodes"), "0");
+  // (a valid config: an invalid one is never driven whatever its state)
+  EXPECT_EQ(j.value("phase", ""), "idle") << j.dump();
+  auto episodes_of = [&](const std::string& name) {
+    return poll_value(db, "SELECT COUNT(*) FROM episodes e JOIN campaigns c ON c.id = e.campaign_id "
+                          "WHERE c.name = '" + name + "'")
+        .value_or("-");
+  };
+  ASSERT_TRUE(wait_until(serve.process(), [&] {
+    return body_json(cli.Get("/api/campaigns/c-live")).value("phase", "") == "aborted";
+  })) << serve.err() << body_json(cli.Get("/api/campaigns/c-live")).dump();
+  EXPECT_NE(body_json(cli.Get("/api/campaigns/c-live")).value("message", "").find("unreachable"),
+            std::string::npos);
+  // Driven, it would have met the same unreachable LLM and ended "aborted".
+  j = body_json(cli.Get("/api/campaigns/c-new"));
+  EXPECT_EQ(j.value("phase", ""), "idle") << j.dump();
+  EXPECT_EQ(j.value("state", ""), "paused") << j.dump();
+  EXPECT_EQ(episodes_of("from-the-future"), "0");
+  EXPECT_EQ(poll_value(db, "SELECT COUNT(*) FROM campaigns WHERE name = 'from-the-future'").value_or("-"),
+            "0");
   serve.process().signal(SIGTERM);
   EXPECT_EQ(serve.process().wait(), 0) << serve.err();
   EXPECT_NE(serve.err().find("unknown campaign state 'archived'"), std::string::npos)
