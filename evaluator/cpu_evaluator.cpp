@@ -908,11 +908,15 @@ class CpuEvaluator final : public Evaluator {
   }
 
   // The work (flops, bytes, dtype) of a task's reference: a function of the
-  // task's source alone (KernelBench input shapes are fixed), counted once by
-  // the judge and kept per task source, in memory and in <cache>/work/, so
-  // later evaluations of the task do not count again under the GPU lease.
+  // task's source (KernelBench input shapes are fixed), torch (which ops a
+  // module dispatches to) and the counter's own code, counted once by the
+  // judge and kept under that key, in memory and in <cache>/work/, so later
+  // evaluations of the task do not count again under the GPU lease. A
+  // changed task file, torch or counter counts again.
   std::string work_path(const std::string& task_source) const {
-    return m_cache + "/work/" + sha256_hex(task_source).substr(0, 32) + ".json";
+    const std::string key = task_source + '\0' + m_versions.value("torch", "?") + '\0' +
+                            m_versions.value("flops_counter", "?");
+    return m_cache + "/work/" + sha256_hex(key).substr(0, 32) + ".json";
   }
   std::optional<json> known_work(const std::string& task_source) {
     const std::string path = work_path(task_source);
