@@ -60,7 +60,7 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr const char* k_version = "korch-eval/0.2";
+constexpr const char* k_version = schema::k_evaluator_version.data();  // protocol.json
 // The GPU health check: tries before a GPU leaves the pool, and the pause
 // between them (gpu_healthy).
 constexpr int k_health_tries = 3;

@@ -15,18 +15,6 @@
 namespace korch::evaluator {
 namespace {
 
-constexpr std::array<std::pair<Verdict, const char*>, 10> k_verdict_names = {{
-    {Verdict::ok, "ok"},
-    {Verdict::rule_violation, "rule_violation"},
-    {Verdict::compile_error, "compile_error"},
-    {Verdict::runtime_error, "runtime_error"},
-    {Verdict::incorrect, "incorrect"},
-    {Verdict::timeout, "timeout"},
-    {Verdict::worker_crash, "worker_crash"},
-    {Verdict::impossible_timing, "impossible_timing"},
-    {Verdict::no_kernel, "no_kernel"},
-    {Verdict::task_too_large, "task_too_large"},
-}};
 
 constexpr std::array<std::pair<Mode, const char*>, 2> k_mode_names = {{
     {Mode::check, "check"},
@@ -53,11 +41,12 @@ std::optional<T> get_opt(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
+// The names come from the schema, in the enum's order (both generated from
+// evaluator/protocol/protocol.json); each is a string literal, so data() is
+// null-terminated.
 const char* to_string(Verdict v) {
-  for (auto& [verdict, name] : k_verdict_names) {
-    if (verdict == v) return name;
-  }
-  return "worker_crash";
+  const auto i = static_cast<std::size_t>(v);
+  return i < schema::k_verdict_names.size() ? schema::k_verdict_names[i].data() : "worker_crash";
 }
 
 const char* to_string(Mode m) {
@@ -75,8 +64,8 @@ std::optional<Mode> mode_from_string(std::string_view s) {
 }
 
 std::optional<Verdict> verdict_from_string(std::string_view s) {
-  for (auto& [verdict, name] : k_verdict_names) {
-    if (s == name) return verdict;
+  for (std::size_t i = 0; i < schema::k_verdict_names.size(); ++i) {
+    if (s == schema::k_verdict_names[i]) return static_cast<Verdict>(i);
   }
   return std::nullopt;
 }

@@ -13,22 +13,12 @@
 
 #include "config/campaign.hpp"
 #include "config/tasks.hpp"
+#include "evaluator/protocol_schema.hpp"
 #include "util/error.hpp"
 
 namespace korch::evaluator {
 
-enum class Verdict {
-  ok,
-  rule_violation,
-  compile_error,
-  runtime_error,
-  incorrect,
-  timeout,
-  worker_crash,
-  impossible_timing,
-  no_kernel,
-  task_too_large,
-};
+// enum class Verdict: generated from evaluator/protocol/protocol.json.
 
 const char* to_string(Verdict v);
 std::optional<Verdict> verdict_from_string(std::string_view s);

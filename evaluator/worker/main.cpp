@@ -654,7 +654,9 @@ int zygote_main() {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--zygote") == 0) return zygote_main();
   if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
-    std::puts("korch-worker (korch-eval/0.2)");
+    std::printf("korch-worker (%s, job protocol %d)\n",
+                std::string(korch::evaluator::schema::k_evaluator_version).c_str(),
+                korch::evaluator::schema::k_job_protocol);
     return 0;
   }
   std::fprintf(stderr, "usage: korch-worker --zygote   (started by the korch daemon)\n");

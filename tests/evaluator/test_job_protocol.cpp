@@ -7,11 +7,34 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "evaluator/zygote.hpp"
 #include "util/fs.hpp"
 
 namespace korch::evaluator::protocol {
 namespace {
+
+// The Verdict enum and its names are generated from protocol.json at build
+// time (evaluator/protocol/gen_protocol.cmake); the Python worker reads the
+// same file (tests/evaluator/worker/test_protocol_schema.py). Here: the
+// generated side is the file, in its order, and every name round-trips.
+TEST(JobProtocol, VerdictsAreTheSchemas) {
+  const auto text = read_file(KORCH_SOURCE_DIR "/evaluator/protocol/protocol.json");
+  ASSERT_TRUE(text);
+  const auto schema = nlohmann::json::parse(*text);
+  ASSERT_EQ(schema.at("verdicts").size(), schema::k_verdict_names.size());
+  for (std::size_t i = 0; i < schema::k_verdict_names.size(); ++i) {
+    const std::string name = schema.at("verdicts").at(i).at("name");
+    EXPECT_EQ(std::string(to_string(static_cast<Verdict>(i))), name);
+    auto back = verdict_from_string(name);
+    ASSERT_TRUE(back) << name;
+    EXPECT_EQ(static_cast<std::size_t>(*back), i);
+  }
+  EXPECT_FALSE(verdict_from_string("incorect"));
+  EXPECT_EQ(std::string(schema::k_evaluator_version), schema.at("evaluator_version").get<std::string>());
+  EXPECT_EQ(k_version, schema.at("job_protocol").get<int>());
+}
 
 TEST(JobProtocol, JobsCarryTheVersionAndTheToleranceTable) {
   Settings s;

@@ -23,6 +23,7 @@ import types
 import torch
 
 import korch_domain as kd
+import korch_protocol
 import korch_transport as kt
 from korch_runner import keep_freed_memory
 
@@ -33,7 +34,7 @@ from korch_runner import keep_freed_memory
 class Verdict(Exception):
     def __init__(self, verdict, error, **evidence):
         super().__init__(error)
-        self.verdict = verdict
+        self.verdict = korch_protocol.check_verdict(verdict)
         self.error = error
         self.evidence = evidence
 

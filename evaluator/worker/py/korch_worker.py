@@ -39,7 +39,9 @@ try:  # the roofline's FLOP counter (evaluator/py), used by the GPU judge
 except ImportError:
     korch_flops = None
 
-EVAL_VERSION = "korch-eval/0.2"
+import korch_protocol  # noqa: E402  (the schema: evaluator/protocol/protocol.json)
+
+EVAL_VERSION = korch_protocol.EVAL_VERSION
 _VERSIONS = None
 
 
