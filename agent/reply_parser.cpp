@@ -1,4 +1,5 @@
 #include "agent/reply_parser.hpp"
+#include "util/strings.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -6,19 +7,6 @@
 
 namespace korch::agent {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
 
 // A fence line opening a python block: ```python, ```py, ```Python3 ...
 bool is_python_fence(std::string_view line) {

@@ -21,6 +21,7 @@
 #include "config/gpus.hpp"
 #include "config/tasks.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace korch::config {
 namespace {
@@ -513,12 +514,6 @@ std::string suggestion(std::string_view key, const std::vector<std::string>& can
 
 // ---------------------------------------------------------------------------
 // Text (env / flag) parsing with the same type rules as the file.
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 std::optional<std::int64_t> parse_int(std::string_view s) {
   s = trim(s);

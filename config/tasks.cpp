@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace korch::config {
 namespace {
@@ -21,12 +22,6 @@ namespace fs = std::filesystem;
 
 // Highest level folder looked for ("level1".."level9").
 constexpr int k_max_level = 9;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // Parses a non-negative decimal number that fills `s`.
 std::optional<int> parse_number(std::string_view s) {

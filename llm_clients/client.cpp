@@ -30,6 +30,7 @@
 #include "llm_clients/openai_wire.hpp"
 #include "llm_clients/retry_policy.hpp"
 #include "util/log.hpp"
+#include "util/strings.hpp"
 
 namespace korch::llm {
 
@@ -47,21 +48,6 @@ constexpr int k_epoll_batch = 256;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
-    s.remove_suffix(1);
-  }
-  return s;
 }
 
 // Response headers that carry the provider's id for a request.

@@ -1,4 +1,5 @@
 #include "llm_clients/retry_policy.hpp"
+#include "util/strings.hpp"
 
 #include <algorithm>
 #include <array>
@@ -19,19 +20,6 @@ constexpr std::array<std::string_view, 9> k_context_overflow_phrases = {
     "context length",         "context window",          "too many tokens",
     "reduce the length",      "input is too long",       "maximum input length",
 };
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 std::optional<double> parse_number(std::string_view s) {
   s = trim(s);
