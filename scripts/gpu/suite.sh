@@ -168,9 +168,7 @@ print('host lease waits: %d evaluations, %d waited, max %.1f s, total %.1f s' % 
     grep -E "health check|infrastructure" "$OUT/public_run.log" | head -20
     ;;
   mix)
-    # KORCH_MIX_RESUME=db resumes (its compiles stay in KORCH_CACHE_DIR);
-    # KORCH_MIX_KILL_AFTER=N kills korch run -9 after N finished evaluations
-    # and resumes it (compile cache hits counted from the log).
+    # KORCH_MIX_RESUME=db resumes a campaign an earlier call left.
     TAG=${2:-run}
     "$PY" scripts/gpu/mix.py make --kernelbench .gpu-deps/kernelbench --out .mix-gen >/dev/null || exit 2
     W=$(mktemp -d /var/tmp/korch-mix.XXXX)
@@ -189,15 +187,6 @@ print('host lease waits: %d evaluations, %d waited, max %.1f s, total %.1f s' % 
     }
     t0=$(date +%s)
     mix_run "$OUT/mix_${TAG}_run.log"
-    if [[ -n ${KORCH_MIX_KILL_AFTER:-} ]]; then
-      while kill -0 $RUN 2>/dev/null; do
-        n=$("$PY" -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT COUNT(*) FROM evaluations WHERE state='done'\").fetchone()[0])" "$DB" 2>/dev/null || echo 0)
-        [[ $n -ge $KORCH_MIX_KILL_AFTER ]] && { kill -9 $RUN; echo "mix: killed korch run -9 after $n evaluations"; break; }
-        sleep 1
-      done
-      wait $RUN 2>/dev/null
-      mix_run "$OUT/mix_${TAG}_resume.log"
-    fi
     ( sleep "${KORCH_CAMPAIGN_TIMEOUT:-900}"; kill $RUN 2>/dev/null ) & WD=$!
     wait $RUN; echo "korch run rc=$? in $(( $(date +%s) - t0 )) s"
     kill $WD $FAKE 2>/dev/null
