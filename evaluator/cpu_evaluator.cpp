@@ -22,7 +22,6 @@
 #include "evaluator/cpu_evaluator.hpp"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -50,6 +49,7 @@
 #include "evaluator/job_protocol.hpp"
 #include "evaluator/roofline.hpp"
 #include "evaluator/zygote.hpp"
+#include "util/file_lock.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 #include "util/sha256.hpp"
@@ -129,23 +129,6 @@ class JobDir {
 
  private:
   std::string m_path;
-};
-
-// RAII flock.
-class FileLock {
- public:
-  explicit FileLock(const std::string& path) {
-    m_fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (m_fd >= 0) {
-      while (flock(m_fd, LOCK_EX) != 0 && errno == EINTR) {}
-    }
-  }
-  ~FileLock() {
-    if (m_fd >= 0) close(m_fd);
-  }
-
- private:
-  int m_fd = -1;
 };
 
 // Where every korch process on this host keeps its per-GPU locks:
@@ -1006,7 +989,10 @@ class CpuEvaluator final : public Evaluator {
     }
     std::error_code ec;
     fs::create_directories(m_cache + "/locks", ec);
-    FileLock lock(m_cache + "/locks/" + key + ".lock");
+    // Without the lock (a cache on a file system that refuses it) two
+    // requests may build the same entry; the rename keeps one.
+    auto lock = FileLock::acquire_blocking(m_cache + "/locks/" + key + ".lock");
+    if (!lock) KLOG_WARN("[eval] compile cache: {}", lock.error().message);
     if (auto m = load()) {
       if (current(*m)) {  // built (or rechecked) by a concurrent request while we waited
         ev.push_back({{"key", key}, {"hit", true}, {"probe", probe}, {"waited", true}});

@@ -1,9 +1,13 @@
-// Tests for store/file_lock.cpp, across real processes (fork).
+// Tests for util/file_lock.cpp (the store's lock and the compile cache's),
+// across real processes (fork).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "store/file_lock.hpp"
 
@@ -27,6 +31,27 @@ class FileLockTest : public ::testing::Test {
   fs::path m_dir;
   std::string m_path;
 };
+
+// The compile cache's wait: a blocking acquire returns only once the holder
+// has released. (The pause before the release only gives the waiter time to
+// reach flock; a waiter that did not wait fails however the threads run.)
+TEST_F(FileLockTest, BlockingAcquireWaitsForTheHolder) {
+  auto first = FileLock::acquire_blocking(m_path);
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+  std::atomic<bool> released{false}, started{false}, saw_released{false};
+  std::thread waiter([&] {
+    started = true;
+    auto second = FileLock::acquire_blocking(m_path);
+    saw_released = released.load();
+    EXPECT_TRUE(second.has_value());
+  });
+  while (!started) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  released = true;
+  first->release();
+  waiter.join();
+  EXPECT_TRUE(saw_released);
+}
 
 TEST_F(FileLockTest, PathForDbAppendsLock) {
   EXPECT_EQ(FileLock::path_for_db("/x/korch.db"), "/x/korch.db.lock");

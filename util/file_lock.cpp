@@ -1,4 +1,4 @@
-#include "store/file_lock.hpp"
+#include "util/file_lock.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-namespace korch::store {
+namespace korch {
 namespace {
 
 // Reads the pid the holder wrote ("" when unreadable or empty).
@@ -46,6 +46,18 @@ Result<FileLock> FileLock::acquire(const std::string& path) {
   return FileLock(path, fd);
 }
 
+Result<FileLock> FileLock::acquire_blocking(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return fail(path + ": cannot open lock file: " + std::strerror(errno));
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    int err = errno;
+    ::close(fd);
+    return fail(path + ": cannot lock: " + std::strerror(err));
+  }
+  return FileLock(path, fd);
+}
+
 FileLock::FileLock(FileLock&& other) noexcept
     : m_path(std::move(other.m_path)), m_fd(std::exchange(other.m_fd, -1)) {}
 
@@ -66,4 +78,4 @@ void FileLock::release() {
   m_fd = -1;
 }
 
-}  // namespace korch::store
+}  // namespace korch
