@@ -1,5 +1,9 @@
 #pragma once
-// korch's durable state: one SQLite database (WAL) per campaign directory.
+// korch's durable state: one SQLite database (WAL) per campaign directory, or
+// a PostgreSQL database named by a URL (Options::path below; DESIGN §8).
+// Both backends implement this one interface with the same schema version,
+// conflict rules, group commit and snapshot reads (docs/ARCHITECTURE.md,
+// "Store backends").
 //
 // Threading: one writer thread owns the write connection. Callers hand it a
 // WriteBatch; the writer groups many batches into one `BEGIN IMMEDIATE`
@@ -45,6 +49,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -57,9 +62,36 @@ namespace korch::store {
 // recorded version is refused by open().
 inline constexpr int k_schema_version = 3;
 
+// Which engine holds a store.
+enum class Backend { sqlite, postgres };
+
+// Where a store lives, parsed from what the user wrote (store.url, db_path,
+// --db): a plain path or "sqlite:PATH" is a SQLite file (the default);
+// "postgres://..." or "postgresql://..." is a PostgreSQL database (libpq's
+// URL syntax: user, host, port, dbname, ?host=/socket/dir, sslmode, ...).
+struct Location {
+  Backend backend = Backend::sqlite;
+  std::string target;  // the file's path, or the URL handed to libpq
+};
+
+// Fails (ErrorKind::invalid, one line, password redacted) on an empty text,
+// an unknown scheme ("mysql://...") or a URL without a host part.
+Result<Location> parse_location(const std::string& text);
+// True when `text` names a PostgreSQL store.
+bool is_postgres_url(std::string_view text);
+// `text` with the password of a URL ("postgres://user:PASSWORD@host") and
+// any "password=" parameter replaced by "****"; other text unchanged. Use it
+// wherever a store location is printed, logged or stored.
+std::string redact_url(std::string_view text);
+
 struct Options {
+  // The store's location (see Location): a SQLite path, "sqlite:PATH" or a
+  // postgres:// URL. Prefer PGPASSFILE or PGPASSWORD to a password in it.
   std::string path;
-  std::string synchronous = "FULL";  // OFF | NORMAL | FULL | EXTRA
+  // OFF | NORMAL | FULL | EXTRA. SQLite: PRAGMA synchronous. PostgreSQL:
+  // FULL and EXTRA set synchronous_commit = on (a COMMIT returns once the
+  // server flushed it), NORMAL and OFF set it off.
+  std::string synchronous = "FULL";
   int busy_timeout_ms = 5000;
   int max_batches_per_txn = 512;  // group-commit upper bound
   bool read_only = false;         // open for status/export only
@@ -316,8 +348,9 @@ struct Lease {
 class Store {
  public:
   // Opens (creating if needed) the database, applies migrations, starts the
-  // writer thread. Fails with one line naming the path when the file is not a
-  // database, is read-only (unless options.read_only), or has a newer schema.
+  // writer thread. Fails with one line naming the path (a URL redacted) when
+  // the file is not a database, is read-only (unless options.read_only), has
+  // a newer schema, or when the PostgreSQL server cannot be reached.
   static Result<std::unique_ptr<Store>> open(const Options& options);
   virtual ~Store() = default;
 
