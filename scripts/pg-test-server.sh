@@ -6,8 +6,9 @@
 #   scripts/pg-test-server.sh start DIR [WATCH_PID]
 #       Creates DIR/data, starts the server, prints its URL on stdout:
 #         postgresql://korch@/postgres?host=DIR&port=5432
-#       With WATCH_PID, a watchdog stops the server (immediate mode) once that
-#       process is gone, so a test that crashes or is killed leaves no server.
+#       With WATCH_PID, a watchdog stops the server (immediate mode) and
+#       removes DIR once that process is gone, so a test that crashes or is
+#       killed leaves no server behind.
 #   scripts/pg-test-server.sh stop DIR
 #       Stops the server (immediate mode). Idempotent.
 #
@@ -67,7 +68,10 @@ case $cmd in
       # Detached from the caller's stdout so that $(...) returns at once.
       (
         while kill -0 "$watch_pid" 2>/dev/null && [[ -d $dir/data ]]; do sleep 1; done
-        as_server "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
+        if [[ -d $dir/data ]]; then
+          as_server "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
+          rm -rf "$dir"
+        fi
       ) </dev/null >/dev/null 2>&1 &
       disown
     fi
