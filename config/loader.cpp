@@ -868,7 +868,7 @@ class Loader {
 };
 
 std::vector<std::string> campaign_candidates() {
-  std::vector<std::string> out = {"tasks", "evaluator", "models", "events"};
+  std::vector<std::string> out = {"tasks", "evaluator", "store", "models", "events"};
   for (const auto& s : campaign_specs()) out.emplace_back(s.info.name);
   return out;
 }
@@ -951,7 +951,7 @@ Result<void> Loader::apply_file(const toml::table& root) {
   const auto candidates = campaign_candidates();
   for (auto&& [k, node] : root) {
     std::string key(k.str());
-    if (key == "tasks" || key == "evaluator") {
+    if (key == "tasks" || key == "evaluator" || key == "store") {
       auto tbl = node.as_table();
       if (!tbl)
         return fail(file_where(node) + fmt::format("'{}' must be a table ([{}])", key, key));
