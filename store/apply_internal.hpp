@@ -47,8 +47,10 @@ struct WriteSql {
                                     " WHERE evaluations.state != 'done'");
   std::string insert_event = insert_sql(k_events, "");
   std::string insert_final = insert_sql(k_finals, "ON CONFLICT DO NOTHING");
+  // An episode already final keeps its updated_at (a copied campaign, whose
+  // episode rows arrive final, stays as it was).
   std::string finalize_episode =
-      "UPDATE episodes SET status = 'final', updated_at = ?2 WHERE id = ?1";
+      "UPDATE episodes SET status = 'final', updated_at = ?2 WHERE id = ?1 AND status != 'final'";
 };
 
 inline const WriteSql& write_sql() {

@@ -203,6 +203,10 @@ class SqliteStore final : public Store {
   Result<std::vector<TurnRow>> list_turns(const std::string& campaign_id) override {
     return read<std::vector<TurnRow>>([&](Db& db) { return detail::query_turns(db, campaign_id); });
   }
+  Result<std::vector<MessageRow>> list_messages(const std::string& campaign_id) override {
+    return read<std::vector<MessageRow>>(
+        [&](Db& db) { return detail::query_messages(db, campaign_id); });
+  }
   Result<std::vector<LlmCallRow>> list_llm_calls(const std::string& campaign_id) override {
     return read<std::vector<LlmCallRow>>(
         [&](Db& db) { return detail::query_llm_calls(db, campaign_id); });

@@ -64,6 +64,23 @@ bool succeeded(PGresult* r) {
   return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
 }
 
+// libpq's multi-line messages ("...failed: Connection refused\n\tIs the
+// server running...") as one line.
+std::string one_line(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\t' || c == '\r' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
 // Seconds a connection attempt may take when the URL does not say.
 constexpr const char* k_connect_timeout_s = "10";
 
@@ -151,11 +168,7 @@ PgConn::PgConn(const std::string& url, bool read_only, bool synchronous_commit)
   if (m_conn == nullptr) throw PgError("", true, m_name + ": cannot connect: out of memory");
   if (PQstatus(m_conn) != CONNECTION_OK) {
     std::string message = PQerrorMessage(m_conn);
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
-      message.pop_back();
-    for (auto& c : message) {
-      if (c == '\n') c = ' ';
-    }
+    message = one_line(message);
     PQfinish(m_conn);
     m_conn = nullptr;
     throw PgError("", true, m_name + ": cannot connect: " + message);
@@ -188,10 +201,7 @@ void PgConn::throw_error(PGresult* result, std::string_view context) const {
   }
   if (message.empty()) message = PQerrorMessage(m_conn);
   PQclear(result);
-  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  for (auto& c : message) {
-    if (c == '\n') c = ' ';
-  }
+  message = one_line(message);
   std::string out = m_name + ": ";
   if (!context.empty()) {
     out += context;

@@ -460,6 +460,10 @@ class PgStore final : public Store {
     return read<std::vector<TurnRow>>(
         [&](PgConn& db) { return detail::query_turns(db, campaign_id); });
   }
+  Result<std::vector<MessageRow>> list_messages(const std::string& campaign_id) override {
+    return read<std::vector<MessageRow>>(
+        [&](PgConn& db) { return detail::query_messages(db, campaign_id); });
+  }
   Result<std::vector<LlmCallRow>> list_llm_calls(const std::string& campaign_id) override {
     return read<std::vector<LlmCallRow>>(
         [&](PgConn& db) { return detail::query_llm_calls(db, campaign_id); });

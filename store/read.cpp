@@ -86,6 +86,8 @@ struct Sql {
   std::string get_llm_call =
       "SELECT " + column_list(k_llm_calls) + " FROM llm_calls WHERE request_id = ?1";
   std::string get_lease = "SELECT " + column_list(k_leases) + " FROM leases WHERE campaign_id = ?1";
+  std::string list_messages = select_by_episode(k_messages, "m") +
+                              " WHERE e.campaign_id = ?1 ORDER BY m.episode_id, m.epoch, m.seq";
   std::string list_turns =
       select_by_episode(k_turns, "t") + " WHERE e.campaign_id = ?1 ORDER BY t.episode_id, t.turn";
   std::string list_llm_calls =
@@ -279,6 +281,11 @@ std::optional<LlmCallRow> query_llm_call(DbT& db, const std::string& request_id)
 }
 
 template <typename DbT>
+std::vector<MessageRow> query_messages(DbT& db, const std::string& campaign_id) {
+  return query_rows<MessageRow>(db, sql().list_messages, reader(k_messages), campaign_id);
+}
+
+template <typename DbT>
 std::vector<TurnRow> query_turns(DbT& db, const std::string& campaign_id) {
   return query_rows<TurnRow>(db, sql().list_turns, reader(k_turns), campaign_id);
 }
@@ -378,6 +385,7 @@ CampaignCounts query_counts(DbT& db, const std::string& campaign_id) {
   template std::optional<EvaluationRow> query_evaluation(DbT&, const std::string&);          \
   template std::optional<LlmCallRow> query_llm_call(DbT&, const std::string&);               \
   template std::vector<TurnRow> query_turns(DbT&, const std::string&);                       \
+  template std::vector<MessageRow> query_messages(DbT&, const std::string&);                 \
   template std::vector<LlmCallRow> query_llm_calls(DbT&, const std::string&);                \
   template std::vector<EvaluationRow> query_evaluations(DbT&, const std::string&);           \
   template std::vector<FinalRow> query_finals(DbT&, const std::string&);                     \

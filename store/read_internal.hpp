@@ -69,6 +69,8 @@ std::optional<LlmCallRow> query_llm_call(DbT& db, const std::string& request_id)
 template <typename DbT>
 std::vector<TurnRow> query_turns(DbT& db, const std::string& campaign_id);
 template <typename DbT>
+std::vector<MessageRow> query_messages(DbT& db, const std::string& campaign_id);
+template <typename DbT>
 std::vector<LlmCallRow> query_llm_calls(DbT& db, const std::string& campaign_id);
 template <typename DbT>
 std::vector<EvaluationRow> query_evaluations(DbT& db, const std::string& campaign_id);

@@ -32,8 +32,9 @@
 //  - messages: primary key (episode, epoch, seq); duplicates are ignored.
 //  - finals: primary key episode; the first final wins (a later one is
 //    reported in CommitInfo::conflicts). Inserting a final also sets the
-//    episode's status to "final"; a final episode's status never changes
-//    again (an EpisodeUpdate that tries is reported as a conflict).
+//    episode's status to "final" (and stamps updated_at, unless the episode
+//    was already final); a final episode's status never changes again (an
+//    EpisodeUpdate that tries is reported as a conflict).
 //  - campaigns, tasks, episodes: inserted if absent, never overwritten.
 //
 // Referential rules (foreign keys, checked per operation): tasks and episodes
@@ -394,6 +395,9 @@ class Store {
   virtual Result<std::optional<EvaluationRow>> get_evaluation(const std::string& request_id) = 0;
   virtual Result<std::optional<LlmCallRow>> get_llm_call(const std::string& request_id) = 0;
   virtual Result<std::vector<TurnRow>> list_turns(const std::string& campaign_id) = 0;
+  // Every message of the campaign, every epoch (load_episode gives the live
+  // one), by episode, epoch and seq: what copying a campaign whole needs.
+  virtual Result<std::vector<MessageRow>> list_messages(const std::string& campaign_id) = 0;
   virtual Result<std::vector<LlmCallRow>> list_llm_calls(const std::string& campaign_id) = 0;
   virtual Result<std::vector<EvaluationRow>> list_evaluations(const std::string& campaign_id) = 0;
   virtual Result<std::vector<FinalRow>> list_finals(const std::string& campaign_id) = 0;
