@@ -175,7 +175,7 @@ class PgWriter {
   Result<void> run_task(const std::function<void(PgConn&)>& task) {
     auto promise = std::make_shared<std::promise<Result<void>>>();
     auto future = promise->get_future();
-    auto body = [this, promise, &task](PgConn&) {
+    auto body = [this, promise, &task] {
       try {
         task(connection());
         promise->set_value({});
@@ -184,7 +184,7 @@ class PgWriter {
       }
     };
     if (on_writer_thread()) {
-      body(*m_conn);
+      body();
       return future.get();
     }
     {
@@ -211,7 +211,7 @@ class PgWriter {
   struct Job {
     WriteBatch batch;
     CommitCallback done;
-    std::function<void(PgConn&)> task;
+    std::function<void()> task;  // runs alone, on the write connection
   };
 
   bool on_writer_thread() const { return std::this_thread::get_id() == m_thread_id; }
@@ -301,7 +301,7 @@ class PgWriter {
       }
       try {
         if (task) {
-          task->task(*m_conn);
+          task->task();
         } else {
           run_group(group);
         }

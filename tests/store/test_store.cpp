@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "store/codec_internal.hpp"
+#include "store/copy.hpp"
 #include "store/schema_internal.hpp"
 #include "store/sqlite_internal.hpp"
 #include "store/store.hpp"
@@ -1471,6 +1472,103 @@ TEST_F(PostgresStoreTest, ReadOnlyOpenOfAnEmptyDatabaseFails) {
   auto w = ro->commit_sync(std::move(b));
   ASSERT_FALSE(w.has_value());
   EXPECT_NE(w.error().message.find("read-only"), std::string::npos) << w.error().message;
+}
+
+TEST_P(BackendTest, ListMessagesHoldsEveryEpoch) {
+  auto store = open();
+  seed(*store, {"e-1", "e-2"});
+  WriteBatch b;
+  b.put(message("e-2", 0, 0));
+  b.put(message("e-1", 1, 0));
+  b.put(message("e-1", 0, 1));
+  b.put(message("e-1", 0, 0));
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  EXPECT_EQ(store->list_messages("c-1").value(),
+            (std::vector<MessageRow>{message("e-1", 0, 0), message("e-1", 0, 1),
+                                     message("e-1", 1, 0), message("e-2", 0, 0)}));
+  EXPECT_EQ(store->load_episode("e-1").value()->messages.size(), 1u);  // the live epoch
+  EXPECT_TRUE(store->list_messages("c-none").value().empty());
+}
+
+// Everything a campaign holds, read back through the interface.
+struct CampaignDump {
+  std::optional<CampaignRow> campaign;
+  std::vector<TaskRow> tasks;
+  std::vector<EpisodeSummary> episodes;
+  std::vector<std::string> prompts;
+  std::vector<MessageRow> messages;
+  std::vector<TurnRow> turns;
+  std::vector<LlmCallRow> calls;
+  std::vector<EvaluationRow> evaluations;
+  std::vector<EventRow> events;
+  std::vector<FinalRow> finals;
+  bool operator==(const CampaignDump&) const = default;
+};
+
+CampaignDump dump(Store& s, const std::string& id) {
+  CampaignDump d;
+  d.campaign = s.get_campaign(id).value();
+  d.tasks = s.list_tasks(id).value();
+  d.episodes = s.list_episodes(id).value();
+  for (const auto& e : d.episodes) d.prompts.push_back(s.load_episode(e.id).value()->episode.system_prompt);
+  d.messages = s.list_messages(id).value();
+  d.turns = s.list_turns(id).value();
+  d.calls = s.list_llm_calls(id).value();
+  d.evaluations = s.list_evaluations(id).value();
+  d.events = s.list_events(id).value();
+  d.finals = s.list_finals(id).value();
+  return d;
+}
+
+// copy_campaigns from this backend to the other and back loses and changes
+// nothing: every row, every column (a final episode's updated_at included).
+TEST_P(BackendTest, CopyCampaignsToTheOtherBackendAndBack) {
+  auto& pg = testing::PostgresServer::shared();
+  if (!pg.ok()) KORCH_SKIP_OR_FAIL(pg.error());
+  auto src = open();
+  seed(*src, {"e-1", "e-2", "e-3"});
+  seed(*src, {"x-1"}, "c-2");
+  WriteBatch b;
+  for (const char* ep : {"e-1", "e-2", "e-3", "x-1"}) {
+    b.put(message(ep, 0, 0));
+    b.put(message(ep, 1, 0, "after compaction"));
+    b.put(turn(ep, 1));
+    b.put(llm_call(ep, 1));
+    b.put(evaluation(ep, std::string("check|") + ep, EvalState::done, "correct"));
+    b.put(EventRow{.episode_id = ep, .turn = 1, .kind = "resumed", .detail = ep, .at = 7.5});
+  }
+  b.put(EventRow{.episode_id = "e-1", .turn = 2, .kind = "crash", .detail = "late", .at = 8.5});
+  b.put(final_row("e-2"));
+  FinalRow no_speedup = final_row("e-3", EndReason::no_submission);
+  no_speedup.speedup.reset();
+  b.put(no_speedup);
+  ASSERT_TRUE(src->commit_sync(std::move(b)).has_value());
+  const auto before = dump(*src, "c-1");
+  ASSERT_EQ(before.episodes.size(), 3u);
+  ASSERT_EQ(before.messages.size(), 6u);
+
+  // The other backend: a fresh PostgreSQL database, or a SQLite file.
+  std::string other = m_backend == Backend::sqlite ? pg.fresh_database() : (m_dir / "other.db").string();
+  ASSERT_FALSE(other.empty());
+  auto dst = open(Options{.path = other});
+  auto copied = copy_campaigns(*src, *dst, "c-1");
+  ASSERT_TRUE(copied.has_value()) << copied.error().message;
+  EXPECT_EQ(copied->campaigns, 1);
+  EXPECT_EQ(copied->episodes, 3);
+  EXPECT_EQ(dump(*dst, "c-1"), before);
+  EXPECT_FALSE(dst->get_campaign("c-2").value().has_value());  // only the one asked for
+
+  auto again = copy_campaigns(*src, *dst, "c-1");
+  ASSERT_FALSE(again.has_value());
+  EXPECT_NE(again.error().message.find("already in the destination"), std::string::npos)
+      << again.error().message;
+
+  // And back, into an empty store of this backend.
+  src.reset();
+  fresh();
+  auto back = open();
+  ASSERT_TRUE(copy_campaigns(*dst, *back).has_value());
+  EXPECT_EQ(dump(*back, "c-1"), before);
 }
 
 // --- internals -------------------------------------------------------------------
