@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -23,13 +24,15 @@ constexpr const char* k_password = "hunter2-pg-secret";
 // A campaign of the four bundled tasks, two samples, with a compaction (so
 // an episode has two epochs of messages) and a crash event.
 std::string campaign_toml(const std::string& name, const std::string& store_line,
-                          const std::string& base_url) {
+                          const std::string& base_url, int samples = 2,
+                          double eval_latency_s = 0) {
   std::ostringstream s;
   s << "name = \"" << name << "\"\n"
-    << "samples_per_task = 2\nmax_turns = 3\nlog_level = \"warn\"\n"
+    << "samples_per_task = " << samples << "\nmax_turns = 3\nlog_level = \"warn\"\n"
+    << "max_inflight_episodes = 8\n"
     << store_line << "\n"
     << "[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR "/tasks\"\nids = \"1-4\"\n"
-    << "[evaluator]\nmode = \"mock\"\nmock_latency_s = 0\n"
+    << "[evaluator]\nmode = \"mock\"\nmock_latency_s = " << eval_latency_s << "\n"
     << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url << "\"\nmodel = \"fake-1\"\n"
     << "concurrency = 8\nmax_attempts = 3\nconnect_timeout_s = 2\n"
     << "price_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 2.0\n"
@@ -171,6 +174,62 @@ TEST_F(StorePostgres, CopyToPostgresAndBackKeepsTheExportByteIdentical) {
   EXPECT_EQ(dup_rc, 2) << dup_out;
   EXPECT_NE(dup_out.find("already in the destination"), std::string::npos) << dup_out;
   expect_no_password_in(d);
+}
+
+// DESIGN §3's durability proof, on PostgreSQL: `korch run` killed (SIGKILL
+// and SIGINT in turn) at random moments and restarted ends exactly where an
+// uninterrupted SQLite run of the same campaign ends.
+TEST_F(StorePostgres, RandomKillsOnPostgresLoseAndRepeatNothing) {
+  constexpr int k_kills = 20;
+  constexpr double k_eval_latency_s = 0.15;
+  constexpr int k_samples = 15;  // 60 episodes: long enough for the kills
+  const auto d = m_dir.path().string();
+  auto ref_toml = d + "/ref.toml";
+  write_text(ref_toml, campaign_toml("pgkill", "db_path = \"" + d + "/ref.db\"", m_llm.base_url(),
+                                     k_samples, k_eval_latency_s));
+  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
+  ASSERT_EQ(ref_rc, 0) << ref_out;
+  auto reference = normalized_export(d, ref_toml);
+
+  const auto url = fresh_url();
+  auto toml = d + "/kill.toml";
+  write_text(toml, campaign_toml("pgkill", "[store]\nurl = \"" + url + "\"", m_llm.base_url(),
+                                 k_samples, k_eval_latency_s));
+  std::mt19937 rng(20261204);
+  std::uniform_int_distribution<int> delay_ms(80, 400);
+  int kills = 0, sigints = 0;
+  while (kills < k_kills) {
+    auto p = Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/kill.out",
+                            d + "/kill.err");
+    const int sig = kills % 3 == 2 ? SIGINT : SIGKILL;
+    if (auto rc = p.wait_for(std::chrono::milliseconds(delay_ms(rng)))) {
+      ASSERT_EQ(*rc, 0) << slurp(d + "/kill.err");
+      break;  // finished before this kill
+    }
+    p.signal(sig);
+    auto exit = p.wait_for(std::chrono::seconds(60));
+    ASSERT_TRUE(exit) << "korch did not stop after signal " << sig;
+    if (sig == SIGKILL) {
+      ASSERT_EQ(*exit, 128 + SIGKILL);
+    } else {
+      ASSERT_EQ(*exit, 130) << slurp(d + "/kill.err");
+      ++sigints;
+    }
+    ++kills;
+  }
+  auto final_run = run_capture({KORCH_BIN, "run", toml, "--no-progress"}, d);
+  ASSERT_EQ(final_run.first, 0) << final_run.second;
+  EXPECT_GE(kills, 10) << "the campaign finished after only " << kills << " kills";
+  RecordProperty("kills", kills);
+
+  auto resumed = normalized_export(d, toml);
+  ASSERT_EQ(resumed.size(), reference.size());
+  for (std::size_t i = 0; i < reference.size(); ++i) EXPECT_EQ(resumed[i], reference[i]) << i;
+  EXPECT_EQ(psql(url, "SELECT count(*) FROM episodes WHERE status != 'final'"), "0");
+  EXPECT_EQ(psql(url, "SELECT count(*) FROM evaluations WHERE state != 'done'"), "0");
+  EXPECT_EQ(psql(url, "SELECT count(*) FROM evaluations WHERE failures > 0"), "0");
+  EXPECT_EQ(psql(url, "SELECT count(*) FROM finals WHERE verdict = 'worker_crash'"), "0");
+  std::printf("postgres kill test: %d stops (%d SIGINT)\n", kills, sigints);
 }
 
 TEST_F(StorePostgres, BadStoreUrlsFailClearly) {
