@@ -246,7 +246,8 @@ void Daemon::resume_all() {
     c->submitted_at = j.value("submitted_at", 0.0);
     c->driven_before_s = j.value("driven_s", 0.0);
     c->toml_path = (f.parent_path() / (c->id + ".toml")).string();
-    auto loaded = config::load_campaign(c->toml_path, {}, {"db_path=" + m_cfg.db, "store.url=" + m_cfg.db});
+    auto loaded =
+        config::load_campaign(c->toml_path, {}, {"db_path=" + m_cfg.db, "store.url=" + m_cfg.db});
     if (!loaded) {
       c->phase = DrivePhase::invalid;
       c->message = loaded.error().message;
@@ -440,7 +441,8 @@ Reply Daemon::submit(const std::string& body, bool json) {
     fs::remove(incoming, ec);
     return r;
   };
-  auto loaded = config::load_campaign(incoming.string(), {}, {"db_path=" + m_cfg.db, "store.url=" + m_cfg.db});
+  auto loaded = config::load_campaign(incoming.string(), {},
+                                      {"db_path=" + m_cfg.db, "store.url=" + m_cfg.db});
   if (!loaded)
     return discard(
         Reply::error(400, replace_all(loaded.error().message, incoming.string(), "campaign")));

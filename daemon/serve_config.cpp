@@ -76,7 +76,9 @@ const std::vector<Setter>& setters() {
              "Address of the HTTP API, metrics and dashboard (host:port; port 0 = any)."),
         KSTR("env_listen", env_listen,
              "Address of the OpenEnv endpoint (WebSocket /ws and HTTP), or \"off\"."),
-        KSTR("db", db, "The store the daemon owns (a SQLite file, locked; or a postgres:// URL, docs/postgres.md); submitted campaigns run in it."),
+        KSTR("db", db,
+             "The store the daemon owns (a SQLite file, locked; or a postgres:// URL, "
+             "docs/postgres.md); submitted campaigns run in it."),
         KSTR("token_file", token_file,
              "File whose first line is the bearer token (else KORCH_API_TOKEN)."),
         KSTR("state_dir", state_dir,

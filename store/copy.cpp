@@ -27,8 +27,8 @@ void put_all(WriteBatch& b, std::map<std::string, std::vector<Row>>& rows, const
   }
 }
 
-#define KORCH_TRY_ASSIGN(var, expr)                          \
-  auto var = (expr);                                         \
+#define KORCH_TRY_ASSIGN(var, expr) \
+  auto var = (expr);                \
   if (!var) return std::unexpected(prefixed(var.error(), campaign.id))
 
 Error prefixed(Error e, const std::string& campaign_id) {
@@ -38,8 +38,9 @@ Error prefixed(Error e, const std::string& campaign_id) {
 
 Result<void> copy_one(Store& from, Store& to, const CampaignRow& campaign, CopyStats& stats) {
   KORCH_TRY_ASSIGN(existing, to.get_campaign(campaign.id));
-  if (*existing) return fail(ErrorKind::invalid, "campaign " + campaign.id + " (" + campaign.name +
-                                                     ") is already in the destination; nothing copied");
+  if (*existing)
+    return fail(ErrorKind::invalid, "campaign " + campaign.id + " (" + campaign.name +
+                                        ") is already in the destination; nothing copied");
   KORCH_TRY_ASSIGN(tasks, from.list_tasks(campaign.id));
   KORCH_TRY_ASSIGN(episodes, from.list_episodes(campaign.id));
   KORCH_TRY_ASSIGN(messages, from.list_messages(campaign.id));
@@ -56,7 +57,8 @@ Result<void> copy_one(Store& from, Store& to, const CampaignRow& campaign, CopyS
     head.put(std::move(t));
     ++stats.rows;
   }
-  if (auto r = to.commit_sync(std::move(head)); !r) return std::unexpected(prefixed(r.error(), campaign.id));
+  if (auto r = to.commit_sync(std::move(head)); !r)
+    return std::unexpected(prefixed(r.error(), campaign.id));
 
   auto messages_of = by_episode(std::move(*messages));
   auto turns_of = by_episode(std::move(*turns));
@@ -66,7 +68,9 @@ Result<void> copy_one(Store& from, Store& to, const CampaignRow& campaign, CopyS
   for (const auto& summary : *episodes) {
     // The full row (its system prompt) and its live state.
     KORCH_TRY_ASSIGN(snapshot, from.load_episode(summary.id));
-    if (!*snapshot) return fail("campaign " + campaign.id + ": episode " + summary.id + " vanished while copying");
+    if (!*snapshot)
+      return fail("campaign " + campaign.id + ": episode " + summary.id +
+                  " vanished while copying");
     WriteBatch b;
     // The episode row as it is (a final one stays final; its final row
     // below then leaves updated_at alone).
@@ -80,7 +84,8 @@ Result<void> copy_one(Store& from, Store& to, const CampaignRow& campaign, CopyS
     auto r = to.commit_sync(std::move(b));
     if (!r) return std::unexpected(prefixed(r.error(), campaign.id));
     if (!r->conflicts.empty())
-      return fail("campaign " + campaign.id + ": episode " + summary.id + ": " + r->conflicts.front());
+      return fail("campaign " + campaign.id + ": episode " + summary.id + ": " +
+                  r->conflicts.front());
     ++stats.episodes;
   }
   // Events last, in the source's order (their ids are insertion order, and

@@ -35,9 +35,9 @@ Result<Location> parse_location(const std::string& text) {
     return Location{Backend::sqlite, path};
   }
   if (auto scheme = text.find("://"); scheme != std::string::npos) {
-    return fail(ErrorKind::invalid,
-                "store: '" + redact_url(text) + "': unsupported scheme '" + text.substr(0, scheme) +
-                    "' (a file path, sqlite:PATH or postgres://...)");
+    return fail(ErrorKind::invalid, "store: '" + redact_url(text) + "': unsupported scheme '" +
+                                        text.substr(0, scheme) +
+                                        "' (a file path, sqlite:PATH or postgres://...)");
   }
   return Location{Backend::sqlite, text};
 }

@@ -113,15 +113,14 @@ bool PgStmt::step() {
     m_ran = true;
     if (static_cast<int>(m_values.size()) != m_params) {
       throw PgError("", false,
-                    m_conn.path() + ": statement " + m_name + " takes " +
-                        std::to_string(m_params) + " parameters, " +
-                        std::to_string(m_values.size()) + " bound");
+                    m_conn.path() + ": statement " + m_name + " takes " + std::to_string(m_params) +
+                        " parameters, " + std::to_string(m_values.size()) + " bound");
     }
     std::vector<const char*> values;
     values.reserve(m_values.size());
     for (const auto& v : m_values) values.push_back(v ? v->c_str() : nullptr);
-    PGresult* r = PQexecPrepared(m_conn.get(), m_name.c_str(), m_params, values.data(), nullptr,
-                                 nullptr, 0);
+    PGresult* r =
+        PQexecPrepared(m_conn.get(), m_name.c_str(), m_params, values.data(), nullptr, nullptr, 0);
     if (!succeeded(r)) m_conn.throw_error(r, "");
     m_result = r;
     m_rows = PQntuples(r);

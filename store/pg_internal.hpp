@@ -34,7 +34,9 @@ namespace korch::store::detail {
 class PgError : public korch::Fatal {
  public:
   PgError(std::string sqlstate, bool connection_lost, const std::string& message)
-      : korch::Fatal(message), m_sqlstate(std::move(sqlstate)), m_connection_lost(connection_lost) {}
+      : korch::Fatal(message),
+        m_sqlstate(std::move(sqlstate)),
+        m_connection_lost(connection_lost) {}
   // The five-character SQLSTATE ("" when the server sent none).
   const std::string& sqlstate() const { return m_sqlstate; }
   // True when the connection broke (server gone, restarted, network).

@@ -93,7 +93,8 @@ class PgReadPool {
 
   class Handle {
    public:
-    Handle(PgReadPool& pool, std::unique_ptr<PgConn> conn) : m_pool(pool), m_conn(std::move(conn)) {}
+    Handle(PgReadPool& pool, std::unique_ptr<PgConn> conn)
+        : m_pool(pool), m_conn(std::move(conn)) {}
     ~Handle() { m_pool.give_back(std::move(m_conn)); }
     Handle(const Handle&) = delete;
     Handle& operator=(const Handle&) = delete;
@@ -158,7 +159,8 @@ class PgWriter {
       // From a commit callback: the writer is between transactions.
       std::vector<Job> jobs;
       Result<CommitInfo> result = fail(closed_message());
-      jobs.push_back(Job{std::move(batch), [&](Result<CommitInfo> r) { result = std::move(r); }, {}});
+      jobs.push_back(
+          Job{std::move(batch), [&](Result<CommitInfo> r) { result = std::move(r); }, {}});
       run_group(jobs);
       return result;
     }
@@ -373,7 +375,8 @@ class PgStore final : public Store {
       for (;;) {
         PgTxn txn(db, PgTxn::Kind::write);
         double now = now_unix();
-        detail::bind_row(db.stmt(take), detail::k_leases, Lease{campaign_id, owner, now, now + ttl_s})
+        detail::bind_row(db.stmt(take), detail::k_leases,
+                         Lease{campaign_id, owner, now, now + ttl_s})
             .run();
         if (db.changes() == 1) {
           txn.commit();
@@ -528,7 +531,8 @@ Result<std::unique_ptr<Store>> open_postgres(const Options& options, const std::
   std::string sync = options.synchronous;
   for (auto& c : sync) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (sync != "OFF" && sync != "NORMAL" && sync != "FULL" && sync != "EXTRA") {
-    return fail(ErrorKind::invalid, name + ": synchronous must be OFF, NORMAL, FULL or EXTRA, not '" +
+    return fail(ErrorKind::invalid, name +
+                                        ": synchronous must be OFF, NORMAL, FULL or EXTRA, not '" +
                                         options.synchronous + "'");
   }
   if (options.max_batches_per_txn < 1)

@@ -119,8 +119,7 @@ std::vector<Row> query_rows(DbT& db, const std::string& text, Reader reader, con
 }
 
 template <typename Row, typename DbT, typename Reader, typename... Args>
-std::optional<Row> query_one(DbT& db, const std::string& text, Reader reader,
-                             const Args&... args) {
+std::optional<Row> query_one(DbT& db, const std::string& text, Reader reader, const Args&... args) {
   auto& q = db.stmt(text);
   q.bind(args...);
   std::optional<Row> row;
@@ -346,7 +345,8 @@ CampaignCounts query_counts(DbT& db, const std::string& campaign_id) {
     auto& q = db.stmt(
         "SELECT count(*), COALESCE(SUM(l.prompt_tokens), 0), COALESCE(SUM(l.completion_tokens), "
         "0), "
-        "COALESCE(SUM(l.cost_usd), 0.0) FROM episodes e JOIN llm_calls l ON l.episode_id = e.id WHERE "
+        "COALESCE(SUM(l.cost_usd), 0.0) FROM episodes e JOIN llm_calls l ON l.episode_id = e.id "
+        "WHERE "
         "e.campaign_id = "
         "?1");
     q.bind(campaign_id);
@@ -375,22 +375,22 @@ CampaignCounts query_counts(DbT& db, const std::string& campaign_id) {
 
 // The two backends' connections (SQL above is written in the dialect both
 // run; PgConn turns ?N into $N).
-#define KORCH_STORE_QUERIES(DbT)                                                              \
-  template std::optional<CampaignRow> query_campaign(DbT&, const std::string&);              \
-  template std::vector<CampaignRow> query_campaigns(DbT&);                                    \
-  template std::vector<TaskRow> query_tasks(DbT&, const std::string&);                       \
-  template std::vector<EpisodeSummary> query_episodes(DbT&, const std::string&);             \
-  template std::vector<EpisodeSnapshot> query_unfinished(DbT&, const std::string&);          \
-  template std::optional<EpisodeSnapshot> query_episode(DbT&, const std::string&);           \
-  template std::optional<EvaluationRow> query_evaluation(DbT&, const std::string&);          \
-  template std::optional<LlmCallRow> query_llm_call(DbT&, const std::string&);               \
-  template std::vector<TurnRow> query_turns(DbT&, const std::string&);                       \
-  template std::vector<MessageRow> query_messages(DbT&, const std::string&);                 \
-  template std::vector<LlmCallRow> query_llm_calls(DbT&, const std::string&);                \
-  template std::vector<EvaluationRow> query_evaluations(DbT&, const std::string&);           \
-  template std::vector<FinalRow> query_finals(DbT&, const std::string&);                     \
-  template std::vector<EventRow> query_events(DbT&, const std::string&);                     \
-  template CampaignCounts query_counts(DbT&, const std::string&);                            \
+#define KORCH_STORE_QUERIES(DbT)                                                    \
+  template std::optional<CampaignRow> query_campaign(DbT&, const std::string&);     \
+  template std::vector<CampaignRow> query_campaigns(DbT&);                          \
+  template std::vector<TaskRow> query_tasks(DbT&, const std::string&);              \
+  template std::vector<EpisodeSummary> query_episodes(DbT&, const std::string&);    \
+  template std::vector<EpisodeSnapshot> query_unfinished(DbT&, const std::string&); \
+  template std::optional<EpisodeSnapshot> query_episode(DbT&, const std::string&);  \
+  template std::optional<EvaluationRow> query_evaluation(DbT&, const std::string&); \
+  template std::optional<LlmCallRow> query_llm_call(DbT&, const std::string&);      \
+  template std::vector<TurnRow> query_turns(DbT&, const std::string&);              \
+  template std::vector<MessageRow> query_messages(DbT&, const std::string&);        \
+  template std::vector<LlmCallRow> query_llm_calls(DbT&, const std::string&);       \
+  template std::vector<EvaluationRow> query_evaluations(DbT&, const std::string&);  \
+  template std::vector<FinalRow> query_finals(DbT&, const std::string&);            \
+  template std::vector<EventRow> query_events(DbT&, const std::string&);            \
+  template CampaignCounts query_counts(DbT&, const std::string&);                   \
   template std::optional<Lease> query_lease(DbT&, const std::string&);
 KORCH_STORE_QUERIES(Db)
 KORCH_STORE_QUERIES(PgConn)

@@ -781,7 +781,8 @@ TEST_F(ConfigRecord, HoldsTheKeysVariableNameNeverTheKey) {
 // store.url names the store (it wins over db_path); a password in it never
 // reaches the stored record (campaigns.config_json, exports) nor config show.
 TEST_F(ConfigRecord, StoreUrlWinsAndItsPasswordIsRedacted) {
-  auto path = m_dir.write("c.toml", k_min_text() + "[store]\nurl = \"postgres://korch:hunter2@db:5432/k\"\n");
+  auto path = m_dir.write("c.toml",
+                          k_min_text() + "[store]\nurl = \"postgres://korch:hunter2@db:5432/k\"\n");
   auto loaded = load_campaign(path, k_no_env, {});
   ASSERT_TRUE(loaded) << loaded.error().message;
   EXPECT_EQ(loaded->config.db_path, "postgres://korch:hunter2@db:5432/k");  // what libpq gets

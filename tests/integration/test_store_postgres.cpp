@@ -24,8 +24,7 @@ constexpr const char* k_password = "hunter2-pg-secret";
 // A campaign of the four bundled tasks, two samples, with a compaction (so
 // an episode has two epochs of messages) and a crash event.
 std::string campaign_toml(const std::string& name, const std::string& store_line,
-                          const std::string& base_url, int samples = 2,
-                          double eval_latency_s = 0) {
+                          const std::string& base_url, int samples = 2, double eval_latency_s = 0) {
   std::ostringstream s;
   s << "name = \"" << name << "\"\n"
     << "samples_per_task = " << samples << "\nmax_turns = 3\nlog_level = \"warn\"\n"
@@ -96,7 +95,8 @@ class StorePostgres : public ::testing::Test {
 TEST_F(StorePostgres, CampaignRunsOnPostgresLikeOnSqlite) {
   const auto d = m_dir.path().string();
   auto sqlite_toml = d + "/sqlite.toml";
-  write_text(sqlite_toml, campaign_toml("pgrun", "db_path = \"" + d + "/ref.db\"", m_llm.base_url()));
+  write_text(sqlite_toml,
+             campaign_toml("pgrun", "db_path = \"" + d + "/ref.db\"", m_llm.base_url()));
   auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", sqlite_toml, "--no-progress"}, d);
   ASSERT_EQ(ref_rc, 0) << ref_out;
   auto reference = normalized_export(d, sqlite_toml);
@@ -127,7 +127,8 @@ TEST_F(StorePostgres, CampaignRunsOnPostgresLikeOnSqlite) {
   EXPECT_EQ(psql(url, "SELECT count(*) FROM campaigns WHERE config_json LIKE '%" +
                           std::string(k_password) + "%'"),
             "0");
-  EXPECT_EQ(psql(url, "SELECT count(*) FROM campaigns WHERE config_json LIKE '%korch:****@%'"), "1");
+  EXPECT_EQ(psql(url, "SELECT count(*) FROM campaigns WHERE config_json LIKE '%korch:****@%'"),
+            "1");
   expect_no_password_in(d);
 }
 
@@ -199,8 +200,8 @@ TEST_F(StorePostgres, RandomKillsOnPostgresLoseAndRepeatNothing) {
   std::uniform_int_distribution<int> delay_ms(80, 400);
   int kills = 0, sigints = 0;
   while (kills < k_kills) {
-    auto p = Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/kill.out",
-                            d + "/kill.err");
+    auto p =
+        Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/kill.out", d + "/kill.err");
     const int sig = kills % 3 == 2 ? SIGINT : SIGKILL;
     if (auto rc = p.wait_for(std::chrono::milliseconds(delay_ms(rng)))) {
       ASSERT_EQ(*rc, 0) << slurp(d + "/kill.err");

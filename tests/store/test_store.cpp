@@ -1349,10 +1349,12 @@ TEST(StoreLocation, PathsAndUrlsPickTheirBackend) {
 TEST(StoreLocation, RedactUrlHidesEveryPassword) {
   const std::pair<std::string, std::string> cases[] = {
       {"postgres://korch:hunter2@db:5432/k", "postgres://korch:****@db:5432/k"},
-      {"postgresql://korch:p%40ss@db/k?sslmode=require", "postgresql://korch:****@db/k?sslmode=require"},
+      {"postgresql://korch:p%40ss@db/k?sslmode=require",
+       "postgresql://korch:****@db/k?sslmode=require"},
       {"postgres://korch@db/k?password=hunter2&sslmode=disable",
        "postgres://korch@db/k?password=****&sslmode=disable"},
-      {"postgres://db/k?sslmode=disable&password=hunter2", "postgres://db/k?sslmode=disable&password=****"},
+      {"postgres://db/k?sslmode=disable&password=hunter2",
+       "postgres://db/k?sslmode=disable&password=****"},
       {"postgres://korch@db/k", "postgres://korch@db/k"},
       {"korch.db", "korch.db"},
       {"sqlite:a:b@c.db", "sqlite:a:b@c.db"},
@@ -1371,7 +1373,8 @@ TEST(StoreLocation, UnsupportedSchemeIsAClearError) {
 
 // Port 1 on loopback has no server: a quick "connection refused".
 TEST(StoreLocation, UnreachableServerIsAClearErrorWithoutThePassword) {
-  auto r = Store::open(Options{.path = "postgresql://korch:hunter2@127.0.0.1:1/korch?connect_timeout=5"});
+  auto r = Store::open(
+      Options{.path = "postgresql://korch:hunter2@127.0.0.1:1/korch?connect_timeout=5"});
   ASSERT_FALSE(r.has_value());
   const auto& msg = r.error().message;
   EXPECT_EQ(r.error().kind, ErrorKind::unavailable);
@@ -1379,8 +1382,8 @@ TEST(StoreLocation, UnreachableServerIsAClearErrorWithoutThePassword) {
   EXPECT_NE(msg.find("cannot connect"), std::string::npos) << msg;
   EXPECT_EQ(msg.find("hunter2"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-  auto ro = Store::open(Options{.path = "postgresql://korch:hunter2@127.0.0.1:1/korch?connect_timeout=5",
-                                .read_only = true});
+  auto ro = Store::open(Options{
+      .path = "postgresql://korch:hunter2@127.0.0.1:1/korch?connect_timeout=5", .read_only = true});
   ASSERT_FALSE(ro.has_value());
   EXPECT_EQ(ro.error().message.find("hunter2"), std::string::npos) << ro.error().message;
 }
@@ -1421,7 +1424,8 @@ TEST_F(PostgresStoreTest, EveryCodecNamesTheColumnsOfItsTable) {
     // The identity column (events.id, insertion order) belongs to no row struct.
     auto in_db = column_names(
         "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-        "AND table_name = '" + table + "' AND is_identity = 'NO' ORDER BY ordinal_position");
+        "AND table_name = '" +
+        table + "' AND is_identity = 'NO' ORDER BY ordinal_position");
     std::vector<std::string> in_codec;
     codec.for_each([&](const auto& col) { in_codec.emplace_back(col.name); });
     EXPECT_EQ(in_codec, in_db) << "table " << table;
@@ -1510,7 +1514,8 @@ CampaignDump dump(Store& s, const std::string& id) {
   d.campaign = s.get_campaign(id).value();
   d.tasks = s.list_tasks(id).value();
   d.episodes = s.list_episodes(id).value();
-  for (const auto& e : d.episodes) d.prompts.push_back(s.load_episode(e.id).value()->episode.system_prompt);
+  for (const auto& e : d.episodes)
+    d.prompts.push_back(s.load_episode(e.id).value()->episode.system_prompt);
   d.messages = s.list_messages(id).value();
   d.turns = s.list_turns(id).value();
   d.calls = s.list_llm_calls(id).value();
@@ -1548,7 +1553,8 @@ TEST_P(BackendTest, CopyCampaignsToTheOtherBackendAndBack) {
   ASSERT_EQ(before.messages.size(), 6u);
 
   // The other backend: a fresh PostgreSQL database, or a SQLite file.
-  std::string other = m_backend == Backend::sqlite ? pg.fresh_database() : (m_dir / "other.db").string();
+  std::string other =
+      m_backend == Backend::sqlite ? pg.fresh_database() : (m_dir / "other.db").string();
   ASSERT_FALSE(other.empty());
   auto dst = open(Options{.path = other});
   auto copied = copy_campaigns(*src, *dst, "c-1");

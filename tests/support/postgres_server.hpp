@@ -100,7 +100,9 @@ class PostgresServer {
     stop();
   }
 
-  static std::string script() { return std::string(KORCH_SOURCE_DIR) + "/scripts/pg-test-server.sh"; }
+  static std::string script() {
+    return std::string(KORCH_SOURCE_DIR) + "/scripts/pg-test-server.sh";
+  }
 
   std::mutex m_mutex;
   std::string m_dir;

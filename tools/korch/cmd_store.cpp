@@ -47,7 +47,8 @@ int cmd_store(const Args& args) {
   auto stats = store::copy_campaigns(**from, **to, campaign_id);
   (*to)->close();
   if (!stats) return report_failure(verb, stats.error());
-  std::fprintf(stderr, "korch store copy: %lld campaign(s), %lld episode(s), %lld row(s) from %s to %s\n",
+  std::fprintf(stderr,
+               "korch store copy: %lld campaign(s), %lld episode(s), %lld row(s) from %s to %s\n",
                static_cast<long long>(stats->campaigns), static_cast<long long>(stats->episodes),
                static_cast<long long>(stats->rows), store::redact_url(src_text).c_str(),
                store::redact_url(dst_text).c_str());
