@@ -9,6 +9,9 @@
 #       With WATCH_PID, a watchdog stops the server (immediate mode) and
 #       removes DIR once that process is gone, so a test that crashes or is
 #       killed leaves no server behind.
+#   scripts/pg-test-server.sh restart DIR
+#       Restarts the server (fast mode: clients are disconnected), for tests of
+#       what a store does when its server goes away and comes back.
 #   scripts/pg-test-server.sh stop DIR
 #       Stops the server (immediate mode). Idempotent.
 #
@@ -44,7 +47,7 @@ pick_user() {
 
 cmd=${1:-}
 dir=${2:-}
-[[ -n $cmd && -n $dir ]] || die "usage: $0 start DIR [WATCH_PID] | stop DIR"
+[[ -n $cmd && -n $dir ]] || die "usage: $0 start DIR [WATCH_PID] | restart DIR | stop DIR"
 [[ -x $PG_BIN/postgres && -x $PG_BIN/initdb && -x $PG_BIN/pg_ctl ]] ||
   die "PostgreSQL 15 server binaries not found in $PG_BIN (install postgresql-15: scripts/install-deps.sh)"
 pick_user
@@ -77,6 +80,11 @@ case $cmd in
     fi
     echo "postgresql://korch@/postgres?host=$dir&port=$PORT"
     ;;
+  restart)
+    [[ -d $dir/data ]] || die "$dir: no server"
+    as_server "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -m fast restart \
+      >"$dir/pg_ctl.log" 2>&1 || die "server did not restart: $(tail -n 5 "$dir/server.log" 2>/dev/null)"
+    ;;
   stop)
     [[ -d $dir/data ]] || exit 0
     if [[ -f $dir/data/postmaster.pid ]]; then
@@ -84,6 +92,6 @@ case $cmd in
     fi
     ;;
   *)
-    die "unknown command '$cmd' (start | stop)"
+    die "unknown command '$cmd' (start | restart | stop)"
     ;;
 esac

@@ -105,6 +105,13 @@ class PgReadPool {
     std::unique_ptr<PgConn> m_conn;
   };
 
+  // Closes every idle connection (after one was found dead: the server
+  // restarted, and the others are dead too).
+  void clear() {
+    std::lock_guard lock(m_mutex);
+    m_idle.clear();
+  }
+
   Handle take() {
     {
       std::lock_guard lock(m_mutex);
@@ -177,12 +184,21 @@ class PgWriter {
   Result<void> run_task(const std::function<void(PgConn&)>& task) {
     auto promise = std::make_shared<std::promise<Result<void>>>();
     auto future = promise->get_future();
+    // The lease statements are safe to repeat: a task that lost its
+    // connection runs again once on a new one.
     auto body = [this, promise, &task] {
-      try {
-        task(connection());
-        promise->set_value({});
-      } catch (const std::exception& e) {
-        promise->set_value(fail(e.what()));
+      for (int attempt = 0;; ++attempt) {
+        try {
+          task(connection());
+          promise->set_value({});
+        } catch (const PgError& e) {
+          if (e.connection_lost()) drop_connection();
+          if (e.connection_lost() && attempt == 0) continue;
+          promise->set_value(fail(e.what()));
+        } catch (const std::exception& e) {
+          promise->set_value(fail(e.what()));
+        }
+        return;
       }
     };
     if (on_writer_thread()) {
@@ -236,8 +252,7 @@ class PgWriter {
   // the transaction that saw the break failed; the next one starts afresh.
   PgConn& connection() {
     if (!m_conn || m_conn->broken()) {
-      m_applier.reset();
-      m_conn.reset();
+      drop_connection();
       m_conn = std::make_unique<PgConn>(m_url, false, m_synchronous_commit);
       KLOG_WARN("[store] {}: reconnected the write connection", m_conn->path());
     }
@@ -246,39 +261,63 @@ class PgWriter {
   }
 
   // Applies `jobs` in one transaction, each batch in its own savepoint,
-  // COMMITs, then runs their callbacks in order.
+  // COMMITs, then runs their callbacks in order. When the connection breaks
+  // before COMMIT was sent (the server restarted), nothing was committed: the
+  // group runs again once on a new connection. A break during COMMIT leaves
+  // its outcome unknown: the group fails (a resume reads what was stored).
   void run_group(std::vector<Job>& jobs) {
     std::vector<std::optional<Result<CommitInfo>>> results(jobs.size());
-    try {
-      PgConn& db = connection();
-      PgTxn txn(db, PgTxn::Kind::write);
-      for (std::size_t i = 0; i < jobs.size(); ++i) {
-        db.exec("SAVEPOINT batch", "starting a batch");
-        try {
-          results[i] = m_applier->apply(jobs[i].batch);
-        } catch (const PgError& e) {
-          if (e.connection_lost()) throw;
-          results[i] = fail(e.what());
-        } catch (const std::exception& e) {
-          results[i] = fail(e.what());
+    for (int attempt = 0;; ++attempt) {
+      bool committing = false;
+      std::fill(results.begin(), results.end(), std::nullopt);
+      try {
+        PgConn& db = connection();
+        PgTxn txn(db, PgTxn::Kind::write);
+        for (std::size_t i = 0; i < jobs.size(); ++i) {
+          db.exec("SAVEPOINT batch", "starting a batch");
+          try {
+            results[i] = m_applier->apply(jobs[i].batch);
+          } catch (const PgError& e) {
+            if (e.connection_lost()) throw;
+            results[i] = fail(e.what());
+          } catch (const std::exception& e) {
+            results[i] = fail(e.what());
+          }
+          if (*results[i]) {
+            db.exec("RELEASE SAVEPOINT batch", "ending a batch");
+          } else {
+            KLOG_WARN("[store] batch failed alone in its group: {}", results[i]->error().message);
+            db.exec("ROLLBACK TO SAVEPOINT batch; RELEASE SAVEPOINT batch", "undoing a batch");
+          }
         }
-        if (*results[i]) {
-          db.exec("RELEASE SAVEPOINT batch", "ending a batch");
-        } else {
-          KLOG_WARN("[store] batch failed alone in its group: {}", results[i]->error().message);
-          db.exec("ROLLBACK TO SAVEPOINT batch; RELEASE SAVEPOINT batch", "undoing a batch");
+        committing = true;
+        txn.commit();
+      } catch (const PgError& e) {
+        if (e.connection_lost() && !committing && attempt == 0) {
+          KLOG_WARN("[store] {}; applying the group again on a new connection", e.what());
+          drop_connection();
+          continue;
+        }
+        if (e.connection_lost()) drop_connection();
+        for (auto& r : results) {
+          if (!r || *r) r = fail(e.what());
+        }
+      } catch (const std::exception& e) {
+        for (auto& r : results) {
+          if (!r || *r) r = fail(e.what());
         }
       }
-      txn.commit();
-    } catch (const std::exception& e) {
-      // Nothing of the group was committed.
-      for (auto& r : results) {
-        if (!r || *r) r = fail(e.what());
-      }
+      break;
     }
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       detail::invoke_safely(jobs[i].done, std::move(*results[i]));
     }
+  }
+
+  // Forgets the write connection; connection() opens a new one.
+  void drop_connection() {
+    m_applier.reset();
+    m_conn.reset();
   }
 
   void main() {
@@ -511,6 +550,7 @@ class PgStore final : public Store {
         return out;
       } catch (const PgError& e) {
         if (!e.connection_lost() || attempt > 0) return fail(e.what());
+        m_readers.clear();
       } catch (const std::exception& e) {
         return fail(e.what());
       }

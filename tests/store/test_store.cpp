@@ -1463,6 +1463,34 @@ TEST_F(PostgresStoreTest, PasswordInTheUrlNeverShowsInErrors) {
   EXPECT_EQ(newer.error().message.find("hunter2"), std::string::npos) << newer.error().message;
 }
 
+// The server goes away and comes back (a restart drops every connection):
+// the next commit, lease call and read run on new connections; nothing
+// committed before is lost.
+TEST_F(PostgresStoreTest, ServerRestartIsSurvivedByWritesLeasesAndReads) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  ASSERT_FALSE(store->acquire_lease("c-1", "host:1", 30).value().has_value());
+  WriteBatch b;
+  b.put(turn("e-1", 1));
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  ASSERT_EQ(store->counts("c-1").value().turns, 1);  // a pooled read connection exists
+
+  ASSERT_TRUE(testing::PostgresServer::shared().restart());
+  WriteBatch after;
+  after.put(turn("e-1", 2));
+  auto r = store->commit_sync(std::move(after));
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_TRUE(r->conflicts.empty());
+  auto counts = store->counts("c-1");
+  ASSERT_TRUE(counts.has_value()) << counts.error().message;
+  EXPECT_EQ(counts->turns, 2);
+
+  ASSERT_TRUE(testing::PostgresServer::shared().restart());
+  auto hb = store->heartbeat_lease("c-1", "host:1", 30);
+  EXPECT_TRUE(hb.has_value()) << hb.error().message;
+  EXPECT_EQ(store->list_turns("c-1").value().size(), 2u);
+}
+
 TEST_F(PostgresStoreTest, ReadOnlyOpenOfAnEmptyDatabaseFails) {
   auto r = Store::open(Options{.path = m_location, .read_only = true});
   ASSERT_FALSE(r.has_value());

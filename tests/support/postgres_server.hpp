@@ -60,6 +60,14 @@ class PostgresServer {
     return url(name);
   }
 
+  // Restarts the server (fast shutdown: every client connection is dropped).
+  // True on success.
+  bool restart() {
+    std::lock_guard lock(m_mutex);
+    std::string cmd = script() + " restart '" + m_dir + "' >/dev/null 2>&1";
+    return !m_dir.empty() && std::system(cmd.c_str()) == 0;
+  }
+
   void stop() {
     if (m_dir.empty()) return;
     std::string cmd = script() + " stop '" + m_dir + "' >/dev/null 2>&1";
