@@ -102,6 +102,16 @@ void PgStmt::reset() {
   m_rows = 0;
 }
 
+void PgStmt::bind_text(std::string_view value) {
+  if (value.find('\0') != std::string_view::npos) {
+    throw PgError("22021", false,
+                  m_conn.path() + ": parameter " + std::to_string(m_values.size() + 1) + " of " +
+                      std::to_string(value.size()) +
+                      " bytes holds a NUL byte, which PostgreSQL text cannot store");
+  }
+  m_values.emplace_back(value);
+}
+
 void PgStmt::bind_f64(double value) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
@@ -173,7 +183,8 @@ PgConn::PgConn(const std::string& url, bool read_only, bool synchronous_commit)
     throw PgError("", true, m_name + ": cannot connect: " + message);
   }
   PQsetNoticeProcessor(m_conn, on_notice, nullptr);
-  exec(std::string("SET client_min_messages = warning; SET synchronous_commit = ") +
+  exec(std::string("SET client_min_messages = warning; SET client_encoding = 'UTF8'; "
+                   "SET synchronous_commit = ") +
            (synchronous_commit ? "on" : "off") + "; SET default_transaction_read_only = " +
            (read_only ? "on" : "off") + "; SET extra_float_digits = 3",
        "setting up the session");

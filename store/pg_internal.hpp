@@ -94,7 +94,9 @@ class PgStmt {
 
  private:
   void reset();
-  void bind_text(std::string_view value) { m_values.emplace_back(value); }
+  // PostgreSQL's text cannot hold a NUL byte (and libpq's text parameters
+  // end at one): refused with an error rather than cut short.
+  void bind_text(std::string_view value);
   void bind_i64(std::int64_t value) { m_values.emplace_back(std::to_string(value)); }
   void bind_f64(double value);
   void bind_null() { m_values.emplace_back(std::nullopt); }

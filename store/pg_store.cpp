@@ -65,6 +65,13 @@ std::string newer_message(const std::string& name, int version) {
 
 // Applies the missing migrations in one transaction, serialised across processes.
 void migrate(PgConn& db) {
+  // Text is UTF-8 end to end (prompts, replies, code): a database in another
+  // encoding would refuse or mangle characters it cannot hold.
+  if (db.query_i64("SELECT CASE WHEN current_setting('server_encoding') IN ('UTF8', "
+                   "'SQL_ASCII') THEN 1 ELSE 0 END") == 0) {
+    throw korch::Fatal(db.path() +
+                       ": the database's encoding is not UTF8; create it with ENCODING 'UTF8'");
+  }
   PgTxn txn(db, PgTxn::Kind::write);
   db.exec("SELECT pg_advisory_xact_lock(" + std::to_string(k_migration_lock) + ")",
           "locking for migrations");

@@ -1491,6 +1491,44 @@ TEST_F(PostgresStoreTest, ServerRestartIsSurvivedByWritesLeasesAndReads) {
   EXPECT_EQ(store->list_turns("c-1").value().size(), 2u);
 }
 
+// Text holding a NUL byte: SQLite stores it whole; PostgreSQL's text cannot,
+// and the batch fails with a clear error instead of storing it cut short.
+TEST_P(BackendTest, TextWithANulByteIsStoredWholeOrRefused) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  b.put(message("e-1", 0, 0, std::string("before\0after", 12)));
+  auto r = store->commit_sync(std::move(b));
+  if (m_backend == Backend::sqlite) {
+    ASSERT_TRUE(r.has_value()) << r.error().message;
+    EXPECT_EQ(store->load_episode("e-1").value()->messages.at(0).content,
+              std::string("before\0after", 12));
+    return;
+  }
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("NUL byte"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(store->load_episode("e-1").value()->messages.empty());
+  // The store goes on: the next batch commits.
+  WriteBatch ok;
+  ok.put(message("e-1", 0, 0, "after the refusal"));
+  ASSERT_TRUE(store->commit_sync(std::move(ok)).has_value());
+}
+
+TEST_F(PostgresStoreTest, DatabaseNotInUtf8IsRefused) {
+  raw_exec("SELECT 1");  // the database exists
+  std::string latin1 = testing::PostgresServer::shared().url("korch_latin1");
+  {
+    PGconn* c = PQconnectdb(testing::PostgresServer::shared().url("postgres").c_str());
+    PGresult* r = PQexec(c, "CREATE DATABASE korch_latin1 ENCODING 'LATIN1' TEMPLATE template0");
+    ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQresultErrorMessage(r);
+    PQclear(r);
+    PQfinish(c);
+  }
+  auto s = Store::open(Options{.path = latin1});
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message.find("not UTF8"), std::string::npos) << s.error().message;
+}
+
 TEST_F(PostgresStoreTest, ReadOnlyOpenOfAnEmptyDatabaseFails) {
   auto r = Store::open(Options{.path = m_location, .read_only = true});
   ASSERT_FALSE(r.has_value());
