@@ -233,6 +233,35 @@ TEST_F(StorePostgres, RandomKillsOnPostgresLoseAndRepeatNothing) {
   std::printf("postgres kill test: %d stops (%d SIGINT)\n", kills, sigints);
 }
 
+// One korch drives a campaign at a time on PostgreSQL too, with no lock
+// file: the campaign's lease row refuses a second `korch run` while the first
+// is alive.
+TEST_F(StorePostgres, SecondRunOfALiveCampaignIsRefused) {
+  const auto d = m_dir.path().string();
+  const auto url = fresh_url();
+  auto toml = d + "/c.toml";
+  write_text(
+      toml, campaign_toml("pgtwice", "[store]\nurl = \"" + url + "\"", m_llm.base_url(), 15, 0.15));
+  auto first =
+      Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/first.out", d + "/first.err");
+  bool started = wait_until(first, [&] {
+    auto [rc, out] =
+        run_capture({"psql", "-X", "-tA", url, "-c", "SELECT count(*) FROM leases"}, d);
+    return rc == 0 && std::atoi(out.c_str()) == 1;
+  });
+  ASSERT_TRUE(started) << slurp(d + "/first.err");
+  auto [rc, out] = run_capture({KORCH_BIN, "run", toml, "--no-progress"}, d);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("being driven by another korch process"), std::string::npos) << out;
+  first.signal(SIGINT);
+  auto exit = first.wait_for(std::chrono::seconds(60));
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(*exit, 130) << slurp(d + "/first.err");
+  // Stopped cleanly: the lease is released and the next run resumes at once.
+  EXPECT_EQ(psql(url, "SELECT count(*) FROM leases"), "0");
+  expect_no_password_in(d);
+}
+
 TEST_F(StorePostgres, BadStoreUrlsFailClearly) {
   const auto d = m_dir.path().string();
   auto [rc, out] = run_capture(
