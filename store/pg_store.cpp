@@ -3,10 +3,10 @@
 // (read.cpp) and commit contract as the SQLite backend.
 //
 // Writes: one writer thread owns the write connection. It takes up to
-// max_batches_per_txn queued batches, applies each inside its own SAVEPOINT
-// of one transaction (a batch that breaks a rule is rolled back to its
-// savepoint and fails alone), COMMITs, and only then runs the batches'
-// callbacks, in commit order, on the writer thread. With synchronous FULL
+// max_batches_per_txn queued batches, applies them in one transaction (a
+// batch that breaks a rule fails alone: the group is applied again without
+// it), COMMITs, and only then runs the batches' callbacks, in commit order,
+// on the writer thread. With synchronous FULL
 // (synchronous_commit = on) COMMIT returns once the server has flushed its
 // WAL, so "committed" means durable, as with SQLite.
 // Reads: a pool of read-only connections; each read is one REPEATABLE READ
@@ -267,49 +267,56 @@ class PgWriter {
     return *m_conn;
   }
 
-  // Applies `jobs` in one transaction, each batch in its own savepoint,
-  // COMMITs, then runs their callbacks in order. When the connection breaks
-  // before COMMIT was sent (the server restarted), nothing was committed: the
-  // group runs again once on a new connection. A break during COMMIT leaves
-  // its outcome unknown: the group fails (a resume reads what was stored).
+  // Applies `jobs` in one transaction and COMMITs, then runs their callbacks
+  // in order. A batch that breaks a rule fails alone: the transaction is
+  // rolled back and the group applied again without it (as the SQLite writer
+  // does; no savepoint per batch, which would cost two round trips each).
+  // When the connection breaks before COMMIT was sent (the server
+  // restarted), nothing was committed: the group runs again once on a new
+  // connection. A break during COMMIT leaves its outcome unknown: the group
+  // fails (a resume reads what was stored).
   void run_group(std::vector<Job>& jobs) {
     std::vector<std::optional<Result<CommitInfo>>> results(jobs.size());
-    for (int attempt = 0;; ++attempt) {
+    bool reconnected = false;
+    for (;;) {
       bool committing = false;
-      std::fill(results.begin(), results.end(), std::nullopt);
+      std::optional<std::size_t> bad;  // the batch that failed this pass
       try {
         PgConn& db = connection();
         PgTxn txn(db, PgTxn::Kind::write);
         for (std::size_t i = 0; i < jobs.size(); ++i) {
-          db.exec("SAVEPOINT batch", "starting a batch");
-          try {
-            results[i] = m_applier->apply(jobs[i].batch);
-          } catch (const PgError& e) {
-            if (e.connection_lost()) throw;
-            results[i] = fail(e.what());
-          } catch (const std::exception& e) {
-            results[i] = fail(e.what());
-          }
-          if (*results[i]) {
-            db.exec("RELEASE SAVEPOINT batch", "ending a batch");
-          } else {
-            KLOG_WARN("[store] batch failed alone in its group: {}", results[i]->error().message);
-            db.exec("ROLLBACK TO SAVEPOINT batch; RELEASE SAVEPOINT batch", "undoing a batch");
-          }
+          if (results[i] && !*results[i]) continue;  // failed in an earlier pass
+          bad = i;
+          results[i] = m_applier->apply(jobs[i].batch);
         }
+        bad.reset();
         committing = true;
         txn.commit();
       } catch (const PgError& e) {
-        if (e.connection_lost() && !committing && attempt == 0) {
-          KLOG_WARN("[store] {}; applying the group again on a new connection", e.what());
+        if (e.connection_lost()) {
           drop_connection();
+          if (!committing && !reconnected) {
+            KLOG_WARN("[store] {}; applying the group again on a new connection", e.what());
+            reconnected = true;
+            for (auto& r : results) {
+              if (r && *r) r.reset();
+            }
+            continue;
+          }
+        } else if (bad) {
+          KLOG_WARN("[store] batch failed, applying the rest of its group again: {}", e.what());
+          fail_alone(results, *bad, e.what());
           continue;
         }
-        if (e.connection_lost()) drop_connection();
         for (auto& r : results) {
           if (!r || *r) r = fail(e.what());
         }
       } catch (const std::exception& e) {
+        if (bad) {
+          KLOG_WARN("[store] batch failed, applying the rest of its group again: {}", e.what());
+          fail_alone(results, *bad, e.what());
+          continue;
+        }
         for (auto& r : results) {
           if (!r || *r) r = fail(e.what());
         }
@@ -319,6 +326,16 @@ class PgWriter {
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       detail::invoke_safely(jobs[i].done, std::move(*results[i]));
     }
+  }
+
+  // Marks batch `bad` failed and forgets the tentative results of the others
+  // (their transaction was rolled back; the next pass applies them again).
+  static void fail_alone(std::vector<std::optional<Result<CommitInfo>>>& results, std::size_t bad,
+                         const std::string& error) {
+    for (auto& r : results) {
+      if (r && *r) r.reset();
+    }
+    results[bad] = fail(error);
   }
 
   // Forgets the write connection; connection() opens a new one.
