@@ -11,6 +11,8 @@ find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+# The store's PostgreSQL backend (store/pg*.cpp; libpq-dev).
+pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
 
 # The allocator of the korch executables (util/allocator/allocator.hpp):
 # gperftools' tcmalloc by default, the system's malloc with -DKORCH_ALLOCATOR=system.

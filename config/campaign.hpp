@@ -77,7 +77,13 @@ struct EvaluatorConfig {
 
 struct CampaignConfig {
   std::string name;  // the campaign id is derived from it
+  // The store (store::parse_location): a SQLite path, sqlite:PATH or a
+  // postgres:// URL. After loading it holds store.url when that key is set.
   std::string db_path = "korch.db";
+  // store.url: names the store by URL (postgres://... or sqlite:PATH); when
+  // set it wins over db_path. May carry a password: every printed or stored
+  // copy of both keys is redacted (log::redact_url).
+  std::string store_url;
   std::string context;  // optional first user message
   TaskSelection tasks;
   std::vector<ModelConfig> models;  // the first is the default generator

@@ -21,6 +21,7 @@
 #include "config/gpus.hpp"
 #include "config/tasks.hpp"
 #include "util/fs.hpp"
+#include "util/log.hpp"
 #include "util/strings.hpp"
 
 namespace korch::config {
@@ -183,11 +184,20 @@ const std::vector<Spec<C>>& campaign_specs() {
        k_none,
        KORCH_FIELD(C, name)},
       {{"db_path", "KORCH_DB_PATH", KeyType::path, "\"korch.db\"",
-        "SQLite database that records every step of every episode."},
+        "SQLite database that records every step of every episode (a postgres:// URL works too; "
+        "see store.url)."},
        k_none,
        false,
        k_none,
        KORCH_FIELD(C, db_path)},
+      {{"store.url", "KORCH_STORE_URL", KeyType::string, "\"\"",
+        "The store as a URL: postgres://USER@HOST:PORT/DB (PostgreSQL 15, docs/postgres.md) or "
+        "sqlite:PATH; empty = the SQLite file db_path. Wins over db_path. Keep the password in "
+        "PGPASSFILE or PGPASSWORD; one in the URL is redacted wherever korch prints or stores it."},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, store_url)},
       {{"context", "KORCH_CONTEXT", KeyType::string, "\"\"",
         "Optional campaign context, sent before the task prompt in the first user message."},
        k_none,
@@ -819,6 +829,8 @@ class Loader {
     return m_path + ": ";
   }
   std::string resolve(const std::string& p) const {
+    if (p.find("://") != std::string::npos) return p;  // a URL (db_path = "postgres://...")
+    if (p.rfind("sqlite:", 0) == 0) return "sqlite:" + resolve(p.substr(7));
     if (p.empty() || fs::path(p).is_absolute()) return p;
     return (m_dir / p).lexically_normal().string();
   }
@@ -851,7 +863,7 @@ class Loader {
 };
 
 std::vector<std::string> campaign_candidates() {
-  std::vector<std::string> out = {"tasks", "evaluator", "models", "events"};
+  std::vector<std::string> out = {"tasks", "evaluator", "store", "models", "events"};
   for (const auto& s : campaign_specs()) out.emplace_back(s.info.name);
   return out;
 }
@@ -934,7 +946,7 @@ Result<void> Loader::apply_file(const toml::table& root) {
   const auto candidates = campaign_candidates();
   for (auto&& [k, node] : root) {
     std::string key(k.str());
-    if (key == "tasks" || key == "evaluator") {
+    if (key == "tasks" || key == "evaluator" || key == "store") {
       auto tbl = node.as_table();
       if (!tbl)
         return fail(file_where(node) + fmt::format("'{}' must be a table ([{}])", key, key));
@@ -1065,6 +1077,7 @@ Result<void> Loader::apply_flags(const std::vector<std::string>& overrides) {
 LoadedConfig Loader::finish(std::vector<std::string> warnings) const {
   LoadedConfig out;
   out.config = m_cfg;
+  if (!out.config.store_url.empty()) out.config.db_path = out.config.store_url;
   out.path = m_path;
   out.warnings = std::move(warnings);
   auto label = [&](const std::string& key) {
@@ -1073,7 +1086,7 @@ LoadedConfig Loader::finish(std::vector<std::string> warnings) const {
   };
   for (const auto& spec : campaign_specs()) {
     std::string key(spec.info.name);
-    out.values.push_back({key, render(spec.get(m_cfg)), label(key)});
+    out.values.push_back({key, log::redact_url(render(spec.get(m_cfg))), label(key)});
   }
   for (std::size_t i = 0; i < m_cfg.models.size(); ++i) {
     for (const auto& spec : model_specs()) {
@@ -1163,7 +1176,12 @@ nlohmann::ordered_json& make_dotted(nlohmann::ordered_json& root, std::string_vi
 template <typename Struct>
 nlohmann::ordered_json specs_to_json(const std::vector<Spec<Struct>>& specs, const Struct& s) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (const auto& spec : specs) make_dotted(j, spec.info.name) = value_json(spec.get(s));
+  for (const auto& spec : specs) {
+    auto v = spec.get(s);
+    // A store location may carry a password: the record keeps it redacted.
+    if (auto* text = std::get_if<std::string>(&v)) *text = log::redact_url(*text);
+    make_dotted(j, spec.info.name) = value_json(v);
+  }
   return j;
 }
 

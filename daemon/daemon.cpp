@@ -172,12 +172,17 @@ Result<std::string> json_to_toml(const nlohmann::json& j) {
 Result<std::unique_ptr<Daemon>> Daemon::open(const ServeConfig& cfg_in) {
   ServeConfig cfg = cfg_in;
   std::error_code ec;
-  cfg.db = fs::absolute(cfg.db, ec).string();
+  auto location = store::parse_location(cfg.db);
+  if (!location) return std::unexpected(location.error());
+  bool sqlite = location->backend == store::Backend::sqlite;
+  if (sqlite) cfg.db = fs::absolute(location->target, ec).string();  // a URL stays as written
   cfg.state_dir = fs::absolute(cfg.state_dir, ec).string();
   std::unique_ptr<Daemon> d(new Daemon(cfg));
-  auto lock = store::FileLock::acquire(store::FileLock::path_for_db(cfg.db));
-  if (!lock) return std::unexpected(lock.error());
-  d->m_lock.emplace(std::move(*lock));
+  if (sqlite) {
+    auto lock = store::FileLock::acquire(store::FileLock::path_for_db(cfg.db));
+    if (!lock) return std::unexpected(lock.error());
+    d->m_lock.emplace(std::move(*lock));
+  }
   store::Options so;
   so.path = cfg.db;
   auto st = store::Store::open(so);
@@ -241,7 +246,8 @@ void Daemon::resume_all() {
     c->submitted_at = j.value("submitted_at", 0.0);
     c->driven_before_s = j.value("driven_s", 0.0);
     c->toml_path = (f.parent_path() / (c->id + ".toml")).string();
-    auto loaded = config::load_campaign(c->toml_path, {}, {"db_path=" + m_cfg.db});
+    auto loaded =
+        config::load_campaign(c->toml_path, {}, {"db_path=" + m_cfg.db, "store.url=" + m_cfg.db});
     if (!loaded) {
       c->phase = DrivePhase::invalid;
       c->message = loaded.error().message;
@@ -288,7 +294,7 @@ void Daemon::drive(Campaign& c) {
     ++m_version;
     agent::RunOptions opts;
     opts.owner = m_owner;
-    opts.holds_db_lock = true;
+    opts.holds_db_lock = m_lock.has_value();  // no file lock on a PostgreSQL store
     opts.stop = &c.stop;
     opts.progress_interval_s = 0.5;
     opts.on_progress = [this, &c](const agent::Progress& p) {
@@ -435,7 +441,8 @@ Reply Daemon::submit(const std::string& body, bool json) {
     fs::remove(incoming, ec);
     return r;
   };
-  auto loaded = config::load_campaign(incoming.string(), {}, {"db_path=" + m_cfg.db});
+  auto loaded = config::load_campaign(incoming.string(), {},
+                                      {"db_path=" + m_cfg.db, "store.url=" + m_cfg.db});
   if (!loaded)
     return discard(
         Reply::error(400, replace_all(loaded.error().message, incoming.string(), "campaign")));

@@ -18,7 +18,11 @@ Error prefixed(Error e, std::string_view prefix) {
 
 std::string default_cache_dir(const config::CampaignConfig& cfg) {
   if (!cfg.evaluator.cache_dir.empty()) return cfg.evaluator.cache_dir;
-  auto dir = std::filesystem::path(cfg.db_path).parent_path();
+  // Beside a SQLite file; in the working directory for a PostgreSQL store.
+  auto location = store::parse_location(cfg.db_path);
+  auto dir = location && location->backend == store::Backend::sqlite
+                 ? std::filesystem::path(location->target).parent_path()
+                 : std::filesystem::path();
   return (dir.empty() ? std::filesystem::path(".") : dir).append("korch-cache").string();
 }
 

@@ -76,7 +76,9 @@ const std::vector<Setter>& setters() {
              "Address of the HTTP API, metrics and dashboard (host:port; port 0 = any)."),
         KSTR("env_listen", env_listen,
              "Address of the OpenEnv endpoint (WebSocket /ws and HTTP), or \"off\"."),
-        KSTR("db", db, "The database the daemon owns (file lock); submitted campaigns run in it."),
+        KSTR("db", db,
+             "The store the daemon owns (a SQLite file, locked; or a postgres:// URL, "
+             "docs/postgres.md); submitted campaigns run in it."),
         KSTR("token_file", token_file,
              "File whose first line is the bearer token (else KORCH_API_TOKEN)."),
         KSTR("state_dir", state_dir,
@@ -241,7 +243,9 @@ Result<ServeConfig> load_serve_config(const std::string& file,
   if (cfg.env_max_turns < 1) return fail(ErrorKind::invalid, "'env.max_turns' must be >= 1");
   if (cfg.env_order != "sequential" && cfg.env_order != "random")
     return fail(ErrorKind::invalid, "'env.order' must be sequential or random");
-  if (cfg.state_dir.empty()) cfg.state_dir = cfg.db + ".serve";
+  // Beside a SQLite file; "korch.serve" in the working directory for a URL.
+  if (cfg.state_dir.empty())
+    cfg.state_dir = cfg.db.find("://") == std::string::npos ? cfg.db + ".serve" : "korch.serve";
   auto api = split_host_port(cfg.listen);
   if (!api) return fail(ErrorKind::invalid, "'listen' " + api.error().message);
   cfg.api_address = *api;

@@ -10,13 +10,16 @@ PACKAGES=(
   libtomlplusplus-dev libssl-dev libseccomp-dev libgoogle-perftools-dev
   prometheus-cpp-dev libboost-dev python3-websockets python3-jsonschema
   python3 python3-dev pybind11-dev libtorch-dev python3-torch python3-numpy
-  chromium
+  chromium libpq-dev postgresql-15
 )
 # chromium: the headless browser of the dashboard and HTML report tests
 # (they skip without it). libgoogle-perftools-dev: tcmalloc, the allocator of
 # the korch executables (util/allocator/allocator.hpp; -DKORCH_ALLOCATOR=system
 # builds without it). On Ubuntu 24.04 the package is a snap wrapper;
 # KORCH_CHROMIUM may name another Chromium binary.
+# libpq-dev: the PostgreSQL store backend (store/pg*.cpp). postgresql-15: the
+# server binaries the store tests start as throwaway servers of their own
+# (scripts/pg-test-server.sh); korch needs no system PostgreSQL service.
 
 # node and npm run the independent test peers (scripts/install-test-npm.sh:
 # the @dwmkerr/mock-llm server, playwright-core). Debian's packages only where

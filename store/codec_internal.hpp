@@ -19,8 +19,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "store/sqlite_internal.hpp"
 #include "store/store.hpp"
+#include "util/enum_names.hpp"
 
 namespace korch::store::detail {
 
@@ -239,7 +239,8 @@ std::string insert_sql(const C& codec, std::string_view tail) {
 
 // "x = excluded.x, ..." for every column but the first (the key). Columns
 // named in `sticky` keep the larger of the stored and the new value
-// ("x = MAX(table.x, excluded.x)"); columns named in `fixed` keep the stored
+// (in SQL both SQLite and PostgreSQL run: "x = CASE WHEN table.x > excluded.x
+// THEN table.x ELSE excluded.x END"); columns named in `fixed` keep the stored
 // value (they are left out: a column in the SET list costs a delete and an
 // insert in every index on it, even when its value does not change).
 template <typename C>
@@ -253,7 +254,9 @@ std::string excluded_set(const C& codec, std::initializer_list<std::string_view>
     std::string name(c.name);
     if (!out.empty()) out += ", ";
     if (std::find(sticky.begin(), sticky.end(), c.name) != sticky.end()) {
-      out += name + " = MAX(" + std::string(codec.table) + "." + name + ", excluded." + name + ")";
+      std::string stored = std::string(codec.table) + "." + name;
+      out += name + " = CASE WHEN " + stored + " > excluded." + name + " THEN " + stored +
+             " ELSE excluded." + name + " END";
     } else {
       out += name + " = excluded." + name;
     }
@@ -262,48 +265,71 @@ std::string excluded_set(const C& codec, std::initializer_list<std::string_view>
 }
 
 // --- derived: reading and binding ---------------------------------------------
+//
+// Generic over the statement type Q: SQLite's Stmt (sqlite_internal.hpp) and
+// PostgreSQL's PgStmt (pg_internal.hpp) offer the same accessors (text, i32,
+// i64, f64, opt_f64) and bind(args...).
 
-inline void read_value(const Stmt& q, int col, std::string& out) { out = q.text(col); }
-inline void read_value(const Stmt& q, int col, int& out) { out = q.i32(col); }
-inline void read_value(const Stmt& q, int col, std::int64_t& out) { out = q.i64(col); }
-inline void read_value(const Stmt& q, int col, std::uint64_t& out) {
+template <typename Q>
+void read_value(const Q& q, int col, std::string& out) {
+  out = q.text(col);
+}
+template <typename Q>
+void read_value(const Q& q, int col, int& out) {
+  out = q.i32(col);
+}
+template <typename Q>
+void read_value(const Q& q, int col, std::int64_t& out) {
+  out = q.i64(col);
+}
+template <typename Q>
+void read_value(const Q& q, int col, std::uint64_t& out) {
   out = static_cast<std::uint64_t>(q.i64(col));
 }
-inline void read_value(const Stmt& q, int col, double& out) { out = q.f64(col); }
-inline void read_value(const Stmt& q, int col, bool& out) { out = q.i64(col) != 0; }
-inline void read_value(const Stmt& q, int col, std::optional<double>& out) { out = q.opt_f64(col); }
+template <typename Q>
+void read_value(const Q& q, int col, double& out) {
+  out = q.f64(col);
+}
+template <typename Q>
+void read_value(const Q& q, int col, bool& out) {
+  out = q.i64(col) != 0;
+}
+template <typename Q>
+void read_value(const Q& q, int col, std::optional<double>& out) {
+  out = q.opt_f64(col);
+}
 // An enum column holds one of its type's names (store/vocabulary.hpp; the
 // schema's CHECK constraints hold the same ones); any other text is a row
 // this binary cannot read.
-template <NamedEnum E>
-void read_value(const Stmt& q, int col, E& out) {
+template <typename Q, NamedEnum E>
+void read_value(const Q& q, int col, E& out) {
   std::string text = q.text(col);
   auto value = enum_from_name<E>(text);
   if (!value) {
-    throw SqliteError(SQLITE_CORRUPT, "column " + std::to_string(col) + " holds \"" + text +
-                                          "\", not one of " + enum_choices<E>());
+    q.throw_corrupt("column " + std::to_string(col) + " holds \"" + text + "\", not one of " +
+                    enum_choices<E>());
   }
   out = *value;
 }
 
 // Reads the codec's columns from the current row of `q`, starting at result
 // column `offset`, into `row`.
-template <typename C>
-void read_into(const C& codec, const Stmt& q, typename C::RowType& row, int offset = 0) {
+template <typename C, typename Q>
+void read_into(const C& codec, const Q& q, typename C::RowType& row, int offset = 0) {
   codec.for_each([&](const auto& c) { read_value(q, offset++, row.*(c.member)); });
 }
 
-template <typename C>
-typename C::RowType read_row(const C& codec, const Stmt& q) {
+template <typename C, typename Q>
+typename C::RowType read_row(const C& codec, const Q& q) {
   typename C::RowType row;
   read_into(codec, q, row);
   return row;
 }
 
 // Binds the codec's columns of `row` to ?1..?n (in insert_sql's order).
-template <typename C>
-Stmt& bind_row(Stmt& q, const C& codec, const typename C::RowType& row) {
-  return std::apply([&](const auto&... c) -> Stmt& { return q.bind(row.*(c.member)...); },
+template <typename C, typename Q>
+Q& bind_row(Q& q, const C& codec, const typename C::RowType& row) {
+  return std::apply([&](const auto&... c) -> Q& { return q.bind(row.*(c.member)...); },
                     codec.columns);
 }
 

@@ -1,6 +1,8 @@
-// Opening the SQLite backend: checks on the file, pragmas, migrations, and
-// SqliteStore, which joins the write side (write.cpp) and the read side
-// (read.cpp) behind the Store interface.
+// Store::open, which picks the backend from the location (a path or
+// sqlite:PATH: SQLite; postgres://: PostgreSQL, pg_store.cpp), and the
+// SQLite backend: checks on the file, pragmas, migrations, and SqliteStore,
+// which joins the write side (write.cpp) and the read side (read.cpp) behind
+// the Store interface.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -201,6 +203,10 @@ class SqliteStore final : public Store {
   Result<std::vector<TurnRow>> list_turns(const std::string& campaign_id) override {
     return read<std::vector<TurnRow>>([&](Db& db) { return detail::query_turns(db, campaign_id); });
   }
+  Result<std::vector<MessageRow>> list_messages(const std::string& campaign_id) override {
+    return read<std::vector<MessageRow>>(
+        [&](Db& db) { return detail::query_messages(db, campaign_id); });
+  }
   Result<std::vector<LlmCallRow>> list_llm_calls(const std::string& campaign_id) override {
     return read<std::vector<LlmCallRow>>(
         [&](Db& db) { return detail::query_llm_calls(db, campaign_id); });
@@ -339,6 +345,16 @@ Result<std::unique_ptr<Store>> open_sqlite(const Options& options) {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> Store::open(const Options& options) { return open_sqlite(options); }
+// pg_store.cpp
+Result<std::unique_ptr<Store>> open_postgres(const Options& options, const std::string& url);
+
+Result<std::unique_ptr<Store>> Store::open(const Options& options) {
+  auto location = parse_location(options.path);
+  if (!location) return std::unexpected(location.error());
+  if (location->backend == Backend::postgres) return open_postgres(options, location->target);
+  Options sqlite = options;
+  sqlite.path = location->target;
+  return open_sqlite(sqlite);
+}
 
 }  // namespace korch::store

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "store/codec_internal.hpp"
+#include "store/pg_internal.hpp"
 #include "store/read_internal.hpp"
 
 namespace korch::store::detail {
@@ -29,7 +30,8 @@ std::string episode_select() {
 constexpr std::string_view k_episode_from =
     "episodes e LEFT JOIN episode_prompts p ON p.episode_id = e.id";
 
-EpisodeRow read_episode(const Stmt& q) {
+template <typename Q>
+EpisodeRow read_episode(const Q& q) {
   EpisodeRow r;
   read_into(k_episode_prompts, q, r, 0);
   read_into(k_episodes, q, r, decltype(k_episode_prompts)::k_size);
@@ -66,7 +68,7 @@ SnapshotSql make_snapshot_sql(std::string_view filter) {
   s.llm_calls = select_by_episode(k_llm_calls, "l") + where;
   s.evaluations = select_by_episode(k_evaluations, "v") + where;
   s.finals = select_by_episode(k_finals, "f") + where;
-  s.events = select_by_episode(k_events, "v") + where + " ORDER BY v.rowid";
+  s.events = select_by_episode(k_events, "v") + where + " ORDER BY v.id";
   return s;
 }
 
@@ -84,6 +86,8 @@ struct Sql {
   std::string get_llm_call =
       "SELECT " + column_list(k_llm_calls) + " FROM llm_calls WHERE request_id = ?1";
   std::string get_lease = "SELECT " + column_list(k_leases) + " FROM leases WHERE campaign_id = ?1";
+  std::string list_messages = select_by_episode(k_messages, "m") +
+                              " WHERE e.campaign_id = ?1 ORDER BY m.episode_id, m.epoch, m.seq";
   std::string list_turns =
       select_by_episode(k_turns, "t") + " WHERE e.campaign_id = ?1 ORDER BY t.episode_id, t.turn";
   std::string list_llm_calls =
@@ -105,18 +109,18 @@ const Sql& sql() {
   return s;
 }
 
-template <typename Row, typename Reader, typename... Args>
-std::vector<Row> query_rows(Db& db, const std::string& text, Reader reader, const Args&... args) {
-  Stmt& q = db.stmt(text);
+template <typename Row, typename DbT, typename Reader, typename... Args>
+std::vector<Row> query_rows(DbT& db, const std::string& text, Reader reader, const Args&... args) {
+  auto& q = db.stmt(text);
   q.bind(args...);
   std::vector<Row> rows;
   while (q.step()) rows.push_back(reader(q));
   return rows;
 }
 
-template <typename Row, typename Reader, typename... Args>
-std::optional<Row> query_one(Db& db, const std::string& text, Reader reader, const Args&... args) {
-  Stmt& q = db.stmt(text);
+template <typename Row, typename DbT, typename Reader, typename... Args>
+std::optional<Row> query_one(DbT& db, const std::string& text, Reader reader, const Args&... args) {
+  auto& q = db.stmt(text);
   q.bind(args...);
   std::optional<Row> row;
   if (q.step()) row = reader(q);
@@ -127,25 +131,26 @@ std::optional<Row> query_one(Db& db, const std::string& text, Reader reader, con
 // A reader of the codec's row type (for query_rows / query_one).
 template <typename C>
 auto reader(const C& codec) {
-  return [&codec](const Stmt& q) { return read_row(codec, q); };
+  return [&codec](const auto& q) { return read_row(codec, q); };
 }
 
 // Runs `text` (bound to `key`) and hands each row, read with `codec`, to
 // `add`.
-template <typename C, typename Add>
-void each_row(Db& db, const std::string& text, const C& codec, const std::string& key, Add add) {
-  Stmt& q = db.stmt(text);
+template <typename DbT, typename C, typename Add>
+void each_row(DbT& db, const std::string& text, const C& codec, const std::string& key, Add add) {
+  auto& q = db.stmt(text);
   q.bind(key);
   while (q.step()) add(read_row(codec, q));
 }
 
 // Loads snapshots of the episodes `snap` selects, one query per table.
-std::vector<EpisodeSnapshot> load_snapshots(Db& db, const SnapshotSql& snap,
+template <typename DbT>
+std::vector<EpisodeSnapshot> load_snapshots(DbT& db, const SnapshotSql& snap,
                                             const std::string& key) {
   std::vector<EpisodeSnapshot> out;
   std::unordered_map<std::string, std::size_t> index;
   {
-    Stmt& q = db.stmt(snap.episodes);
+    auto& q = db.stmt(snap.episodes);
     q.bind(key);
     while (q.step()) {
       EpisodeSnapshot s;
@@ -232,71 +237,93 @@ void ReadPool::give_back(std::unique_ptr<Db> db) {
 
 // --- queries ---------------------------------------------------------------------
 
-std::optional<CampaignRow> query_campaign(Db& db, const std::string& id) {
+template <typename DbT>
+std::optional<CampaignRow> query_campaign(DbT& db, const std::string& id) {
   return query_one<CampaignRow>(db, sql().get_campaign, reader(k_campaigns), id);
 }
 
-std::vector<CampaignRow> query_campaigns(Db& db) {
+template <typename DbT>
+std::vector<CampaignRow> query_campaigns(DbT& db) {
   return query_rows<CampaignRow>(db, sql().list_campaigns, reader(k_campaigns));
 }
 
-std::vector<TaskRow> query_tasks(Db& db, const std::string& campaign_id) {
+template <typename DbT>
+std::vector<TaskRow> query_tasks(DbT& db, const std::string& campaign_id) {
   return query_rows<TaskRow>(db, sql().list_tasks, reader(k_tasks), campaign_id);
 }
 
-std::vector<EpisodeSummary> query_episodes(Db& db, const std::string& campaign_id) {
+template <typename DbT>
+std::vector<EpisodeSummary> query_episodes(DbT& db, const std::string& campaign_id) {
   return query_rows<EpisodeSummary>(db, sql().list_episodes, reader(k_episodes), campaign_id);
 }
 
-std::vector<EpisodeSnapshot> query_unfinished(Db& db, const std::string& campaign_id) {
+template <typename DbT>
+std::vector<EpisodeSnapshot> query_unfinished(DbT& db, const std::string& campaign_id) {
   return load_snapshots(db, sql().unfinished, campaign_id);
 }
 
-std::optional<EpisodeSnapshot> query_episode(Db& db, const std::string& episode_id) {
+template <typename DbT>
+std::optional<EpisodeSnapshot> query_episode(DbT& db, const std::string& episode_id) {
   auto all = load_snapshots(db, sql().one_episode, episode_id);
   if (all.empty()) return std::nullopt;
   return std::move(all.front());
 }
 
-std::optional<EvaluationRow> query_evaluation(Db& db, const std::string& request_id) {
+template <typename DbT>
+std::optional<EvaluationRow> query_evaluation(DbT& db, const std::string& request_id) {
   return query_one<EvaluationRow>(db, sql().get_evaluation, reader(k_evaluations), request_id);
 }
 
-std::optional<LlmCallRow> query_llm_call(Db& db, const std::string& request_id) {
+template <typename DbT>
+std::optional<LlmCallRow> query_llm_call(DbT& db, const std::string& request_id) {
   return query_one<LlmCallRow>(db, sql().get_llm_call, reader(k_llm_calls), request_id);
 }
 
-std::vector<TurnRow> query_turns(Db& db, const std::string& campaign_id) {
+template <typename DbT>
+std::vector<MessageRow> query_messages(DbT& db, const std::string& campaign_id) {
+  return query_rows<MessageRow>(db, sql().list_messages, reader(k_messages), campaign_id);
+}
+
+template <typename DbT>
+std::vector<TurnRow> query_turns(DbT& db, const std::string& campaign_id) {
   return query_rows<TurnRow>(db, sql().list_turns, reader(k_turns), campaign_id);
 }
 
-std::vector<LlmCallRow> query_llm_calls(Db& db, const std::string& campaign_id) {
+template <typename DbT>
+std::vector<LlmCallRow> query_llm_calls(DbT& db, const std::string& campaign_id) {
   return query_rows<LlmCallRow>(db, sql().list_llm_calls, reader(k_llm_calls), campaign_id);
 }
 
-std::vector<EvaluationRow> query_evaluations(Db& db, const std::string& campaign_id) {
+template <typename DbT>
+std::vector<EvaluationRow> query_evaluations(DbT& db, const std::string& campaign_id) {
   return query_rows<EvaluationRow>(db, sql().list_evaluations, reader(k_evaluations), campaign_id);
 }
 
-std::vector<FinalRow> query_finals(Db& db, const std::string& campaign_id) {
+template <typename DbT>
+std::vector<FinalRow> query_finals(DbT& db, const std::string& campaign_id) {
   return query_rows<FinalRow>(db, sql().list_finals, reader(k_finals), campaign_id);
 }
 
-std::vector<EventRow> query_events(Db& db, const std::string& campaign_id) {
+template <typename DbT>
+std::vector<EventRow> query_events(DbT& db, const std::string& campaign_id) {
   return query_rows<EventRow>(db, sql().list_events, reader(k_events), campaign_id);
 }
 
-std::optional<Lease> query_lease(Db& db, const std::string& campaign_id) {
+template <typename DbT>
+std::optional<Lease> query_lease(DbT& db, const std::string& campaign_id) {
   return query_one<Lease>(db, sql().get_lease, reader(k_leases), campaign_id);
 }
 
-CampaignCounts query_counts(Db& db, const std::string& campaign_id) {
+template <typename DbT>
+CampaignCounts query_counts(DbT& db, const std::string& campaign_id) {
   CampaignCounts c;
   {
-    Stmt& q = db.stmt(
-        "SELECT count(*), COALESCE(SUM(status = 'pending'), 0), COALESCE(SUM(status = 'running'), "
-        "0), "
-        "COALESCE(SUM(status = 'final'), 0) FROM episodes WHERE campaign_id = ?1");
+    auto& q = db.stmt(
+        "SELECT count(*), "
+        "COALESCE(SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), 0), "
+        "COALESCE(SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), 0), "
+        "COALESCE(SUM(CASE WHEN status = 'final' THEN 1 ELSE 0 END), 0) "
+        "FROM episodes WHERE campaign_id = ?1");
     q.bind(campaign_id);
     if (q.step()) {
       c.episodes = q.i64(0);
@@ -307,7 +334,7 @@ CampaignCounts query_counts(Db& db, const std::string& campaign_id) {
     q.run();
   }
   {
-    Stmt& q = db.stmt(
+    auto& q = db.stmt(
         "SELECT count(*) FROM episodes e JOIN turns t ON t.episode_id = e.id WHERE e.campaign_id = "
         "?1");
     q.bind(campaign_id);
@@ -315,10 +342,11 @@ CampaignCounts query_counts(Db& db, const std::string& campaign_id) {
     q.run();
   }
   {
-    Stmt& q = db.stmt(
+    auto& q = db.stmt(
         "SELECT count(*), COALESCE(SUM(l.prompt_tokens), 0), COALESCE(SUM(l.completion_tokens), "
         "0), "
-        "TOTAL(l.cost_usd) FROM episodes e JOIN llm_calls l ON l.episode_id = e.id WHERE "
+        "COALESCE(SUM(l.cost_usd), 0.0) FROM episodes e JOIN llm_calls l ON l.episode_id = e.id "
+        "WHERE "
         "e.campaign_id = "
         "?1");
     q.bind(campaign_id);
@@ -331,8 +359,9 @@ CampaignCounts query_counts(Db& db, const std::string& campaign_id) {
     q.run();
   }
   {
-    Stmt& q = db.stmt(
-        "SELECT COALESCE(SUM(f.reason = 'submitted'), 0), COALESCE(SUM(f.correct != 0), 0) "
+    auto& q = db.stmt(
+        "SELECT COALESCE(SUM(CASE WHEN f.reason = 'submitted' THEN 1 ELSE 0 END), 0), "
+        "COALESCE(SUM(CASE WHEN f.correct != 0 THEN 1 ELSE 0 END), 0) "
         "FROM episodes e JOIN finals f ON f.episode_id = e.id WHERE e.campaign_id = ?1");
     q.bind(campaign_id);
     if (q.step()) {
@@ -343,5 +372,28 @@ CampaignCounts query_counts(Db& db, const std::string& campaign_id) {
   }
   return c;
 }
+
+// The two backends' connections (SQL above is written in the dialect both
+// run; PgConn turns ?N into $N).
+#define KORCH_STORE_QUERIES(DbT)                                                    \
+  template std::optional<CampaignRow> query_campaign(DbT&, const std::string&);     \
+  template std::vector<CampaignRow> query_campaigns(DbT&);                          \
+  template std::vector<TaskRow> query_tasks(DbT&, const std::string&);              \
+  template std::vector<EpisodeSummary> query_episodes(DbT&, const std::string&);    \
+  template std::vector<EpisodeSnapshot> query_unfinished(DbT&, const std::string&); \
+  template std::optional<EpisodeSnapshot> query_episode(DbT&, const std::string&);  \
+  template std::optional<EvaluationRow> query_evaluation(DbT&, const std::string&); \
+  template std::optional<LlmCallRow> query_llm_call(DbT&, const std::string&);      \
+  template std::vector<TurnRow> query_turns(DbT&, const std::string&);              \
+  template std::vector<MessageRow> query_messages(DbT&, const std::string&);        \
+  template std::vector<LlmCallRow> query_llm_calls(DbT&, const std::string&);       \
+  template std::vector<EvaluationRow> query_evaluations(DbT&, const std::string&);  \
+  template std::vector<FinalRow> query_finals(DbT&, const std::string&);            \
+  template std::vector<EventRow> query_events(DbT&, const std::string&);            \
+  template CampaignCounts query_counts(DbT&, const std::string&);                   \
+  template std::optional<Lease> query_lease(DbT&, const std::string&);
+KORCH_STORE_QUERIES(Db)
+KORCH_STORE_QUERIES(PgConn)
+#undef KORCH_STORE_QUERIES
 
 }  // namespace korch::store::detail

@@ -1,5 +1,6 @@
 #pragma once
-// Internal to korch_store: the read side of the SQLite backend. Reads run on
+// Internal to korch_store: the read side. The queries serve both backends;
+// the pool below is SQLite's (pg_store.cpp has PostgreSQL's). Reads run on
 // the caller's thread, on a connection checked out of a small pool for the
 // duration of one read, inside one read transaction (one consistent snapshot).
 #include <memory>
@@ -45,22 +46,41 @@ class ReadPool {
   std::vector<std::unique_ptr<Db>> m_idle;
 };
 
-// The queries behind Store's read methods. Each runs inside the caller's
-// read transaction on `db` and throws SqliteError on failure.
-std::optional<CampaignRow> query_campaign(Db& db, const std::string& id);
-std::vector<CampaignRow> query_campaigns(Db& db);
-std::vector<TaskRow> query_tasks(Db& db, const std::string& campaign_id);
-std::vector<EpisodeSummary> query_episodes(Db& db, const std::string& campaign_id);
-std::vector<EpisodeSnapshot> query_unfinished(Db& db, const std::string& campaign_id);
-std::optional<EpisodeSnapshot> query_episode(Db& db, const std::string& episode_id);
-std::optional<EvaluationRow> query_evaluation(Db& db, const std::string& request_id);
-std::optional<LlmCallRow> query_llm_call(Db& db, const std::string& request_id);
-std::vector<TurnRow> query_turns(Db& db, const std::string& campaign_id);
-std::vector<LlmCallRow> query_llm_calls(Db& db, const std::string& campaign_id);
-std::vector<EvaluationRow> query_evaluations(Db& db, const std::string& campaign_id);
-std::vector<FinalRow> query_finals(Db& db, const std::string& campaign_id);
-std::vector<EventRow> query_events(Db& db, const std::string& campaign_id);
-CampaignCounts query_counts(Db& db, const std::string& campaign_id);
-std::optional<Lease> query_lease(Db& db, const std::string& campaign_id);
+// The queries behind Store's read methods, for either backend's connection
+// (DbT = Db or PgConn; instantiated for both in read.cpp). Each runs inside
+// the caller's read transaction on `db` and throws (SqliteError, PgError) on
+// failure.
+template <typename DbT>
+std::optional<CampaignRow> query_campaign(DbT& db, const std::string& id);
+template <typename DbT>
+std::vector<CampaignRow> query_campaigns(DbT& db);
+template <typename DbT>
+std::vector<TaskRow> query_tasks(DbT& db, const std::string& campaign_id);
+template <typename DbT>
+std::vector<EpisodeSummary> query_episodes(DbT& db, const std::string& campaign_id);
+template <typename DbT>
+std::vector<EpisodeSnapshot> query_unfinished(DbT& db, const std::string& campaign_id);
+template <typename DbT>
+std::optional<EpisodeSnapshot> query_episode(DbT& db, const std::string& episode_id);
+template <typename DbT>
+std::optional<EvaluationRow> query_evaluation(DbT& db, const std::string& request_id);
+template <typename DbT>
+std::optional<LlmCallRow> query_llm_call(DbT& db, const std::string& request_id);
+template <typename DbT>
+std::vector<TurnRow> query_turns(DbT& db, const std::string& campaign_id);
+template <typename DbT>
+std::vector<MessageRow> query_messages(DbT& db, const std::string& campaign_id);
+template <typename DbT>
+std::vector<LlmCallRow> query_llm_calls(DbT& db, const std::string& campaign_id);
+template <typename DbT>
+std::vector<EvaluationRow> query_evaluations(DbT& db, const std::string& campaign_id);
+template <typename DbT>
+std::vector<FinalRow> query_finals(DbT& db, const std::string& campaign_id);
+template <typename DbT>
+std::vector<EventRow> query_events(DbT& db, const std::string& campaign_id);
+template <typename DbT>
+CampaignCounts query_counts(DbT& db, const std::string& campaign_id);
+template <typename DbT>
+std::optional<Lease> query_lease(DbT& db, const std::string& campaign_id);
 
 }  // namespace korch::store::detail

@@ -15,5 +15,8 @@ struct Migration {
 
 // All migrations, in increasing version order (1, 2, ...).
 std::span<const Migration> migrations();
+// The same migrations in PostgreSQL's dialect (same numbers, same tables and
+// columns; types translated). Recorded in schema_migrations alone.
+std::span<const Migration> pg_migrations();
 
 }  // namespace korch::store::detail

@@ -85,6 +85,10 @@ class Stmt {
     if (is_null(col)) return std::nullopt;
     return f64(col);
   }
+  // Throws the error for a stored value this binary cannot read.
+  [[noreturn]] void throw_corrupt(const std::string& message) const {
+    throw SqliteError(SQLITE_CORRUPT, message);
+  }
 
  private:
   void reset();
@@ -127,6 +131,7 @@ class Stmt {
 // prepared statements.
 class Db {
  public:
+  using Stmt = detail::Stmt;
   enum class Mode { read_write, read_only };
 
   // Opens `path`. read_write creates the file if missing. Throws SqliteError

@@ -1,5 +1,9 @@
 #pragma once
-// korch's durable state: one SQLite database (WAL) per campaign directory.
+// korch's durable state: one SQLite database (WAL) per campaign directory, or
+// a PostgreSQL database named by a URL (Options::path below; DESIGN §8).
+// Both backends implement this one interface with the same schema version,
+// conflict rules, group commit and snapshot reads (docs/ARCHITECTURE.md,
+// "Store backends").
 //
 // Threading: one writer thread owns the write connection. Callers hand it a
 // WriteBatch; the writer groups many batches into one `BEGIN IMMEDIATE`
@@ -28,8 +32,9 @@
 //  - messages: primary key (episode, epoch, seq); duplicates are ignored.
 //  - finals: primary key episode; the first final wins (a later one is
 //    reported in CommitInfo::conflicts). Inserting a final also sets the
-//    episode's status to "final"; a final episode's status never changes
-//    again (an EpisodeUpdate that tries is reported as a conflict).
+//    episode's status to "final" (and stamps updated_at, unless the episode
+//    was already final); a final episode's status never changes again (an
+//    EpisodeUpdate that tries is reported as a conflict).
 //  - campaigns, tasks, episodes: inserted if absent, never overwritten.
 //
 // Referential rules (foreign keys, checked per operation): tasks and episodes
@@ -45,6 +50,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -57,9 +63,36 @@ namespace korch::store {
 // recorded version is refused by open().
 inline constexpr int k_schema_version = 3;
 
+// Which engine holds a store.
+enum class Backend { sqlite, postgres };
+
+// Where a store lives, parsed from what the user wrote (store.url, db_path,
+// --db): a plain path or "sqlite:PATH" is a SQLite file (the default);
+// "postgres://..." or "postgresql://..." is a PostgreSQL database (libpq's
+// URL syntax: user, host, port, dbname, ?host=/socket/dir, sslmode, ...).
+struct Location {
+  Backend backend = Backend::sqlite;
+  std::string target;  // the file's path, or the URL handed to libpq
+};
+
+// Fails (ErrorKind::invalid, one line, password redacted) on an empty text,
+// an unknown scheme ("mysql://...") or a URL without a host part.
+Result<Location> parse_location(const std::string& text);
+// True when `text` names a PostgreSQL store.
+bool is_postgres_url(std::string_view text);
+// `text` with the password of a URL ("postgres://user:PASSWORD@host") and
+// any "password=" parameter replaced by "****"; other text unchanged. Use it
+// wherever a store location is printed, logged or stored.
+std::string redact_url(std::string_view text);
+
 struct Options {
+  // The store's location (see Location): a SQLite path, "sqlite:PATH" or a
+  // postgres:// URL. Prefer PGPASSFILE or PGPASSWORD to a password in it.
   std::string path;
-  std::string synchronous = "FULL";  // OFF | NORMAL | FULL | EXTRA
+  // OFF | NORMAL | FULL | EXTRA. SQLite: PRAGMA synchronous. PostgreSQL:
+  // FULL and EXTRA set synchronous_commit = on (a COMMIT returns once the
+  // server flushed it), NORMAL and OFF set it off.
+  std::string synchronous = "FULL";
   int busy_timeout_ms = 5000;
   int max_batches_per_txn = 512;  // group-commit upper bound
   bool read_only = false;         // open for status/export only
@@ -316,8 +349,9 @@ struct Lease {
 class Store {
  public:
   // Opens (creating if needed) the database, applies migrations, starts the
-  // writer thread. Fails with one line naming the path when the file is not a
-  // database, is read-only (unless options.read_only), or has a newer schema.
+  // writer thread. Fails with one line naming the path (a URL redacted) when
+  // the file is not a database, is read-only (unless options.read_only), has
+  // a newer schema, or when the PostgreSQL server cannot be reached.
   static Result<std::unique_ptr<Store>> open(const Options& options);
   virtual ~Store() = default;
 
@@ -361,6 +395,9 @@ class Store {
   virtual Result<std::optional<EvaluationRow>> get_evaluation(const std::string& request_id) = 0;
   virtual Result<std::optional<LlmCallRow>> get_llm_call(const std::string& request_id) = 0;
   virtual Result<std::vector<TurnRow>> list_turns(const std::string& campaign_id) = 0;
+  // Every message of the campaign, every epoch (load_episode gives the live
+  // one), by episode, epoch and seq: what copying a campaign whole needs.
+  virtual Result<std::vector<MessageRow>> list_messages(const std::string& campaign_id) = 0;
   virtual Result<std::vector<LlmCallRow>> list_llm_calls(const std::string& campaign_id) = 0;
   virtual Result<std::vector<EvaluationRow>> list_evaluations(const std::string& campaign_id) = 0;
   virtual Result<std::vector<FinalRow>> list_finals(const std::string& campaign_id) = 0;

@@ -25,39 +25,14 @@
 #include <thread>
 #include <vector>
 
+#include "store/apply_internal.hpp"
 #include "store/sqlite_internal.hpp"
 #include "store/store.hpp"
 
 namespace korch::store::detail {
 
-// Applies batches inside the open write transaction of `db`, enforcing the
-// conflict rules of store.hpp, with statements prepared once.
-class BatchApplier {
- public:
-  explicit BatchApplier(Db& db);
-  // Throws on failure (SqliteError, or a rule broken by the batch); the
-  // caller rolls back.
-  CommitInfo apply(const WriteBatch& batch);
-
- private:
-  void apply_op(const WriteBatch::Op& op, CommitInfo& info);
-
-  Db& m_db;
-  Stmt& m_insert_campaign;
-  Stmt& m_insert_task;
-  Stmt& m_insert_episode;
-  Stmt& m_insert_episode_prompt;
-  Stmt& m_update_episode;
-  Stmt& m_update_episode_status;
-  Stmt& m_select_episode_status;
-  Stmt& m_insert_message;
-  Stmt& m_insert_turn;
-  Stmt& m_upsert_llm_call;
-  Stmt& m_upsert_evaluation;
-  Stmt& m_insert_event;
-  Stmt& m_insert_final;
-  Stmt& m_finalize_episode;
-};
+// The batch rules over SQLite's connection (apply_internal.hpp).
+using BatchApplier = BatchApplierT<Db>;
 
 // Copies the WAL into the database file on its own thread and connection.
 class Checkpointer {

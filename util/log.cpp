@@ -39,4 +39,33 @@ std::string redact(std::string text, std::initializer_list<std::string_view> sec
   return text;
 }
 
+std::string redact_url(std::string_view text) {
+  std::string out(text);
+  std::size_t scheme = out.find("://");
+  if (scheme == std::string::npos) return out;
+  std::size_t auth = scheme + 3;
+  // The authority ends at the first '/', '?' or '#'; its userinfo at the last '@'.
+  std::size_t end = out.find_first_of("/?#", auth);
+  if (end == std::string::npos) end = out.size();
+  std::size_t at = out.rfind('@', end);
+  if (at != std::string::npos && at >= auth) {
+    std::size_t colon = out.find(':', auth);
+    if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "****");
+  }
+  std::size_t query = out.find('?');
+  if (query == std::string::npos) return out;
+  constexpr std::string_view k_key = "password=";
+  for (std::size_t pos = out.find(k_key, query); pos != std::string::npos;
+       pos = out.find(k_key, pos)) {
+    char before = out[pos - 1];
+    pos += k_key.size();
+    if (before != '?' && before != '&') continue;
+    std::size_t stop = out.find('&', pos);
+    if (stop == std::string::npos) stop = out.size();
+    out.replace(pos, stop - pos, "****");
+    pos += 4;
+  }
+  return out;
+}
+
 }  // namespace korch::log

@@ -28,6 +28,11 @@ inline bool enabled(spdlog::level::level_enum level) { return spdlog::should_log
 // Replaces every occurrence of each secret in `text` with "****".
 std::string redact(std::string text, std::initializer_list<std::string_view> secrets);
 
+// `text` with a URL's password ("scheme://user:PASSWORD@host") and every
+// "password=" query parameter replaced by "****"; text that is no URL is
+// returned unchanged. For store locations (store::redact_url) and config values.
+std::string redact_url(std::string_view text);
+
 }  // namespace korch::log
 
 // One macro per level. KLOG_DEBUG does not use SPDLOG_DEBUG: that one is

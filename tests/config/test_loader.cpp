@@ -639,6 +639,7 @@ namespace {
 const std::map<std::string, std::string> k_non_default = {
     {"name", "round-trip"},
     {"db_path", "/x/k.db"},
+    {"store.url", "postgres://korch@db.example:5432/k"},
     {"context", "a \"quoted\" context\nwith two lines"},
     {"tasks.kernelbench_dir", "/kb2"},
     {"tasks.levels", "1,3"},
@@ -775,6 +776,25 @@ TEST_F(ConfigRecord, HoldsTheKeysVariableNameNeverTheKey) {
   const auto json = config_to_json(loaded->config);
   EXPECT_EQ(json.find(k_secret), std::string::npos) << json;
   EXPECT_NE(json.find("\"api_key_env\":\"KORCH_TEST_ROUND_TRIP_KEY\""), std::string::npos) << json;
+}
+
+// store.url names the store (it wins over db_path); a password in it never
+// reaches the stored record (campaigns.config_json, exports) nor config show.
+TEST_F(ConfigRecord, StoreUrlWinsAndItsPasswordIsRedacted) {
+  auto path = m_dir.write("c.toml",
+                          k_min_text() + "[store]\nurl = \"postgres://korch:hunter2@db:5432/k\"\n");
+  auto loaded = load_campaign(path, k_no_env, {});
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  EXPECT_EQ(loaded->config.db_path, "postgres://korch:hunter2@db:5432/k");  // what libpq gets
+  const auto json = config_to_json(loaded->config);
+  EXPECT_EQ(json.find("hunter2"), std::string::npos) << json;
+  EXPECT_NE(json.find("postgres://korch:****@db:5432/k"), std::string::npos) << json;
+  const auto shown = describe(*loaded);
+  EXPECT_EQ(shown.find("hunter2"), std::string::npos) << shown;
+  // A URL is not a file path: it is not made relative to the config's folder.
+  auto flag = load_campaign(path, k_no_env, {"store.url=", "db_path=postgres://h/k"});
+  ASSERT_TRUE(flag) << flag.error().message;
+  EXPECT_EQ(flag->config.db_path, "postgres://h/k");
 }
 
 TEST(ConfigFromJson, RefusesWrongTypesAndUnknownNames) {

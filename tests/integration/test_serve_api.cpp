@@ -12,6 +12,8 @@
 
 #include "tests/integration/export_fixture.hpp"
 #include "tests/integration/serve_fixture.hpp"
+#include "tests/support/postgres_server.hpp"
+#include "tests/support/required.hpp"
 
 namespace korch::testing {
 namespace {
@@ -595,6 +597,63 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
   EXPECT_TRUE(
       query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1")
           .empty());
+}
+
+// The same on PostgreSQL (docs/postgres.md): `korch serve --db postgres://...`
+// (no lock file there; the campaign lease decides) killed twice mid-campaign
+// and restarted ends with the uninterrupted SQLite run's export.
+TEST(ServeKill, OnPostgresSigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
+  auto& pg = PostgresServer::shared();
+  if (!pg.ok()) KORCH_SKIP_OR_FAIL(pg.error());
+  TempDir dir;
+  auto d = dir.path().string();
+  FakeLlmProcess llm;
+  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "40"}));
+  auto ref_toml = d + "/ref.toml";
+  write_text(ref_toml, campaign_toml("pgkilled", llm.base_url(), 4, 4, 0.05, d + "/ref.db"));
+  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
+  ASSERT_EQ(ref_rc, 0) << ref_out;
+  auto reference = export_db(d, d + "/ref.db", "pgkilled");
+
+  const std::string url = pg.fresh_database();
+  ASSERT_FALSE(url.empty()) << pg.error();
+  auto turns = [&] {
+    auto [rc, out] = run_capture({"psql", "-X", "-tA", url, "-c", "SELECT count(*) FROM turns"}, d);
+    return rc == 0 ? std::atoi(out.c_str()) : 0;
+  };
+  const std::vector<std::string> state_dir = {"--state-dir", d + "/serve-state"};
+  std::string id;
+  int kills = 0;
+  for (int round = 0; round < 3; ++round) {
+    ServeProcess serve;
+    ASSERT_TRUE(serve.start(d, url, state_dir, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+    auto cli = serve.client(k_token);
+    if (round == 0) {
+      auto r = cli.Post("/api/campaigns", campaign_toml("pgkilled", llm.base_url(), 4, 4, 0.05),
+                        "application/toml");
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 201) << r->body;
+      id = body_json(r)["id"];
+    }
+    if (round < 2) {
+      const int start_turns = turns();
+      bool progressed = wait_until(serve.process(), [&] { return turns() >= start_turns + 5; });
+      auto state = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
+      if (!progressed || state.value("state", "") == "completed") break;
+      serve.process().signal(SIGKILL);
+      ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+      ++kills;
+      continue;
+    }
+    ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+    serve.process().signal(SIGTERM);
+    ASSERT_EQ(serve.process().wait(), 0) << serve.err();
+  }
+  EXPECT_GE(kills, 1) << "the campaign finished before the kills; make it longer";
+  auto resumed = export_db(d, url, "pgkilled");
+  ASSERT_EQ(resumed.size(), reference.size());
+  for (std::size_t i = 0; i < reference.size(); ++i)
+    EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
-// Tests for store/store.cpp against real SQLite files in a temp dir.
+// Tests for the store against real SQLite files in a temp dir and, for the
+// contract (BackendTest), also against a real PostgreSQL 15 server that the
+// test starts (tests/support/postgres_server.hpp).
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,22 +22,30 @@
 #include <utility>
 
 #include "store/codec_internal.hpp"
+#include "store/copy.hpp"
 #include "store/schema_internal.hpp"
 #include "store/sqlite_internal.hpp"
 #include "store/store.hpp"
+#include "tests/support/postgres_server.hpp"
+#include "tests/support/required.hpp"
 
 namespace korch::store {
 namespace {
 
 namespace fs = std::filesystem;
 
-class StoreTest : public ::testing::Test {
+// The store under test lives in a temp dir (SQLite) or in a fresh database
+// of the test process's PostgreSQL server (tests/support/postgres_server.hpp).
+class StoreFixture : public ::testing::Test {
  protected:
+  explicit StoreFixture(Backend backend = Backend::sqlite) : m_backend(backend) {}
+
   void SetUp() override {
     std::string tmpl = (fs::temp_directory_path() / "korch-store-XXXXXX").string();
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     m_dir = tmpl;
     m_path = (m_dir / "korch.db").string();
+    fresh();
   }
   void TearDown() override {
     std::error_code ec;
@@ -42,15 +53,40 @@ class StoreTest : public ::testing::Test {
     fs::remove_all(m_dir, ec);
   }
 
+  // Points m_location at an empty store: the SQLite file removed, or a new
+  // PostgreSQL database.
+  void fresh() {
+    if (m_backend == Backend::sqlite) {
+      for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(m_path + suffix);
+      m_location = m_path;
+      return;
+    }
+    auto& pg = testing::PostgresServer::shared();
+    if (!pg.ok()) KORCH_SKIP_OR_FAIL(pg.error());
+    m_location = pg.fresh_database();
+    ASSERT_FALSE(m_location.empty()) << pg.error();
+  }
+
   std::unique_ptr<Store> open(Options options = {}) {
-    if (options.path.empty()) options.path = m_path;
+    if (options.path.empty()) options.path = m_location;
     auto store = Store::open(options);
     EXPECT_TRUE(store.has_value()) << store.error().message;
     return store ? std::move(*store) : nullptr;
   }
 
-  // Runs one SQL statement on a raw connection (outside the Store).
+  // Runs SQL (one or more statements) on a raw connection (outside the Store).
   void raw_exec(const std::string& sql) {
+    if (m_backend == Backend::postgres) {
+      PGconn* c = PQconnectdb(m_location.c_str());
+      ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+      PGresult* r = PQexec(c, sql.c_str());
+      auto status = PQresultStatus(r);
+      std::string message = PQresultErrorMessage(r);
+      PQclear(r);
+      PQfinish(c);
+      ASSERT_TRUE(status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) << message;
+      return;
+    }
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
     char* err = nullptr;
@@ -63,6 +99,18 @@ class StoreTest : public ::testing::Test {
 
   // The integer that a one-value query returns on a raw connection.
   std::int64_t raw_count(const std::string& sql) {
+    if (m_backend == Backend::postgres) {
+      PGconn* c = PQconnectdb(m_location.c_str());
+      std::int64_t out = -1;
+      if (PQstatus(c) == CONNECTION_OK) {
+        PGresult* r = PQexec(c, sql.c_str());
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+          out = std::atoll(PQgetvalue(r, 0, 0));
+        PQclear(r);
+      }
+      PQfinish(c);
+      return out;
+    }
     sqlite3* db = nullptr;
     EXPECT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
     sqlite3_stmt* q = nullptr;
@@ -76,9 +124,26 @@ class StoreTest : public ::testing::Test {
     return out;
   }
 
+  Backend m_backend;
   fs::path m_dir;
-  std::string m_path;
+  std::string m_path;      // the SQLite file (also set, unused, for PostgreSQL)
+  std::string m_location;  // what Options::path names: m_path or a postgres:// URL
 };
+
+// Tests of SQLite's own behaviour (files, PRAGMAs, WAL).
+class StoreTest : public StoreFixture {};
+
+// Tests of the Store contract, run against each backend.
+class BackendTest : public StoreFixture, public ::testing::WithParamInterface<Backend> {
+ protected:
+  BackendTest() : StoreFixture(GetParam()) {}
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, BackendTest,
+                         ::testing::Values(Backend::sqlite, Backend::postgres),
+                         [](const ::testing::TestParamInfo<Backend>& info) {
+                           return info.param == Backend::sqlite ? "sqlite" : "postgres";
+                         });
 
 // --- sample rows with every field set to a non-default value ---------------
 
@@ -216,7 +281,7 @@ void seed(Store& store, const std::vector<std::string>& episodes,
 
 // --- round trips -------------------------------------------------------------
 
-TEST_F(StoreTest, RoundTripsEveryRowType) {
+TEST_P(BackendTest, RoundTripsEveryRowType) {
   auto store = open();
   WriteBatch b;
   b.put(campaign());
@@ -410,7 +475,7 @@ TEST_F(StoreTest, DatabaseWrittenWithTheShippedSchemaOpensAndReads) {
   EXPECT_EQ(store->list_episodes("c-1").value().at(0).status, EpisodeStatus::final);
 }
 
-TEST_F(StoreTest, FinalWithoutSpeedupRoundTripsAsNull) {
+TEST_P(BackendTest, FinalWithoutSpeedupRoundTripsAsNull) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
@@ -422,7 +487,7 @@ TEST_F(StoreTest, FinalWithoutSpeedupRoundTripsAsNull) {
   EXPECT_EQ(store->list_finals("c-1").value(), std::vector<FinalRow>{f});
 }
 
-TEST_F(StoreTest, DataSurvivesReopenAndMigrationRunsOnce) {
+TEST_P(BackendTest, DataSurvivesReopenAndMigrationRunsOnce) {
   {
     auto store = open();
     seed(*store, {"e-1"});
@@ -431,24 +496,21 @@ TEST_F(StoreTest, DataSurvivesReopenAndMigrationRunsOnce) {
   EXPECT_EQ(store->list_episodes("c-1").value().size(), 1u);
   EXPECT_EQ(store->schema_version().value(), k_schema_version);
   store.reset();
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* q = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), max(version) FROM schema_migrations", -1, &q,
-                               nullptr),
-            SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(q, 0), k_schema_version);
-  EXPECT_EQ(sqlite3_column_int(q, 1), k_schema_version);
-  sqlite3_finalize(q);
-  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &q, nullptr), SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
-  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)), "wal");
-  sqlite3_finalize(q);
-  sqlite3_close(db);
+  EXPECT_EQ(raw_count("SELECT count(*) FROM schema_migrations"), k_schema_version);
+  EXPECT_EQ(raw_count("SELECT max(version) FROM schema_migrations"), k_schema_version);
+  if (m_backend == Backend::sqlite) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &q, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+    EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)), "wal");
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+  }
 }
 
-TEST_F(StoreTest, EpisodeUpdateIsPartial) {
+TEST_P(BackendTest, EpisodeUpdateIsPartial) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
@@ -472,7 +534,7 @@ TEST_F(StoreTest, EpisodeUpdateIsPartial) {
   EXPECT_EQ(e.tokens_used, 9999);
 }
 
-TEST_F(StoreTest, EpisodeUpdateOfUnknownEpisodeFailsTheBatch) {
+TEST_P(BackendTest, EpisodeUpdateOfUnknownEpisodeFailsTheBatch) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
@@ -484,7 +546,7 @@ TEST_F(StoreTest, EpisodeUpdateOfUnknownEpisodeFailsTheBatch) {
   EXPECT_TRUE(store->list_turns("c-1").value().empty());  // nothing of the batch was written
 }
 
-TEST_F(StoreTest, FinalEpisodeStatusIsSticky) {
+TEST_P(BackendTest, FinalEpisodeStatusIsSticky) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
@@ -503,7 +565,7 @@ TEST_F(StoreTest, FinalEpisodeStatusIsSticky) {
 // The status half of an EpisodeUpdate: the same status again is no
 // conflict, "final" through an update is kept. (A status outside the
 // vocabulary no longer compiles: EpisodeUpdate::status is an enum.)
-TEST_F(StoreTest, EpisodeUpdateStatusSameAndFinal) {
+TEST_P(BackendTest, EpisodeUpdateStatusSameAndFinal) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
@@ -525,7 +587,7 @@ TEST_F(StoreTest, EpisodeUpdateStatusSameAndFinal) {
 // Enum columns are spelt by their names (store/vocabulary.hpp) and read back
 // into the enums; a word this binary does not know (a newer korch, a hand
 // edit) is a read error naming the column's choices, not a silent default.
-TEST_F(StoreTest, EnumColumnsRoundTripAndUnknownWordsAreReadErrors) {
+TEST_P(BackendTest, EnumColumnsRoundTripAndUnknownWordsAreReadErrors) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
@@ -551,7 +613,7 @@ TEST_F(StoreTest, EnumColumnsRoundTripAndUnknownWordsAreReadErrors) {
 
 // --- conflict rules ------------------------------------------------------------
 
-TEST_F(StoreTest, TurnConflictIsReportedAndStoredRowWins) {
+TEST_P(BackendTest, TurnConflictIsReportedAndStoredRowWins) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
@@ -574,7 +636,7 @@ TEST_F(StoreTest, TurnConflictIsReportedAndStoredRowWins) {
   EXPECT_EQ(store->load_episode("e-1").value()->messages.size(), 1u);
 }
 
-TEST_F(StoreTest, DoneEvaluationIsNeverOverwritten) {
+TEST_P(BackendTest, DoneEvaluationIsNeverOverwritten) {
   auto store = open();
   seed(*store, {"e-1"});
   const std::string id = "kernel|e-1|abc";
@@ -604,7 +666,7 @@ TEST_F(StoreTest, DoneEvaluationIsNeverOverwritten) {
   }
 }
 
-TEST_F(StoreTest, DoneLlmCallIsNeverOverwritten) {
+TEST_P(BackendTest, DoneLlmCallIsNeverOverwritten) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch started;
@@ -635,7 +697,7 @@ TEST_F(StoreTest, DoneLlmCallIsNeverOverwritten) {
 
 // A request id names its episode (and, for a call, its turn): a later put
 // updates the row's outcome but keeps where it belongs.
-TEST_F(StoreTest, RequestKeepsTheEpisodeOfItsFirstPut) {
+TEST_P(BackendTest, RequestKeepsTheEpisodeOfItsFirstPut) {
   auto store = open();
   seed(*store, {"e-1", "e-2"});
   WriteBatch first;
@@ -664,7 +726,7 @@ TEST_F(StoreTest, RequestKeepsTheEpisodeOfItsFirstPut) {
 
 // A call that may have reached the server twice stays marked through its
 // result write (which carries no flag of its own) and any later write.
-TEST_F(StoreTest, DupPossibleIsStickyThroughLaterWrites) {
+TEST_P(BackendTest, DupPossibleIsStickyThroughLaterWrites) {
   auto store = open();
   seed(*store, {"e-1"});
   auto resent = llm_call("e-1", 1, CallState::started);
@@ -696,7 +758,7 @@ TEST_F(StoreTest, DupPossibleIsStickyThroughLaterWrites) {
   EXPECT_FALSE(store->get_llm_call(once.request_id).value()->dup_possible);
 }
 
-TEST_F(StoreTest, EvaluationCountsStartsAndObservedFailuresApart) {
+TEST_P(BackendTest, EvaluationCountsStartsAndObservedFailuresApart) {
   auto store = open();
   seed(*store, {"e-1"});
   auto row = evaluation("e-1", "kernel|e-1|abc", EvalState::running);
@@ -717,7 +779,7 @@ TEST_F(StoreTest, EvaluationCountsStartsAndObservedFailuresApart) {
 
 // A version-1 database (attempts counted every start, interrupted ones
 // included) migrates with failures = 0: interruptions no longer count.
-TEST_F(StoreTest, Version1DatabaseMigratesWithNoCountedFailures) {
+TEST_P(BackendTest, Version1DatabaseMigratesWithNoCountedFailures) {
   {
     auto store = open();
     seed(*store, {"e-1"});
@@ -730,8 +792,8 @@ TEST_F(StoreTest, Version1DatabaseMigratesWithNoCountedFailures) {
   // Turn the file back into what version 1 wrote.
   raw_exec(
       "ALTER TABLE evaluations DROP COLUMN failures; DELETE FROM schema_migrations WHERE version > "
-      "1; "
-      "PRAGMA user_version = 1;");
+      "1;" +
+      std::string(m_backend == Backend::sqlite ? " PRAGMA user_version = 1;" : ""));
   auto store = open();
   EXPECT_EQ(store->schema_version().value(), k_schema_version);
   auto stored = store->get_evaluation("kernel|e-1|abc").value();
@@ -740,7 +802,7 @@ TEST_F(StoreTest, Version1DatabaseMigratesWithNoCountedFailures) {
   EXPECT_EQ(stored->failures, 0);
 }
 
-TEST_F(StoreTest, FirstFinalWins) {
+TEST_P(BackendTest, FirstFinalWins) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
@@ -754,7 +816,7 @@ TEST_F(StoreTest, FirstFinalWins) {
   EXPECT_EQ(store->list_finals("c-1").value().at(0).reason, EndReason::submitted);
 }
 
-TEST_F(StoreTest, InsertIfAbsentNeverOverwritesCampaignTaskEpisode) {
+TEST_P(BackendTest, InsertIfAbsentNeverOverwritesCampaignTaskEpisode) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
@@ -786,7 +848,7 @@ static_assert(HasSystemPrompt<EpisodeRow>);
 static_assert(std::is_same_v<decltype(std::declval<Store&>().list_episodes("")),
                              Result<std::vector<EpisodeSummary>>>);
 
-TEST_F(StoreTest, ListEpisodesReadsNoSystemPrompt) {
+TEST_P(BackendTest, ListEpisodesReadsNoSystemPrompt) {
   {
     auto store = open();
     WriteBatch b;
@@ -816,7 +878,7 @@ TEST_F(StoreTest, ListEpisodesReadsNoSystemPrompt) {
       << full.error().message;
 }
 
-TEST_F(StoreTest, MessagesUseTheLiveEpochAndIgnoreDuplicates) {
+TEST_P(BackendTest, MessagesUseTheLiveEpochAndIgnoreDuplicates) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
@@ -857,10 +919,10 @@ TEST_F(StoreTest, NewerUserVersionIsRefused) {
   EXPECT_NE(r.error().message.find("newer"), std::string::npos);
 }
 
-TEST_F(StoreTest, NewerMigrationRowIsRefused) {
+TEST_P(BackendTest, NewerMigrationRowIsRefused) {
   { auto store = open(); }
   raw_exec("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 0)");
-  auto r = Store::open(Options{.path = m_path});
+  auto r = Store::open(Options{.path = m_location});
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("newer"), std::string::npos) << r.error().message;
 }
@@ -911,16 +973,16 @@ TEST_F(StoreTest, ReadOnlyOpenOfMissingFileFails) {
   EXPECT_FALSE(fs::exists(m_path));
 }
 
-TEST_F(StoreTest, BadSynchronousIsRefused) {
-  auto r = Store::open(Options{.path = m_path, .synchronous = "SOMETIMES"});
+TEST_P(BackendTest, BadSynchronousIsRefused) {
+  auto r = Store::open(Options{.path = m_location, .synchronous = "SOMETIMES"});
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("synchronous"), std::string::npos);
-  EXPECT_TRUE(Store::open(Options{.path = m_path, .synchronous = "normal"}).has_value());
+  EXPECT_TRUE(Store::open(Options{.path = m_location, .synchronous = "normal"}).has_value());
 }
 
 // --- writer thread -------------------------------------------------------------
 
-TEST_F(StoreTest, GroupCommitOf10000BatchesFrom8Threads) {
+TEST_P(BackendTest, GroupCommitOf10000BatchesFrom8Threads) {
   auto store = open();
   constexpr int k_threads = 8;
   constexpr int k_per_thread = 1250;
@@ -981,7 +1043,7 @@ TEST_F(StoreTest, GroupCommitOf10000BatchesFrom8Threads) {
   }
 }
 
-TEST_F(StoreTest, CallbackRunsOnlyAfterCommit) {
+TEST_P(BackendTest, CallbackRunsOnlyAfterCommit) {
   auto store = open();
   seed(*store, {"e-1"});
   constexpr int k_batches = 200;
@@ -994,15 +1056,9 @@ TEST_F(StoreTest, CallbackRunsOnlyAfterCommit) {
     store->commit(std::move(b), [&, i](Result<CommitInfo> r) {
       EXPECT_TRUE(r.has_value());
       // A separate raw connection must already see the row.
-      sqlite3* db = nullptr;
-      sqlite3_open_v2(m_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-      sqlite3_stmt* q = nullptr;
-      sqlite3_prepare_v2(db, "SELECT count(*) FROM turns WHERE episode_id = 'e-1' AND turn = ?1",
-                         -1, &q, nullptr);
-      sqlite3_bind_int(q, 1, i);
-      if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 1) ++visible;
-      sqlite3_finalize(q);
-      sqlite3_close(db);
+      if (raw_count("SELECT count(*) FROM turns WHERE episode_id = 'e-1' AND turn = " +
+                    std::to_string(i)) == 1)
+        ++visible;
       // And so must the store's own read path.
       auto turns = store->list_turns("c-1");
       EXPECT_TRUE(turns.has_value() && static_cast<int>(turns->size()) >= i);
@@ -1017,7 +1073,7 @@ TEST_F(StoreTest, CallbackRunsOnlyAfterCommit) {
   EXPECT_EQ(visible, k_batches);
 }
 
-TEST_F(StoreTest, BadBatchFailsAloneInItsGroup) {
+TEST_P(BackendTest, BadBatchFailsAloneInItsGroup) {
   auto store = open();
   seed(*store, {"e-1"});
   constexpr int k_batches = 300;
@@ -1050,10 +1106,10 @@ TEST_F(StoreTest, BadBatchFailsAloneInItsGroup) {
 
 // Callbacks run on the syncer thread with FULL and on the writer thread
 // otherwise: both may commit again from inside a callback, and close().
-TEST_F(StoreTest, CommitSyncFromInsideACallbackWorks) {
+TEST_P(BackendTest, CommitSyncFromInsideACallbackWorks) {
   for (std::string sync : {"FULL", "NORMAL", "EXTRA"}) {
     SCOPED_TRACE(sync);
-    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(m_path + suffix);
+    fresh();
     auto store = open(Options{.synchronous = sync});
     seed(*store, {"e-1"});
     std::promise<bool> nested;
@@ -1069,10 +1125,10 @@ TEST_F(StoreTest, CommitSyncFromInsideACallbackWorks) {
   }
 }
 
-TEST_F(StoreTest, CloseFromInsideACallbackDrainsTheQueue) {
+TEST_P(BackendTest, CloseFromInsideACallbackDrainsTheQueue) {
   for (std::string sync : {"FULL", "NORMAL"}) {
     SCOPED_TRACE(sync);
-    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(m_path + suffix);
+    fresh();
     auto store = open(Options{.synchronous = sync});
     seed(*store, {"e-1"});
     std::atomic<int> ok{0};
@@ -1100,7 +1156,7 @@ TEST_F(StoreTest, CloseFromInsideACallbackDrainsTheQueue) {
   }
 }
 
-TEST_F(StoreTest, CloseDrainsAndLaterCommitsFail) {
+TEST_P(BackendTest, CloseDrainsAndLaterCommitsFail) {
   auto store = open();
   seed(*store, {"e-1"});
   std::atomic<int> ok{0};
@@ -1120,7 +1176,7 @@ TEST_F(StoreTest, CloseDrainsAndLaterCommitsFail) {
   EXPECT_EQ(store->counts("c-1").value().turns, 100);  // reads still work
 }
 
-TEST_F(StoreTest, ThrowingCallbackDoesNotKillTheWriter) {
+TEST_P(BackendTest, ThrowingCallbackDoesNotKillTheWriter) {
   auto store = open();
   seed(*store, {"e-1"});
   WriteBatch b;
@@ -1133,7 +1189,7 @@ TEST_F(StoreTest, ThrowingCallbackDoesNotKillTheWriter) {
 
 // --- leases --------------------------------------------------------------------
 
-TEST_F(StoreTest, LeaseIsExclusiveAcrossTwoStores) {
+TEST_P(BackendTest, LeaseIsExclusiveAcrossTwoStores) {
   auto a = open();
   auto b = open();
   auto first = a->acquire_lease("c-1", "host:1", 30);
@@ -1161,7 +1217,7 @@ TEST_F(StoreTest, LeaseIsExclusiveAcrossTwoStores) {
   EXPECT_TRUE(a->acquire_lease("c-1", "host:1", 30).value().has_value());
 }
 
-TEST_F(StoreTest, ExpiredLeaseCanBeTaken) {
+TEST_P(BackendTest, ExpiredLeaseCanBeTaken) {
   auto a = open();
   auto b = open();
   ASSERT_FALSE(a->acquire_lease("c-1", "host:1", 0.05).value().has_value());
@@ -1171,7 +1227,7 @@ TEST_F(StoreTest, ExpiredLeaseCanBeTaken) {
   EXPECT_FALSE(a->heartbeat_lease("c-1", "host:1", 30).has_value());  // lost
 }
 
-TEST_F(StoreTest, ConcurrentLeaseRaceHasOneWinner) {
+TEST_P(BackendTest, ConcurrentLeaseRaceHasOneWinner) {
   constexpr int k_contenders = 6;
   std::vector<std::unique_ptr<Store>> stores;
   for (int i = 0; i < k_contenders; ++i) stores.push_back(open());
@@ -1190,7 +1246,7 @@ TEST_F(StoreTest, ConcurrentLeaseRaceHasOneWinner) {
 
 // --- resume ----------------------------------------------------------------------
 
-TEST_F(StoreTest, LoadUnfinishedExcludesFinalEpisodes) {
+TEST_P(BackendTest, LoadUnfinishedExcludesFinalEpisodes) {
   auto store = open();
   seed(*store, {"e-1", "e-2", "e-3"});
   seed(*store, {"x-1"}, "c-other");
@@ -1221,7 +1277,7 @@ TEST_F(StoreTest, LoadUnfinishedExcludesFinalEpisodes) {
   EXPECT_TRUE(store->load_unfinished("c-none").value().empty());
 }
 
-TEST_F(StoreTest, LoadUnfinishedOfManyEpisodesIsFast) {
+TEST_P(BackendTest, LoadUnfinishedOfManyEpisodesIsFast) {
   auto store = open(Options{.synchronous = "OFF"});
   constexpr int k_episodes = 2000;
   {
@@ -1255,6 +1311,336 @@ TEST_F(StoreTest, LoadUnfinishedOfManyEpisodesIsFast) {
   // A bound a loaded 2-core machine meets that still catches a load that
   // grows quadratically; tools/bench/bench_store times it.
   EXPECT_LT(elapsed, 30.0);
+}
+
+// --- locations and the PostgreSQL backend ------------------------------------------
+
+TEST(StoreLocation, PathsAndUrlsPickTheirBackend) {
+  struct Case {
+    std::string text;
+    std::optional<Backend> backend;  // nullopt: refused
+    std::string target;
+  };
+  const Case cases[] = {
+      {"korch.db", Backend::sqlite, "korch.db"},
+      {"/abs/dir/korch.db", Backend::sqlite, "/abs/dir/korch.db"},
+      {"sqlite:runs/korch.db", Backend::sqlite, "runs/korch.db"},
+      {"postgres://db.example/korch", Backend::postgres, "postgres://db.example/korch"},
+      {"postgresql:///korch?host=/run/pg", Backend::postgres, "postgresql:///korch?host=/run/pg"},
+      {"", std::nullopt, ""},
+      {"sqlite:", std::nullopt, ""},
+      {"sqlite:///x.db", std::nullopt, ""},
+      {"mysql://u:hunter2@h/db", std::nullopt, ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto loc = parse_location(c.text);
+    ASSERT_EQ(loc.has_value(), c.backend.has_value());
+    if (!loc) {
+      EXPECT_EQ(loc.error().kind, ErrorKind::invalid);
+      EXPECT_EQ(loc.error().message.find("hunter2"), std::string::npos) << loc.error().message;
+      continue;
+    }
+    EXPECT_EQ(loc->backend, *c.backend);
+    EXPECT_EQ(loc->target, c.target);
+  }
+}
+
+TEST(StoreLocation, RedactUrlHidesEveryPassword) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"postgres://korch:hunter2@db:5432/k", "postgres://korch:****@db:5432/k"},
+      {"postgresql://korch:p%40ss@db/k?sslmode=require",
+       "postgresql://korch:****@db/k?sslmode=require"},
+      {"postgres://korch@db/k?password=hunter2&sslmode=disable",
+       "postgres://korch@db/k?password=****&sslmode=disable"},
+      {"postgres://db/k?sslmode=disable&password=hunter2",
+       "postgres://db/k?sslmode=disable&password=****"},
+      {"postgres://korch@db/k", "postgres://korch@db/k"},
+      {"korch.db", "korch.db"},
+      {"sqlite:a:b@c.db", "sqlite:a:b@c.db"},
+  };
+  for (const auto& [in, out] : cases) EXPECT_EQ(redact_url(in), out) << in;
+}
+
+TEST(StoreLocation, UnsupportedSchemeIsAClearError) {
+  auto r = Store::open(Options{.path = "mysql://korch:hunter2@localhost/korch"});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().kind, ErrorKind::invalid);
+  EXPECT_NE(r.error().message.find("unsupported scheme 'mysql'"), std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(r.error().message.find("hunter2"), std::string::npos) << r.error().message;
+}
+
+// Port 1 on loopback has no server: a quick "connection refused".
+TEST(StoreLocation, UnreachableServerIsAClearErrorWithoutThePassword) {
+  auto r = Store::open(
+      Options{.path = "postgresql://korch:hunter2@127.0.0.1:1/korch?connect_timeout=5"});
+  ASSERT_FALSE(r.has_value());
+  const auto& msg = r.error().message;
+  EXPECT_EQ(r.error().kind, ErrorKind::unavailable);
+  EXPECT_NE(msg.find("postgresql://korch:****@127.0.0.1:1/korch"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cannot connect"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("hunter2"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  auto ro = Store::open(Options{
+      .path = "postgresql://korch:hunter2@127.0.0.1:1/korch?connect_timeout=5", .read_only = true});
+  ASSERT_FALSE(ro.has_value());
+  EXPECT_EQ(ro.error().message.find("hunter2"), std::string::npos) << ro.error().message;
+}
+
+TEST_F(StoreTest, SqlitePrefixNamesTheSameFile) {
+  {
+    auto store = open(Options{.path = "sqlite:" + m_path});
+    ASSERT_TRUE(store);
+    seed(*store, {"e-1"});
+  }
+  EXPECT_TRUE(fs::exists(m_path));
+  auto store = open();
+  EXPECT_EQ(store->list_episodes("c-1").value().size(), 1u);
+}
+
+class PostgresStoreTest : public StoreFixture {
+ protected:
+  PostgresStoreTest() : StoreFixture(Backend::postgres) {}
+};
+
+// The codecs against the PostgreSQL schema (EveryCodecNamesTheColumnsOfItsTable's twin).
+TEST_F(PostgresStoreTest, EveryCodecNamesTheColumnsOfItsTable) {
+  open().reset();
+  PGconn* c = PQconnectdb(m_location.c_str());
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  auto column_names = [&](const std::string& sql) {
+    std::vector<std::string> out;
+    PGresult* r = PQexec(c, sql.c_str());
+    EXPECT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQresultErrorMessage(r);
+    for (int i = 0; i < PQntuples(r); ++i) out.emplace_back(PQgetvalue(r, i, 0));
+    PQclear(r);
+    return out;
+  };
+  std::set<std::string> tables_seen;
+  auto check = [&](const auto& codec) {
+    std::string table(codec.table);
+    tables_seen.insert(table);
+    // The identity column (events.id, insertion order) belongs to no row struct.
+    auto in_db = column_names(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = '" +
+        table + "' AND is_identity = 'NO' ORDER BY ordinal_position");
+    std::vector<std::string> in_codec;
+    codec.for_each([&](const auto& col) { in_codec.emplace_back(col.name); });
+    EXPECT_EQ(in_codec, in_db) << "table " << table;
+  };
+  std::apply([&](const auto&... codec) { (check(codec), ...); }, detail::k_all_codecs);
+  for (const auto& name : column_names(
+           "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+           "AND table_name != 'schema_migrations'")) {
+    EXPECT_TRUE(tables_seen.contains(name)) << "table " << name << " has no codec";
+  }
+  PQfinish(c);
+}
+
+// A password in the URL reaches libpq and nothing else: not the errors, not
+// the logs' store name.
+TEST_F(PostgresStoreTest, PasswordInTheUrlNeverShowsInErrors) {
+  std::string with_password = m_location;
+  auto at = with_password.find("korch@");
+  ASSERT_NE(at, std::string::npos);
+  with_password.replace(at, 6, "korch:hunter2@");  // trust auth: accepted, unused
+  auto store = open(Options{.path = with_password});
+  ASSERT_TRUE(store);
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  b.update(EpisodeUpdate{.id = "nope", .tokens_used = 1});
+  auto r = store->commit_sync(std::move(b));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("korch:****@"), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().message.find("hunter2"), std::string::npos) << r.error().message;
+  store.reset();
+  raw_exec("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 0)");
+  auto newer = Store::open(Options{.path = with_password});
+  ASSERT_FALSE(newer.has_value());
+  EXPECT_NE(newer.error().message.find("newer"), std::string::npos) << newer.error().message;
+  EXPECT_EQ(newer.error().message.find("hunter2"), std::string::npos) << newer.error().message;
+}
+
+// The server goes away and comes back (a restart drops every connection):
+// the next commit, lease call and read run on new connections; nothing
+// committed before is lost.
+TEST_F(PostgresStoreTest, ServerRestartIsSurvivedByWritesLeasesAndReads) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  ASSERT_FALSE(store->acquire_lease("c-1", "host:1", 30).value().has_value());
+  WriteBatch b;
+  b.put(turn("e-1", 1));
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  ASSERT_EQ(store->counts("c-1").value().turns, 1);  // a pooled read connection exists
+
+  ASSERT_TRUE(testing::PostgresServer::shared().restart());
+  WriteBatch after;
+  after.put(turn("e-1", 2));
+  auto r = store->commit_sync(std::move(after));
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_TRUE(r->conflicts.empty());
+  auto counts = store->counts("c-1");
+  ASSERT_TRUE(counts.has_value()) << counts.error().message;
+  EXPECT_EQ(counts->turns, 2);
+
+  ASSERT_TRUE(testing::PostgresServer::shared().restart());
+  auto hb = store->heartbeat_lease("c-1", "host:1", 30);
+  EXPECT_TRUE(hb.has_value()) << hb.error().message;
+  EXPECT_EQ(store->list_turns("c-1").value().size(), 2u);
+}
+
+// Text holding a NUL byte: SQLite stores it whole; PostgreSQL's text cannot,
+// and the batch fails with a clear error instead of storing it cut short.
+TEST_P(BackendTest, TextWithANulByteIsStoredWholeOrRefused) {
+  auto store = open();
+  seed(*store, {"e-1"});
+  WriteBatch b;
+  b.put(message("e-1", 0, 0, std::string("before\0after", 12)));
+  auto r = store->commit_sync(std::move(b));
+  if (m_backend == Backend::sqlite) {
+    ASSERT_TRUE(r.has_value()) << r.error().message;
+    EXPECT_EQ(store->load_episode("e-1").value()->messages.at(0).content,
+              std::string("before\0after", 12));
+    return;
+  }
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("NUL byte"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(store->load_episode("e-1").value()->messages.empty());
+  // The store goes on: the next batch commits.
+  WriteBatch ok;
+  ok.put(message("e-1", 0, 0, "after the refusal"));
+  ASSERT_TRUE(store->commit_sync(std::move(ok)).has_value());
+}
+
+TEST_F(PostgresStoreTest, DatabaseNotInUtf8IsRefused) {
+  raw_exec("SELECT 1");  // the database exists
+  std::string latin1 = testing::PostgresServer::shared().url("korch_latin1");
+  {
+    PGconn* c = PQconnectdb(testing::PostgresServer::shared().url("postgres").c_str());
+    PGresult* r = PQexec(c, "CREATE DATABASE korch_latin1 ENCODING 'LATIN1' TEMPLATE template0");
+    ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQresultErrorMessage(r);
+    PQclear(r);
+    PQfinish(c);
+  }
+  auto s = Store::open(Options{.path = latin1});
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message.find("not UTF8"), std::string::npos) << s.error().message;
+}
+
+TEST_F(PostgresStoreTest, ReadOnlyOpenOfAnEmptyDatabaseFails) {
+  auto r = Store::open(Options{.path = m_location, .read_only = true});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("no korch store"), std::string::npos) << r.error().message;
+  // And a read-only store refuses writes.
+  open().reset();
+  auto ro = open(Options{.read_only = true});
+  ASSERT_TRUE(ro);
+  WriteBatch b;
+  b.put(campaign());
+  auto w = ro->commit_sync(std::move(b));
+  ASSERT_FALSE(w.has_value());
+  EXPECT_NE(w.error().message.find("read-only"), std::string::npos) << w.error().message;
+}
+
+TEST_P(BackendTest, ListMessagesHoldsEveryEpoch) {
+  auto store = open();
+  seed(*store, {"e-1", "e-2"});
+  WriteBatch b;
+  b.put(message("e-2", 0, 0));
+  b.put(message("e-1", 1, 0));
+  b.put(message("e-1", 0, 1));
+  b.put(message("e-1", 0, 0));
+  ASSERT_TRUE(store->commit_sync(std::move(b)).has_value());
+  EXPECT_EQ(store->list_messages("c-1").value(),
+            (std::vector<MessageRow>{message("e-1", 0, 0), message("e-1", 0, 1),
+                                     message("e-1", 1, 0), message("e-2", 0, 0)}));
+  EXPECT_EQ(store->load_episode("e-1").value()->messages.size(), 1u);  // the live epoch
+  EXPECT_TRUE(store->list_messages("c-none").value().empty());
+}
+
+// Everything a campaign holds, read back through the interface.
+struct CampaignDump {
+  std::optional<CampaignRow> campaign;
+  std::vector<TaskRow> tasks;
+  std::vector<EpisodeSummary> episodes;
+  std::vector<std::string> prompts;
+  std::vector<MessageRow> messages;
+  std::vector<TurnRow> turns;
+  std::vector<LlmCallRow> calls;
+  std::vector<EvaluationRow> evaluations;
+  std::vector<EventRow> events;
+  std::vector<FinalRow> finals;
+  bool operator==(const CampaignDump&) const = default;
+};
+
+CampaignDump dump(Store& s, const std::string& id) {
+  CampaignDump d;
+  d.campaign = s.get_campaign(id).value();
+  d.tasks = s.list_tasks(id).value();
+  d.episodes = s.list_episodes(id).value();
+  for (const auto& e : d.episodes)
+    d.prompts.push_back(s.load_episode(e.id).value()->episode.system_prompt);
+  d.messages = s.list_messages(id).value();
+  d.turns = s.list_turns(id).value();
+  d.calls = s.list_llm_calls(id).value();
+  d.evaluations = s.list_evaluations(id).value();
+  d.events = s.list_events(id).value();
+  d.finals = s.list_finals(id).value();
+  return d;
+}
+
+// copy_campaigns from this backend to the other and back loses and changes
+// nothing: every row, every column (a final episode's updated_at included).
+TEST_P(BackendTest, CopyCampaignsToTheOtherBackendAndBack) {
+  auto& pg = testing::PostgresServer::shared();
+  if (!pg.ok()) KORCH_SKIP_OR_FAIL(pg.error());
+  auto src = open();
+  seed(*src, {"e-1", "e-2", "e-3"});
+  seed(*src, {"x-1"}, "c-2");
+  WriteBatch b;
+  for (const char* ep : {"e-1", "e-2", "e-3", "x-1"}) {
+    b.put(message(ep, 0, 0));
+    b.put(message(ep, 1, 0, "after compaction"));
+    b.put(turn(ep, 1));
+    b.put(llm_call(ep, 1));
+    b.put(evaluation(ep, std::string("check|") + ep, EvalState::done, "correct"));
+    b.put(EventRow{.episode_id = ep, .turn = 1, .kind = "resumed", .detail = ep, .at = 7.5});
+  }
+  b.put(EventRow{.episode_id = "e-1", .turn = 2, .kind = "crash", .detail = "late", .at = 8.5});
+  b.put(final_row("e-2"));
+  FinalRow no_speedup = final_row("e-3", EndReason::no_submission);
+  no_speedup.speedup.reset();
+  b.put(no_speedup);
+  ASSERT_TRUE(src->commit_sync(std::move(b)).has_value());
+  const auto before = dump(*src, "c-1");
+  ASSERT_EQ(before.episodes.size(), 3u);
+  ASSERT_EQ(before.messages.size(), 6u);
+
+  // The other backend: a fresh PostgreSQL database, or a SQLite file.
+  std::string other =
+      m_backend == Backend::sqlite ? pg.fresh_database() : (m_dir / "other.db").string();
+  ASSERT_FALSE(other.empty());
+  auto dst = open(Options{.path = other});
+  auto copied = copy_campaigns(*src, *dst, "c-1");
+  ASSERT_TRUE(copied.has_value()) << copied.error().message;
+  EXPECT_EQ(copied->campaigns, 1);
+  EXPECT_EQ(copied->episodes, 3);
+  EXPECT_EQ(dump(*dst, "c-1"), before);
+  EXPECT_FALSE(dst->get_campaign("c-2").value().has_value());  // only the one asked for
+
+  auto again = copy_campaigns(*src, *dst, "c-1");
+  ASSERT_FALSE(again.has_value());
+  EXPECT_NE(again.error().message.find("already in the destination"), std::string::npos)
+      << again.error().message;
+
+  // And back, into an empty store of this backend.
+  src.reset();
+  fresh();
+  auto back = open();
+  ASSERT_TRUE(copy_campaigns(*dst, *back).has_value());
+  EXPECT_EQ(dump(*back, "c-1"), before);
 }
 
 // --- internals -------------------------------------------------------------------

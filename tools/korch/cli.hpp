@@ -71,6 +71,8 @@ int cmd_status(const Args& args);
 int cmd_export(const Args& args);
 int cmd_report(const Args& args);
 int cmd_config_show(const Args& args);
+// `korch store copy SRC DST [--campaign NAME]`.
+int cmd_store(const Args& args);
 int cmd_tasks(const Args& args);
 int cmd_eval(const Args& args);
 // `korch lint FILE...`: the static rules alone; 0 all pass, 1 a violation,

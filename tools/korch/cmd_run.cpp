@@ -66,8 +66,18 @@ int cmd_run(const Args& args, bool resume_only) {
   // No other process may read this one's memory (API keys live here).
   ::prctl(PR_SET_DUMPABLE, 0);
 
-  auto lock = store::FileLock::acquire(store::FileLock::path_for_db(cfg.db_path));
-  if (!lock) return report_failure(verb, lock.error());
+  auto location = store::parse_location(cfg.db_path);
+  if (!location) return report_failure(verb, location.error());
+  // A SQLite file is locked for this process; a PostgreSQL store relies on
+  // the campaign lease alone (its holders may live on other hosts).
+  bool sqlite = location->backend == store::Backend::sqlite;
+  std::optional<store::FileLock> lock;
+  if (sqlite) {
+    auto taken = store::FileLock::acquire(store::FileLock::path_for_db(location->target));
+    if (!taken) return report_failure(verb, taken.error());
+    lock.emplace(std::move(*taken));
+  }
+  const std::string db_name = store::redact_url(cfg.db_path);
   store::Options so;
   so.path = cfg.db_path;
   so.synchronous = to_string(cfg.synchronous);
@@ -80,7 +90,7 @@ int cmd_run(const Args& args, bool resume_only) {
     if (!c || !*c) {
       return report_failure(
           "resume", ErrorKind::invalid,
-          fmt::format("{} has no campaign '{}' to resume; use korch run", cfg.db_path, cfg.name));
+          fmt::format("{} has no campaign '{}' to resume; use korch run", db_name, cfg.name));
     }
   }
 
@@ -92,7 +102,7 @@ int cmd_run(const Args& args, bool resume_only) {
   bool tty = ::isatty(STDERR_FILENO);
   agent::RunOptions opts;
   opts.owner = owner_id();
-  opts.holds_db_lock = true;
+  opts.holds_db_lock = sqlite;
   opts.stop = &g_stop;
   opts.progress_interval_s = tty ? 1.0 : 5.0;
   if (show_progress) {
@@ -122,7 +132,7 @@ int cmd_run(const Args& args, bool resume_only) {
     std::fprintf(stderr,
                  "korch: campaign '%s' (%s), %zu task(s) x %zu model(s) x %d sample(s), db %s\n",
                  cfg.name.c_str(), campaign_id.c_str(), plan.tasks.size(), cfg.models.size(),
-                 cfg.samples_per_task, cfg.db_path.c_str());
+                 cfg.samples_per_task, db_name.c_str());
   };
   auto result = daemon::run_campaign_wired(cfg, store, opts, hooks);
   if (show_progress && tty) std::fprintf(stderr, "\n");

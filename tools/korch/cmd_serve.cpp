@@ -11,6 +11,7 @@
 #include "daemon/http_api.hpp"
 #include "daemon/openenv.hpp"
 #include "daemon/serve_config.hpp"
+#include "store/store.hpp"
 #include "tools/korch/cli.hpp"
 #include "util/log.hpp"
 
@@ -91,7 +92,8 @@ int cmd_serve(int argc, char** argv) {
   const std::string& host = cfg->api_address.host;
   std::fprintf(
       stderr, "korch serve: API on http://%s:%d (db %s, %s)%s\n", host.c_str(), (*api)->port(),
-      dm.config().db.c_str(), token->empty() ? "no token: loopback only" : "bearer token required",
+      store::redact_url(dm.config().db).c_str(),
+      token->empty() ? "no token: loopback only" : "bearer token required",
       env ? fmt::format(", OpenEnv on ws://{}:{}/ws", cfg->env_address->host, env->port()).c_str()
           : "");
   // Machine-readable, for scripts and tests.

@@ -3,13 +3,18 @@
 #include <filesystem>
 
 #include "config/loader.hpp"
+#include "store/store.hpp"
 #include "util/ids.hpp"
 
 namespace korch::cli {
 
 std::string evaluator_cache_dir(const config::CampaignConfig& cfg) {
   if (!cfg.evaluator.cache_dir.empty()) return cfg.evaluator.cache_dir;
-  auto dir = std::filesystem::path(cfg.db_path).parent_path();
+  // Beside a SQLite file; in the working directory for a PostgreSQL store.
+  auto location = store::parse_location(cfg.db_path);
+  auto dir = location && location->backend == store::Backend::sqlite
+                 ? std::filesystem::path(location->target).parent_path()
+                 : std::filesystem::path();
   return (dir.empty() ? std::filesystem::path(".") : dir).append("korch-cache").string();
 }
 
@@ -28,9 +33,13 @@ Result<std::unique_ptr<store::Store>> open_store_for_reading(const Args& args,
   } else {
     return fail("give a CAMPAIGN.toml or --db PATH");
   }
-  if (!std::filesystem::exists(db)) return fail(db + ": no such database");
+  auto location = store::parse_location(db);
+  if (!location) return std::unexpected(location.error());
+  if (location->backend == store::Backend::sqlite && !std::filesystem::exists(location->target))
+    return fail(location->target + ": no such database");
+  db = store::redact_url(db);  // what the messages below name
   store::Options so;
-  so.path = db;
+  so.path = location->target;  // the file, or the URL itself
   so.read_only = true;
   auto st = store::Store::open(so);
   if (!st) return std::unexpected(st.error());

@@ -17,7 +17,7 @@ Usage:
       store; running it again resumes without repeating finished work.
   korch resume CAMPAIGN.toml [--set KEY=VALUE]...
       Same as run, but refuses to start a campaign that has no stored state.
-  korch status (CAMPAIGN.toml | --db PATH)
+  korch status (CAMPAIGN.toml | --db PATH|URL)
       Episodes, turns, tokens and cost per campaign in the store.
   korch export (CAMPAIGN.toml | --db PATH) --format jsonl|csv|sft|rl [--campaign NAME] [--out FILE]
                [--correct-only] [--min-speedup X] [--level N] [--model ID] [--card FILE] [--openai-only]
@@ -30,6 +30,10 @@ Usage:
       html: one self-contained page with the plots and the task grid.
   korch config show CAMPAIGN.toml [--set KEY=VALUE]...
       Every configuration value and where it came from.
+  korch store copy SRC DST [--campaign NAME]
+      Copies campaigns whole (every row, every column) between stores: a path,
+      sqlite:PATH or postgres://USER@HOST/DB (docs/postgres.md), either way.
+      Refuses a campaign DST already holds.
   korch tasks list DIR [--levels 1,2] [--ids 1-10]
   korch tasks validate DIR [--levels 1] [--ids 1-3] [--mode cpu|gpu] [--gpus 0]
   korch eval --task FILE --code FILE [--mode check|submit] [--device cpu|cuda]
@@ -125,6 +129,13 @@ int main(int argc, char** argv) {
     }
     first = 3;
   }
+  if (cmd == "store") {
+    if (argc < 3 || std::string(argv[2]) != "copy") {
+      std::fprintf(stderr, "korch: usage: korch store copy SRC DST [--campaign NAME]\n");
+      return exit_code(korch::ErrorKind::invalid);
+    }
+    first = 3;
+  }
   static const std::vector<std::string> k_switches = {"--no-progress", "--json", "--correct-only",
                                                       "--openai-only"};
   std::string error;
@@ -140,6 +151,7 @@ int main(int argc, char** argv) {
     if (cmd == "export") return cmd_export(*args);
     if (cmd == "report") return cmd_report(*args);
     if (cmd == "config") return cmd_config_show(*args);
+    if (cmd == "store") return cmd_store(*args);
     if (cmd == "tasks") return cmd_tasks(*args);
     if (cmd == "eval") return cmd_eval(*args);
     if (cmd == "lint") return cmd_lint(*args);
