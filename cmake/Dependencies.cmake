@@ -11,8 +11,13 @@ find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
-# The store's PostgreSQL backend (store/pg*.cpp; libpq-dev).
-pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
+# The store's PostgreSQL backend (store/pg*.cpp; libpq-dev). ON everywhere
+# install-deps.sh ran; the GPU machine's build (scripts/gpu/build.sh) turns it
+# off: it has no registry for libpq, and its evaluations need no server store.
+option(KORCH_WITH_POSTGRES "The PostgreSQL store backend (libpq)" ON)
+if(KORCH_WITH_POSTGRES)
+  pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
+endif()
 
 # The allocator of the korch executables (util/allocator/allocator.hpp):
 # gperftools' tcmalloc by default, the system's malloc with -DKORCH_ALLOCATOR=system.

@@ -6,7 +6,9 @@
 #include <utility>
 
 #include "store/codec_internal.hpp"
+#if KORCH_WITH_POSTGRES
 #include "store/pg_internal.hpp"
+#endif
 #include "store/read_internal.hpp"
 
 namespace korch::store::detail {
@@ -393,7 +395,9 @@ CampaignCounts query_counts(DbT& db, const std::string& campaign_id) {
   template CampaignCounts query_counts(DbT&, const std::string&);                   \
   template std::optional<Lease> query_lease(DbT&, const std::string&);
 KORCH_STORE_QUERIES(Db)
+#if KORCH_WITH_POSTGRES
 KORCH_STORE_QUERIES(PgConn)
+#endif
 #undef KORCH_STORE_QUERIES
 
 }  // namespace korch::store::detail

@@ -47,8 +47,13 @@ fi
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
 tests=ON
+# The PostgreSQL store backend only where libpq is installed (the GPU machine
+# has no registry to get it from; its evaluations need no server store).
+pg=OFF
+pkg-config --exists libpq 2>/dev/null && pg=ON
 cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_PREFIX_PATH="$PREFIXES" -DPython3_EXECUTABLE="$PY" -DKORCH_BUILD_TESTS=$tests "$@" \
+  -DCMAKE_PREFIX_PATH="$PREFIXES" -DPython3_EXECUTABLE="$PY" -DKORCH_BUILD_TESTS=$tests \
+  -DKORCH_WITH_POSTGRES=$pg "$@" \
   >"$BUILD_DIR.configure.log" 2>&1 || {
     echo "gpu/build: configure failed; last lines:" >&2; tail -30 "$BUILD_DIR.configure.log" >&2; exit 1; }
 # KORCH_BUILD_TARGETS="korch korch-worker ...": only those (the suites need

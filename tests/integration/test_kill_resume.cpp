@@ -97,7 +97,11 @@ TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
 
   // 2. The same campaign, stopped at random moments. Four kinds of stop, in
   // turn: SIGKILL or SIGINT, after a random delay or once this process has
-  // an evaluation running (then a little later, well within its latency).
+  // an evaluation running (then a little later, well within its latency);
+  // and every fourth SIGKILL once the LLM server has received a request of
+  // this process (then 10 ms later, well within the server's 60 ms latency),
+  // so that calls in flight at a kill are certain, not luck: on a loaded
+  // machine korch's start-up alone can outlast the random delays.
   auto toml = d + "/kill.toml";
   auto db = d + "/kill.db";
   write_text(toml, campaign_toml(db, llm.base_url(), "mock"));
@@ -109,9 +113,16 @@ TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
     auto p =
         Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/kill.out", d + "/kill.err");
     const bool at_eval = kills % 2 == 1;
+    const bool at_llm = kills % 8 == 0;
     const int sig = kills % 4 >= 2 ? SIGINT : SIGKILL;
+    const std::size_t lines_before = line_count(d + "/requests.log");
     std::optional<int> rc;
-    if (at_eval) {
+    if (at_llm) {
+      wait_until(
+          p, [&] { return line_count(d + "/requests.log") > lines_before; },
+          std::chrono::seconds(60));
+      rc = p.wait_for(std::chrono::milliseconds(10));
+    } else if (at_eval) {
       wait_until(
           p, [&] { return running_evals_of(db, p.pid()) != "0"; }, std::chrono::seconds(60));
       rc = p.wait_for(std::chrono::milliseconds(in_eval_ms(rng)));
