@@ -177,19 +177,14 @@ print('host lease waits: %d evaluations, %d waited, max %.1f s, total %.1f s' % 
     start_replay ".mix-gen/replay.json" "$W"
     IDS=$("$PY" -c "import json; print(','.join(map(str, json.load(open('.mix-gen/ids.json'))['1'])))")
     SLOTS=${KORCH_COMPILE_JOBS:-0}
-    mix_run() {  # log-file
-      "$B/bin/korch" run examples/gpu/mix.toml \
-        --set "models.replay.base_url=http://127.0.0.1:$PORT/v1" --set "db_path=$DB" \
-        --set "tasks.kernelbench_dir=$(pwd)/.gpu-deps/kernelbench" --set "tasks.ids=$IDS" \
-        --set "evaluator.cache_dir=$KORCH_CACHE_DIR" --set "evaluator.gpus=${KORCH_GPUS:-all}" \
-        --set "evaluator.compile_jobs=$SLOTS" > "$1" 2>&1 &
-      RUN=$!
-    }
     t0=$(date +%s)
-    mix_run "$OUT/mix_${TAG}_run.log"
-    ( sleep "${KORCH_CAMPAIGN_TIMEOUT:-900}"; kill $RUN 2>/dev/null ) & WD=$!
-    wait $RUN; echo "korch run rc=$? in $(( $(date +%s) - t0 )) s"
-    kill $WD $FAKE 2>/dev/null
+    timeout -k 30 "${KORCH_CAMPAIGN_TIMEOUT:-900}" "$B/bin/korch" run examples/gpu/mix.toml \
+      --set "models.replay.base_url=http://127.0.0.1:$PORT/v1" --set "db_path=$DB" \
+      --set "tasks.kernelbench_dir=$(pwd)/.gpu-deps/kernelbench" --set "tasks.ids=$IDS" \
+      --set "evaluator.cache_dir=$KORCH_CACHE_DIR" --set "evaluator.gpus=${KORCH_GPUS:-all}" \
+      --set "evaluator.compile_jobs=$SLOTS" > "$OUT/mix_${TAG}_run.log" 2>&1
+    echo "korch run rc=$? in $(( $(date +%s) - t0 )) s"
+    kill $FAKE
     "$PY" -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$DB"
     cp "$DB" "$OUT/mix_${TAG}.db"
     [[ $SLOTS == 0 ]] && SLOTS=$(( $(nproc) - 2 ))
