@@ -18,4 +18,5 @@ for c in "$KB" .gpu-deps/kernelbench ../shared/kernelbench; do
 done
 [[ -d $KB/level1 ]] || { echo "ctest_gpu: no KernelBench copy (KORCH_KERNELBENCH, .gpu-deps/kernelbench or ../shared/kernelbench)"; exit 1; }
 exec "$PY" scripts/gpu/run_corpus.py --korch "$KORCH" --manifest "$MANIFEST" --kernelbench "$KB" \
-  --cache-dir "${KORCH_CACHE_DIR:-/var/tmp/korch-cache}" --jobs "${KORCH_CORPUS_JOBS:-4}" --eval-timeout 150
+  --cache-dir "${KORCH_CACHE_DIR:-/var/tmp/korch-cache}" --jobs "${KORCH_CORPUS_JOBS:-4}" --eval-timeout 150 \
+  ${KORCH_CORPUS_OUT:+--out "$KORCH_CORPUS_OUT/$(basename "$MANIFEST")"}

@@ -52,7 +52,19 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
         list(pool.map(one, entries))
     bad = sum(not r["match"] for r in results)
-    print("corpus: %d entries, %d as expected, %d not" % (len(results), len(results) - bad, bad))
+    # One GPU, one measurement, host-wide: how long evaluations waited for
+    # another korch process's hold of the GPU (stages.host_lease_wait_s), and
+    # how long they held it.
+    st = [r["stages"] or {} for r in results]
+    waits = [s.get("host_lease_wait_s", 0.0) for s in st]
+    held = sorted(s.get("lease_s", 0.0) for s in st if s.get("lease_s"))
+    print("lease: %d evaluations held a GPU (median %.1f s); %d waited for another process's "
+          "hold, max %.1f s, total %.1f s" % (
+              len(held), held[len(held) // 2] if held else 0.0,
+              sum(w > 0.01 for w in waits), max(waits or [0]), sum(waits)))
+    alarms = sum(r.get("gpu_health_after") == "failed" for r in results)
+    print("corpus: %d entries, %d as expected, %d not; %d GPU health-check failures" % (
+        len(results), len(results) - bad, bad, alarms))
     return 1 if bad else 0
 
 

@@ -131,6 +131,26 @@ def _count_triton_kernels(mod):
     return sum(1 for v in vars(mod).values() if isinstance(v, KernelInterface))
 
 
+def _autotune_facts(mod):
+    """(autotuned kernels at the module's top level, whether this Triton keeps
+    autotuning results on disk). With the disk cache (TRITON_CACHE_AUTOTUNING,
+    set by the daemon) every runner reuses the warm-up job's choice; without
+    it each runner autotunes on its first call, and runners doing that at the
+    same time would time each other's configs."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except Exception:  # noqa: BLE001 - no triton
+        return 0, False
+    n = sum(1 for v in vars(mod).values() if isinstance(v, Autotuner))
+    cached = False
+    try:
+        from triton import knobs
+        cached = bool(knobs.autotuning.cache)
+    except Exception:  # noqa: BLE001 - an older Triton: no disk cache
+        cached = False
+    return n, cached
+
+
 # ----------------------------------------------------------------------------- load_inline shim
 
 def shim_load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
@@ -210,6 +230,7 @@ def load_model(msg, which):
     if device != "cpu" and isinstance(model, torch.nn.Module):
         model = model.to(device)
     _STATE["triton_kernels"] = _count_triton_kernels(mod)
+    _STATE["autotuners"], _STATE["autotune_cached"] = _autotune_facts(mod)
     return model
 
 
@@ -522,7 +543,9 @@ def runner_main(ctx_json):
                         _PRE["cycles"] = 0
                 model = load_model(msg, which)
                 ch.send({"ok": True, "entry_modules": _STATE["loaded"],
-                         "triton_kernels": _STATE["triton_kernels"], "heap_only": heap_only})
+                         "triton_kernels": _STATE["triton_kernels"], "heap_only": heap_only,
+                         "autotuners": _STATE.get("autotuners", 0),
+                         "autotune_cached": bool(_STATE.get("autotune_cached"))})
             except BaseException:  # noqa: BLE001
                 ch.send({"ok": False, "error": _tail(traceback.format_exc())})
             continue
