@@ -151,7 +151,7 @@ constexpr const char* k_env_knobs[] = {
     "KORCH_TIMING_BATCHED_CAP", "KORCH_TIMING_BLOCK_MS", "KORCH_TIMING_CALIBRATIONS",
     "KORCH_TIMING_BATCH_US", "KORCH_TIMING_SPIN_US", "KORCH_TIMING_HEAP_ONLY",
     "KORCH_RUNNER_EXEC", "KORCH_EVAL_COMPILE_UNDER_LEASE", "KORCH_EVAL_FRESH_PROCESS",
-    "KORCH_WORKER_GLIBC_TUNABLES", "KORCH_GPU_LOCK_DIR", "KORCH_WORKER"};
+    "KORCH_WORKER_GLIBC_TUNABLES", "KORCH_GPU_LOCK_DIR", "KORCH_WORKER", "KORCH_PROFILE_FIRST_CALL"};
 
 json read_env_knobs() {
   json k = json::object();
@@ -351,6 +351,7 @@ class CpuEvaluator final : public Evaluator {
     if (auto v = knob("KORCH_TIMING_BATCH_US"); !v.empty()) st.timing_batch_us = std::atof(v.c_str());
     if (auto v = knob("KORCH_TIMING_SPIN_US"); !v.empty()) st.timing_spin_us = std::atof(v.c_str());
     if (auto v = knob("KORCH_TIMING_HEAP_ONLY"); !v.empty()) st.timing_heap_only = v == "1" ? 1 : 0;
+    st.profile_first_call = knob("KORCH_PROFILE_FIRST_CALL") == "1";
     if (m_gpu_mode) {
       st.l2_bytes = m_gpu.value("l2_bytes", 0);
       st.runner_env = runner_env(req.code);

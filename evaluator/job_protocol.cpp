@@ -61,6 +61,7 @@ json common(const Settings& s) {
   if (s.timing_batch_us > 0) j["timing_batch_us"] = s.timing_batch_us;
   if (s.timing_spin_us >= 0) j["timing_spin_us"] = s.timing_spin_us;
   if (s.timing_heap_only >= 0) j["timing_heap_only"] = s.timing_heap_only == 1;
+  if (s.profile_first_call) j["profile_first_call"] = true;
   if (s.gpu) {
     j["l2_bytes"] = s.l2_bytes;
     j["runner_env"] = s.runner_env;

@@ -72,6 +72,10 @@ struct Settings {
   // judge's default, on; 0: glibc's default, large blocks mapped and
   // unmapped per allocation, as before; A/B runs).
   int timing_heap_only = -1;
+  // gpu: the first candidate runner profiles its first forward (cProfile)
+  // and the judge keeps the top of it in evidence.runners_warmed (a
+  // diagnostic: where a runner's first call goes; tools/bench/triton_first_call.py).
+  bool profile_first_call = false;
 };
 
 json rules_job(const Settings& s, const std::string& code);

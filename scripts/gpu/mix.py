@@ -225,7 +225,7 @@ def report(a):
     for e in evs:
         out["verdicts"][e["verdict"]] = out["verdicts"].get(e["verdict"], 0) + 1
     # Lease by phase: the judge's phases are seconds from its start, cumulative.
-    order = ["seed", "reference_ready", "work_counted", "runners_ready", "trials",
+    order = ["seed", "reference_ready", "work_counted", "runners_ready", "runners_warm", "trials",
              "families_ablation", "timing", "after_timing"]
     steps = {}
     for e in evs:

@@ -447,16 +447,22 @@ class Judge:
         torch.cuda.synchronize()
         msg = {"op": "call", "args": header, "ablate": False, "want_output": False,
                "instrument": False}
+        profile = ""
         for group in groups:
             group = [r for r in group if r is not None]
             for runner in group:
-                runner.ch.send(msg)
+                runner.ch.send(dict(msg, profile=bool(self.job.get("profile_first_call"))
+                                    and runner is self.cand))
             for runner in group:
                 reply, fds = runner.recv()
                 for f in fds:
                     os.close(f)
                 self._check_reply(runner, reply)
+                if runner is self.cand and isinstance(reply.get("profile"), str):
+                    profile = reply["profile"][-6000:]  # (a runner's text: bounded)
         self.evidence["runners_warmed"] = {"runners": len(runners), "serial_candidates": serial_cands}
+        if profile:
+            self.evidence["runners_warmed"]["profile"] = profile
 
     def _call_gpu(self, runner, args, ablate, flush, want_output, timed):
         header = self._stage_gpu_args(args)

@@ -443,6 +443,24 @@ def call_gpu(model, msg, bufs, out_bufs, input_ranges):
     return reply
 
 
+def call_gpu_profiled(model, msg, bufs, out_bufs, input_ranges):
+    """call_gpu under cProfile (KORCH_PROFILE_FIRST_CALL): where a runner's
+    first forward goes, top entries by cumulative time."""
+    import cProfile
+    import io
+    import pstats
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        reply = call_gpu(model, msg, bufs, out_bufs, input_ranges)
+    finally:
+        prof.disable()
+    s = io.StringIO()
+    pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(30)
+    reply["profile"] = s.getvalue()[-6000:]
+    return reply
+
+
 def prepare_main(ctx_json):
     """Runs as root in a job's namespaces, before its uid, seccomp filter
     and any candidate code exist (runners, compile, warm-up):
@@ -568,7 +586,8 @@ def runner_main(ctx_json):
                 if omm is not None:
                     omm.close()
             else:
-                ch.send(call_gpu(model, msg, bufs, out_bufs, input_ranges))
+                ch.send(call_gpu_profiled(model, msg, bufs, out_bufs, input_ranges)
+                        if msg.get("profile") else call_gpu(model, msg, bufs, out_bufs, input_ranges))
         except BaseException:  # noqa: BLE001
             _STATE["ablate"] = False
             ch.send({"ok": False, "error": _tail(traceback.format_exc())})
