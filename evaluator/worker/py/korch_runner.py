@@ -468,7 +468,14 @@ def prepare_main(ctx_json):
         sandbox hides (setuptools/sysconfig) and, on torch 2.x, queries
         CUDA; it is never imported in the zygote (see korch_worker);
       - warms what Triton would otherwise exec for (ptxas --version, cached
-        by functools.lru_cache for the process)."""
+        by functools.lru_cache for the process);
+      - hashes Triton's own installation (triton.runtime.cache.triton_key,
+        cached for the process) and imports gluon, which a kernel's first
+        launch does otherwise: 0.41 s and 0.14 s of a 0.61 s first call,
+        profiled inside a candidate runner on the H200
+        (KORCH_PROFILE_FIRST_CALL, stop 34), paid by every runner in its
+        first forward, under the lease. Here a runner pays it while the
+        judge still builds the reference (reference_ready)."""
     import json
     ctx = json.loads(ctx_json)
     apply_env(ctx.get("env"))
@@ -491,6 +498,14 @@ def prepare_main(ctx_json):
             from triton import knobs
             _ = knobs.nvidia.ptxas.version
         except Exception:  # noqa: BLE001
+            pass
+        try:
+            if ctx.get("which", "candidate") != "candidate":
+                raise ImportError  # (the reference launches no Triton kernel of its own)
+            from triton.runtime.cache import triton_key
+            triton_key()
+            import triton.experimental.gluon  # noqa: F401
+        except Exception:  # noqa: BLE001 - another Triton layout: the first launch pays it
             pass
     except Exception:  # noqa: BLE001
         pass
