@@ -415,21 +415,17 @@ class CpuEvaluator final : public Evaluator {
   // gpu mode: two cores per GPU for its measure jobs (the judge and two
   // runners take turns: the protocol is synchronous), the rest for compiles;
   // compile slots by cores and host memory unless configured.
-  // Cores are reserved by GPU index for every GPU of the host (GPU g: the
-  // 2g-th and (2g+1)-th usable cores), not only the configured ones, so two
-  // korch processes given different GPUs of one host never time on the same
-  // cores nor compile on the other's.
+  // Cores are reserved by GPU index for every GPU of the host, not only
+  // the configured ones (GpuPool::plan_cores), so two korch processes given
+  // different GPUs of one host never time on the same cores nor compile on
+  // the other's.
   void plan_gpu_host(const std::vector<int>& gpus) {
-    const std::vector<int> cpus = usable_cpus();
     const int host_gpus =
         std::max(m_gpu.value("count", 1), *std::max_element(gpus.begin(), gpus.end()) + 1);
-    const std::size_t reserved = 2 * static_cast<std::size_t>(host_gpus);
-    std::vector<int> rest = cpus;
-    if (cpus.size() >= reserved + 2) {
-      for (int g : gpus)
-        m_gpu_cpus[g] = {cpus[2 * static_cast<std::size_t>(g)],
-                         cpus[2 * static_cast<std::size_t>(g) + 1]};
-      rest.assign(cpus.begin() + static_cast<std::ptrdiff_t>(reserved), cpus.end());
+    const GpuPool::CorePlan plan = GpuPool::plan_cores(usable_cpus(), host_gpus);
+    const std::vector<int>& rest = plan.rest;
+    if (plan.per_gpu > 0) {
+      for (int g : gpus) m_gpu_cpus[g] = plan.per_gpu_cores.at(g);
       m_cpu_job_cpus = rest;
     }
     int slots = m_cfg.compile_jobs;

@@ -29,6 +29,19 @@ std::string GpuPool::host_lock_path(const std::string& dir, int gpu) {
   return dir + "/gpu-" + id + ".lock";
 }
 
+GpuPool::CorePlan GpuPool::plan_cores(const std::vector<int>& usable, int host_gpus) {
+  CorePlan plan;
+  plan.rest = usable;
+  const auto n = static_cast<int>(usable.size());
+  if (host_gpus < 1 || n < 2 * host_gpus + 2) return plan;
+  plan.per_gpu = std::clamp(n / host_gpus / 2, 2, 8);
+  for (int g = 0; g < host_gpus; ++g)
+    plan.per_gpu_cores[g].assign(usable.begin() + g * plan.per_gpu,
+                                 usable.begin() + (g + 1) * plan.per_gpu);
+  plan.rest.assign(usable.begin() + host_gpus * plan.per_gpu, usable.end());
+  return plan;
+}
+
 namespace {
 constexpr auto k_host_poll = std::chrono::milliseconds(20);
 }  // namespace

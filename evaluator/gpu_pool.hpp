@@ -48,6 +48,23 @@ class GpuPool {
   // The lock file of `gpu` under `dir`, named by the GPU as the host numbers
   // it: CUDA_VISIBLE_DEVICES of this process, when set, maps the index.
   static std::string host_lock_path(const std::string& dir, int gpu);
+
+  // Which cores a GPU's measure jobs run on, and which the compiles and
+  // rules get: GPU g of the host takes `per_gpu` consecutive usable cores
+  // starting at g * per_gpu, for every GPU of the host (not only this
+  // process's), so two korch processes given different GPUs never share
+  // cores. per_gpu is half the host's cores per GPU, between 2 and 8: a
+  // measure job runs a judge and up to eight runners whose set-up and
+  // first calls go in parallel (on the H200, 16 cores and one GPU, two
+  // cores held those nine processes' first Triton calls to 2.0 s where one
+  // runner alone took 0.6 s; stop 34). Fewer cores than 2 per GPU plus 2:
+  // no reservation (empty per_gpu_cores; everything runs everywhere).
+  struct CorePlan {
+    int per_gpu = 0;
+    std::map<int, std::vector<int>> per_gpu_cores;  // every host GPU
+    std::vector<int> rest;                          // compiles, rules
+  };
+  static CorePlan plan_cores(const std::vector<int>& usable, int host_gpus);
   // This pool's lock file of `gpu` ("" without a host_lock_dir).
   std::string lock_path(int gpu) const {
     return m_opt.host_lock_dir.empty() ? "" : host_lock_path(m_opt.host_lock_dir, gpu);

@@ -187,7 +187,8 @@ print('host lease waits: %d evaluations, %d waited, max %.1f s, total %.1f s' % 
     kill $FAKE
     "$PY" -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$DB"
     cp "$DB" "$OUT/mix_${TAG}.db"
-    [[ $SLOTS == 0 ]] && SLOTS=$(( $(nproc) - 2 ))
+    [[ $SLOTS == 0 ]] && SLOTS=$(grep -o -m1 "[0-9]* compile slot" "$OUT/mix_${TAG}_run.log" | cut -d' ' -f1)
+    [[ -n $SLOTS ]] || SLOTS=$(( $(nproc) - 2 ))
     "$PY" scripts/gpu/mix.py report --db "$DB" --compile-slots "$SLOTS" --json "$OUT/mix_${TAG}.json"
     "$B/bin/korch" report --db "$DB" 2>&1 | tail -8
     echo "health-check alarms: $(cat "$OUT"/mix_${TAG}_*.log | grep -c 'failed its health check')"

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -311,4 +312,52 @@ TEST(GpuList, ParsesAllListsAndRanges) {
   EXPECT_FALSE(parse_gpu_list("3-1", 4));
   EXPECT_FALSE(parse_gpu_list("all", 0));
   EXPECT_FALSE(parse_gpu_list("0;1", std::nullopt));
+}
+
+// --- cores for measure jobs and for compiles (GpuPool::plan_cores) ---
+
+namespace {
+std::vector<int> iota_cpus(int n, int first = 0) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = first + i;
+  return v;
+}
+}  // namespace
+
+TEST(CorePlan, OneGpuOnSixteenCoresGetsEightForItsMeasureJobs) {
+  // The H200 machine: one GPU, 16 cores. Its measure job (a judge and up to
+  // eight runners) gets 8 cores, the compiles the other 8.
+  const auto plan = GpuPool::plan_cores(iota_cpus(16), 1);
+  EXPECT_EQ(plan.per_gpu, 8);
+  EXPECT_EQ(plan.per_gpu_cores.at(0), iota_cpus(8));
+  EXPECT_EQ(plan.rest, iota_cpus(8, 8));
+}
+
+TEST(CorePlan, EveryHostGpuHasItsOwnCoresAndNoneOverlap) {
+  // 8 GPUs on 128 cores: 8 each, 64 left for compiles; 2 GPUs on 20 cores: 5 each.
+  for (auto [cores, gpus, per] : {std::tuple{128, 8, 8}, std::tuple{20, 2, 5}, std::tuple{32, 2, 8}}) {
+    const auto usable = iota_cpus(cores, 4);  // an affinity mask that starts at core 4
+    const auto plan = GpuPool::plan_cores(usable, gpus);
+    EXPECT_EQ(plan.per_gpu, per) << cores << " cores, " << gpus << " GPUs";
+    std::set<int> seen;
+    for (int g = 0; g < gpus; ++g) {
+      ASSERT_EQ(plan.per_gpu_cores.at(g).size(), static_cast<std::size_t>(per));
+      for (int c : plan.per_gpu_cores.at(g)) EXPECT_TRUE(seen.insert(c).second) << "core " << c;
+    }
+    for (int c : plan.rest) EXPECT_TRUE(seen.insert(c).second) << "core " << c;
+    EXPECT_EQ(seen.size(), usable.size());  // every usable core, once
+    EXPECT_EQ(plan.rest.size(), static_cast<std::size_t>(cores - gpus * per));
+  }
+}
+
+TEST(CorePlan, TooFewCoresReserveNothing) {
+  // 2 per GPU plus 2 for compiles is the least that reserves; below it
+  // every job may run on every core, as a 2-core CI machine does.
+  const auto small = GpuPool::plan_cores(iota_cpus(5), 2);
+  EXPECT_EQ(small.per_gpu, 0);
+  EXPECT_TRUE(small.per_gpu_cores.empty());
+  EXPECT_EQ(small.rest, iota_cpus(5));
+  const auto just = GpuPool::plan_cores(iota_cpus(6), 2);
+  EXPECT_EQ(just.per_gpu, 2);
+  EXPECT_EQ(just.rest, iota_cpus(2, 4));
 }
