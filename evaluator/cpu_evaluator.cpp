@@ -25,6 +25,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <sched.h>
 #include <sys/sysinfo.h>
 #include <algorithm>
@@ -34,7 +35,6 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
-#include <fmt/format.h>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -70,9 +70,9 @@ constexpr double k_rules_timeout_s = 60;
 constexpr double k_compile_timeout_s = 900;  // a cold CPU compile is ~30 s, more under load
 constexpr double k_measure_grace_s = 15;     // the judge's own deadline comes first
 constexpr std::size_t k_tail = 4000;
-constexpr int k_timing_remeasures = 2;  // cpu: measure jobs again after distrusted timing
+constexpr int k_timing_remeasures = 2;   // cpu: measure jobs again after distrusted timing
 constexpr int k_gpu_runners_a_side = 4;  // gpu: a measure job's runners of each side
-constexpr int k_gpu_attempts = 2;       // runs of one evaluation on GPUs that then failed
+constexpr int k_gpu_attempts = 2;        // runs of one evaluation on GPUs that then failed
 // Runs of one evaluation that the host's state failed (the judge's
 // `infrastructure`: memory held by processes outside korch, a device that
 // refused a context), and the pause before the next: 5, 10, 20, 40, 60 s.
@@ -146,12 +146,22 @@ std::string host_gpu_lock_dir() {
 // when the evaluator starts; the ones set are recorded in every report's
 // evidence (`env_knobs`), so a value inherited from a shell never changes a
 // verdict or a statistic unseen (issue #38).
-constexpr const char* k_env_knobs[] = {
-    "KORCH_REFERENCE_RUNNERS", "KORCH_CANDIDATE_RUNNERS", "KORCH_JUDGE_SHARES_CORE",
-    "KORCH_TIMING_BATCHED_CAP", "KORCH_TIMING_BLOCK_MS", "KORCH_TIMING_CALIBRATIONS",
-    "KORCH_TIMING_BATCH_US", "KORCH_TIMING_SPIN_US", "KORCH_TIMING_HEAP_ONLY",
-    "KORCH_RUNNER_EXEC", "KORCH_EVAL_COMPILE_UNDER_LEASE", "KORCH_EVAL_FRESH_PROCESS",
-    "KORCH_WORKER_GLIBC_TUNABLES", "KORCH_GPU_LOCK_DIR", "KORCH_WORKER", "KORCH_PROFILE_FIRST_CALL"};
+constexpr const char* k_env_knobs[] = {"KORCH_REFERENCE_RUNNERS",
+                                       "KORCH_CANDIDATE_RUNNERS",
+                                       "KORCH_JUDGE_SHARES_CORE",
+                                       "KORCH_TIMING_BATCHED_CAP",
+                                       "KORCH_TIMING_BLOCK_MS",
+                                       "KORCH_TIMING_CALIBRATIONS",
+                                       "KORCH_TIMING_BATCH_US",
+                                       "KORCH_TIMING_SPIN_US",
+                                       "KORCH_TIMING_HEAP_ONLY",
+                                       "KORCH_RUNNER_EXEC",
+                                       "KORCH_EVAL_COMPILE_UNDER_LEASE",
+                                       "KORCH_EVAL_FRESH_PROCESS",
+                                       "KORCH_WORKER_GLIBC_TUNABLES",
+                                       "KORCH_GPU_LOCK_DIR",
+                                       "KORCH_WORKER",
+                                       "KORCH_PROFILE_FIRST_CALL"};
 
 json read_env_knobs() {
   json k = json::object();
@@ -177,7 +187,8 @@ class CpuEvaluator final : public Evaluator {
         m_gpu(std::move(gpu)),
         m_gpu_mode(m_cfg.mode == config::EvalMode::gpu),
         m_knobs(read_env_knobs()) {
-    if (!m_knobs.empty()) KLOG_WARN("[eval] evaluator knobs from the environment: {}", m_knobs.dump());
+    if (!m_knobs.empty())
+      KLOG_WARN("[eval] evaluator knobs from the environment: {}", m_knobs.dump());
     json v = json::parse(m_zygote->versions_json(), nullptr, false);
     if (!v.is_discarded()) m_versions = v;
     if (const json pw = m_versions.value("prewarm", json::object()); pw.value("done", false)) {
@@ -341,14 +352,18 @@ class CpuEvaluator final : public Evaluator {
       st.reference_runners = st.candidate_runners =
           req.mode == Mode::submit ? k_gpu_runners_a_side : 1;
     }
-    if (auto v = knob("KORCH_REFERENCE_RUNNERS"); !v.empty()) st.reference_runners = std::atoi(v.c_str());
-    if (auto v = knob("KORCH_CANDIDATE_RUNNERS"); !v.empty()) st.candidate_runners = std::atoi(v.c_str());
+    if (auto v = knob("KORCH_REFERENCE_RUNNERS"); !v.empty())
+      st.reference_runners = std::atoi(v.c_str());
+    if (auto v = knob("KORCH_CANDIDATE_RUNNERS"); !v.empty())
+      st.candidate_runners = std::atoi(v.c_str());
     if (auto v = knob("KORCH_JUDGE_SHARES_CORE"); !v.empty()) st.judge_shares_core = v == "1";
     if (auto v = knob("KORCH_TIMING_BATCHED_CAP"); !v.empty()) st.timing_batched_cap = v == "1";
-    if (auto v = knob("KORCH_TIMING_BLOCK_MS"); !v.empty()) st.timing_block_ms = std::atof(v.c_str());
+    if (auto v = knob("KORCH_TIMING_BLOCK_MS"); !v.empty())
+      st.timing_block_ms = std::atof(v.c_str());
     if (auto v = knob("KORCH_TIMING_CALIBRATIONS"); !v.empty())
       st.timing_calibrations = std::atoi(v.c_str());
-    if (auto v = knob("KORCH_TIMING_BATCH_US"); !v.empty()) st.timing_batch_us = std::atof(v.c_str());
+    if (auto v = knob("KORCH_TIMING_BATCH_US"); !v.empty())
+      st.timing_batch_us = std::atof(v.c_str());
     if (auto v = knob("KORCH_TIMING_SPIN_US"); !v.empty()) st.timing_spin_us = std::atof(v.c_str());
     if (auto v = knob("KORCH_TIMING_HEAP_ONLY"); !v.empty()) st.timing_heap_only = v == "1" ? 1 : 0;
     st.profile_first_call = knob("KORCH_PROFILE_FIRST_CALL") == "1";
@@ -400,8 +415,8 @@ class CpuEvaluator final : public Evaluator {
     // gpu: a cgroup caps the job's host memory; a measure job has up to
     // 1 + 2 * k_gpu_runners_a_side CUDA processes (the judge and its runners).
     if (m_gpu_mode) {
-      sp.memory_limit_mb = gpu_job_host_limit_mb(1 + 2 * k_gpu_runners_a_side,
-                                                 m_cfg.memory_budget_mb);
+      sp.memory_limit_mb =
+          gpu_job_host_limit_mb(1 + 2 * k_gpu_runners_a_side, m_cfg.memory_budget_mb);
       if (gpu >= 0) {
         sp.gpu = gpu;
         if (auto it = m_gpu_cpus.find(gpu); it != m_gpu_cpus.end()) sp.cpus = it->second;
@@ -709,8 +724,8 @@ class CpuEvaluator final : public Evaluator {
         evidence["infrastructure"].push_back(
             {{"gpu", gpu}, {"run", n}, {"why", res->infrastructure}, {"pause_s", pause}});
         if (n < k_infra_attempts) {
-          KLOG_WARN("[eval {}] GPU {}: {}; running it again in {} s (run {} of {})",
-                    req.request_id, gpu, res->infrastructure, pause, n, k_infra_attempts);
+          KLOG_WARN("[eval {}] GPU {}: {}; running it again in {} s (run {} of {})", req.request_id,
+                    gpu, res->infrastructure, pause, n, k_infra_attempts);
           lease.reset();
           --attempt;  // not a GPU failure
           if (!pause_unless_stopping(std::chrono::seconds(pause))) {
@@ -721,8 +736,9 @@ class CpuEvaluator final : public Evaluator {
           continue;
         }
         apply_measure(*res, r, evidence);
-        r.error = fmt::format("infrastructure: {} ({} runs over {:.0f} s; not the candidate's fault)",
-                              res->infrastructure, n, seconds_since(held_since));
+        r.error =
+            fmt::format("infrastructure: {} ({} runs over {:.0f} s; not the candidate's fault)",
+                        res->infrastructure, n, seconds_since(held_since));
         return;
       }
       if (res) {

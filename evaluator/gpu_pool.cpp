@@ -52,8 +52,7 @@ int GpuPool::lock_host(int gpu) const {
   int fd = ::open(lock_path(gpu).c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
   int rc;
-  while ((rc = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
-  }
+  while ((rc = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {}
   if (rc != 0) {
     ::close(fd);
     return -1;
@@ -199,7 +198,7 @@ void GpuPool::retry_loop() {
     s.leased = true;
     lk.unlock();
     bool ok = false;
-    const int fd = wait_host(due);  // the check runs on the GPU too
+    const int fd = wait_host(due);                 // the check runs on the GPU too
     if (fd < 0 && !m_opt.host_lock_dir.empty()) {  // stopped meanwhile
       lk.lock();
       s.leased = false;

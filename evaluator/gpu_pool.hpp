@@ -120,7 +120,7 @@ class GpuPool {
     double busy_s = 0;    // total time leased out
     int leases = 0;
     int health_failures = 0;
-    int returns = 0;  // times it came back after a failure
+    int returns = 0;         // times it came back after a failure
     double host_wait_s = 0;  // waited for other processes' holds
   };
   std::vector<GpuStats> stats() const;

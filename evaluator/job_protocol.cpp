@@ -90,8 +90,13 @@ json rules_job(const Settings& s, const std::string& code) {
 
 json compile_job(const json& entry, const std::string& key, const std::string& build_dir,
                  const json& allow_extra, bool probe, const std::string& symbol_policy) {
-  return {{"protocol", k_version},      {"entry", entry}, {"key", key}, {"build_dir", build_dir},
-          {"allow_extra", allow_extra}, {"probe", probe}, {"symbol_policy", symbol_policy}};
+  return {{"protocol", k_version},
+          {"entry", entry},
+          {"key", key},
+          {"build_dir", build_dir},
+          {"allow_extra", allow_extra},
+          {"probe", probe},
+          {"symbol_policy", symbol_policy}};
 }
 
 json recheck_job(const json& entry, const std::string& key, const std::string& build_dir,

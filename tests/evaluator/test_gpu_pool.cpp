@@ -205,8 +205,10 @@ TEST(GpuPoolHost, TwoPoolsShareEachGpu) {
   korch::testing::TempDir dir;
   GpuPool::Options o;
   o.host_lock_dir = (dir.path() / "locks").string();
-  GpuPool a({0}, [](int) { return true; }, o);
-  GpuPool b({0}, [](int) { return true; }, o);
+  GpuPool a(
+      {0}, [](int) { return true; }, o);
+  GpuPool b(
+      {0}, [](int) { return true; }, o);
   auto la = a.acquire(GpuPool::Priority::submit);
   ASSERT_TRUE(la);
   auto lb = std::async(std::launch::async, [&] { return b.acquire(GpuPool::Priority::submit); });
@@ -225,8 +227,10 @@ TEST(GpuPoolHost, PrefersAGpuNoOtherProcessHolds) {
   korch::testing::TempDir dir;
   GpuPool::Options o;
   o.host_lock_dir = (dir.path() / "locks").string();
-  GpuPool a({0, 1}, [](int) { return true; }, o);
-  GpuPool b({0, 1}, [](int) { return true; }, o);
+  GpuPool a(
+      {0, 1}, [](int) { return true; }, o);
+  GpuPool b(
+      {0, 1}, [](int) { return true; }, o);
   auto la = a.acquire(GpuPool::Priority::check);
   ASSERT_TRUE(la);
   auto lb = b.acquire(GpuPool::Priority::check);
@@ -255,8 +259,10 @@ TEST(GpuPoolHost, AKilledHolderReleasesTheGpu) {
   }
   char c;
   ASSERT_EQ(::read(ready[0], &c, 1), 1);
-  GpuPool pool({0}, [](int) { return true; }, o);
-  auto lease = std::async(std::launch::async, [&] { return pool.acquire(GpuPool::Priority::submit); });
+  GpuPool pool(
+      {0}, [](int) { return true; }, o);
+  auto lease =
+      std::async(std::launch::async, [&] { return pool.acquire(GpuPool::Priority::submit); });
   EXPECT_EQ(lease.wait_for(300ms), std::future_status::timeout);
   ::kill(child, SIGKILL);
   int status = 0;
@@ -273,10 +279,12 @@ TEST(GpuPoolHost, StopWakesAWaiterHeldOffByAnotherProcess) {
   korch::testing::TempDir dir;
   GpuPool::Options o;
   o.host_lock_dir = (dir.path() / "locks").string();
-  GpuPool other({0}, [](int) { return true; }, o);
+  GpuPool other(
+      {0}, [](int) { return true; }, o);
   auto held = other.acquire(GpuPool::Priority::submit);
   ASSERT_TRUE(held);
-  GpuPool pool({0}, [](int) { return true; }, o);
+  GpuPool pool(
+      {0}, [](int) { return true; }, o);
   auto waiter =
       std::async(std::launch::async, [&] { return pool.acquire(GpuPool::Priority::submit); });
   EXPECT_EQ(waiter.wait_for(200ms), std::future_status::timeout);
@@ -335,7 +343,8 @@ TEST(CorePlan, OneGpuOnSixteenCoresGetsEightForItsMeasureJobs) {
 
 TEST(CorePlan, EveryHostGpuHasItsOwnCoresAndNoneOverlap) {
   // 8 GPUs on 128 cores: 8 each, 64 left for compiles; 2 GPUs on 20 cores: 5 each.
-  for (auto [cores, gpus, per] : {std::tuple{128, 8, 8}, std::tuple{20, 2, 5}, std::tuple{32, 2, 8}}) {
+  for (auto [cores, gpus, per] :
+       {std::tuple{128, 8, 8}, std::tuple{20, 2, 5}, std::tuple{32, 2, 8}}) {
     const auto usable = iota_cpus(cores, 4);  // an affinity mask that starts at core 4
     const auto plan = GpuPool::plan_cores(usable, gpus);
     EXPECT_EQ(plan.per_gpu, per) << cores << " cores, " << gpus << " GPUs";

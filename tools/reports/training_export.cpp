@@ -86,14 +86,19 @@ Result<TrainingCounts> write_training_export(store::Store& store, const std::str
       }
       json rec = {{"messages", msgs}};
       if (!o.openai_only) {
-        rec["metadata"] = {
-            {"campaign_id", campaign_id}, {"episode_id", ep.id},
-            {"task_id", ep.task_id},      {"model_id", ep.model_id},
-            {"sample", ep.sample_index},  {"final_reason", store::to_string(s.final->reason)},
-            {"verdict", s.final->verdict}, {"correct", s.final->correct},
-            {"speedup", s.final->speedup ? json(*s.final->speedup) : json(nullptr)},
-            {"reward", s.final->reward},  {"code_sha", t->code_sha},
-            {"turns", s.turns.size()},    {"epoch", s.epoch}};
+        rec["metadata"] = {{"campaign_id", campaign_id},
+                           {"episode_id", ep.id},
+                           {"task_id", ep.task_id},
+                           {"model_id", ep.model_id},
+                           {"sample", ep.sample_index},
+                           {"final_reason", store::to_string(s.final->reason)},
+                           {"verdict", s.final->verdict},
+                           {"correct", s.final->correct},
+                           {"speedup", s.final->speedup ? json(*s.final->speedup) : json(nullptr)},
+                           {"reward", s.final->reward},
+                           {"code_sha", t->code_sha},
+                           {"turns", s.turns.size()},
+                           {"epoch", s.epoch}};
       }
       out << rec.dump() << '\n';
       ++n.records;
@@ -106,7 +111,8 @@ Result<TrainingCounts> write_training_export(store::Store& store, const std::str
       }
       const json rep = t.eval_request_id.empty() ? json(nullptr) : report_of(s, t.eval_request_id);
       const bool correct = rep.is_object() && rep.value("correct", false);
-      const json speedup = rep.is_object() && rep.contains("speedup") ? rep["speedup"] : json(nullptr);
+      const json speedup =
+          rep.is_object() && rep.contains("speedup") ? rep["speedup"] : json(nullptr);
       if ((o.correct_only && !correct) ||
           (o.min_speedup && !(speedup.is_number() && speedup.get<double>() >= *o.min_speedup)) ||
           !level_matches(ep.task_id, o.level) || (o.model && t.model_id != *o.model)) {
@@ -189,9 +195,9 @@ Result<std::string> training_card(store::Store& store, const std::string& campai
         {"no_code", n.no_code}}},
       {"evaluator_versions", versions},
       {"evaluator_modes", modes},
-      {"tolerance",
-       config.is_object() ? config.value(json::json_pointer("/evaluator/tolerance"), json(nullptr))
-                          : json(nullptr)},
+      {"tolerance", config.is_object()
+                        ? config.value(json::json_pointer("/evaluator/tolerance"), json(nullptr))
+                        : json(nullptr)},
       {"target_device", device},
       {"config", config.is_discarded() ? json(nullptr) : config},
   };
