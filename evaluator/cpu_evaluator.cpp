@@ -974,7 +974,7 @@ class CpuEvaluator final : public Evaluator {
   }
 
   // Returns the cache manifest for `key`, building it when absent. The
-  // build is keyed by what it is built from (korch_worker.cache_key); its
+  // build is keyed by what it is built from (korch_build.cache_key); its
   // symbol verdict also depends on the allowlist: a manifest made under
   // another `policy` is checked again from the cached objects (a recheck
   // job, no compile) and rewritten. The glue probe (probe) has no verdict.

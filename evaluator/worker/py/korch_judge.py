@@ -18,7 +18,6 @@ import random
 import socket
 import time
 import traceback
-import types
 
 import torch
 
@@ -26,6 +25,7 @@ import korch_domain as kd
 import korch_protocol
 import korch_transport as kt
 from korch_runner import keep_freed_memory
+from korch_tasks import load_task, task_inputs, tensors_of, nbytes_of, as_outputs  # noqa: F401
 
 # The tolerance profile (atol, rtol, low_precision_tol, allow_tf32) arrives in
 # the job from korch's one table (config/vocabulary.hpp); no copy lives here.
@@ -42,36 +42,6 @@ class Verdict(Exception):
 def derive(seed, label):
     h = hashlib.sha256(("%d:%s" % (seed, label)).encode()).digest()
     return int.from_bytes(h[:8], "little") & ((1 << 63) - 1)
-
-
-def load_task(source):
-    mod = types.ModuleType("korch_task")
-    exec(compile(source, "korch_task.py", "exec"), mod.__dict__)  # trusted reference
-    return mod
-
-
-def task_inputs(task, seed, dev):
-    """The task's get_inputs() under `seed`, made on `dev` (on a GPU, made
-    there: a 6 GB input is not built on the host; tensors a task builds on
-    the CPU regardless are moved)."""
-    torch.manual_seed(seed)
-    if dev == "cpu":
-        return list(task.get_inputs())
-    with torch.device(dev):
-        vals = list(task.get_inputs())
-    return [v.to(dev) if isinstance(v, torch.Tensor) else v for v in vals]
-
-
-def tensors_of(values):
-    return [v for v in values if isinstance(v, torch.Tensor)]
-
-
-def nbytes_of(values):
-    return sum(v.numel() * v.element_size() for v in tensors_of(values))
-
-
-def as_outputs(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
 def median(xs):
@@ -1531,7 +1501,6 @@ def widen(point, lo, hi, rel_sd, dof=None):
 
 
 def reference_main(ctx_json):
-    import korch_worker as kw
     ctx = json.loads(ctx_json)
     job = json.loads(ctx["job"])
     judge = Judge(ctx, job)
@@ -1557,7 +1526,7 @@ def reference_main(ctx_json):
             detail = "CUDA error after a candidate call:\n" + detail
         result = {"verdict": verdict, "correct": False,
                   "error": "infrastructure: " + why if why else "the reference runner failed",
-                  "runtime_detail": kw.tail(detail)}
+                  "runtime_detail": kt.tail(detail)}
         if why:
             result["infrastructure"] = why
     if judge.notes:
@@ -1571,5 +1540,5 @@ def reference_main(ctx_json):
             r.ch.send({"op": "exit"})
         except Exception:  # noqa: BLE001
             pass
-    kw.write_result(ctx, result)
+    kt.write_result(ctx, result)
     return ""

@@ -159,10 +159,10 @@ def shim_load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra
                      with_pytorch_error_handling=True, keep_intermediates=True, **_ignored):
     """Trusted stand-in for torch.utils.cpp_extension.load_inline: loads the
     library the compile stage built for exactly these arguments; never builds."""
-    import korch_worker as kw
-    entry = kw.normalize_entry(name, cpp_sources, cuda_sources, functions, extra_cflags,
+    import korch_build as kb
+    entry = kb.normalize_entry(name, cpp_sources, cuda_sources, functions, extra_cflags,
                                extra_cuda_cflags, extra_ldflags, with_cuda)
-    key = kw.cache_key(entry)
+    key = kb.cache_key(entry)
     info = _PREBUILT.get(key)
     if info is None:
         raise RuntimeError("korch: load_inline(%r) was called with arguments that differ from the "
@@ -616,7 +616,7 @@ def warm_main(ctx_json):
     sandboxed as the candidate; the only role where candidate code may exec
     (ptxas, the C compiler Triton builds its launchers with)."""
     import json
-    import korch_worker as kw
+    import korch_tasks
     ctx = json.loads(ctx_json)
     job = json.loads(ctx["job"])
     apply_env(job.get("runner_env"))
@@ -625,15 +625,14 @@ def warm_main(ctx_json):
     res = {"ok": False}
     t0 = time.monotonic()
     try:
-        task = kw.load_task(job["task_source"])
+        task = korch_tasks.load_task(job["task_source"])
         torch.manual_seed(42)
         init = list(task.get_init_inputs())
         model = load_model({"code": job["code"], "prebuilt": job.get("prebuilt", {}),
                             "init_inputs": init if all(not isinstance(v, torch.Tensor) for v in init)
                             else [], "init_seed": 42, "device": job.get("device", "cuda")},
                            "candidate")
-        import korch_judge
-        args = korch_judge.task_inputs(task, 0, job.get("device", "cuda"))
+        args = korch_tasks.task_inputs(task, 0, job.get("device", "cuda"))
         for _ in range(2):
             model(*args)
         torch.cuda.synchronize()
@@ -641,5 +640,5 @@ def warm_main(ctx_json):
     except BaseException:  # noqa: BLE001
         res = {"ok": False, "error": _tail(traceback.format_exc())}
     res["warm_s"] = time.monotonic() - t0
-    kw.write_result(ctx, res)
+    kt.write_result(ctx, res)
     return ""

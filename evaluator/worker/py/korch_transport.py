@@ -243,3 +243,21 @@ class Channel:
                 os.close(fd)
             raise EOFError("peer closed")
         return json.loads(data), fds
+
+
+# ----------------------------------------------------------------------------- a role's result
+
+def write_result(ctx, result):
+    result.setdefault("protections", ctx.get("protections", []))
+    data = json.dumps(result).encode()
+    fd = ctx["result_fd"]
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+    os.close(fd)
+
+
+def tail(text, n=4000):
+    text = text or ""
+    return text[-n:]
