@@ -14,7 +14,7 @@ Result<std::unique_ptr<Store>> open_postgres(const Options&, const std::string&)
       "rebuild it with libpq-dev installed to use a postgres:// store");
 }
 
-Result<std::unique_ptr<WorkQueue>> WorkQueue::open(const std::string&) {
+Result<std::unique_ptr<WorkQueue>> WorkQueue::open(const std::string&, bool) {
   return fail(ErrorKind::invalid,
               "this korch was built without the PostgreSQL backend (-DKORCH_WITH_POSTGRES=OFF); "
               "the evaluation queue needs it");

@@ -111,9 +111,11 @@ inline constexpr const char* k_channel_done = "korch_eval_done";
 class WorkQueue {
  public:
   // Connects to the PostgreSQL store at `location` (a postgres:// URL),
-  // migrating it first if needed. A SQLite location fails (ErrorKind::invalid)
-  // with a line saying the queue needs PostgreSQL.
-  static Result<std::unique_ptr<WorkQueue>> open(const std::string& location);
+  // migrating it first if needed (unless `migrate` is false: readers such as
+  // `korch status`). A SQLite location fails (ErrorKind::invalid) with a line
+  // saying the queue needs PostgreSQL.
+  static Result<std::unique_ptr<WorkQueue>> open(const std::string& location,
+                                                 bool migrate = true);
   virtual ~WorkQueue() = default;
 
   // --- coordinator -----------------------------------------------------------

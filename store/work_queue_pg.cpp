@@ -300,7 +300,7 @@ class PgWorkQueue final : public WorkQueue {
 
 }  // namespace
 
-Result<std::unique_ptr<WorkQueue>> WorkQueue::open(const std::string& location) {
+Result<std::unique_ptr<WorkQueue>> WorkQueue::open(const std::string& location, bool migrate) {
   auto where = parse_location(location);
   if (!where) return std::unexpected(where.error());
   if (where->backend != Backend::postgres) {
@@ -309,6 +309,7 @@ Result<std::unique_ptr<WorkQueue>> WorkQueue::open(const std::string& location) 
                     ": the evaluation queue needs a PostgreSQL store (postgres://...); a SQLite "
                     "store evaluates in-process");
   }
+  if (!migrate) return std::unique_ptr<WorkQueue>(std::make_unique<PgWorkQueue>(where->target));
   // Opening the store applies the migrations (the queue's tables are version 4).
   Options options;
   options.path = location;
