@@ -143,8 +143,8 @@ class Worker {
         }
         // Idle: NOTIFY (enqueue, release) wakes the slot; a lease that
         // expires sends none, so look again every idle_poll_s.
-        const auto until = std::chrono::steady_clock::now() +
-                           std::chrono::duration<double>(m_options.idle_poll_s);
+        const auto until =
+            std::chrono::steady_clock::now() + std::chrono::duration<double>(m_options.idle_poll_s);
         while (!m_stop.load() && std::chrono::steady_clock::now() < until) {
           auto woke = q.wait(store::k_channel_queued, k_idle_slice_s);
           if (woke && *woke) break;

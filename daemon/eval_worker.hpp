@@ -16,11 +16,11 @@
 namespace korch::daemon {
 
 struct WorkerOptions {
-  std::string store_url;  // postgres://...
-  std::string worker_id;  // "" = "<host>:<pid>"
+  std::string store_url;      // postgres://...
+  std::string worker_id;      // "" = "<host>:<pid>"
   std::string gpus = "none";  // what the worker row shows: "none" or the indices
-  int slots = 1;          // evaluations at a time
-  double lease_s = 60;    // a claim's lease; renewed every lease_s / 4
+  int slots = 1;              // evaluations at a time
+  double lease_s = 60;        // a claim's lease; renewed every lease_s / 4
   double idle_poll_s = 5;  // an idle slot looks again at least this often (NOTIFY wakes it sooner)
   // The queue version this worker serves (daemon/queue_evaluator.hpp,
   // queue_version) and its configuration's evaluator mode.
@@ -31,8 +31,8 @@ struct WorkerOptions {
 };
 
 struct WorkerSummary {
-  std::int64_t done = 0;     // results written
-  std::int64_t refused = 0;  // results the queue refused (the lease was re-claimed)
+  std::int64_t done = 0;      // results written
+  std::int64_t refused = 0;   // results the queue refused (the lease was re-claimed)
   std::int64_t released = 0;  // evaluations handed back unfinished (stopping evaluator)
 };
 

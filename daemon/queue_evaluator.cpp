@@ -126,7 +126,8 @@ class QueueEvaluator final : public evaluator::Evaluator {
   }
 
   std::string version() const override {
-    if (m_cfg.mode == config::EvalMode::mock) return evaluator::make_mock_evaluator(m_cfg)->version();
+    if (m_cfg.mode == config::EvalMode::mock)
+      return evaluator::make_mock_evaluator(m_cfg)->version();
     return std::string(evaluator::schema::k_evaluator_version);
   }
   config::EvalMode mode() const override { return m_cfg.mode; }
@@ -241,8 +242,8 @@ class QueueEvaluator final : public evaluator::Evaluator {
         }
       }
       // Wait for a result (NOTIFY), new work, a stop, or the sweep interval's end.
-      const auto deadline = std::chrono::steady_clock::now() +
-                            std::chrono::duration<double>(k_result_sweep_s);
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::duration<double>(k_result_sweep_s);
       for (;;) {
         {
           std::lock_guard lock(m_mutex);
@@ -316,8 +317,8 @@ Result<std::unique_ptr<evaluator::Evaluator>> make_queue_evaluator(
   if (!listener) return std::unexpected(listener.error());
   KLOG_INFO("[queue] evaluations go to korch workers through {} as '{}'",
             store::redact_url(store_url), queue_version_for(cfg));
-  return std::unique_ptr<evaluator::Evaluator>(std::make_unique<QueueEvaluator>(
-      cfg, std::move(*queue), std::move(*listener), campaign_id));
+  return std::unique_ptr<evaluator::Evaluator>(
+      std::make_unique<QueueEvaluator>(cfg, std::move(*queue), std::move(*listener), campaign_id));
 }
 
 Result<std::unique_ptr<evaluator::Evaluator>> make_campaign_evaluator(

@@ -69,14 +69,14 @@ Result<void> to_double(const std::string& v, double& out) {
         [](ServeConfig& c, const std::string& v) -> Result<void> { return to_double(v, c.field); } \
   }
 
-#define KBOOL(name, field, doc)                                                  \
-  Setter {                                                                       \
-    {name, "", doc}, [](ServeConfig& c, const std::string& v) -> Result<void> {  \
-      if (v != "true" && v != "false")                                           \
+#define KBOOL(name, field, doc)                                                     \
+  Setter {                                                                          \
+    {name, "", doc}, [](ServeConfig& c, const std::string& v) -> Result<void> {     \
+      if (v != "true" && v != "false")                                              \
         return fail(ErrorKind::invalid, "must be true or false (got '" + v + "')"); \
-      c.field = v == "true";                                                     \
-      return {};                                                                 \
-    }                                                                            \
+      c.field = v == "true";                                                        \
+      return {};                                                                    \
+    }                                                                               \
   }
 
 const std::vector<Setter>& setters() {

@@ -234,10 +234,9 @@ inline constexpr auto k_workers = table(
 // clang-format on
 
 // Every codec, for checks that walk all tables (tests).
-inline constexpr auto k_all_codecs =
-    std::make_tuple(k_campaigns, k_tasks, k_episodes, k_episode_prompts, k_messages, k_turns,
-                    k_llm_calls, k_evaluations, k_events, k_finals, k_leases, k_eval_queue,
-                    k_workers);
+inline constexpr auto k_all_codecs = std::make_tuple(
+    k_campaigns, k_tasks, k_episodes, k_episode_prompts, k_messages, k_turns, k_llm_calls,
+    k_evaluations, k_events, k_finals, k_leases, k_eval_queue, k_workers);
 
 // --- derived: column lists ---------------------------------------------------
 

@@ -67,7 +67,7 @@ struct WorkerRow {
   std::string id;  // "<host>:<pid>:<start time>" unless --id names it
   std::string host;
   std::int64_t pid = 0;
-  std::string gpus;  // "none", or the GPU indices it measures on ("0,1")
+  std::string gpus;        // "none", or the GPU indices it measures on ("0,1")
   std::int64_t slots = 0;  // evaluations at a time (one per GPU)
   std::string korch_version;
   std::string evaluator_version;
@@ -114,8 +114,7 @@ class WorkQueue {
   // migrating it first if needed (unless `migrate` is false: readers such as
   // `korch status`). A SQLite location fails (ErrorKind::invalid) with a line
   // saying the queue needs PostgreSQL.
-  static Result<std::unique_ptr<WorkQueue>> open(const std::string& location,
-                                                 bool migrate = true);
+  static Result<std::unique_ptr<WorkQueue>> open(const std::string& location, bool migrate = true);
   virtual ~WorkQueue() = default;
 
   // --- coordinator -----------------------------------------------------------

@@ -91,8 +91,8 @@ class PgWorkQueue final : public WorkQueue {
 
   Result<bool> enqueue(const QueueRow& row) override {
     return m_db.run<bool>([&](PgConn& db) {
-      static const std::string sql = sql_now(detail::insert_sql(
-          detail::k_eval_queue, "ON CONFLICT (request_id) DO NOTHING"));
+      static const std::string sql =
+          sql_now(detail::insert_sql(detail::k_eval_queue, "ON CONFLICT (request_id) DO NOTHING"));
       PgTxn txn(db, PgTxn::Kind::write);
       QueueRow r = row;
       r.state = "queued";
@@ -244,8 +244,8 @@ class PgWorkQueue final : public WorkQueue {
 
   Result<QueueCounts> counts(const std::string& campaign_id) override {
     return m_db.run<QueueCounts>([&](PgConn& db) {
-      auto& q = db.stmt(
-          "SELECT state, COUNT(*) FROM eval_queue WHERE campaign_id = ?1 GROUP BY state");
+      auto& q =
+          db.stmt("SELECT state, COUNT(*) FROM eval_queue WHERE campaign_id = ?1 GROUP BY state");
       q.bind(campaign_id);
       QueueCounts c;
       while (q.step()) {

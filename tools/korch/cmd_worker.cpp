@@ -20,9 +20,9 @@
 #include "daemon/queue_evaluator.hpp"
 #include "evaluator/evaluator.hpp"
 #include "store/store.hpp"
+#include "store/work_queue.hpp"
 #include "tools/korch/cli.hpp"
 #include "tools/korch/common.hpp"
-#include "store/work_queue.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
@@ -101,8 +101,8 @@ int cmd_worker(const Args& args) {
   if (*latency) ecfg.mock_latency_s = **latency;
 
   // --gpus: "none" (no GPU; cpu or mock evaluator), "all" or indices (gpu mode).
-  std::string gpus = args.get("--gpus").value_or(ecfg.mode == config::EvalMode::gpu ? ecfg.gpus
-                                                                                     : "none");
+  std::string gpus =
+      args.get("--gpus").value_or(ecfg.mode == config::EvalMode::gpu ? ecfg.gpus : "none");
   int slots = ecfg.mode == config::EvalMode::cpu ? ecfg.workers : 1;
   if (gpus != "none") {
     if (ecfg.mode != config::EvalMode::gpu) {
@@ -121,8 +121,9 @@ int cmd_worker(const Args& args) {
   if (*slots_flag) slots = static_cast<int>(**slots_flag);
   if (slots < 1) return report_failure(k_verb, ErrorKind::invalid, "--slots must be at least 1");
 
-  std::string cache_dir = args.get("--cache-dir").value_or(
-      ecfg.cache_dir.empty() ? std::string("korch-cache") : ecfg.cache_dir);
+  std::string cache_dir =
+      args.get("--cache-dir")
+          .value_or(ecfg.cache_dir.empty() ? std::string("korch-cache") : ecfg.cache_dir);
   auto ev = evaluator::make_evaluator(ecfg, cache_dir);
   if (!ev) return report_failure(k_verb, ev.error(), "evaluator: ");
   auto& evaluator = **ev;
@@ -135,6 +136,8 @@ int cmd_worker(const Args& args) {
   if (*lease) options.lease_s = **lease;
   if (options.lease_s <= 0)
     return report_failure(k_verb, ErrorKind::invalid, "--lease-s must be more than 0");
+  // An expired lease sends no NOTIFY: idle slots look for one at least twice per lease.
+  options.idle_poll_s = std::min(options.idle_poll_s, options.lease_s / 2);
   options.queue_version = daemon::queue_version(ecfg, evaluator.version());
   options.korch_version = k_korch_version;
   if (*max_evals) options.max_evaluations = **max_evals;
@@ -182,10 +185,11 @@ void print_fleet(const Args& args, const std::vector<std::string>& campaign_ids)
   const double now = now_unix();
   std::printf("workers %zu:\n", workers->size());
   for (const auto& w : *workers) {
-    std::printf("  %s  host %s  gpus %s  slots %lld  %s  korch %s  heartbeat %.0f s ago  done %lld\n",
-                w.id.c_str(), w.host.c_str(), w.gpus.c_str(), static_cast<long long>(w.slots),
-                w.state.c_str(), w.korch_version.c_str(), std::max(0.0, now - w.heartbeat_at),
-                static_cast<long long>(w.evaluations_done));
+    std::printf(
+        "  %s  host %s  gpus %s  slots %lld  %s  korch %s  heartbeat %.0f s ago  done %lld\n",
+        w.id.c_str(), w.host.c_str(), w.gpus.c_str(), static_cast<long long>(w.slots),
+        w.state.c_str(), w.korch_version.c_str(), std::max(0.0, now - w.heartbeat_at),
+        static_cast<long long>(w.evaluations_done));
     std::printf("    evaluator '%s'\n", w.evaluator_version.c_str());
     if (!w.note.empty()) std::printf("    note: %s\n", w.note.c_str());
   }
