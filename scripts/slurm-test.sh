@@ -38,14 +38,23 @@ fi
 D=$(mktemp -d /tmp/korch-slurm.XXXXXX)
 chmod 755 "$D"
 PIDS=()
+DAEMONS=()  # slurmctld, slurmd: in the foreground of their own background jobs
 cleanup() {
   set +e
-  [[ -n ${JOB:-} ]] && SLURM_CONF=$D/slurm.conf scancel "$JOB" 2>/dev/null
+  if [[ -n ${JOB:-} ]]; then
+    SLURM_CONF=$D/slurm.conf scancel "$JOB" 2>/dev/null
+    # The steps end (SIGTERM, then SIGKILL after KillWait) before slurmd goes.
+    for _ in $(seq 30); do
+      [[ -z $(SLURM_CONF=$D/slurm.conf squeue -h 2>/dev/null) ]] && break
+      sleep 1
+    done
+  fi
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for f in "$D"/slurmd.pid "$D"/slurmctld.pid "$D"/munged.pid; do
-    [[ -s $f ]] && kill "$(cat "$f")" 2>/dev/null
+  for p in "${DAEMONS[@]}"; do kill "$p" 2>/dev/null; done
+  [[ -s $D/munged.pid ]] && kill "$(cat "$D/munged.pid")" 2>/dev/null
+  for p in "${DAEMONS[@]}"; do
+    for _ in $(seq 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
   done
-  sleep 1
   bash "$ROOT/scripts/pg-test-server.sh" stop "$D/pg" >/dev/null 2>&1
   [[ ${KEEP:-0} == 1 ]] || rm -rf "$D"
 }
@@ -53,15 +62,15 @@ trap cleanup EXIT
 fail() { echo "slurm-test: FAIL: $*" >&2; for f in "$D"/*.log; do echo "== $f" >&2; tail -n 20 "$f" >&2; done; exit 1; }
 
 # --- munge: its own key, socket and pid file ---------------------------------
-mkdir -p "$D/munge"
+mkdir -p "$D/munge" "$D/munge-run"
 dd if=/dev/urandom of="$D/munge/munge.key" bs=1024 count=1 status=none
-chown -R munge:munge "$D/munge" 2>/dev/null || true
-chmod 700 "$D/munge"; chmod 400 "$D/munge/munge.key"
-MUNGE_SOCKET=$D/munge/munge.socket
+chown -R munge:munge "$D/munge" "$D/munge-run"
+chmod 700 "$D/munge"; chmod 400 "$D/munge/munge.key"; chmod 755 "$D/munge-run"
+MUNGE_SOCKET=$D/munge-run/munge.socket
 runuser -u munge -- /usr/sbin/munged --key-file="$D/munge/munge.key" --socket="$MUNGE_SOCKET" \
-  --pid-file="$D/munge/munged.pid" --log-file="$D/munge.log" --seed-file="$D/munge/seed" \
+  --pid-file="$D/munge-run/munged.pid" --log-file="$D/munge/munged.log" --seed-file="$D/munge/seed" \
   || fail "munged did not start"
-cp "$D/munge/munged.pid" "$D/munged.pid" 2>/dev/null || true
+cp "$D/munge-run/munged.pid" "$D/munged.pid" 2>/dev/null || true
 
 # --- Slurm: one node, 2 placeholder GPUs --------------------------------------
 HOST=$(hostname -s)
@@ -104,8 +113,10 @@ cat >"$D/gres.conf" <<EOF
 NodeName=$HOST Name=gpu File=$D/gpu/gpu[0-1]
 EOF
 export SLURM_CONF=$D/slurm.conf
-/usr/sbin/slurmctld -i || fail "slurmctld did not start"
-/usr/sbin/slurmd || fail "slurmd did not start"
+/usr/sbin/slurmctld -D -i >>"$D/slurmctld.log" 2>&1 &
+DAEMONS+=($!)
+/usr/sbin/slurmd -D >>"$D/slurmd.log" 2>&1 &
+DAEMONS+=($!)
 for _ in $(seq 60); do
   sinfo -h -o %T 2>/dev/null | grep -qE '^(idle|mixed|allocated)' && break
   sleep 1
