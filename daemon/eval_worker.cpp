@@ -180,8 +180,12 @@ class Worker {
       }
       report = future.get();
     }
-    if (report.interrupted) {
-      // Not a result (the evaluator is stopping): hand the work back at once.
+    // Not a result: the evaluator is stopping, or the worker is draining and
+    // the evaluation's sandboxed processes died (Slurm and Kubernetes signal
+    // every process of the job, not only this one). Hand the work back at
+    // once; another worker runs it.
+    const bool cut_short = m_stop.load() && report.status == evaluator::Verdict::worker_crash;
+    if (report.interrupted || cut_short) {
       auto r = q.release(claim.request_id, claim.lease_token);
       if (r && *r) m_summary.released.fetch_add(1);
       return;

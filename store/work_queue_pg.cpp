@@ -149,13 +149,12 @@ class PgWorkQueue final : public WorkQueue {
           "(state = 'queued' OR (state = 'claimed' AND lease_expires_at <= NOW_S)) "
           "ORDER BY enqueued_at, request_id LIMIT 1 FOR UPDATE SKIP LOCKED) "
           "RETURNING request_id, campaign_id, request_json, lease_token, claims");
-      PgTxn txn(db, PgTxn::Kind::write);
+      // One statement, its own transaction (autocommit): one round trip.
       auto& q = db.stmt(sql);
       q.bind(worker_id, evaluator_version, lease_s);
       std::optional<Claim> out;
       if (q.step()) out = Claim{q.text(0), q.text(1), q.text(2), q.i64(3), q.i64(4)};
       q.run();
-      txn.commit();
       return out;
     });
   }
