@@ -156,7 +156,8 @@ const std::vector<Setter>& setters() {
         KNUM("evaluator.mock_latency_s", evaluator.mock_latency_s,
              "Mock mode: simulated evaluation time."),
         KBOOL("evaluator.remote", evaluator.remote,
-              "Evaluate on korch worker processes through the store's queue (postgres:// db)."),
+              "One-off evaluations and OpenEnv steps on korch workers through the store's queue "
+              "(postgres:// db); a submitted campaign follows its own evaluator.remote."),
     };
     for (auto& s : t) {
       std::string f = "--" + s.key.name;

@@ -87,10 +87,10 @@ class EvalQueue : public ::testing::Test {
 // written once.
 TEST_F(EvalQueue, WorkersAndCoordinatorKilledAtRandomLoseAndRepeatNothing) {
   constexpr int k_workers = 4;
-  constexpr int k_samples = 8;  // 32 episodes
+  constexpr int k_samples = 16;  // 64 episodes
   constexpr double k_latency_s = 0.3;
   constexpr double k_lease_s = 1.5;  // killed workers' claims expire quickly
-  constexpr int k_min_kills = 10;
+  constexpr int k_min_kills = 20;
   const auto d = m_dir.path().string();
   auto ref_toml = d + "/ref.toml";
   write_text(ref_toml, campaign_toml("db_path = \"" + d + "/ref.db\"", m_llm.base_url(), k_samples,
@@ -243,6 +243,49 @@ TEST_F(EvalQueue, WorkerOfAnotherEvaluatorVersionRefusesAndSaysWhy) {
   EXPECT_EQ(*crc, 0) << slurp(d + "/run.err");
   right.signal(SIGTERM);
   ASSERT_TRUE(right.wait_for(std::chrono::seconds(60)));
+}
+
+// korch serve as the coordinator: a campaign submitted through the API with
+// `[evaluator] remote = true` is evaluated by a worker through the queue.
+TEST_F(EvalQueue, ServeSendsASubmittedCampaignsEvaluationsToTheWorkers) {
+  const auto d = m_dir.path().string();
+  write_text(d + "/token", "queue-test-token\n");
+  const int port = 20000 + static_cast<int>(::getpid() % 20000);
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  auto serve = Process::start(
+      {KORCH_BIN, "serve", "--db", m_url, "--listen", "127.0.0.1:" + std::to_string(port),
+       "--env-listen", "off", "--token-file", d + "/token"},
+      d + "/serve.out", d + "/serve.err");
+  auto worker = start_worker("served", 0, 30);
+  auto curl = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {"curl", "-s", "-H", "Authorization: Bearer queue-test-token"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_capture(argv, d);
+  };
+  bool up = false;
+  for (int i = 0; i < 300 && !up; ++i) {
+    up = curl({base + "/api/campaigns"}).second.find("campaigns") != std::string::npos;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(up) << slurp(d + "/serve.err");
+  write_text(d + "/submit.toml", campaign_toml("", m_llm.base_url(), 1, 0, true));
+  auto [rc, created] = curl({"--data-binary", "@" + d + "/submit.toml", base + "/api/campaigns"});
+  ASSERT_EQ(rc, 0);
+  ASSERT_NE(created.find("\"id\""), std::string::npos) << created;
+  bool completed = false;
+  for (int i = 0; i < 1200 && !completed; ++i) {
+    completed = curl({base + "/api/campaigns"}).second.find("\"completed\"") != std::string::npos;
+    if (!completed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(completed) << slurp(d + "/serve.err");
+  const auto evaluations = psql("SELECT count(*) FROM evaluations");
+  EXPECT_NE(evaluations, "0");
+  EXPECT_EQ(psql("SELECT count(*) FROM eval_queue WHERE state = 'done' AND worker_id = 'served'"),
+            evaluations);
+  serve.signal(SIGTERM);
+  worker.signal(SIGTERM);
+  EXPECT_TRUE(serve.wait_for(std::chrono::seconds(60)));
+  EXPECT_TRUE(worker.wait_for(std::chrono::seconds(60)));
 }
 
 TEST_F(EvalQueue, RemoteEvaluatorOnSqliteIsAClearError) {
