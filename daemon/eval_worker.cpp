@@ -1,5 +1,6 @@
 #include "daemon/eval_worker.hpp"
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -160,7 +161,17 @@ class Worker {
     KLOG_DEBUG("[worker {}] {} claimed (claim {})", m_row.id, claim.request_id, claim.claims);
     evaluator::Report report;
     auto request = decode_request(claim.request_json);
-    if (!request) {
+    if (m_options.max_claims > 0 && claim.claims > m_options.max_claims) {
+      report.request_id = claim.request_id;
+      report.status = evaluator::Verdict::worker_crash;
+      report.error = fmt::format(
+          "claimed {} times: every earlier worker that ran it was lost before it wrote a result; "
+          "not run again",
+          claim.claims);
+      report.evaluator_version = m_evaluator.version();
+      report.mode = enum_name(m_evaluator.mode());
+      KLOG_WARN("[worker {}] {}: {}", m_row.id, claim.request_id, report.error);
+    } else if (!request) {
       report.request_id = claim.request_id;
       report.status = evaluator::Verdict::worker_crash;
       report.error = request.error().message;

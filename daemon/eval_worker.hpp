@@ -26,6 +26,11 @@ struct WorkerOptions {
   // queue_version) and its configuration's evaluator mode.
   std::string queue_version;
   std::string korch_version;
+  // An evaluation claimed more often than this (each earlier holder was lost:
+  // killed, its host gone) is not run again: its result is worker_crash
+  // (DESIGN §3's attempt cap), so a candidate that takes its worker down
+  // cannot take the fleet down one worker at a time.
+  std::int64_t max_claims = 10;
   // Stop after this many evaluations in all (0 = no limit): tests and benchmarks.
   std::int64_t max_evaluations = 0;
 };

@@ -288,6 +288,42 @@ TEST_F(EvalQueue, ServeSendsASubmittedCampaignsEvaluationsToTheWorkers) {
   EXPECT_TRUE(worker.wait_for(std::chrono::seconds(60)));
 }
 
+// DESIGN §3's attempt cap: an evaluation whose holders were all lost (here:
+// claimed 3 times by a test client that never answers) is not run again; the
+// worker that claims it past --max-claims writes worker_crash and says why.
+TEST_F(EvalQueue, EvaluationClaimedPastTheCapIsAWorkerCrash) {
+  const auto d = m_dir.path().string();
+  auto toml = d + "/queue.toml";
+  write_text(toml, campaign_toml("[store]\nurl = \"" + m_url + "\"", m_llm.base_url(), 1, 0, true));
+  auto coordinator =
+      Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/run.out", d + "/run.err");
+  ASSERT_TRUE(wait_for_value("SELECT count(*) > 0 FROM eval_queue", "t")) << slurp(d + "/run.err");
+  // Three lost holders: claims whose leases expire at once.
+  const std::string id = psql("SELECT request_id FROM eval_queue ORDER BY request_id LIMIT 1");
+  for (int i = 0; i < 3; ++i) {
+    psql(
+        "UPDATE eval_queue SET state = 'claimed', claims = claims + 1, lease_token = lease_token + "
+        "1, "
+        "lease_expires_at = 0 WHERE request_id = '" +
+        id + "'");
+  }
+  auto worker = Process::start({KORCH_BIN, "worker", "--store", m_url, "--evaluator", "mock",
+                                "--max-claims", "3", "--id", "capped"},
+                               d + "/capped.out", d + "/capped.err");
+  auto crc = coordinator.wait_for(std::chrono::seconds(120));
+  ASSERT_TRUE(crc);
+  EXPECT_EQ(*crc, 0) << slurp(d + "/run.err");
+  EXPECT_EQ(psql("SELECT claims FROM eval_queue WHERE request_id = '" + id + "'"), "4");
+  EXPECT_EQ(psql("SELECT verdict FROM evaluations WHERE request_id = '" + id + "'"),
+            "worker_crash");
+  EXPECT_NE(psql("SELECT result_json FROM eval_queue WHERE request_id = '" + id + "'")
+                .find("claimed 4 times"),
+            std::string::npos);
+  EXPECT_EQ(psql("SELECT count(*) FROM evaluations WHERE verdict = 'worker_crash'"), "1");
+  worker.signal(SIGTERM);
+  ASSERT_TRUE(worker.wait_for(std::chrono::seconds(60)));
+}
+
 TEST_F(EvalQueue, RemoteEvaluatorOnSqliteIsAClearError) {
   const auto d = m_dir.path().string();
   auto toml = d + "/sqlite.toml";

@@ -1,6 +1,6 @@
 // `korch worker --store postgres://... [--config CAMPAIGN.toml] [--evaluator mock|cpu|gpu]
 //  [--gpus all|none|LIST] [--compile-jobs N] [--slots N] [--lease-s S] [--id NAME]
-//  [--cache-dir DIR] [--mock-latency-s S] [--max-evaluations N]`
+//  [--cache-dir DIR] [--mock-latency-s S] [--max-claims N] [--max-evaluations N]`
 // Claims evaluations from the store's work queue and runs them on this host
 // (daemon/eval_worker.hpp, docs/cluster.md). SIGTERM or SIGINT drains: the
 // claimed evaluations finish and are written, no new one is taken; a second
@@ -91,6 +91,8 @@ int cmd_worker(const Args& args) {
   auto lease = get_number<double>(args, "--lease-s");
   auto latency = get_number<double>(args, "--mock-latency-s");
   auto max_evals = get_number<std::int64_t>(args, "--max-evaluations");
+  auto max_claims = get_number<std::int64_t>(args, "--max-claims");
+  if (!max_claims) return report_failure(k_verb, max_claims.error());
   for (const auto* r : {&compile_jobs, &slots_flag}) {
     if (!*r) return report_failure(k_verb, r->error());
   }
@@ -141,6 +143,7 @@ int cmd_worker(const Args& args) {
   options.queue_version = daemon::queue_version(ecfg, evaluator.version());
   options.korch_version = k_korch_version;
   if (*max_evals) options.max_evaluations = **max_evals;
+  if (*max_claims) options.max_claims = **max_claims;
 
   struct sigaction sa {};
   sa.sa_handler = on_worker_signal;

@@ -50,7 +50,7 @@ Usage:
       unfinished campaigns at start. docs/api.md; `korch serve --print-keys`.
   korch worker --store postgres://... [--config CAMPAIGN.toml] [--evaluator mock|cpu|gpu]
                [--gpus all|none|0,1] [--compile-jobs N] [--slots N] [--lease-s S] [--id NAME]
-               [--cache-dir DIR] [--mock-latency-s S] [--max-evaluations N]
+               [--cache-dir DIR] [--mock-latency-s S] [--max-claims N] [--max-evaluations N]
       Claims evaluations from the store's work queue (a coordinator with
       evaluator.remote = true enqueues them), one per GPU, and writes the
       results; SIGTERM drains (finishes what it holds, takes nothing new).
