@@ -98,6 +98,15 @@ class QueueEvaluator final : public evaluator::Evaluator {
         m_queue(std::move(queue)),
         m_listener(std::move(listener)),
         m_campaign_id(std::move(campaign_id)) {
+    if (m_cfg.mode == config::EvalMode::mock) {
+      // Made once (a mock evaluator runs a thread): what it says of itself.
+      auto mock = evaluator::make_mock_evaluator(m_cfg);
+      m_plain_version = mock->version();
+      m_mock_description = mock->device_description();
+      mock->shutdown();
+    } else {
+      m_plain_version = std::string(evaluator::schema::k_evaluator_version);
+    }
     m_thread = std::thread([this] { waiter(); });
   }
 
@@ -125,16 +134,11 @@ class QueueEvaluator final : public evaluator::Evaluator {
     m_cv.notify_all();
   }
 
-  std::string version() const override {
-    if (m_cfg.mode == config::EvalMode::mock)
-      return evaluator::make_mock_evaluator(m_cfg)->version();
-    return std::string(evaluator::schema::k_evaluator_version);
-  }
+  std::string version() const override { return m_plain_version; }
   config::EvalMode mode() const override { return m_cfg.mode; }
 
   std::string device_description() const override {
-    if (m_cfg.mode == config::EvalMode::mock)
-      return evaluator::make_mock_evaluator(m_cfg)->device_description();
+    if (!m_mock_description.empty()) return m_mock_description;
     // The first worker that runs this campaign's evaluator tells.
     const double deadline = now_unix() + k_wait_for_worker_s;
     bool told = false;
@@ -291,7 +295,9 @@ class QueueEvaluator final : public evaluator::Evaluator {
   static constexpr double k_wait_slice_s = 0.05;
 
   config::EvaluatorConfig m_cfg;
-  std::string m_version;
+  std::string m_version;  // the queue version (queue_version_for)
+  std::string m_plain_version;
+  std::string m_mock_description;  // mock mode only
   std::unique_ptr<store::WorkQueue> m_queue;
   std::unique_ptr<store::WorkQueue> m_listener;
   std::string m_campaign_id;

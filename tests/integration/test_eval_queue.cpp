@@ -5,7 +5,9 @@
 // re-claims, drains, version checks), not the evaluator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <string>
@@ -34,6 +36,11 @@ std::string campaign_toml(const std::string& store_line, const std::string& base
     << "\"\nmodel = \"fake-1\"\n"
     << "concurrency = 16\nmax_attempts = 3\nconnect_timeout_s = 2\n";
   return s.str();
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
 }
 
 class EvalQueue : public ::testing::Test {
@@ -87,10 +94,12 @@ class EvalQueue : public ::testing::Test {
 // written once.
 TEST_F(EvalQueue, WorkersAndCoordinatorKilledAtRandomLoseAndRepeatNothing) {
   constexpr int k_workers = 4;
-  constexpr int k_samples = 16;  // 64 episodes
+  // KORCH_QUEUE_CHAOS_SAMPLES makes the campaign longer (and the kills more
+  // numerous) for a soak run: docs/cluster.md reports one with 64 samples.
+  const int k_samples = env_int("KORCH_QUEUE_CHAOS_SAMPLES", 16);  // 64 episodes by default
   constexpr double k_latency_s = 0.3;
   constexpr double k_lease_s = 1.5;  // killed workers' claims expire quickly
-  constexpr int k_min_kills = 20;
+  const int k_min_kills = std::max(20, k_samples * 5 / 4);
   const auto d = m_dir.path().string();
   auto ref_toml = d + "/ref.toml";
   write_text(ref_toml, campaign_toml("db_path = \"" + d + "/ref.db\"", m_llm.base_url(), k_samples,
@@ -115,7 +124,8 @@ TEST_F(EvalQueue, WorkersAndCoordinatorKilledAtRandomLoseAndRepeatNothing) {
   std::uniform_int_distribution<int> delay_ms(100, 500);
   std::uniform_int_distribution<int> pick(0, k_workers + 1);  // k_workers and up: the coordinator
   int worker_kills = 0, coordinator_kills = 0, restarts = 0, coordinator_exits = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(240 * std::max(1, k_samples / 16));
   bool finished = false;
   while (std::chrono::steady_clock::now() < deadline) {
     if (auto rc = coordinator.wait_for(std::chrono::milliseconds(delay_ms(rng)))) {

@@ -59,6 +59,13 @@ int count_gpu_nodes() {
 int cmd_worker(const Args& args) {
   if (!args.positional.empty())
     return report_failure(k_verb, ErrorKind::invalid, "takes no positional arguments");
+  // First: a SIGTERM while the worker starts (Slurm, Kubernetes) is a drain
+  // too: it registers, takes nothing and stops cleanly.
+  struct sigaction sa {};
+  sa.sa_handler = on_worker_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
   config::CampaignConfig cfg;
   if (auto file = args.get("--config")) {
     auto loaded = config::load_campaign(*file, config::process_environment(), args.all("--set"));
@@ -144,12 +151,6 @@ int cmd_worker(const Args& args) {
   options.korch_version = k_korch_version;
   if (*max_evals) options.max_evaluations = **max_evals;
   if (*max_claims) options.max_claims = **max_claims;
-
-  struct sigaction sa {};
-  sa.sa_handler = on_worker_signal;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
 
   auto summary = daemon::run_worker(options, evaluator, g_worker_stop);
   evaluator.shutdown();
