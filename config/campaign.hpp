@@ -71,6 +71,10 @@ struct EvaluatorConfig {
   std::int64_t memory_budget_mb = 4096;
   std::string cache_dir;      // compile cache; "" = <db dir>/korch-cache
   double mock_latency_s = 0;  // mock mode: simulated evaluation time
+  // Evaluate on `korch worker` processes through the store's work queue
+  // (PostgreSQL only; docs/cluster.md) instead of in this process. `mode`
+  // still names the evaluator the workers must run.
+  bool remote = false;
 
   bool operator==(const EvaluatorConfig&) const = default;
 };

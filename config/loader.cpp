@@ -348,6 +348,14 @@ const std::vector<Spec<C>>& campaign_specs() {
        false,
        k_none,
        KORCH_FIELD(C, evaluator.mock_latency_s)},
+      {{"evaluator.remote", "KORCH_EVALUATOR_REMOTE", KeyType::boolean, "false",
+        "Evaluate on `korch worker` processes through the store's work queue (needs a "
+        "postgres:// store) instead of in this process; evaluator.mode names the evaluator the "
+        "workers must run (docs/cluster.md)."},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, evaluator.remote)},
   };
   return k_specs;
 }

@@ -11,6 +11,7 @@
 
 #include "config/loader.hpp"
 #include "config/tasks.hpp"
+#include "daemon/queue_evaluator.hpp"
 #include "daemon/runner.hpp"
 #include "util/fs.hpp"
 #include "util/ids.hpp"
@@ -191,7 +192,7 @@ Result<std::unique_ptr<Daemon>> Daemon::open(const ServeConfig& cfg_in) {
   config::CampaignConfig ecfg;
   ecfg.db_path = cfg.db;
   ecfg.evaluator = cfg.evaluator;
-  auto ev = evaluator::make_evaluator(cfg.evaluator, default_cache_dir(ecfg));
+  auto ev = make_campaign_evaluator(cfg.evaluator, default_cache_dir(ecfg), cfg.db, "");
   if (!ev) return fail(ev.error().kind, "evaluator: " + ev.error().message);
   d->m_evaluator = d->m_metrics.wrap(std::move(*ev));
   d->m_owner = random_owner();

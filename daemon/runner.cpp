@@ -4,7 +4,9 @@
 
 #include <filesystem>
 
+#include "daemon/queue_evaluator.hpp"
 #include "llm_clients/probe.hpp"
+#include "util/ids.hpp"
 
 namespace korch::daemon {
 namespace {
@@ -29,8 +31,9 @@ std::string default_cache_dir(const config::CampaignConfig& cfg) {
 Result<agent::RunResult> run_campaign_wired(const config::CampaignConfig& cfg, store::Store& store,
                                             const agent::RunOptions& options,
                                             const RunnerHooks& hooks) {
-  auto ev = evaluator::make_evaluator(
-      cfg.evaluator, hooks.cache_dir.empty() ? default_cache_dir(cfg) : hooks.cache_dir);
+  auto ev = make_campaign_evaluator(
+      cfg.evaluator, hooks.cache_dir.empty() ? default_cache_dir(cfg) : hooks.cache_dir,
+      cfg.db_path, ids::campaign_id(cfg.name));
   if (!ev) return std::unexpected(prefixed(ev.error(), "evaluator: "));
   std::unique_ptr<evaluator::Evaluator> evaluator = std::move(*ev);
   if (hooks.wrap_evaluator) evaluator = hooks.wrap_evaluator(std::move(evaluator));

@@ -69,6 +69,16 @@ Result<void> to_double(const std::string& v, double& out) {
         [](ServeConfig& c, const std::string& v) -> Result<void> { return to_double(v, c.field); } \
   }
 
+#define KBOOL(name, field, doc)                                                     \
+  Setter {                                                                          \
+    {name, "", doc}, [](ServeConfig& c, const std::string& v) -> Result<void> {     \
+      if (v != "true" && v != "false")                                              \
+        return fail(ErrorKind::invalid, "must be true or false (got '" + v + "')"); \
+      c.field = v == "true";                                                        \
+      return {};                                                                    \
+    }                                                                               \
+  }
+
 const std::vector<Setter>& setters() {
   static const std::vector<Setter> table = [] {
     std::vector<Setter> t = {
@@ -145,6 +155,9 @@ const std::vector<Setter>& setters() {
              "Compile cache; default <db dir>/korch-cache."),
         KNUM("evaluator.mock_latency_s", evaluator.mock_latency_s,
              "Mock mode: simulated evaluation time."),
+        KBOOL("evaluator.remote", evaluator.remote,
+              "One-off evaluations and OpenEnv steps on korch workers through the store's queue "
+              "(postgres:// db); a submitted campaign follows its own evaluator.remote."),
     };
     for (auto& s : t) {
       std::string f = "--" + s.key.name;

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "store/store.hpp"
+#include "store/work_queue.hpp"
 #include "util/enum_names.hpp"
 
 namespace korch::store::detail {
@@ -197,12 +198,45 @@ inline constexpr auto k_leases = table(
     column("owner", &Lease::owner),
     column("heartbeat_at", &Lease::heartbeat_at),
     column("expires_at", &Lease::expires_at));
+
+inline constexpr auto k_eval_queue = table(
+    "eval_queue",
+    column("request_id", &QueueRow::request_id),
+    column("campaign_id", &QueueRow::campaign_id),
+    column("evaluator_version", &QueueRow::evaluator_version),
+    column("request_json", &QueueRow::request_json),
+    column("state", &QueueRow::state),
+    column("worker_id", &QueueRow::worker_id),
+    column("lease_token", &QueueRow::lease_token),
+    column("claims", &QueueRow::claims),
+    column("lease_expires_at", &QueueRow::lease_expires_at),
+    column("result_json", &QueueRow::result_json),
+    column("enqueued_at", &QueueRow::enqueued_at),
+    column("claimed_at", &QueueRow::claimed_at),
+    column("finished_at", &QueueRow::finished_at));
+
+inline constexpr auto k_workers = table(
+    "workers",
+    column("id", &WorkerRow::id),
+    column("host", &WorkerRow::host),
+    column("pid", &WorkerRow::pid),
+    column("gpus", &WorkerRow::gpus),
+    column("slots", &WorkerRow::slots),
+    column("korch_version", &WorkerRow::korch_version),
+    column("evaluator_version", &WorkerRow::evaluator_version),
+    column("mode", &WorkerRow::mode),
+    column("device_description", &WorkerRow::device_description),
+    column("state", &WorkerRow::state),
+    column("note", &WorkerRow::note),
+    column("started_at", &WorkerRow::started_at),
+    column("heartbeat_at", &WorkerRow::heartbeat_at),
+    column("evaluations_done", &WorkerRow::evaluations_done));
 // clang-format on
 
 // Every codec, for checks that walk all tables (tests).
-inline constexpr auto k_all_codecs =
-    std::make_tuple(k_campaigns, k_tasks, k_episodes, k_episode_prompts, k_messages, k_turns,
-                    k_llm_calls, k_evaluations, k_events, k_finals, k_leases);
+inline constexpr auto k_all_codecs = std::make_tuple(
+    k_campaigns, k_tasks, k_episodes, k_episode_prompts, k_messages, k_turns, k_llm_calls,
+    k_evaluations, k_events, k_finals, k_leases, k_eval_queue, k_workers);
 
 // --- derived: column lists ---------------------------------------------------
 

@@ -173,10 +173,51 @@ constexpr std::string_view k_migration_3 = R"sql(
 DROP INDEX IF EXISTS evaluations_by_state;
 )sql";
 
+// Version 4: the evaluation work queue and the workers' rows (DESIGN §8,
+// store/work_queue.hpp). Only a PostgreSQL store uses them; a SQLite store
+// has them too, so that the two schemas stay one.
+constexpr std::string_view k_migration_4 = R"sql(
+CREATE TABLE eval_queue (
+  request_id         TEXT PRIMARY KEY,
+  campaign_id        TEXT NOT NULL,
+  evaluator_version  TEXT NOT NULL,
+  request_json       TEXT NOT NULL,
+  state              TEXT NOT NULL CHECK (state IN ('queued', 'claimed', 'done')),
+  worker_id          TEXT NOT NULL,
+  lease_token        INTEGER NOT NULL,
+  claims             INTEGER NOT NULL,
+  lease_expires_at   REAL NOT NULL,
+  result_json        TEXT NOT NULL,
+  enqueued_at        REAL NOT NULL,
+  claimed_at         REAL NOT NULL,
+  finished_at        REAL NOT NULL
+);
+CREATE INDEX eval_queue_ready ON eval_queue (evaluator_version, state, enqueued_at);
+CREATE INDEX eval_queue_by_campaign ON eval_queue (campaign_id, state);
+
+CREATE TABLE workers (
+  id                  TEXT PRIMARY KEY,
+  host                TEXT NOT NULL,
+  pid                 INTEGER NOT NULL,
+  gpus                TEXT NOT NULL,
+  slots               INTEGER NOT NULL,
+  korch_version       TEXT NOT NULL,
+  evaluator_version   TEXT NOT NULL,
+  mode                TEXT NOT NULL,
+  device_description  TEXT NOT NULL,
+  state               TEXT NOT NULL,
+  note                TEXT NOT NULL,
+  started_at          REAL NOT NULL,
+  heartbeat_at        REAL NOT NULL,
+  evaluations_done    INTEGER NOT NULL
+);
+)sql";
+
 constexpr Migration k_migrations[] = {
     {1, k_migration_1},
     {2, k_migration_2},
     {3, k_migration_3},
+    {4, k_migration_4},
 };
 
 static_assert(sizeof(k_migrations) / sizeof(k_migrations[0]) == k_schema_version,
@@ -341,10 +382,48 @@ constexpr std::string_view k_pg_migration_3 = R"sql(
 DROP INDEX IF EXISTS evaluations_by_state;
 )sql";
 
+constexpr std::string_view k_pg_migration_4 = R"sql(
+CREATE TABLE eval_queue (
+  request_id         TEXT PRIMARY KEY,
+  campaign_id        TEXT NOT NULL,
+  evaluator_version  TEXT NOT NULL,
+  request_json       TEXT NOT NULL,
+  state              TEXT NOT NULL CHECK (state IN ('queued', 'claimed', 'done')),
+  worker_id          TEXT NOT NULL,
+  lease_token        BIGINT NOT NULL,
+  claims             BIGINT NOT NULL,
+  lease_expires_at   DOUBLE PRECISION NOT NULL,
+  result_json        TEXT NOT NULL,
+  enqueued_at        DOUBLE PRECISION NOT NULL,
+  claimed_at         DOUBLE PRECISION NOT NULL,
+  finished_at        DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX eval_queue_ready ON eval_queue (evaluator_version, state, enqueued_at);
+CREATE INDEX eval_queue_by_campaign ON eval_queue (campaign_id, state);
+
+CREATE TABLE workers (
+  id                  TEXT PRIMARY KEY,
+  host                TEXT NOT NULL,
+  pid                 BIGINT NOT NULL,
+  gpus                TEXT NOT NULL,
+  slots               BIGINT NOT NULL,
+  korch_version       TEXT NOT NULL,
+  evaluator_version   TEXT NOT NULL,
+  mode                TEXT NOT NULL,
+  device_description  TEXT NOT NULL,
+  state               TEXT NOT NULL,
+  note                TEXT NOT NULL,
+  started_at          DOUBLE PRECISION NOT NULL,
+  heartbeat_at        DOUBLE PRECISION NOT NULL,
+  evaluations_done    BIGINT NOT NULL
+);
+)sql";
+
 constexpr Migration k_pg_migrations[] = {
     {1, k_pg_migration_1},
     {2, k_pg_migration_2},
     {3, k_pg_migration_3},
+    {4, k_pg_migration_4},
 };
 
 static_assert(sizeof(k_pg_migrations) / sizeof(k_pg_migrations[0]) == k_schema_version,

@@ -664,6 +664,7 @@ const std::map<std::string, std::string> k_non_default = {
     {"evaluator.memory_budget_mb", "2048"},
     {"evaluator.cache_dir", "/cache"},
     {"evaluator.mock_latency_s", "0.125"},
+    {"evaluator.remote", "true"},
 };
 
 // The same for every model key but `id` (set in the file).

@@ -78,6 +78,11 @@ int cmd_eval(const Args& args);
 // `korch lint FILE...`: the static rules alone; 0 all pass, 1 a violation,
 // 2 bad usage, unreadable file or a checker that could not run.
 int cmd_lint(const Args& args);
+// `korch worker --store URL ...`: claims and runs queued evaluations (docs/cluster.md).
+int cmd_worker(const Args& args);
+// For `korch status` on a PostgreSQL store: the evaluation queue of each of
+// `campaign_ids` and the workers' rows (nothing for a SQLite store).
+void print_fleet(const Args& args, const std::vector<std::string>& campaign_ids);
 // `korch serve`: parses its own flags (argv[2..]); returns when stopped.
 int cmd_serve(int argc, char** argv);
 // The part of `korch serve --help` after its usage line: every key as a flag.

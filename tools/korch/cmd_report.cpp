@@ -26,8 +26,10 @@ int cmd_status(const Args& args) {
   if (!campaigns) {
     return report_failure("status", ErrorKind::failure, campaigns.error().message);
   }
+  std::vector<std::string> shown;
   for (auto& c : *campaigns) {
     if (args.get("--campaign") && c.id != campaign_id) continue;
+    shown.push_back(c.id);
     auto n = store.counts(c.id);
     if (!n) {
       return report_failure("status", ErrorKind::failure, n.error().message);
@@ -43,6 +45,7 @@ int cmd_status(const Args& args) {
                 static_cast<long long>(n->prompt_tokens),
                 static_cast<long long>(n->completion_tokens), n->cost_usd);
   }
+  print_fleet(args, shown);
   return k_exit_ok;
 }
 

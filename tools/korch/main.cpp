@@ -48,6 +48,13 @@ Usage:
               [--env-listen 127.0.0.1:8766] [--print-keys] [--print-routes] [--KEY VALUE]...
       The daemon: HTTP API, Prometheus metrics, OpenEnv endpoint; resumes
       unfinished campaigns at start. docs/api.md; `korch serve --print-keys`.
+  korch worker --store postgres://... [--config CAMPAIGN.toml] [--evaluator mock|cpu|gpu]
+               [--gpus all|none|0,1] [--compile-jobs N] [--slots N] [--lease-s S] [--id NAME]
+               [--cache-dir DIR] [--mock-latency-s S] [--max-claims N] [--max-evaluations N]
+      Claims evaluations from the store's work queue (a coordinator with
+      evaluator.remote = true enqueues them), one per GPU, and writes the
+      results; SIGTERM drains (finishes what it holds, takes nothing new).
+      `korch status --db URL` lists the workers. docs/cluster.md.
 
   korch help COMMAND, korch COMMAND --help
       One command's usage; prints only, changes nothing.
@@ -155,6 +162,7 @@ int main(int argc, char** argv) {
     if (cmd == "tasks") return cmd_tasks(*args);
     if (cmd == "eval") return cmd_eval(*args);
     if (cmd == "lint") return cmd_lint(*args);
+    if (cmd == "worker") return cmd_worker(*args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "korch %s: internal error: %s\n", cmd.c_str(), e.what());
     return exit_code(korch::ErrorKind::failure);

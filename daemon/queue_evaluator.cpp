@@ -1,0 +1,337 @@
+#include "daemon/queue_evaluator.hpp"
+
+#include <fmt/format.h>
+#include <pthread.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "evaluator/mock_evaluator.hpp"
+#include "store/store.hpp"
+#include "store/work_queue.hpp"
+#include "util/enum_names.hpp"
+#include "util/fs.hpp"
+#include "util/log.hpp"
+
+namespace korch::daemon {
+
+using nlohmann::json;
+
+std::string queue_version(const config::EvaluatorConfig& cfg, std::string_view version) {
+  return fmt::format("{} {} tolerance={} torch_ops={} reward={} timeout_s={} memory_budget_mb={}",
+                     enum_name(cfg.mode), version, enum_name(cfg.tolerance),
+                     enum_name(cfg.torch_ops), enum_name(cfg.reward), cfg.timeout_s,
+                     cfg.memory_budget_mb);
+}
+
+std::string queue_version_for(const config::EvaluatorConfig& cfg) {
+  if (cfg.mode == config::EvalMode::mock) {
+    // The mock evaluator is cheap to make (no processes) and knows its own version.
+    return queue_version(cfg, evaluator::make_mock_evaluator(cfg)->version());
+  }
+  return queue_version(cfg, evaluator::schema::k_evaluator_version);
+}
+
+std::string encode_request(const evaluator::Request& r) {
+  json j = {{"request_id", r.request_id},
+            {"mode", evaluator::to_string(r.mode)},
+            {"task",
+             {{"id", r.task.id},
+              {"level", r.task.level},
+              {"number", r.task.number},
+              {"name", r.task.name},
+              {"path", r.task.path},
+              {"source", r.task.source}}},
+            {"code", r.code},
+            {"secret_seed", r.secret_seed},
+            {"rules", r.rules}};
+  if (r.device) j["device"] = enum_name(*r.device);
+  return j.dump();
+}
+
+Result<evaluator::Request> decode_request(std::string_view text) {
+  auto j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return fail("queued request is not a JSON object");
+  try {
+    evaluator::Request r;
+    r.request_id = j.at("request_id").get<std::string>();
+    auto mode = evaluator::mode_from_string(j.at("mode").get<std::string>());
+    if (!mode) return fail("queued request " + r.request_id + ": unknown mode");
+    r.mode = *mode;
+    const auto& t = j.at("task");
+    r.task.id = t.at("id").get<std::string>();
+    r.task.level = t.at("level").get<int>();
+    r.task.number = t.at("number").get<int>();
+    r.task.name = t.at("name").get<std::string>();
+    r.task.path = t.at("path").get<std::string>();
+    r.task.source = t.at("source").get<std::string>();
+    r.code = j.at("code").get<std::string>();
+    r.secret_seed = j.at("secret_seed").get<std::uint64_t>();
+    r.rules = j.at("rules").get<bool>();
+    if (j.contains("device")) {
+      auto device = enum_from_name<config::EvalMode>(j.at("device").get<std::string>());
+      if (!device) return fail("queued request " + r.request_id + ": unknown device");
+      r.device = *device;
+    }
+    return r;
+  } catch (const std::exception& e) {
+    return fail(std::string("queued request: ") + e.what());
+  }
+}
+
+namespace {
+
+// How long device_description() waits for a worker of the campaign's
+// evaluator to report its device (cpu and gpu modes: the system prompt
+// describes the workers' device, which the coordinator's host may not have).
+constexpr double k_wait_for_worker_s = 120;
+
+class QueueEvaluator final : public evaluator::Evaluator {
+ public:
+  QueueEvaluator(config::EvaluatorConfig cfg, std::unique_ptr<store::WorkQueue> queue,
+                 std::unique_ptr<store::WorkQueue> listener, std::string campaign_id)
+      : m_cfg(std::move(cfg)),
+        m_version(queue_version_for(m_cfg)),
+        m_queue(std::move(queue)),
+        m_listener(std::move(listener)),
+        m_campaign_id(std::move(campaign_id)) {
+    if (m_cfg.mode == config::EvalMode::mock) {
+      // Made once (a mock evaluator runs a thread): what it says of itself.
+      auto mock = evaluator::make_mock_evaluator(m_cfg);
+      m_plain_version = mock->version();
+      m_mock_description = mock->device_description();
+      mock->shutdown();
+    } else {
+      m_plain_version = std::string(evaluator::schema::k_evaluator_version);
+    }
+    m_thread = std::thread([this] { waiter(); });
+  }
+
+  ~QueueEvaluator() override { shutdown(); }
+
+  void evaluate(evaluator::Request request, evaluator::Callback done) override {
+    const std::string id = request.request_id;
+    {
+      std::unique_lock lock(m_mutex);
+      if (m_stopping) {
+        lock.unlock();
+        done(interrupted(id));
+        return;
+      }
+      Pending p;
+      p.row.request_id = id;
+      p.row.campaign_id = m_campaign_id;
+      p.row.evaluator_version = m_version;
+      p.row.request_json = encode_request(request);
+      p.row.enqueued_at = now_unix();
+      p.done = std::move(done);
+      m_pending[id] = std::move(p);
+      m_unsent = true;
+    }
+    m_cv.notify_all();
+  }
+
+  std::string version() const override { return m_plain_version; }
+  config::EvalMode mode() const override { return m_cfg.mode; }
+
+  std::string device_description() const override {
+    if (!m_mock_description.empty()) return m_mock_description;
+    // The first worker that runs this campaign's evaluator tells.
+    const double deadline = now_unix() + k_wait_for_worker_s;
+    bool told = false;
+    for (;;) {
+      auto workers = m_queue->list_workers();
+      if (workers) {
+        for (const auto& w : *workers) {
+          if (w.evaluator_version == m_version && !w.device_description.empty())
+            return w.device_description;
+        }
+      }
+      if (now_unix() >= deadline) break;
+      if (!std::exchange(told, true)) {
+        KLOG_INFO("[queue] waiting up to {:.0f} s for a worker of '{}' to describe its device",
+                  k_wait_for_worker_s, m_version);
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    KLOG_WARN("[queue] no worker of '{}' registered; the prompt names the device generically",
+              m_version);
+    return fmt::format("{} evaluator on remote korch workers", enum_name(m_cfg.mode));
+  }
+
+  void shutdown() override {
+    std::map<std::string, Pending> left;
+    {
+      std::lock_guard lock(m_mutex);
+      if (m_stopping && !m_thread.joinable()) return;
+      m_stopping = true;
+    }
+    m_cv.notify_all();
+    if (m_thread.joinable()) m_thread.join();
+    {
+      std::lock_guard lock(m_mutex);
+      left.swap(m_pending);
+    }
+    // Not results: the rows stay queued (or are finished by a worker), and a
+    // resumed campaign picks them up by request id.
+    for (auto& [id, p] : left) p.done(interrupted(id));
+  }
+
+ private:
+  struct Pending {
+    store::QueueRow row;
+    evaluator::Callback done;
+    bool sent = false;
+  };
+
+  static evaluator::Report interrupted(const std::string& id) {
+    evaluator::Report r;
+    r.request_id = id;
+    r.status = evaluator::Verdict::worker_crash;
+    r.error = "the coordinator stopped before a worker delivered the result";
+    r.interrupted = true;
+    return r;
+  }
+
+  // Enqueues what evaluate() handed over, then collects results: after every
+  // NOTIFY on korch_eval_done and at least every k_result_sweep_s.
+  void waiter() {
+    pthread_setname_np(pthread_self(), "korch-queue");
+    bool warned = false;
+    while (true) {
+      std::vector<store::QueueRow> to_send;
+      std::vector<std::string> ids;
+      {
+        std::unique_lock lock(m_mutex);
+        if (m_stopping) return;
+        if (m_unsent) {
+          for (auto& [id, p] : m_pending) {
+            if (!p.sent) to_send.push_back(p.row);
+          }
+          m_unsent = false;
+        }
+        for (auto& [id, p] : m_pending) ids.push_back(id);
+      }
+      std::vector<std::string> sent;
+      bool failed = false;
+      for (auto& row : to_send) {
+        auto r = m_queue->enqueue(row);
+        if (!r) {
+          failed = true;
+          if (!std::exchange(warned, true))
+            KLOG_WARN("[queue] enqueue failed, retrying: {}", r.error().message);
+          break;
+        }
+        sent.push_back(row.request_id);
+      }
+      {
+        std::lock_guard lock(m_mutex);
+        for (auto& id : sent) {
+          auto it = m_pending.find(id);
+          if (it != m_pending.end()) it->second.sent = true;
+        }
+        if (failed) m_unsent = true;
+      }
+      if (!ids.empty()) {
+        auto results = m_queue->results(ids);
+        if (!results) {
+          if (!std::exchange(warned, true))
+            KLOG_WARN("[queue] reading results failed, retrying: {}", results.error().message);
+        } else {
+          warned = warned && failed;
+          deliver(*results);
+        }
+      }
+      // Wait for a result (NOTIFY), new work, a stop, or the sweep interval's end.
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::duration<double>(k_result_sweep_s);
+      for (;;) {
+        {
+          std::lock_guard lock(m_mutex);
+          if (m_stopping) return;
+          if (m_unsent) break;
+        }
+        auto woke = m_listener->wait(store::k_channel_done, k_wait_slice_s);
+        if (woke && *woke) break;
+        if (!woke) {
+          // The store is away (a restart): the next sweep reconnects.
+          std::unique_lock lock(m_mutex);
+          m_cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return m_stopping; });
+        }
+        if (std::chrono::steady_clock::now() >= deadline) break;
+      }
+    }
+  }
+
+  void deliver(const std::vector<std::pair<std::string, std::string>>& results) {
+    for (const auto& [id, text] : results) {
+      evaluator::Callback done;
+      {
+        std::lock_guard lock(m_mutex);
+        auto it = m_pending.find(id);
+        if (it == m_pending.end()) continue;
+        done = std::move(it->second.done);
+        m_pending.erase(it);
+      }
+      auto report = evaluator::Report::from_json(text);
+      if (!report) {
+        evaluator::Report r;
+        r.request_id = id;
+        r.status = evaluator::Verdict::worker_crash;
+        r.error = "the worker's report does not parse: " + report.error().message;
+        done(std::move(r));
+        continue;
+      }
+      done(std::move(*report));
+    }
+  }
+
+  // The slice of a wait spent blocked on the NOTIFY connection: evaluate()
+  // cannot interrupt it, so it bounds how long a new request waits to be
+  // enqueued (and shutdown() to be heard).
+  static constexpr double k_wait_slice_s = 0.05;
+
+  config::EvaluatorConfig m_cfg;
+  std::string m_version;  // the queue version (queue_version_for)
+  std::string m_plain_version;
+  std::string m_mock_description;  // mock mode only
+  std::unique_ptr<store::WorkQueue> m_queue;
+  std::unique_ptr<store::WorkQueue> m_listener;
+  std::string m_campaign_id;
+
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  std::map<std::string, Pending> m_pending;
+  bool m_unsent = false;
+  bool m_stopping = false;
+  std::thread m_thread;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<evaluator::Evaluator>> make_queue_evaluator(
+    const config::EvaluatorConfig& cfg, const std::string& store_url,
+    const std::string& campaign_id) {
+  auto queue = store::WorkQueue::open(store_url);
+  if (!queue) {
+    return fail(queue.error().kind, "evaluator.remote: " + queue.error().message);
+  }
+  auto listener = store::WorkQueue::open(store_url);
+  if (!listener) return std::unexpected(listener.error());
+  KLOG_INFO("[queue] evaluations go to korch workers through {} as '{}'",
+            store::redact_url(store_url), queue_version_for(cfg));
+  return std::unique_ptr<evaluator::Evaluator>(
+      std::make_unique<QueueEvaluator>(cfg, std::move(*queue), std::move(*listener), campaign_id));
+}
+
+Result<std::unique_ptr<evaluator::Evaluator>> make_campaign_evaluator(
+    const config::EvaluatorConfig& cfg, const std::string& cache_dir, const std::string& store_url,
+    const std::string& campaign_id) {
+  if (cfg.remote) return make_queue_evaluator(cfg, store_url, campaign_id);
+  return evaluator::make_evaluator(cfg, cache_dir);
+}
+
+}  // namespace korch::daemon

@@ -1,0 +1,50 @@
+#pragma once
+// Evaluations through the store's work queue (store/work_queue.hpp,
+// docs/cluster.md). The coordinator (`korch run`, `korch serve`) with
+// evaluator.remote = true gets a QueueEvaluator: evaluate() enqueues the
+// request and a waiter thread delivers the result once a `korch worker`
+// wrote it. Episodes and LLM calls stay in the coordinator; workers compile
+// and measure. The engine's own rules (one result per request id, looked up
+// in the store before evaluate()) are untouched: a coordinator that resumes
+// enqueues the same request ids again, and a row already done delivers its
+// stored result.
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "config/campaign.hpp"
+#include "evaluator/evaluator.hpp"
+#include "util/error.hpp"
+
+namespace korch::daemon {
+
+// The version a queued evaluation needs from its worker: the evaluator's
+// mode and version and every setting a verdict rests on, readable, e.g.
+// "cpu 1.4 tolerance=strict torch_ops=allow timeout_s=300 memory_budget_mb=4096".
+// `version` is the evaluator's version() (queue_version_for computes it
+// without starting one).
+std::string queue_version(const config::EvaluatorConfig& cfg, std::string_view version);
+std::string queue_version_for(const config::EvaluatorConfig& cfg);
+
+// The request as the queue row's request_json carries it, and back.
+std::string encode_request(const evaluator::Request& request);
+Result<evaluator::Request> decode_request(std::string_view json);
+
+// Seconds the coordinator waits between sweeps for results when no NOTIFY
+// arrives (a NOTIFY lost to a reconnect is caught up by the next sweep).
+inline constexpr double k_result_sweep_s = 1.0;
+
+// The coordinator's evaluator: enqueues into the store at `store_url` (a
+// postgres:// URL) under `campaign_id` ("" for korch serve). Fails when the
+// store is not PostgreSQL or cannot be reached.
+Result<std::unique_ptr<evaluator::Evaluator>> make_queue_evaluator(
+    const config::EvaluatorConfig& cfg, const std::string& store_url,
+    const std::string& campaign_id);
+
+// The evaluator of a campaign or of korch serve: the queue when cfg.remote,
+// else the in-process one (evaluator::make_evaluator).
+Result<std::unique_ptr<evaluator::Evaluator>> make_campaign_evaluator(
+    const config::EvaluatorConfig& cfg, const std::string& cache_dir, const std::string& store_url,
+    const std::string& campaign_id);
+
+}  // namespace korch::daemon

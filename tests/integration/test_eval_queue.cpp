@@ -1,0 +1,350 @@
+// Evaluations through the store's work queue, end to end (docs/cluster.md):
+// a real `korch run` coordinator with evaluator.remote = true and real
+// `korch worker` processes against a real PostgreSQL 15 server. The workers
+// run the mock evaluator: these tests check the queue (claims, leases,
+// re-claims, drains, version checks), not the evaluator.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/integration/campaign_fixture.hpp"
+#include "tests/integration/export_fixture.hpp"
+#include "tests/support/postgres_server.hpp"
+#include "tests/support/required.hpp"
+
+namespace korch::testing {
+namespace {
+
+std::string campaign_toml(const std::string& store_line, const std::string& base_url, int samples,
+                          double eval_latency_s, bool remote,
+                          const std::string& extra_evaluator = "") {
+  std::ostringstream s;
+  s << "name = \"queued\"\n"
+    << "samples_per_task = " << samples << "\nmax_turns = 3\nlog_level = \"warn\"\n"
+    << "max_inflight_episodes = 16\n"
+    << store_line << "\n"
+    << "[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR "/tasks\"\nids = \"1-4\"\n"
+    << "[evaluator]\nmode = \"mock\"\nmock_latency_s = " << eval_latency_s << "\n"
+    << "remote = " << (remote ? "true" : "false") << "\n"
+    << extra_evaluator << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url
+    << "\"\nmodel = \"fake-1\"\n"
+    << "concurrency = 16\nmax_attempts = 3\nconnect_timeout_s = 2\n";
+  return s.str();
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+class EvalQueue : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto& pg = PostgresServer::shared();
+    if (!pg.ok()) KORCH_SKIP_OR_FAIL(pg.error());
+    ASSERT_TRUE(m_llm.start(m_dir.path().string(), {"--script", "kernel", "--latency-ms", "0"}));
+    m_url = pg.fresh_database();
+    ASSERT_FALSE(m_url.empty()) << pg.error();
+  }
+
+  std::string psql(const std::string& sql) {
+    auto [rc, out] = run_capture({"psql", "-X", "-tA", m_url, "-c", sql}, m_dir.path().string());
+    EXPECT_EQ(rc, 0) << out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+
+  Process start_worker(const std::string& id, double latency_s, double lease_s) {
+    const auto d = m_dir.path().string();
+    return Process::start(
+        {KORCH_BIN, "worker", "--store", m_url, "--evaluator", "mock", "--mock-latency-s",
+         std::to_string(latency_s), "--lease-s", std::to_string(lease_s), "--id", id},
+        d + "/" + id + ".out", d + "/" + id + ".err");
+  }
+
+  // Polls `sql` until it returns `want`; false after `patience`.
+  bool wait_for_value(const std::string& sql, const std::string& want,
+                      std::chrono::seconds patience = std::chrono::seconds(120)) {
+    const auto until = std::chrono::steady_clock::now() + patience;
+    while (std::chrono::steady_clock::now() < until) {
+      // Quietly: the tables appear once the coordinator has migrated the store.
+      auto [rc, out] = run_capture({"psql", "-X", "-tA", m_url, "-c", sql}, m_dir.path().string());
+      while (!out.empty() && out.back() == '\n') out.pop_back();
+      if (rc == 0 && out == want) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
+  TempDir m_dir;
+  FakeLlmProcess m_llm;
+  std::string m_url;
+};
+
+// The chaos test: a coordinator and 4 workers while workers and the
+// coordinator are killed with SIGKILL at random and PostgreSQL restarts
+// twice. The campaign ends exactly as an uninterrupted in-process run on
+// SQLite: every evaluation ran through the queue, none lost, each result
+// written once.
+TEST_F(EvalQueue, WorkersAndCoordinatorKilledAtRandomLoseAndRepeatNothing) {
+  constexpr int k_workers = 4;
+  // KORCH_QUEUE_CHAOS_SAMPLES makes the campaign longer (and the kills more
+  // numerous) for a soak run: docs/cluster.md reports one with 64 samples.
+  const int k_samples = env_int("KORCH_QUEUE_CHAOS_SAMPLES", 16);  // 64 episodes by default
+  constexpr double k_latency_s = 0.3;
+  constexpr double k_lease_s = 1.5;  // killed workers' claims expire quickly
+  const int k_min_kills = std::max(20, k_samples * 5 / 4);
+  const auto d = m_dir.path().string();
+  auto ref_toml = d + "/ref.toml";
+  write_text(ref_toml, campaign_toml("db_path = \"" + d + "/ref.db\"", m_llm.base_url(), k_samples,
+                                     k_latency_s, false));
+  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
+  ASSERT_EQ(ref_rc, 0) << ref_out;
+  auto reference = normalized_export(d, ref_toml);
+  ASSERT_GT(reference.size(), 32u);
+
+  auto toml = d + "/queue.toml";
+  write_text(toml, campaign_toml("[store]\nurl = \"" + m_url + "\"", m_llm.base_url(), k_samples,
+                                 k_latency_s, true));
+  std::vector<Process> workers;
+  for (int i = 0; i < k_workers; ++i)
+    workers.push_back(start_worker("w" + std::to_string(i), k_latency_s, k_lease_s));
+  auto start_coordinator = [&] {
+    return Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/run.out",
+                          d + "/run.err");
+  };
+  auto coordinator = start_coordinator();
+  std::mt19937 rng(20261204);
+  std::uniform_int_distribution<int> delay_ms(100, 500);
+  std::uniform_int_distribution<int> pick(0, k_workers + 1);  // k_workers and up: the coordinator
+  int worker_kills = 0, coordinator_kills = 0, restarts = 0, coordinator_exits = 0;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(240 * std::max(1, k_samples / 16));
+  bool finished = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto rc = coordinator.wait_for(std::chrono::milliseconds(delay_ms(rng)))) {
+      if (*rc == 0) {
+        finished = true;
+        break;
+      }
+      // A store write that failed during a server restart ends the run; it resumes.
+      ++coordinator_exits;
+      coordinator = start_coordinator();
+      continue;
+    }
+    const int target = pick(rng);
+    if (target < k_workers) {
+      workers[target].signal(SIGKILL);
+      ASSERT_TRUE(workers[target].wait_for(std::chrono::seconds(30)));
+      workers[target] =
+          start_worker("w" + std::to_string(target) + "-" + std::to_string(worker_kills),
+                       k_latency_s, k_lease_s);
+      ++worker_kills;
+    } else {
+      coordinator.signal(SIGKILL);
+      ASSERT_TRUE(coordinator.wait_for(std::chrono::seconds(30)));
+      coordinator = start_coordinator();
+      ++coordinator_kills;
+    }
+    if ((worker_kills + coordinator_kills) % 12 == 11 && restarts < 2) {
+      ASSERT_TRUE(PostgresServer::shared().restart());
+      ++restarts;
+    }
+  }
+  ASSERT_TRUE(finished) << "the campaign did not finish: " << slurp(d + "/run.err");
+  for (auto& w : workers) {
+    w.signal(SIGTERM);
+    auto rc = w.wait_for(std::chrono::seconds(60));
+    ASSERT_TRUE(rc);
+    EXPECT_EQ(*rc, 0);
+  }
+  EXPECT_GE(worker_kills + coordinator_kills, k_min_kills);
+  RecordProperty("worker_kills", worker_kills);
+  RecordProperty("coordinator_kills", coordinator_kills);
+  std::printf(
+      "queue chaos: %d worker kills, %d coordinator kills, %d coordinator exits, %d "
+      "server restarts\n",
+      worker_kills, coordinator_kills, coordinator_exits, restarts);
+
+  auto exported = normalized_export(d, toml);
+  ASSERT_EQ(exported.size(), reference.size());
+  for (std::size_t i = 0; i < reference.size(); ++i) EXPECT_EQ(exported[i], reference[i]) << i;
+  // 0 lost: every evaluation of the campaign went through the queue and is done.
+  const auto evaluations = psql("SELECT count(*) FROM evaluations");
+  EXPECT_EQ(psql("SELECT count(*) FROM eval_queue"), evaluations);
+  EXPECT_EQ(psql("SELECT count(*) FROM eval_queue WHERE state <> 'done'"), "0");
+  EXPECT_EQ(psql("SELECT count(*) FROM evaluations WHERE state <> 'done'"), "0");
+  // 0 duplicated: each result was written once (complete() counts it in the
+  // same transaction), although killed workers' evaluations were re-claimed.
+  EXPECT_EQ(psql("SELECT COALESCE(SUM(evaluations_done), 0) FROM workers"), evaluations);
+  const auto reclaimed = psql("SELECT count(*) FROM eval_queue WHERE claims > 1");
+  std::printf("queue chaos: %s evaluations, %s of them claimed more than once\n",
+              evaluations.c_str(), reclaimed.c_str());
+  EXPECT_NE(reclaimed, "0") << "no kill hit a worker mid-evaluation: the test proved nothing";
+  EXPECT_EQ(psql("SELECT count(*) FROM evaluations WHERE failures > 0"), "0");
+  EXPECT_EQ(psql("SELECT count(*) FROM finals WHERE verdict = 'worker_crash'"), "0");
+}
+
+// SIGTERM drains: the worker finishes the evaluation it holds, writes it,
+// takes nothing new, marks its row stopped and exits 0.
+TEST_F(EvalQueue, SigtermFinishesTheClaimedEvaluationAndTakesNoNewOne) {
+  constexpr double k_latency_s = 3;
+  const auto d = m_dir.path().string();
+  auto toml = d + "/queue.toml";
+  write_text(toml, campaign_toml("[store]\nurl = \"" + m_url + "\"", m_llm.base_url(), 2,
+                                 k_latency_s, true));
+  auto coordinator =
+      Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/run.out", d + "/run.err");
+  auto worker = start_worker("drainer", k_latency_s, 30);
+  ASSERT_TRUE(wait_for_value(
+      "SELECT count(*) FROM eval_queue WHERE state = 'claimed' AND worker_id = 'drainer'", "1"))
+      << slurp(d + "/drainer.err");
+  worker.signal(SIGTERM);
+  auto rc = worker.wait_for(std::chrono::seconds(60));
+  ASSERT_TRUE(rc);
+  EXPECT_EQ(*rc, 0) << slurp(d + "/drainer.err");
+  EXPECT_EQ(psql("SELECT count(*) FROM eval_queue WHERE worker_id = 'drainer'"), "1");
+  EXPECT_EQ(psql("SELECT state FROM eval_queue WHERE worker_id = 'drainer'"), "done");
+  EXPECT_EQ(psql("SELECT state || ' ' || evaluations_done FROM workers WHERE id = 'drainer'"),
+            "stopped 1");
+  EXPECT_NE(psql("SELECT count(*) FROM eval_queue WHERE state = 'queued'"), "0")
+      << "work was left for others";
+  coordinator.signal(SIGINT);
+  auto crc = coordinator.wait_for(std::chrono::seconds(60));
+  ASSERT_TRUE(crc);
+  EXPECT_EQ(*crc, 130) << slurp(d + "/run.err");
+}
+
+// A worker whose evaluator differs from the campaign's (here: another
+// timeout, a setting verdicts rest on) takes none of its work and says why,
+// in its log and in `korch status`.
+TEST_F(EvalQueue, WorkerOfAnotherEvaluatorVersionRefusesAndSaysWhy) {
+  const auto d = m_dir.path().string();
+  auto toml = d + "/queue.toml";
+  write_text(toml, campaign_toml("[store]\nurl = \"" + m_url + "\"", m_llm.base_url(), 1, 0, true,
+                                 "timeout_s = 120\n"));
+  auto coordinator =
+      Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/run.out", d + "/run.err");
+  auto worker = start_worker("other", 0, 30);  // timeout_s 300, the default
+  ASSERT_TRUE(
+      wait_for_value("SELECT count(*) > 0 FROM workers WHERE id = 'other' AND note LIKE "
+                     "'refusing %timeout_s=120%timeout_s=300%'",
+                     "t"))
+      << slurp(d + "/other.err");
+  EXPECT_EQ(psql("SELECT count(*) FROM eval_queue WHERE worker_id = 'other'"), "0");
+  auto [st_rc, status] = run_capture({KORCH_BIN, "status", "--db", m_url}, d);
+  EXPECT_EQ(st_rc, 0) << status;
+  EXPECT_NE(status.find("note: refusing"), std::string::npos) << status;
+  worker.signal(SIGTERM);
+  ASSERT_TRUE(worker.wait_for(std::chrono::seconds(60)));
+  EXPECT_NE(slurp(d + "/other.err").find("refusing"), std::string::npos);
+  // A worker of the campaign's version finishes it.
+  auto right =
+      Process::start({KORCH_BIN, "worker", "--store", m_url, "--config", toml, "--id", "right"},
+                     d + "/right.out", d + "/right.err");
+  auto crc = coordinator.wait_for(std::chrono::seconds(120));
+  ASSERT_TRUE(crc);
+  EXPECT_EQ(*crc, 0) << slurp(d + "/run.err");
+  right.signal(SIGTERM);
+  ASSERT_TRUE(right.wait_for(std::chrono::seconds(60)));
+}
+
+// korch serve as the coordinator: a campaign submitted through the API with
+// `[evaluator] remote = true` is evaluated by a worker through the queue.
+TEST_F(EvalQueue, ServeSendsASubmittedCampaignsEvaluationsToTheWorkers) {
+  const auto d = m_dir.path().string();
+  write_text(d + "/token", "queue-test-token\n");
+  const int port = 20000 + static_cast<int>(::getpid() % 20000);
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  auto serve = Process::start(
+      {KORCH_BIN, "serve", "--db", m_url, "--listen", "127.0.0.1:" + std::to_string(port),
+       "--env-listen", "off", "--token-file", d + "/token"},
+      d + "/serve.out", d + "/serve.err");
+  auto worker = start_worker("served", 0, 30);
+  auto curl = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {"curl", "-s", "-H", "Authorization: Bearer queue-test-token"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_capture(argv, d);
+  };
+  bool up = false;
+  for (int i = 0; i < 300 && !up; ++i) {
+    up = curl({base + "/api/campaigns"}).second.find("campaigns") != std::string::npos;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(up) << slurp(d + "/serve.err");
+  write_text(d + "/submit.toml", campaign_toml("", m_llm.base_url(), 1, 0, true));
+  auto [rc, created] = curl({"--data-binary", "@" + d + "/submit.toml", base + "/api/campaigns"});
+  ASSERT_EQ(rc, 0);
+  ASSERT_NE(created.find("\"id\""), std::string::npos) << created;
+  bool completed = false;
+  for (int i = 0; i < 1200 && !completed; ++i) {
+    completed = curl({base + "/api/campaigns"}).second.find("\"completed\"") != std::string::npos;
+    if (!completed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(completed) << slurp(d + "/serve.err");
+  const auto evaluations = psql("SELECT count(*) FROM evaluations");
+  EXPECT_NE(evaluations, "0");
+  EXPECT_EQ(psql("SELECT count(*) FROM eval_queue WHERE state = 'done' AND worker_id = 'served'"),
+            evaluations);
+  serve.signal(SIGTERM);
+  worker.signal(SIGTERM);
+  EXPECT_TRUE(serve.wait_for(std::chrono::seconds(60)));
+  EXPECT_TRUE(worker.wait_for(std::chrono::seconds(60)));
+}
+
+// DESIGN §3's attempt cap: an evaluation whose holders were all lost (here:
+// claimed 3 times by a test client that never answers) is not run again; the
+// worker that claims it past --max-claims writes worker_crash and says why.
+TEST_F(EvalQueue, EvaluationClaimedPastTheCapIsAWorkerCrash) {
+  const auto d = m_dir.path().string();
+  auto toml = d + "/queue.toml";
+  write_text(toml, campaign_toml("[store]\nurl = \"" + m_url + "\"", m_llm.base_url(), 1, 0, true));
+  auto coordinator =
+      Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/run.out", d + "/run.err");
+  ASSERT_TRUE(wait_for_value("SELECT count(*) > 0 FROM eval_queue", "t")) << slurp(d + "/run.err");
+  // Three lost holders: claims whose leases expire at once.
+  const std::string id = psql("SELECT request_id FROM eval_queue ORDER BY request_id LIMIT 1");
+  for (int i = 0; i < 3; ++i) {
+    psql(
+        "UPDATE eval_queue SET state = 'claimed', claims = claims + 1, lease_token = lease_token + "
+        "1, "
+        "lease_expires_at = 0 WHERE request_id = '" +
+        id + "'");
+  }
+  auto worker = Process::start({KORCH_BIN, "worker", "--store", m_url, "--evaluator", "mock",
+                                "--max-claims", "3", "--id", "capped"},
+                               d + "/capped.out", d + "/capped.err");
+  auto crc = coordinator.wait_for(std::chrono::seconds(120));
+  ASSERT_TRUE(crc);
+  EXPECT_EQ(*crc, 0) << slurp(d + "/run.err");
+  EXPECT_EQ(psql("SELECT claims FROM eval_queue WHERE request_id = '" + id + "'"), "4");
+  EXPECT_EQ(psql("SELECT verdict FROM evaluations WHERE request_id = '" + id + "'"),
+            "worker_crash");
+  EXPECT_NE(psql("SELECT result_json FROM eval_queue WHERE request_id = '" + id + "'")
+                .find("claimed 4 times"),
+            std::string::npos);
+  EXPECT_EQ(psql("SELECT count(*) FROM evaluations WHERE verdict = 'worker_crash'"), "1");
+  worker.signal(SIGTERM);
+  ASSERT_TRUE(worker.wait_for(std::chrono::seconds(60)));
+}
+
+TEST_F(EvalQueue, RemoteEvaluatorOnSqliteIsAClearError) {
+  const auto d = m_dir.path().string();
+  auto toml = d + "/sqlite.toml";
+  write_text(toml, campaign_toml("db_path = \"" + d + "/x.db\"", m_llm.base_url(), 1, 0, true));
+  auto [rc, out] = run_capture({KORCH_BIN, "run", toml, "--no-progress"}, d);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("needs a PostgreSQL store"), std::string::npos) << out;
+  auto [wrc, wout] = run_capture({KORCH_BIN, "worker", "--store", d + "/x.db"}, d);
+  EXPECT_EQ(wrc, 2) << wout;
+  EXPECT_NE(wout.find("--store must name the PostgreSQL store"), std::string::npos) << wout;
+}
+
+}  // namespace
+}  // namespace korch::testing

@@ -1,0 +1,269 @@
+// The evaluation work queue (store/work_queue.hpp) on a real PostgreSQL 15
+// server (tests/support/postgres_server.hpp): claims, leases, heartbeats,
+// expiry and re-claim, refused late results, release, NOTIFY wake-ups,
+// concurrent claimers, a server restart.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "store/work_queue.hpp"
+#include "tests/support/postgres_server.hpp"
+#include "tests/support/required.hpp"
+
+namespace korch::store {
+namespace {
+
+// A lease long enough never to expire during a test.
+constexpr double k_long_lease_s = 3600;
+// A lease that has expired by the time the next statement runs.
+constexpr double k_expired_lease_s = 0;
+
+class WorkQueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto& pg = testing::PostgresServer::shared();
+    if (!pg.ok()) KORCH_SKIP_OR_FAIL(pg.error());
+    m_url = pg.fresh_database();
+    ASSERT_FALSE(m_url.empty()) << pg.error();
+  }
+
+  std::unique_ptr<WorkQueue> open() {
+    auto q = WorkQueue::open(m_url);
+    EXPECT_TRUE(q) << (q ? "" : q.error().message);
+    return q ? std::move(*q) : nullptr;
+  }
+
+  static QueueRow row(const std::string& id, const std::string& version = "v1",
+                      double enqueued_at = 0) {
+    QueueRow r;
+    r.request_id = id;
+    r.campaign_id = "c-1";
+    r.evaluator_version = version;
+    r.request_json = "{\"id\":\"" + id + "\"}";
+    r.enqueued_at = enqueued_at;
+    return r;
+  }
+
+  static WorkerRow worker(const std::string& id) {
+    WorkerRow w;
+    w.id = id;
+    w.host = "host-" + id;
+    w.pid = 1;
+    w.gpus = "none";
+    w.slots = 1;
+    w.evaluator_version = "v1";
+    w.mode = "mock";
+    w.state = "running";
+    return w;
+  }
+
+  std::string m_url;
+};
+
+TEST_F(WorkQueueTest, ClaimTakesTheOldestReadyRowOfItsVersionOnce) {
+  auto q = open();
+  ASSERT_TRUE(q);
+  EXPECT_TRUE(q->enqueue(row("r2", "v1", 2)).value());
+  EXPECT_TRUE(q->enqueue(row("r1", "v1", 1)).value());
+  EXPECT_TRUE(q->enqueue(row("r3", "v2", 0)).value());
+  // A second enqueue of an id (a coordinator that resumed) changes nothing.
+  auto again = row("r1", "v1", 9);
+  again.request_json = "changed";
+  EXPECT_FALSE(q->enqueue(again).value());
+
+  auto a = q->claim("A", "v1", k_long_lease_s).value();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->request_id, "r1");
+  EXPECT_EQ(a->request_json, "{\"id\":\"r1\"}");
+  EXPECT_EQ(a->lease_token, 1);
+  EXPECT_EQ(a->claims, 1);
+  auto b = q->claim("B", "v1", k_long_lease_s).value();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->request_id, "r2");
+  // r3 waits for another evaluator version: a v1 worker neither takes it nor
+  // misses telling why.
+  EXPECT_FALSE(q->claim("C", "v1", k_long_lease_s).value());
+  auto foreign = q->foreign_work("v1").value();
+  ASSERT_EQ(foreign.size(), 1u);
+  EXPECT_EQ(foreign[0].evaluator_version, "v2");
+  EXPECT_EQ(foreign[0].queued, 1);
+  auto counts = q->counts("c-1").value();
+  EXPECT_EQ(counts.queued, 1);
+  EXPECT_EQ(counts.claimed, 2);
+  EXPECT_EQ(counts.done, 0);
+}
+
+TEST_F(WorkQueueTest, ResultIsWrittenOnceAndOnlyByTheCurrentLease) {
+  auto q = open();
+  ASSERT_TRUE(q);
+  ASSERT_TRUE(q->put_worker(worker("A")));
+  ASSERT_TRUE(q->put_worker(worker("B")));
+  ASSERT_TRUE(q->enqueue(row("r1")).value());
+  // A's lease expires at once: B re-claims the row under a new token.
+  auto a = q->claim("A", "v1", k_expired_lease_s).value();
+  ASSERT_TRUE(a);
+  auto b = q->claim("B", "v1", k_long_lease_s).value();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->request_id, "r1");
+  EXPECT_EQ(b->lease_token, a->lease_token + 1);
+  EXPECT_EQ(b->claims, 2);
+  // A's heartbeat and its late result are refused; B's result counts.
+  EXPECT_FALSE(q->heartbeat("r1", a->lease_token, k_long_lease_s).value());
+  EXPECT_FALSE(q->complete("r1", a->lease_token, "A", "late").value());
+  EXPECT_TRUE(q->heartbeat("r1", b->lease_token, k_long_lease_s).value());
+  EXPECT_TRUE(q->complete("r1", b->lease_token, "B", "result-of-B").value());
+  // Once done, no one completes it again, not even the same lease.
+  EXPECT_FALSE(q->complete("r1", b->lease_token, "B", "again").value());
+  EXPECT_FALSE(q->claim("C", "v1", k_long_lease_s).value());
+  auto results = q->results({"r1", "missing"}).value();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].first, "r1");
+  EXPECT_EQ(results[0].second, "result-of-B");
+  std::map<std::string, std::int64_t> done;
+  auto workers = q->list_workers().value();
+  for (auto& w : workers) done[w.id] = w.evaluations_done;
+  EXPECT_EQ(done["A"], 0);
+  EXPECT_EQ(done["B"], 1);
+  auto rows = q->list("c-1").value();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].state, "done");
+  EXPECT_EQ(rows[0].worker_id, "B");
+}
+
+TEST_F(WorkQueueTest, ExpiredLeaseThatNobodyReclaimedStillDelivers) {
+  auto q = open();
+  ASSERT_TRUE(q);
+  ASSERT_TRUE(q->enqueue(row("r1")).value());
+  auto a = q->claim("A", "v1", k_expired_lease_s).value();
+  ASSERT_TRUE(a);
+  // No one else holds the row: the token is still A's.
+  EXPECT_TRUE(q->heartbeat("r1", a->lease_token, k_long_lease_s).value());
+  EXPECT_FALSE(q->claim("B", "v1", k_long_lease_s).value()) << "a renewed lease is not free";
+  EXPECT_TRUE(q->complete("r1", a->lease_token, "A", "ok").value());
+}
+
+TEST_F(WorkQueueTest, ReleaseHandsTheRowBackUnderTheSameTokenRule) {
+  auto q = open();
+  ASSERT_TRUE(q);
+  ASSERT_TRUE(q->enqueue(row("r1")).value());
+  auto a = q->claim("A", "v1", k_long_lease_s).value();
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(q->release("r1", a->lease_token).value());
+  EXPECT_FALSE(q->release("r1", a->lease_token).value()) << "already released";
+  auto b = q->claim("B", "v1", k_long_lease_s).value();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->claims, 2);
+  EXPECT_FALSE(q->complete("r1", a->lease_token, "A", "stale").value());
+  EXPECT_TRUE(q->complete("r1", b->lease_token, "B", "ok").value());
+}
+
+// Claimers on their own connections race for 300 rows: every row is claimed
+// exactly once (FOR UPDATE SKIP LOCKED), none is lost.
+TEST_F(WorkQueueTest, ConcurrentClaimersNeverShareARow) {
+  constexpr int k_rows = 300;
+  constexpr int k_claimers = 8;
+  {
+    auto q = open();
+    ASSERT_TRUE(q);
+    for (int i = 0; i < k_rows; ++i) ASSERT_TRUE(q->enqueue(row("r" + std::to_string(i))));
+  }
+  std::vector<std::future<std::vector<std::string>>> claimers;
+  for (int c = 0; c < k_claimers; ++c) {
+    claimers.push_back(std::async(std::launch::async, [this, c] {
+      std::vector<std::string> mine;
+      auto q = WorkQueue::open(m_url);
+      if (!q) return mine;
+      std::string id = "w" + std::to_string(c);
+      for (;;) {
+        auto got = (*q)->claim(id, "v1", k_long_lease_s);
+        if (!got || !*got) break;
+        mine.push_back((*got)->request_id);
+        if (!(*q)->complete((*got)->request_id, (*got)->lease_token, id, "ok").value_or(false))
+          mine.push_back("refused:" + (*got)->request_id);
+      }
+      return mine;
+    }));
+  }
+  std::multiset<std::string> all;
+  for (auto& f : claimers) {
+    for (auto& id : f.get()) all.insert(id);
+  }
+  EXPECT_EQ(all.size(), static_cast<std::size_t>(k_rows));
+  for (int i = 0; i < k_rows; ++i) EXPECT_EQ(all.count("r" + std::to_string(i)), 1u) << i;
+  auto q = open();
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->counts("c-1").value().done, k_rows);
+}
+
+// An idle worker waiting on korch_eval_queued wakes when work arrives, and a
+// coordinator waiting on korch_eval_done when a result does. The waits are
+// long: a NOTIFY that never came fails the test instead of timing it.
+TEST_F(WorkQueueTest, NotifyWakesIdleWorkersAndWaitingCoordinators) {
+  constexpr double k_patience_s = 60;
+  auto waiter = open();
+  auto other = open();
+  ASSERT_TRUE(waiter && other);
+  // First wait LISTENs; nothing is pending yet.
+  EXPECT_FALSE(waiter->wait(k_channel_queued, 0).value());
+  auto woke = std::async(std::launch::async,
+                         [&] { return waiter->wait(k_channel_queued, k_patience_s).value(); });
+  ASSERT_TRUE(other->enqueue(row("r1")).value());
+  EXPECT_TRUE(woke.get());
+
+  EXPECT_FALSE(waiter->wait(k_channel_done, 0).value());
+  auto claim = other->claim("A", "v1", k_long_lease_s).value();
+  ASSERT_TRUE(claim);
+  auto done = std::async(std::launch::async,
+                         [&] { return waiter->wait(k_channel_done, k_patience_s).value(); });
+  ASSERT_TRUE(other->complete("r1", claim->lease_token, "A", "ok").value());
+  EXPECT_TRUE(done.get());
+}
+
+TEST_F(WorkQueueTest, ServerRestartIsSurvivedByClaimsAndResults) {
+  auto q = open();
+  ASSERT_TRUE(q);
+  ASSERT_TRUE(q->enqueue(row("r1")).value());
+  auto a = q->claim("A", "v1", k_long_lease_s).value();
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(testing::PostgresServer::shared().restart());
+  // The first statement after the restart reconnects; the lease is durable.
+  EXPECT_TRUE(q->heartbeat("r1", a->lease_token, k_long_lease_s).value());
+  EXPECT_TRUE(q->complete("r1", a->lease_token, "A", "ok").value());
+  EXPECT_FALSE(q->wait(k_channel_queued, 0).value());
+}
+
+TEST_F(WorkQueueTest, WorkerRowKeepsItsCountAcrossHeartbeats) {
+  auto q = open();
+  ASSERT_TRUE(q);
+  auto w = worker("A");
+  w.started_at = 5;
+  ASSERT_TRUE(q->put_worker(w));
+  ASSERT_TRUE(q->enqueue(row("r1")).value());
+  auto a = q->claim("A", "v1", k_long_lease_s).value();
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(q->complete("r1", a->lease_token, "A", "ok").value());
+  w.state = "draining";
+  w.started_at = 99;
+  ASSERT_TRUE(q->put_worker(w));
+  auto rows = q->list_workers().value();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].state, "draining");
+  EXPECT_EQ(rows[0].evaluations_done, 1);
+  EXPECT_EQ(rows[0].started_at, 5);
+  EXPECT_GT(rows[0].heartbeat_at, 0);
+}
+
+TEST(WorkQueueLocation, SqliteStoreIsRefusedWithAReason) {
+  auto q = WorkQueue::open("sqlite:/tmp/never-created-korch-queue.db");
+  ASSERT_FALSE(q);
+  EXPECT_EQ(q.error().kind, ErrorKind::invalid);
+  EXPECT_NE(q.error().message.find("needs a PostgreSQL store"), std::string::npos)
+      << q.error().message;
+}
+
+}  // namespace
+}  // namespace korch::store
