@@ -1,5 +1,7 @@
 #include "tools/reports/training_export.hpp"
 
+#include "tools/reports/export.hpp"
+
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -67,6 +69,15 @@ Result<TrainingCounts> write_training_export(store::Store& store, const std::str
     if (!snap) return std::unexpected(snap.error());
     if (!*snap) continue;
     const store::EpisodeSnapshot& s = **snap;
+    // Round and seed origin of a strategy episode (null seed: not seeded).
+    const auto origins = strategy_origins(s.events);
+    const StrategyOrigin origin = origins.contains(ep.id) ? origins.at(ep.id) : StrategyOrigin{};
+    const json seed =
+        origin.seed_episode_id.empty()
+            ? json(nullptr)
+            : json{{"episode_id", origin.seed_episode_id},
+                   {"model_id", origin.seed_model_id},
+                   {"speedup", origin.seed_speedup ? json(*origin.seed_speedup) : json(nullptr)}};
     if (o.format == TrainingFormat::sft) {
       const store::TurnRow* t = final_turn(s);
       json msgs = sft_messages(s);
@@ -86,14 +97,21 @@ Result<TrainingCounts> write_training_export(store::Store& store, const std::str
       }
       json rec = {{"messages", msgs}};
       if (!o.openai_only) {
-        rec["metadata"] = {
-            {"campaign_id", campaign_id}, {"episode_id", ep.id},
-            {"task_id", ep.task_id},      {"model_id", ep.model_id},
-            {"sample", ep.sample_index},  {"final_reason", store::to_string(s.final->reason)},
-            {"verdict", s.final->verdict}, {"correct", s.final->correct},
-            {"speedup", s.final->speedup ? json(*s.final->speedup) : json(nullptr)},
-            {"reward", s.final->reward},  {"code_sha", t->code_sha},
-            {"turns", s.turns.size()},    {"epoch", s.epoch}};
+        rec["metadata"] = {{"campaign_id", campaign_id},
+                           {"episode_id", ep.id},
+                           {"task_id", ep.task_id},
+                           {"model_id", ep.model_id},
+                           {"sample", ep.sample_index},
+                           {"final_reason", store::to_string(s.final->reason)},
+                           {"verdict", s.final->verdict},
+                           {"correct", s.final->correct},
+                           {"speedup", s.final->speedup ? json(*s.final->speedup) : json(nullptr)},
+                           {"reward", s.final->reward},
+                           {"code_sha", t->code_sha},
+                           {"turns", s.turns.size()},
+                           {"epoch", s.epoch},
+                           {"round", origin.round},
+                           {"seed", seed}};
       }
       out << rec.dump() << '\n';
       ++n.records;
@@ -106,7 +124,8 @@ Result<TrainingCounts> write_training_export(store::Store& store, const std::str
       }
       const json rep = t.eval_request_id.empty() ? json(nullptr) : report_of(s, t.eval_request_id);
       const bool correct = rep.is_object() && rep.value("correct", false);
-      const json speedup = rep.is_object() && rep.contains("speedup") ? rep["speedup"] : json(nullptr);
+      const json speedup =
+          rep.is_object() && rep.contains("speedup") ? rep["speedup"] : json(nullptr);
       if ((o.correct_only && !correct) ||
           (o.min_speedup && !(speedup.is_number() && speedup.get<double>() >= *o.min_speedup)) ||
           !level_matches(ep.task_id, o.level) || (o.model && t.model_id != *o.model)) {
@@ -136,7 +155,9 @@ Result<TrainingCounts> write_training_export(store::Store& store, const std::str
           {"reward", submit && rep.is_object() ? rep.value("reward", json(0.0)) : json(nullptr)},
           {"reply", reply.empty() ? json(nullptr) : json(reply)},
           {"prompt_tokens", t.prompt_tokens},
-          {"completion_tokens", t.completion_tokens}};
+          {"completion_tokens", t.completion_tokens},
+          {"round", origin.round},
+          {"seed", seed}};
       out << rec.dump() << '\n';
       ++n.records;
     }
@@ -189,9 +210,9 @@ Result<std::string> training_card(store::Store& store, const std::string& campai
         {"no_code", n.no_code}}},
       {"evaluator_versions", versions},
       {"evaluator_modes", modes},
-      {"tolerance",
-       config.is_object() ? config.value(json::json_pointer("/evaluator/tolerance"), json(nullptr))
-                          : json(nullptr)},
+      {"tolerance", config.is_object()
+                        ? config.value(json::json_pointer("/evaluator/tolerance"), json(nullptr))
+                        : json(nullptr)},
       {"target_device", device},
       {"config", config.is_discarded() ? json(nullptr) : config},
   };
