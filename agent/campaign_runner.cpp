@@ -450,16 +450,19 @@ class Runner {
     if (!events) return std::unexpected(events.error());
     std::map<std::string, const store::FinalRow*> final_of;
     for (auto& f : *finals) final_of[f.episode_id] = &f;
-    std::map<std::string, double> cost_of, eval_s_of;
+    // Per episode: (request id, value) of its calls' cost and its evaluations'
+    // time, summed in request-id order (canonical_sum).
+    std::map<std::string, std::vector<std::pair<std::string, double>>> costs_of, eval_s_of;
     if (m_cfg.strategy.kind == config::StrategyKind::budget) {
       auto calls = m_store.list_llm_calls(m_plan.campaign_id);
       if (!calls) return std::unexpected(calls.error());
-      for (auto& c : *calls) cost_of[c.episode_id] += c.cost_usd;
+      for (auto& c : *calls) costs_of[c.episode_id].emplace_back(c.request_id, c.cost_usd);
       if (m_cfg.strategy.budget_gpu_hours > 0) {
         auto evals = m_store.list_evaluations(m_plan.campaign_id);
         if (!evals) return std::unexpected(evals.error());
         for (auto& e : *evals)
-          if (e.state == store::EvalState::done) eval_s_of[e.episode_id] += eval_seconds(e);
+          if (e.state == store::EvalState::done)
+            eval_s_of[e.episode_id].emplace_back(e.request_id, eval_seconds(e));
       }
     }
     for (auto& e : *episodes) {
@@ -473,8 +476,8 @@ class Runner {
         se.correct = it->second->correct;
         se.speedup = it->second->speedup;
       }
-      se.cost_usd = cost_of[e.id];
-      se.eval_s = eval_s_of[e.id];
+      se.cost_usd = canonical_sum(costs_of[e.id]);
+      se.eval_s = canonical_sum(eval_s_of[e.id]);
       m_fact_index[se.id] = m_facts.episodes.size();
       m_facts.episodes.push_back(std::move(se));
     }
@@ -501,13 +504,14 @@ class Runner {
     se.final = true;
     se.correct = (*snap)->final->correct;
     se.speedup = (*snap)->final->speedup;
-    se.cost_usd = 0;
-    for (auto& c : (*snap)->llm_calls) se.cost_usd += c.cost_usd;
-    se.eval_s = 0;
+    std::vector<std::pair<std::string, double>> costs, eval_s;
+    for (auto& c : (*snap)->llm_calls) costs.emplace_back(c.request_id, c.cost_usd);
     if (m_cfg.strategy.budget_gpu_hours > 0) {
       for (auto& e : (*snap)->evaluations)
-        if (e.state == store::EvalState::done) se.eval_s += eval_seconds(e);
+        if (e.state == store::EvalState::done) eval_s.emplace_back(e.request_id, eval_seconds(e));
     }
+    se.cost_usd = canonical_sum(std::move(costs));
+    se.eval_s = canonical_sum(std::move(eval_s));
   }
 
   // The seed's first-message block: its submitted code and measured result.

@@ -326,13 +326,26 @@ void decide_budget(const config::CampaignConfig& cfg, const StrategyFacts& f,
 
 std::vector<Decision> decide(const config::CampaignConfig& cfg, const StrategyFacts& facts) {
   std::vector<Decision> out;
+  if (cfg.strategy.kind == StrategyKind::grid) return out;
+  // One order for the facts, whatever order they were loaded or arrived in:
+  // sums of doubles (spend) depend on it, to the last bit.
+  StrategyFacts f = facts;
+  std::sort(f.episodes.begin(), f.episodes.end(),
+            [](const StrategyEpisode& a, const StrategyEpisode& b) { return a.id < b.id; });
   switch (cfg.strategy.kind) {
     case StrategyKind::grid: break;
-    case StrategyKind::best_of_k: decide_best_of_k(cfg, facts, out); break;
-    case StrategyKind::refine: decide_refine(cfg, facts, out); break;
-    case StrategyKind::budget: decide_budget(cfg, facts, out); break;
+    case StrategyKind::best_of_k: decide_best_of_k(cfg, f, out); break;
+    case StrategyKind::refine: decide_refine(cfg, f, out); break;
+    case StrategyKind::budget: decide_budget(cfg, f, out); break;
   }
   return out;
+}
+
+double canonical_sum(std::vector<std::pair<std::string, double>> parts) {
+  std::sort(parts.begin(), parts.end());
+  double sum = 0;
+  for (auto& [key, x] : parts) sum += x;
+  return sum;
 }
 
 std::string strategy_event_detail(const Decision& decision, const NewEpisode* episode,

@@ -30,6 +30,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/campaign.hpp"
@@ -86,6 +87,10 @@ struct StrategyFacts {
 
 // The decisions ready now, in a deterministic order. Empty for grid.
 std::vector<Decision> decide(const config::CampaignConfig& cfg, const StrategyFacts& facts);
+
+// The sum of `parts` in the order of their keys (request ids): a spend or a
+// time summed from rows read in any order comes out the same to the last bit.
+double canonical_sum(std::vector<std::pair<std::string, double>> parts);
 
 // The event detail recorded for a decision: its own record, plus (for each
 // episode it starts) the episode's round, sample, seed origin and the seed's

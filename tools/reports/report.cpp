@@ -384,6 +384,8 @@ std::string render_text(const CampaignReport& report) {
     text += "  as episodes ended:\n";
     std::size_t step = std::max<std::size_t>(1, be.size() / 10);
     for (std::size_t i = step - 1; i < be.size(); i += step) {
+      // The last point always, in place of a sampled one close to it.
+      if (i + step >= be.size()) i = be.size() - 1;
       double f1 = 0;
       for (auto& [t, v] : be[i].fast_p)
         if (t == 1) f1 = v;
