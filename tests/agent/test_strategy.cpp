@@ -305,6 +305,38 @@ TEST(BudgetBandit, FavoursTheModelWithTheMostSuccessesPerDollar) {
   }
 }
 
+TEST(BudgetBandit, AGpuHourCapCountsEvaluationTimeAndPrefersTheCheapestArmPerGpuSecond) {
+  auto cfg = budget_config(config::Bandit::ucb);
+  cfg.strategy.budget_usd = 0;
+  cfg.strategy.budget_gpu_hours = 0.02;  // 72 evaluation seconds
+  auto f = facts_for({"T1"});
+  std::map<std::string, int> after_first;
+  int started = 0;
+  for (int step = 0; step < 200; ++step) {
+    auto ds = decide(cfg, f);
+    ASSERT_EQ(ds.size(), 1u);
+    if (ds[0].action == "stop") {
+      auto j = nlohmann::json::parse(ds[0].detail_json);
+      EXPECT_DOUBLE_EQ(j["spent_gpu_hours"].get<double>(), 72.0 / 3600);
+      // The first decision tries every arm (m1, m2, m3, then m1 again): 61 s;
+      // then m3, 1 s per episode, until the cap: 11 more. Spend (USD 100 an
+      // episode) plays no part.
+      EXPECT_EQ(started, 15);
+      EXPECT_EQ(after_first, (std::map<std::string, int>{{"m3", 11}}));
+      return;
+    }
+    apply(f, ds[0]);
+    for (auto& e : ds[0].start) {
+      double eval_s = e.model_id == "m3" ? 1.0 : 20.0;
+      finish(f, e.task_id, e.model_id, e.sample, true, 1.5, 100.0, eval_s);
+      if (step > 0) ++after_first[e.model_id];
+      ++started;
+    }
+    cfg.strategy.batch = 1;
+  }
+  FAIL() << "the GPU-hour cap never stopped the campaign";
+}
+
 TEST(BudgetBandit, BetaDrawsAreSeededAndInRange) {
   EXPECT_EQ(beta_draw(2, 3, 42), beta_draw(2, 3, 42));
   EXPECT_NE(beta_draw(2, 3, 42), beta_draw(2, 3, 43));
