@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "agent/episode.hpp"
+#include "agent/strategy.hpp"
 #include "config/loader.hpp"
 #include "prompts/prompts.hpp"
 #include "util/fs.hpp"
@@ -116,6 +117,9 @@ class Runner {
       batch.put(std::move(row));
     }
     if (auto r = m_store.commit_sync(std::move(batch)); !r) return std::unexpected(r.error());
+    // A strategy other than grid starts its episodes itself, decision by
+    // decision (strategy_step).
+    if (m_strategy) return {};
     // Episodes, in insertion batches (insert-if-absent: re-running creates none).
     batch = store::WriteBatch{};
     double now = now_unix();
@@ -158,6 +162,11 @@ class Runner {
     spec->sample_index = row.sample_index;
     spec->max_turns = m_cfg.max_turns;
     spec->context = m_cfg.context;
+    // A refine episode's seed (its best verified kernel so far) opens the
+    // first user message; the text is the one recorded with the decision.
+    if (auto it = m_seed_prompts.find(row.id); it != m_seed_prompts.end() && !it->second.empty()) {
+      spec->context = spec->context.empty() ? it->second : spec->context + "\n\n" + it->second;
+    }
     for (auto& e : m_cfg.events) {
       if (e.samples.empty() ||
           std::find(e.samples.begin(), e.samples.end(), row.sample_index) != e.samples.end()) {
@@ -237,6 +246,10 @@ class Runner {
           m_cfg.name, m_waiting.size(), result.episodes_resumed, result.resume_load_s);
     }
     m_start_mono = now_mono();
+    if (m_strategy) {
+      if (auto r = load_strategy_facts(); !r) return std::unexpected(r.error());
+      strategy_step();
+    }
     fill_slots();
     double next_progress = now_mono();
     double next_heartbeat = now_mono() + m_options.lease_ttl_s / 3;
@@ -380,6 +393,10 @@ class Runner {
     } else if (std::holds_alternative<Finished>(next)) {
       ++m_progress.final;
       m_slots.erase(it);
+      if (m_strategy) {
+        on_strategy_final(id);
+        strategy_step();
+      }
       fill_slots();
     } else if (auto* abort = std::get_if<AbortCampaign>(&next)) {
       abort_run(abort->reason);
@@ -412,6 +429,170 @@ class Runner {
     execute(id, std::move(step));
   }
 
+  // --- strategies (agent/strategy.hpp) ---------------------------------------
+  // The facts decide() reads, loaded once from the store and kept up to date
+  // as episodes end: only stored facts, never arrival order or times.
+
+  static double eval_seconds(const store::EvaluationRow& row) {
+    auto r = evaluator::Report::from_json(row.report_json);
+    return r ? r->wall_s : 0.0;
+  }
+
+  Result<void> load_strategy_facts() {
+    m_facts = StrategyFacts{};
+    m_facts.campaign_id = m_plan.campaign_id;
+    for (auto& t : m_plan.tasks) m_facts.tasks.push_back(t->id);
+    auto episodes = m_store.list_episodes(m_plan.campaign_id);
+    if (!episodes) return std::unexpected(episodes.error());
+    auto finals = m_store.list_finals(m_plan.campaign_id);
+    if (!finals) return std::unexpected(finals.error());
+    auto events = m_store.list_events(m_plan.campaign_id);
+    if (!events) return std::unexpected(events.error());
+    std::map<std::string, const store::FinalRow*> final_of;
+    for (auto& f : *finals) final_of[f.episode_id] = &f;
+    // Per episode: (request id, value) of its calls' cost and its evaluations'
+    // time, summed in request-id order (canonical_sum).
+    std::map<std::string, std::vector<std::pair<std::string, double>>> costs_of, eval_s_of;
+    if (m_cfg.strategy.kind == config::StrategyKind::budget) {
+      auto calls = m_store.list_llm_calls(m_plan.campaign_id);
+      if (!calls) return std::unexpected(calls.error());
+      for (auto& c : *calls) costs_of[c.episode_id].emplace_back(c.request_id, c.cost_usd);
+      if (m_cfg.strategy.budget_gpu_hours > 0) {
+        auto evals = m_store.list_evaluations(m_plan.campaign_id);
+        if (!evals) return std::unexpected(evals.error());
+        for (auto& e : *evals)
+          if (e.state == store::EvalState::done)
+            eval_s_of[e.episode_id].emplace_back(e.request_id, eval_seconds(e));
+      }
+    }
+    for (auto& e : *episodes) {
+      StrategyEpisode se;
+      se.id = e.id;
+      se.task_id = e.task_id;
+      se.model_id = e.model_id;
+      se.sample = e.sample_index;
+      if (auto it = final_of.find(e.id); it != final_of.end()) {
+        se.final = true;
+        se.correct = it->second->correct;
+        se.speedup = it->second->speedup;
+      }
+      se.cost_usd = canonical_sum(costs_of[e.id]);
+      se.eval_s = canonical_sum(eval_s_of[e.id]);
+      m_fact_index[se.id] = m_facts.episodes.size();
+      m_facts.episodes.push_back(std::move(se));
+    }
+    for (auto& ev : *events) {
+      if (ev.kind != k_strategy_event_kind) continue;
+      auto parsed = parse_strategy_event(ev.detail);
+      if (!parsed) continue;
+      m_facts.decided.insert(parsed->key);
+      if (!parsed->seed_prompt.empty()) m_seed_prompts[ev.episode_id] = parsed->seed_prompt;
+    }
+    return {};
+  }
+
+  // An episode became final: its result, spend and evaluation time, as stored.
+  void on_strategy_final(const std::string& id) {
+    auto it = m_fact_index.find(id);
+    if (it == m_fact_index.end()) return;
+    auto snap = m_store.load_episode(id);
+    if (!snap || !*snap || !(*snap)->final) {
+      abort_run(fmt::format("episode {} could not be read back after it ended", id));
+      return;
+    }
+    auto& se = m_facts.episodes[it->second];
+    se.final = true;
+    se.correct = (*snap)->final->correct;
+    se.speedup = (*snap)->final->speedup;
+    std::vector<std::pair<std::string, double>> costs, eval_s;
+    for (auto& c : (*snap)->llm_calls) costs.emplace_back(c.request_id, c.cost_usd);
+    if (m_cfg.strategy.budget_gpu_hours > 0) {
+      for (auto& e : (*snap)->evaluations)
+        if (e.state == store::EvalState::done) eval_s.emplace_back(e.request_id, eval_seconds(e));
+    }
+    se.cost_usd = canonical_sum(std::move(costs));
+    se.eval_s = canonical_sum(std::move(eval_s));
+  }
+
+  // The seed's first-message block: its submitted code and measured result.
+  std::string render_seed(const SeedOrigin& seed) {
+    if (auto it = m_rendered_seeds.find(seed.episode_id); it != m_rendered_seeds.end())
+      return it->second;
+    std::string code, result;
+    if (auto snap = m_store.load_episode(seed.episode_id); snap && *snap && (*snap)->final) {
+      const auto& request_id = (*snap)->final->request_id;
+      auto sha = request_id.substr(request_id.rfind('|') + 1);
+      for (auto& t : (*snap)->turns) {
+        if (t.code_sha == sha) {
+          code = t.code;
+          break;
+        }
+      }
+      for (auto& e : (*snap)->evaluations) {
+        if (e.request_id != request_id) continue;
+        if (auto r = evaluator::Report::from_json(e.report_json))
+          result = prompts::render_report(*r, evaluator::Mode::submit);
+      }
+    }
+    auto text = seed_prompt(seed, code, result);
+    m_rendered_seeds[seed.episode_id] = text;
+    return text;
+  }
+
+  // Takes every decision that is ready and starts its episodes: the
+  // decision's events and its episode rows commit together, before any of
+  // them runs, so a kill leaves either both or neither.
+  void strategy_step() {
+    if (!m_strategy || stopping()) return;
+    auto decisions = decide(m_cfg, m_facts);
+    if (decisions.empty()) return;
+    store::WriteBatch batch;
+    const double now = now_unix();
+    std::vector<store::EpisodeSnapshot> fresh;
+    for (auto& d : decisions) {
+      KLOG_INFO("campaign {}: strategy {} decides {} ({}; {} episode(s))", m_cfg.name,
+                config::to_string(m_cfg.strategy.kind), d.key, d.action, d.start.size());
+      if (d.start.empty() && !d.anchor_episode.empty()) {
+        batch.put(store::EventRow{d.anchor_episode, 0, std::string(k_strategy_event_kind),
+                                  strategy_event_detail(d, nullptr, ""), now});
+      }
+      for (auto& ne : d.start) {
+        std::string prompt = ne.seed ? render_seed(*ne.seed) : std::string();
+        store::EpisodeRow e;
+        e.id = ne.id;
+        e.campaign_id = m_plan.campaign_id;
+        e.task_id = ne.task_id;
+        e.model_id = ne.model_id;
+        e.sample_index = ne.sample;
+        e.system_prompt = m_plan.system_prompt;
+        e.status = store::EpisodeStatus::pending;
+        e.created_at = now;
+        e.updated_at = now;
+        store::EpisodeSnapshot snap;
+        snap.episode = e;
+        fresh.push_back(std::move(snap));
+        batch.put(std::move(e));
+        batch.put(store::EventRow{ne.id, 0, std::string(k_strategy_event_kind),
+                                  strategy_event_detail(d, &ne, prompt), now});
+        m_seed_prompts[ne.id] = prompt;
+        StrategyEpisode se;
+        se.id = ne.id;
+        se.task_id = ne.task_id;
+        se.model_id = ne.model_id;
+        se.sample = ne.sample;
+        m_fact_index[se.id] = m_facts.episodes.size();
+        m_facts.episodes.push_back(std::move(se));
+      }
+      m_facts.decided.insert(d.key);
+    }
+    if (auto r = m_store.commit_sync(std::move(batch)); !r) {
+      abort_run("store: " + r.error().message);
+      return;
+    }
+    m_progress.episodes += static_cast<std::int64_t>(fresh.size());
+    for (auto& snap : fresh) m_waiting.push_back(std::move(snap));
+  }
+
   void abort_run(std::string reason) {
     if (!m_abort) {
       KLOG_ERROR("aborting the run: {}", reason);
@@ -430,6 +611,7 @@ class Runner {
   // The plan's system prompt, shared by every episode's spec that uses it.
   std::shared_ptr<const std::string> m_system_prompt;
   std::uint64_t m_secret_seed = 0;
+  const bool m_strategy = m_cfg.strategy.kind != config::StrategyKind::grid;
 
   // Orchestrator-thread state (touched only by the orchestrator thread).
   std::unordered_map<std::string, Slot> m_slots;
@@ -443,6 +625,11 @@ class Runner {
   double m_start_mono = 0;
   std::int64_t m_final_at_start = 0;
   Progress m_progress;
+  // Strategies (orchestrator thread).
+  StrategyFacts m_facts;
+  std::unordered_map<std::string, std::size_t> m_fact_index;      // episode id -> m_facts.episodes
+  std::unordered_map<std::string, std::string> m_seed_prompts;    // episode id -> seed block
+  std::unordered_map<std::string, std::string> m_rendered_seeds;  // seed episode id -> block
 
   std::shared_ptr<Mailbox> m_box = std::make_shared<Mailbox>();
 };

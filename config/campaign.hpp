@@ -79,6 +79,28 @@ struct EvaluatorConfig {
   bool operator==(const EvaluatorConfig&) const = default;
 };
 
+// [strategy]: which episodes the campaign runs (agent/strategy.hpp). Every
+// decision is derived from stored facts and `seed` only, so a resumed run
+// decides exactly as an uninterrupted one.
+struct StrategyConfig {
+  StrategyKind kind = StrategyKind::grid;
+  // best_of_k: most samples per (task, model); budget: most episodes per
+  // (task, model).
+  int k = 4;
+  // best_of_k: a correct kernel at least this fast stops its (task, model);
+  // budget: a correct episode at least this fast is a success.
+  double target_speedup = 1.0;
+  int parallel = 1;             // best_of_k: samples of one (task, model) started together (a wave)
+  int rounds = 3;               // refine: rounds of samples_per_task episodes per (task, model)
+  double budget_usd = 0;        // budget: spend cap of the whole campaign; 0 = none
+  double budget_gpu_hours = 0;  // budget: evaluation-hours cap; 0 = none
+  Bandit bandit = Bandit::thompson;
+  int batch = 4;          // budget: episodes allocated per decision
+  std::int64_t seed = 1;  // the bandit's seed (never the campaign's secret seed)
+
+  bool operator==(const StrategyConfig&) const = default;
+};
+
 struct CampaignConfig {
   std::string name;  // the campaign id is derived from it
   // The store (store::parse_location): a SQLite path, sqlite:PATH or a
@@ -101,6 +123,7 @@ struct CampaignConfig {
   Synchronous synchronous = Synchronous::full;  // SQLite PRAGMA synchronous
   std::vector<LifecycleEvent> events;
   EvaluatorConfig evaluator;
+  StrategyConfig strategy;
   LogLevel log_level = LogLevel::info;
 
   bool operator==(const CampaignConfig&) const = default;

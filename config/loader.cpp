@@ -356,6 +356,75 @@ const std::vector<Spec<C>>& campaign_specs() {
        false,
        k_none,
        KORCH_FIELD(C, evaluator.remote)},
+      {{"strategy.kind", "KORCH_STRATEGY_KIND", KeyType::string, "\"grid\"",
+        "\"grid\" (every task, model and sample), \"best_of_k\" (stop a task and model at a "
+        "fast enough correct kernel), \"refine\" (rounds seeded with the best verified kernel) "
+        "or \"budget\" (a spend cap allocated across models by a bandit)."},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, strategy.kind)},
+      {{"strategy.k", "KORCH_STRATEGY_K", KeyType::integer, "4",
+        "best_of_k: most samples per (task, model); budget: most episodes per (task, model)."},
+       1,
+       false,
+       k_none,
+       KORCH_FIELD(C, strategy.k)},
+      {{"strategy.target_speedup", "KORCH_STRATEGY_TARGET_SPEEDUP", KeyType::number, "1",
+        "best_of_k: a correct kernel at least this fast stops its (task, model); budget: a "
+        "correct episode at least this fast counts as a success."},
+       0,
+       false,
+       k_none,
+       KORCH_FIELD(C, strategy.target_speedup)},
+      {{"strategy.parallel", "KORCH_STRATEGY_PARALLEL", KeyType::integer, "1",
+        "best_of_k: samples of one (task, model) started together; the next wave starts once "
+        "they are all final."},
+       1,
+       false,
+       k_none,
+       KORCH_FIELD(C, strategy.parallel)},
+      {{"strategy.rounds", "KORCH_STRATEGY_ROUNDS", KeyType::integer, "3",
+        "refine: rounds of samples_per_task episodes per (task, model); round r+1 of a task "
+        "starts from its best verified kernel once round r is final."},
+       1,
+       false,
+       k_none,
+       KORCH_FIELD(C, strategy.rounds)},
+      {{"strategy.budget_usd", "KORCH_STRATEGY_BUDGET_USD", KeyType::number, "0",
+        "budget: LLM spend of the whole campaign in USD after which no episode is started; 0 = "
+        "no spend cap."},
+       0,
+       false,
+       k_none,
+       KORCH_FIELD(C, strategy.budget_usd)},
+      {{"strategy.budget_gpu_hours", "KORCH_STRATEGY_BUDGET_GPU_HOURS", KeyType::number, "0",
+        "budget: evaluation hours (the evaluator's wall_s summed) after which no episode is "
+        "started; 0 = no such cap."},
+       0,
+       false,
+       k_none,
+       KORCH_FIELD(C, strategy.budget_gpu_hours)},
+      {{"strategy.bandit", "KORCH_STRATEGY_BANDIT", KeyType::string, "\"thompson\"",
+        "budget: \"thompson\" (seeded Thompson sampling) or \"ucb\" (UCB1) over each model's "
+        "successes per dollar."},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, strategy.bandit)},
+      {{"strategy.batch", "KORCH_STRATEGY_BATCH", KeyType::integer, "4",
+        "budget: episodes allocated per decision; the next decision waits until they are all "
+        "final."},
+       1,
+       false,
+       k_none,
+       KORCH_FIELD(C, strategy.batch)},
+      {{"strategy.seed", "KORCH_STRATEGY_SEED", KeyType::integer, "1",
+        "budget: the bandit's seed (decisions depend only on it and the stored results)."},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, strategy.seed)},
   };
   return k_specs;
 }
@@ -720,6 +789,11 @@ Result<void> validate_with(const CampaignConfig& cfg, const Locator& where,
   if (auto g = parse_gpu_list(cfg.evaluator.gpus, std::nullopt); !g)
     return fail(where("evaluator.gpus") + "'evaluator.gpus': " + g.error().message);
 
+  if (cfg.strategy.kind == StrategyKind::budget && cfg.strategy.budget_usd <= 0 &&
+      cfg.strategy.budget_gpu_hours <= 0)
+    return fail(where("strategy.kind") +
+                "'strategy.kind = \"budget\"' needs a cap: set strategy.budget_usd or "
+                "strategy.budget_gpu_hours");
   if (cfg.models.empty())
     return fail(where("models") + "no models: add a [[models]] table with id, base_url and model");
   std::map<std::string, std::size_t> seen;
@@ -778,12 +852,14 @@ Result<void> validate_with(const CampaignConfig& cfg, const Locator& where,
                   fmt::format("'{}.model' only applies to model_swap events (this one is '{}')", at,
                               to_string(e.kind)));
     }
+    const int samples = max_samples_per_task_model(cfg);
     for (int s : e.samples)
-      if (s < 0 || s >= cfg.samples_per_task)
+      if (s < 0 || s >= samples)
         return fail(where(at + ".samples") +
                     fmt::format("'{}.samples' holds {}, but sample indices run from 0 to {} "
-                                "(samples_per_task = {})",
-                                at, s, cfg.samples_per_task - 1, cfg.samples_per_task));
+                                "(samples_per_task = {}, strategy.kind = \"{}\")",
+                                at, s, samples - 1, cfg.samples_per_task,
+                                to_string(cfg.strategy.kind)));
   }
   return {};
 }
@@ -871,7 +947,7 @@ class Loader {
 };
 
 std::vector<std::string> campaign_candidates() {
-  std::vector<std::string> out = {"tasks", "evaluator", "store", "models", "events"};
+  std::vector<std::string> out = {"tasks", "evaluator", "store", "strategy", "models", "events"};
   for (const auto& s : campaign_specs()) out.emplace_back(s.info.name);
   return out;
 }
@@ -954,7 +1030,7 @@ Result<void> Loader::apply_file(const toml::table& root) {
   const auto candidates = campaign_candidates();
   for (auto&& [k, node] : root) {
     std::string key(k.str());
-    if (key == "tasks" || key == "evaluator" || key == "store") {
+    if (key == "tasks" || key == "evaluator" || key == "store" || key == "strategy") {
       auto tbl = node.as_table();
       if (!tbl)
         return fail(file_where(node) + fmt::format("'{}' must be a table ([{}])", key, key));
@@ -1327,6 +1403,16 @@ Result<CampaignConfig> config_from_json(std::string_view json) {
     }
   }
   return cfg;
+}
+
+int max_samples_per_task_model(const CampaignConfig& cfg) {
+  switch (cfg.strategy.kind) {
+    case StrategyKind::best_of_k:
+    case StrategyKind::budget: return cfg.strategy.k;
+    case StrategyKind::refine: return cfg.strategy.rounds * cfg.samples_per_task;
+    case StrategyKind::grid: break;
+  }
+  return cfg.samples_per_task;
 }
 
 Result<void> validate(const CampaignConfig& cfg) {

@@ -95,6 +95,11 @@ Result<LoadedConfig> load_campaign(const std::string& path,
 // config built in code. Messages name the key but no file position.
 Result<void> validate(const CampaignConfig& cfg);
 
+// How many sample indices a (task, model) may reach under the campaign's
+// strategy: samples_per_task (grid), strategy.k (best_of_k, budget) or
+// strategy.rounds * samples_per_task (refine). [[events]] samples index these.
+int max_samples_per_task_model(const CampaignConfig& cfg);
+
 // The whole resolved config as one JSON object, written from the key tables
 // (campaign keys nested by their dotted names, then "models" with every model
 // key and "events"), so a stored campaign says exactly what ran. Holds no

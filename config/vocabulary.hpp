@@ -38,6 +38,13 @@ enum class LogLevel { trace, debug, info, warn, error, critical, off };
 // [[events]] kind: a lifecycle event scheduled at a turn (DESIGN §2).
 enum class LifecycleKind { compaction, crash, model_swap };
 
+// strategy.kind: how a campaign decides which episodes to run
+// (agent/strategy.hpp, docs/config.md "Strategies").
+enum class StrategyKind { grid, best_of_k, refine, budget };
+
+// strategy.bandit: how the budget strategy allocates episodes across models.
+enum class Bandit { thompson, ucb };
+
 }  // namespace korch::config
 
 namespace korch {
@@ -92,6 +99,19 @@ struct EnumNames<config::LifecycleKind> {
       {config::LifecycleKind::compaction, "compaction"},
       {config::LifecycleKind::crash, "crash"},
       {config::LifecycleKind::model_swap, "model_swap"}};
+};
+template <>
+struct EnumNames<config::StrategyKind> {
+  static constexpr std::pair<config::StrategyKind, std::string_view> k_names[] = {
+      {config::StrategyKind::grid, "grid"},
+      {config::StrategyKind::best_of_k, "best_of_k"},
+      {config::StrategyKind::refine, "refine"},
+      {config::StrategyKind::budget, "budget"}};
+};
+template <>
+struct EnumNames<config::Bandit> {
+  static constexpr std::pair<config::Bandit, std::string_view> k_names[] = {
+      {config::Bandit::thompson, "thompson"}, {config::Bandit::ucb, "ucb"}};
 };
 }  // namespace korch
 

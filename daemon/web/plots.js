@@ -202,6 +202,37 @@
     return f.svg;
   }
 
+  // The strategy's curve (report.strategy, issue #37): per-task fast_1 (the
+  // best kernel so far) against `axis` ("cost_usd", "gpu_hours" or "round"):
+  // the points as episodes ended, or, against rounds, one point per round.
+  function strategyCurve(report, axis, opts) {
+    const titles = {cost_usd: "spend (USD)", gpu_hours: "GPU-hours", round: "round"};
+    const st = report.strategy || {};
+    const f = frame(`strategy-${axis}`, `fast_1 per task against ${titles[axis]} (strategy ${st.kind || "grid"})`,
+                    (opts && opts.width) || 460, 240);
+    const pts = (axis === "round" ? st.by_round : st.by_episode) || [];
+    if (!pts.length) return empty(f, "no finished episodes");
+    const xs = pts.map((p) => p[axis] || 0);
+    const xmax = Math.max(axis === "round" ? 1 : 1e-9, ...xs);
+    const x = (v) => f.x0 + (v / xmax) * (f.x1 - f.x0);
+    const y = (v) => f.y0 - v * (f.y0 - f.y1);
+    const xTicks = [0, 0.25, 0.5, 0.75, 1].map((t) => [x(t * xmax), axis === "round" ? String(Math.round(t * xmax * 100) / 100) : fmt(t * xmax, 3)]);
+    axes(f, xTicks, [0, 0.25, 0.5, 0.75, 1].map((v) => [y(v), String(v)]), titles[axis], "fast_1");
+    let d = "";
+    pts.forEach((p, i) => {
+      const v = (p.fast_p || {}).fast_1 || 0;
+      d += `${i ? " L" : "M"} ${x(p[axis] || 0)} ${y(v)}`;
+    });
+    el("path", {d, class: "curve", stroke: PALETTE[0], fill: "none"}, f.svg);
+    for (const p of (axis === "round" ? pts : pts.slice(-1))) {
+      const v = (p.fast_p || {}).fast_1 || 0;
+      const c = el("circle", {cx: x(p[axis] || 0), cy: y(v), r: 3.5, fill: PALETTE[0], class: "curve-point",
+                              "data-axis": axis, "data-x": p[axis] || 0, "data-fast1": v}, f.svg);
+      el("title", {}, c, `${titles[axis]} ${fmt(p[axis], 4)}: fast_1 = ${fmt(v)} (${p.episodes} episodes)`);
+    }
+    return f.svg;
+  }
+
   // One number per model: the text report as a table.
   function summaryTable(report) {
     const t = html("table", {class: "summary", "data-plot": "summary"});
@@ -292,10 +323,14 @@
     section(plots, "Speedup distribution", speedupHistogram(report));
     section(plots, "fast_p", fastPCurve(report));
     section(plots, "Cost", costBars(report));
+    for (const [axis, title] of [["cost_usd", "fast_1 against spend"], ["gpu_hours", "fast_1 against GPU-hours"],
+                                 ["round", "fast_1 against rounds"]])
+      section(plots, title, strategyCurve(report, axis));
     section(root, "Per model", summaryTable(report));
     section(root, "Tasks", taskGrid(report, opts.onEpisode));
     root.setAttribute("data-rendered", String((Number(root.getAttribute("data-rendered")) || 0) + 1));
   }
 
-  global.KorchPlots = {renderReport, speedupHistogram, fastPCurve, costBars, summaryTable, taskGrid, cellState, fmt};
+  global.KorchPlots = {renderReport, speedupHistogram, fastPCurve, costBars, strategyCurve, summaryTable, taskGrid,
+                       cellState, fmt};
 })(typeof window !== "undefined" ? window : globalThis);

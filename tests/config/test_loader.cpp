@@ -607,6 +607,47 @@ INSTANTIATE_TEST_SUITE_P(
             "flag_models_table", k_min, {}, {"models=x"}, "'models' can only be set in the file"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+TEST(Loader, StrategyTable) {
+  TempDir dir;
+  auto path = dir.write("c.toml", std::string(k_minimal) +
+                                      "[strategy]\nkind = \"best_of_k\"\nk = 6\n"
+                                      "target_speedup = 1.5\nparallel = 2\n");
+  auto loaded = load_campaign(path, k_no_env, k_no_flags);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  EXPECT_EQ(loaded->config.strategy.kind, StrategyKind::best_of_k);
+  EXPECT_EQ(loaded->config.strategy.k, 6);
+  EXPECT_DOUBLE_EQ(loaded->config.strategy.target_speedup, 1.5);
+  EXPECT_EQ(loaded->config.strategy.parallel, 2);
+  EXPECT_EQ(max_samples_per_task_model(loaded->config), 6);
+  // Without the table nothing changes: grid.
+  auto plain = load_campaign(dir.write("p.toml", k_minimal), k_no_env, k_no_flags);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->config.strategy, StrategyConfig{});
+  EXPECT_EQ(plain->config.strategy.kind, StrategyKind::grid);
+
+  // A budget needs a cap; an unknown kind or bandit is refused with the choices.
+  auto no_cap =
+      load_campaign(dir.write("b.toml", std::string(k_minimal) + "[strategy]\nkind = \"budget\"\n"),
+                    k_no_env, k_no_flags);
+  ASSERT_FALSE(no_cap);
+  EXPECT_NE(no_cap.error().message.find("strategy.budget_usd"), std::string::npos)
+      << no_cap.error().message;
+  auto bad = load_campaign(path, k_no_env, {"strategy.kind=beam"});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("\"refine\""), std::string::npos) << bad.error().message;
+  auto bad_bandit = load_campaign(path, k_no_env, {"strategy.bandit=greedy"});
+  ASSERT_FALSE(bad_bandit);
+  // [[events]] samples index the strategy's samples (refine: rounds x samples_per_task).
+  auto events = dir.write("e.toml", std::string(k_minimal) +
+                                        "[strategy]\nkind = \"refine\"\nrounds = 3\n"
+                                        "[[events]]\nkind = \"crash\"\nturn = 1\nsamples = [2]\n");
+  EXPECT_TRUE(load_campaign(events, k_no_env, k_no_flags));
+  auto beyond = load_campaign(events, k_no_env, {"strategy.rounds=2"});
+  ASSERT_FALSE(beyond);
+  EXPECT_NE(beyond.error().message.find("sample indices run from 0 to 1"), std::string::npos)
+      << beyond.error().message;
+}
+
 TEST(Loader, MissingFile) {
   auto loaded = load_campaign("/nonexistent/korch.toml", k_no_env, k_no_flags);
   ASSERT_FALSE(loaded);
@@ -665,6 +706,16 @@ const std::map<std::string, std::string> k_non_default = {
     {"evaluator.cache_dir", "/cache"},
     {"evaluator.mock_latency_s", "0.125"},
     {"evaluator.remote", "true"},
+    {"strategy.kind", "budget"},
+    {"strategy.k", "6"},
+    {"strategy.target_speedup", "1.25"},
+    {"strategy.parallel", "2"},
+    {"strategy.rounds", "4"},
+    {"strategy.budget_usd", "3.5"},
+    {"strategy.budget_gpu_hours", "0.5"},
+    {"strategy.bandit", "ucb"},
+    {"strategy.batch", "8"},
+    {"strategy.seed", "42"},
 };
 
 // The same for every model key but `id` (set in the file).

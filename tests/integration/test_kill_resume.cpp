@@ -10,8 +10,8 @@
 #include <random>
 
 #include "tests/integration/campaign_fixture.hpp"
-#include "tests/support/required.hpp"
 #include "tests/integration/export_fixture.hpp"
+#include "tests/support/required.hpp"
 
 namespace korch::testing {
 namespace {
@@ -34,8 +34,10 @@ std::string task_section() {
     return "samples_per_task = 5\n[tasks]\nkernelbench_dir = \"" KORCH_SHARED_KERNELBENCH
            "\"\nlevels = [1]\nids = \"1-12\"\n";
   }
-  std::fprintf(stderr, "note: no KernelBench copy at %s; the kill test runs 15 samples of the 4 bundled tasks\n",
-               KORCH_SHARED_KERNELBENCH);
+  std::fprintf(
+      stderr,
+      "note: no KernelBench copy at %s; the kill test runs 15 samples of the 4 bundled tasks\n",
+      KORCH_SHARED_KERNELBENCH);
   return "samples_per_task = 15\n[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR
          "/tasks\"\nids = \"1-4\"\n";
 }
@@ -373,6 +375,158 @@ TEST(KillResume, CpuEvaluatorKillsLeaveNoOrphansAndNoDoubleResults) {
   std::printf("cpu kill test: most starts of one evaluation %s\n",
               query(db, "SELECT MAX(attempts) FROM evaluations")[0][0].c_str());
 }
+
+// Strategies across rounds (issue #37): a refine campaign (rounds seeded with
+// the best verified kernel so far) and a budget campaign (a seeded bandit
+// over two models under a spend cap), SIGKILLed at random moments, at LLM
+// requests in flight and while evaluations run, and restarted each time.
+// Their turns must equal an uninterrupted run's (no turn lost or repeated),
+// and their strategy decisions too: the same events, decision for decision.
+std::string strategy_toml(const std::string& db, const std::string& base_url,
+                          const std::string& strategy) {
+  std::ostringstream s;
+  s << "name = \"killstrategy\"\n"
+    << "db_path = \"" << db << "\"\n"
+    << "max_turns = 3\nmax_inflight_episodes = 6\nsynchronous = \"FULL\"\nlog_level = \"warn\"\n"
+    << "samples_per_task = 2\n"
+    << "[tasks]\nkernelbench_dir = \"" KORCH_EXAMPLES_DIR "/tasks\"\nids = \"1-4\"\n"
+    << "[evaluator]\nmode = \"mock\"\nmock_latency_s = " << k_eval_latency_s << "\n"
+    << "[strategy]\n"
+    << strategy << "[[models]]\nid = \"m1\"\nbase_url = \"" << base_url
+    << "\"\nmodel = \"fake-1\"\nconcurrency = 8\nmax_attempts = 3\nconnect_timeout_s = 2\n"
+    << "price_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 2.0\n"
+    << "[[models]]\nid = \"m2\"\nbase_url = \"" << base_url
+    << "\"\nmodel = \"fake-2\"\nconcurrency = 8\nmax_attempts = 3\nconnect_timeout_s = 2\n"
+    << "price_prompt_per_mtok = 3.0\nprice_completion_per_mtok = 1.0\n";
+  return s.str();
+}
+
+// The strategy events of a database, without their times: (episode, turn,
+// kind, detail), sorted (the order in which independent tasks' decisions
+// were committed may differ; their content may not).
+std::vector<std::string> strategy_events(const std::string& db) {
+  std::vector<std::string> out;
+  for (auto& r : query(db,
+                       "SELECT episode_id, turn, kind, detail FROM events "
+                       "WHERE kind = 'strategy'"))
+    out.push_back(r[0] + " " + r[1] + " " + r[2] + " " + r[3]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class StrategyKills : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(StrategyKills, DecisionsAndTurnsEqualAnUninterruptedRun) {
+  const std::string strategy = GetParam();
+  TempDir dir;
+  auto d = dir.path().string();
+  FakeLlmProcess llm;
+  ASSERT_TRUE(
+      llm.start(d, {"--script", "kernel", "--latency-ms", "40", "--log", d + "/requests.log"}));
+  auto ref_toml = d + "/ref.toml";
+  write_text(ref_toml, strategy_toml(d + "/ref.db", llm.base_url(), strategy));
+  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
+  ASSERT_EQ(ref_rc, 0) << ref_out;
+  const auto reference = normalized_export(d, ref_toml);
+  const auto ref_decisions = strategy_events(d + "/ref.db");
+  ASSERT_GT(reference.size(), 40u);
+  ASSERT_GT(ref_decisions.size(), 10u);
+  const std::size_t ref_log_lines = line_count(d + "/requests.log");
+  // The reference really ran several rounds (refine) or decisions (budget).
+  const auto later = query(d + "/ref.db",
+                           "SELECT COUNT(*) FROM events WHERE kind = 'strategy' AND "
+                           "(detail LIKE '%\"round\":2%' OR detail LIKE '%budget|decision:3%')");
+  ASSERT_NE(later[0][0], "0") << "the reference run never reached a later round";
+
+  auto toml = d + "/kill.toml";
+  auto db = d + "/kill.db";
+  write_text(toml, strategy_toml(db, llm.base_url(), strategy));
+  std::mt19937 rng(KORCH_KILL_SEED);
+  std::uniform_int_distribution<int> delay_ms(30, 400);
+  int kills = 0, at_llm_kills = 0, at_eval_kills = 0;
+  const int k_strategy_kills = std::max(20, k_kills / 2);
+  while (kills < k_strategy_kills) {
+    auto p =
+        Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/kill.out", d + "/kill.err");
+    const std::size_t lines_before = line_count(d + "/requests.log");
+    std::optional<int> rc;
+    if (kills % 3 == 0) {
+      // A call in flight: 10 ms after the server received one of this run.
+      wait_until(
+          p, [&] { return line_count(d + "/requests.log") > lines_before; },
+          std::chrono::seconds(60));
+      rc = p.wait_for(std::chrono::milliseconds(10));
+      ++at_llm_kills;
+    } else if (kills % 3 == 1) {
+      wait_until(
+          p, [&] { return running_evals_of(db, p.pid()) != "0"; }, std::chrono::seconds(60));
+      rc = p.wait_for(std::chrono::milliseconds(20));
+      ++at_eval_kills;
+    } else {
+      rc = p.wait_for(std::chrono::milliseconds(delay_ms(rng)));
+    }
+    if (rc) {
+      ASSERT_EQ(*rc, 0) << slurp(d + "/kill.err");
+      break;  // the campaign finished before this kill
+    }
+    p.signal(SIGKILL);
+    auto exit = p.wait_for(std::chrono::seconds(60));
+    ASSERT_TRUE(exit) << slurp(d + "/kill.err");
+    ASSERT_EQ(*exit, 128 + SIGKILL);
+    ++kills;
+  }
+  auto final_run = run_capture({KORCH_BIN, "run", toml, "--no-progress"}, d);
+  ASSERT_EQ(final_run.first, 0) << final_run.second;
+  EXPECT_GE(kills, 15) << "the campaign finished after only " << kills << " kills";
+
+  // Decisions: the same events as the uninterrupted run's, none twice.
+  const auto decisions = strategy_events(db);
+  EXPECT_EQ(decisions.size(), ref_decisions.size());
+  EXPECT_EQ(decisions, ref_decisions);
+  EXPECT_TRUE(query(db,
+                    "SELECT episode_id, detail FROM events WHERE kind = 'strategy' "
+                    "GROUP BY episode_id, detail HAVING COUNT(*) > 1")
+                  .empty());
+  // Turns: the export equals the reference's record for record (rounds and
+  // seed origins included): no turn lost, none repeated, no result changed.
+  auto resumed = normalized_export(d, toml);
+  ASSERT_EQ(resumed.size(), reference.size());
+  for (std::size_t i = 0; i < reference.size(); ++i)
+    EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE state != 'done'")[0][0], "0");
+  // No LLM call sent again once its reply was committed.
+  std::map<std::string, double> committed_at;
+  for (auto& row : query(db, "SELECT request_id, finished_at FROM llm_calls WHERE state = 'done'"))
+    committed_at[row[0]] = std::stod(row[1]);
+  std::ifstream log(d + "/requests.log");
+  std::string line;
+  for (std::size_t i = 0; i < ref_log_lines; ++i) std::getline(log, line);
+  double t = 0;
+  std::string id;
+  int received = 0;
+  while (log >> t >> id) {
+    ++received;
+    auto it = committed_at.find(id);
+    if (it != committed_at.end()) {
+      EXPECT_LE(t, it->second) << id << " was received after its reply was committed";
+    }
+  }
+  EXPECT_GT(received, 0);
+  std::printf(
+      "strategy %s: %d SIGKILLs (%d at a call in flight, %d during an evaluation), %zu "
+      "decision events, %zu export records\n",
+      strategy.substr(0, strategy.find('\n')).c_str(), kills, at_llm_kills, at_eval_kills,
+      decisions.size(), resumed.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Strategies, StrategyKills,
+    ::testing::Values("kind = \"refine\"\nrounds = 3\n",
+                      "kind = \"budget\"\nbudget_usd = 0.12\nbatch = 3\nk = 8\nseed = 5\n"),
+    [](const ::testing::TestParamInfo<const char*>& info) {
+      return std::string(info.param).find("refine") != std::string::npos ? "refine" : "budget";
+    });
 
 }  // namespace
 }  // namespace korch::testing

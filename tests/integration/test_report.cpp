@@ -228,7 +228,8 @@ TEST_F(Report, HtmlIsOneSelfContainedFileWithTheData) {
   const char* chromium = std::getenv("KORCH_CHROMIUM");
   std::string browser = chromium ? chromium : "/usr/bin/chromium";
   if (!std::filesystem::exists(browser))
-    KORCH_SKIP_OR_FAIL("chromium not installed (apt-get install chromium): the page was not rendered");
+    KORCH_SKIP_OR_FAIL(
+        "chromium not installed (apt-get install chromium): the page was not rendered");
   auto [crc, dom] =
       run_capture({browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                    "--user-data-dir=" + dir() + "/chromium-profile", "--dump-dom", "file://" + out},
@@ -263,6 +264,72 @@ TEST_F(Report, HtmlIsOneSelfContainedFileWithTheData) {
     ++dots;
   }
   EXPECT_EQ(dots, 2 * 6);
+  // The strategy curves (issue #37): against spend and GPU-hours the last
+  // point, against rounds one point per round, at the data's fast_1.
+  std::regex curve(R"re(data-axis="(\w+)" data-x="([0-9.e-]+)" data-fast1="([0-9.e-]+)")re");
+  std::map<std::string, int> curve_points;
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), curve); it != std::sregex_iterator();
+       ++it) {
+    ++curve_points[(*it)[1]];
+    auto& last = data["strategy"]["by_episode"].back();
+    EXPECT_NEAR(num((*it)[3]), last["fast_p"]["fast_1"].get<double>(), 1e-9) << (*it)[1];
+  }
+  EXPECT_EQ(curve_points["cost_usd"], 1);
+  EXPECT_EQ(curve_points["gpu_hours"], 1);
+  EXPECT_EQ(curve_points["round"], static_cast<int>(data["strategy"]["by_round"].size()));
+}
+
+// Issue #37: the strategy section of the report. This campaign has no
+// [strategy] table: grid, one round, and the curve's numbers are the
+// store's, per task (the best kernel of any model and sample).
+TEST_F(Report, StrategyCurvesAreTheStoresPerTaskNumbers) {
+  auto [jrc, jtext] = run_capture({KORCH_BIN, "report", s_toml, "--format", "json"}, dir());
+  ASSERT_EQ(jrc, 0) << jtext;
+  auto j = nlohmann::json::parse(jtext);
+  auto& st = j["strategy"];
+  EXPECT_EQ(st["kind"], "grid");
+  EXPECT_EQ(st["decisions"], 0);
+  ASSERT_EQ(st["by_round"].size(), 1u);
+  auto episodes = std::stoi(query(s_db, "SELECT COUNT(*) FROM finals")[0][0]);
+  ASSERT_EQ(st["by_episode"].size(), static_cast<std::size_t>(episodes));
+  auto& end = st["by_round"][0];
+  EXPECT_EQ(end, st["by_episode"].back()) << "the last round ends with the last episode";
+  EXPECT_EQ(end["episodes"], episodes);
+  EXPECT_EQ(end["round"], 0);
+  EXPECT_NEAR(end["cost_usd"].get<double>(),
+              num(query(s_db, "SELECT SUM(cost_usd) FROM llm_calls")[0][0]), 1e-9);
+  const double tasks = 4;
+  auto share = [&](const std::string& where) {
+    return std::stoi(query(s_db,
+                           "SELECT COUNT(DISTINCT e.task_id) FROM finals f JOIN episodes e "
+                           "ON e.id = f.episode_id WHERE f.correct = 1" +
+                               where)[0][0]) /
+           tasks;
+  };
+  EXPECT_NEAR(end["fast_p"]["fast_0"].get<double>(), share(""), 1e-12);
+  EXPECT_NEAR(end["fast_p"]["fast_1"].get<double>(), share(" AND f.speedup > 1"), 1e-12);
+  EXPECT_NEAR(end["fast_p"]["fast_2"].get<double>(), share(" AND f.speedup > 2"), 1e-12);
+  // Spend and fast_p never fall along the curve.
+  double cost = 0, f1 = 0;
+  for (auto& p : st["by_episode"]) {
+    EXPECT_GE(p["cost_usd"].get<double>(), cost);
+    EXPECT_GE(p["fast_p"]["fast_1"].get<double>(), f1);
+    cost = p["cost_usd"].get<double>();
+    f1 = p["fast_p"]["fast_1"].get<double>();
+  }
+  // The text report says the same in its strategy block.
+  auto [trc, text] = run_capture({KORCH_BIN, "report", s_toml}, dir());
+  ASSERT_EQ(trc, 0);
+  EXPECT_NE(text.find("strategy grid: 0 decision(s)"), std::string::npos) << text;
+  char last_point[32];
+  std::snprintf(last_point, sizeof last_point, "fast_1: %.3f\n", f1);
+  EXPECT_NE(text.find(last_point), std::string::npos) << text;
+  // Every export record of an episode has its round (0) and no seed.
+  for (auto& rec : jsonl(run_capture({KORCH_BIN, "export", s_toml}, dir()).second)) {
+    if (rec["type"] != "episode") continue;
+    EXPECT_EQ(rec["round"], 0);
+    EXPECT_TRUE(rec["seed_episode_id"].is_null());
+  }
 }
 
 // Issue #37: the SFT export, checked by an independent reader against a
@@ -289,8 +356,9 @@ TEST_F(Report, SftExportMatchesTheFineTuningSchema) {
   EXPECT_EQ(std::to_string(recs.size()), distinct[0][0]);
   for (const auto& r : recs) {
     const auto& m = r["metadata"];
-    const auto fin = query(s_db, "SELECT verdict, correct, reward FROM finals WHERE episode_id = '" +
-                                     m["episode_id"].get<std::string>() + "'");
+    const auto fin =
+        query(s_db, "SELECT verdict, correct, reward FROM finals WHERE episode_id = '" +
+                        m["episode_id"].get<std::string>() + "'");
     ASSERT_EQ(fin.size(), 1u);
     EXPECT_EQ(m["verdict"], fin[0][0]);
     EXPECT_EQ(m["correct"].get<bool>(), fin[0][1] == "1");

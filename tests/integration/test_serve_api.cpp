@@ -599,6 +599,77 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
           .empty());
 }
 
+// Strategies run in `korch serve` as in `korch run` (issue #37): a refine
+// campaign posted to the daemon, SIGKILLed mid-campaign and restarted, ends
+// with korch run's export and the same strategy decisions.
+TEST(ServeKill, RefineCampaignUnderServeEqualsKorchRun) {
+  TempDir dir;
+  auto d = dir.path().string();
+  FakeLlmProcess llm;
+  ASSERT_TRUE(llm.start(d, {"--script", "refine", "--latency-ms", "40"}));
+  const std::string strategy = "[strategy]\nkind = \"refine\"\nrounds = 3\n";
+  auto ref_toml = d + "/ref.toml";
+  write_text(ref_toml,
+             campaign_toml("refined", llm.base_url(), 2, 2, 0.05, d + "/ref.db") + strategy);
+  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
+  ASSERT_EQ(ref_rc, 0) << ref_out;
+  auto reference = export_db(d, d + "/ref.db", "refined");
+  auto decisions = [](const std::string& db) {
+    return query(db,
+                 "SELECT episode_id, detail FROM events WHERE kind = 'strategy' "
+                 "ORDER BY episode_id, detail");
+  };
+  const auto ref_decisions = decisions(d + "/ref.db");
+  ASSERT_EQ(reference.size(), 4u * 2 * 2 * 3 * 2) << "tasks x models x samples x rounds, "
+                                                     "one attempt and one episode record each";
+  ASSERT_FALSE(ref_decisions.empty());
+
+  auto db = d + "/serve.db";
+  std::string id;
+  int kills = 0;
+  for (int round = 0; round < 2; ++round) {
+    ServeProcess serve;
+    ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+    auto cli = serve.client(k_token);
+    if (round == 0) {
+      auto r = cli.Post("/api/campaigns",
+                        campaign_toml("refined", llm.base_url(), 2, 2, 0.05) + strategy,
+                        "application/toml");
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 201) << r->body;
+      id = body_json(r)["id"];
+      // Kill once a seeded round has started.
+      bool seeded = wait_until(serve.process(), [&] {
+        return poll_value(db,
+                          "SELECT COUNT(*) FROM events WHERE kind = 'strategy' AND "
+                          "detail LIKE '%\"round\":1%'")
+                   .value_or("0") != "0";
+      });
+      auto state = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
+      if (seeded && state.value("state", "") != "completed") {
+        serve.process().signal(SIGKILL);
+        ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+        ++kills;
+        continue;
+      }
+    }
+    ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+    serve.process().signal(SIGTERM);
+    ASSERT_EQ(serve.process().wait(), 0) << serve.err();
+    break;
+  }
+  EXPECT_EQ(kills, 1) << "the campaign finished before the kill";
+  EXPECT_EQ(decisions(db), ref_decisions);
+  auto resumed = export_db(d, db, "refined");
+  ASSERT_EQ(resumed.size(), reference.size());
+  for (std::size_t i = 0; i < reference.size(); ++i)
+    EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
+  int seeded_records = 0;
+  for (auto& r : resumed)
+    seeded_records += r.contains("seed_episode_id") && !r["seed_episode_id"].is_null();
+  EXPECT_GT(seeded_records, 0);
+}
+
 // The same on PostgreSQL (docs/postgres.md): `korch serve --db postgres://...`
 // (no lock file there; the campaign lease decides) killed twice mid-campaign
 // and restarted ends with the uninterrupted SQLite run's export.

@@ -1,6 +1,6 @@
 // korch-fake-llm: the scripted fake OpenAI-compatible server as its own
 // process, for integration tests (kill -9 resume) and the README demo.
-//   korch-fake-llm [--port N] [--script kernel|replay:FILE] [--latency-ms N]
+//   korch-fake-llm [--port N] [--script kernel|refine|replay:FILE] [--latency-ms N]
 //                  [--fault-rate P] [--seed S] [--host H] [--threads N]
 // Prints "PORT <n>" as its first stdout line (flushed) once /health answers,
 // then serves until SIGINT or SIGTERM.
@@ -17,10 +17,11 @@
 namespace {
 
 void usage() {
-  std::fprintf(stderr,
-               "usage: korch-fake-llm [--port N] [--script kernel|replay:FILE] [--latency-ms N]\n"
-               "                      [--fault-rate P] [--seed S] [--host H] [--threads N]\n"
-               "                      [--log FILE]\n");
+  std::fprintf(
+      stderr,
+      "usage: korch-fake-llm [--port N] [--script kernel|refine|replay:FILE] [--latency-ms N]\n"
+      "                      [--fault-rate P] [--seed S] [--host H] [--threads N]\n"
+      "                      [--log FILE]\n");
 }
 
 }  // namespace
@@ -71,6 +72,12 @@ int main(int argc, char** argv) {
 
   if (script == "kernel") {
     options.reply = kernel_script_reply;
+  } else if (script == "refine") {
+    options.reply_with_id = [](const std::string& model,
+                               const std::vector<korch::llm::Message>& messages,
+                               const std::string& request_id) {
+      return refine_script_reply(model, messages, request_id);
+    };
   } else if (script.starts_with("replay:")) {
     auto loaded = ReplayScript::load(script.substr(7));
     if (!loaded) {
@@ -83,7 +90,7 @@ int main(int argc, char** argv) {
       return replay->reply(model, messages);
     };
   } else {
-    std::fprintf(stderr, "korch-fake-llm: --script must be kernel or replay:FILE\n");
+    std::fprintf(stderr, "korch-fake-llm: --script must be kernel, refine or replay:FILE\n");
     return 2;
   }
 

@@ -310,8 +310,10 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
     default: break;
   }
 
-  ScriptedReply reply =
-      options.reply ? options.reply(model, messages) : default_reply(model, messages);
+  ScriptedReply reply = options.reply_with_id
+                            ? options.reply_with_id(model, messages, record.request_id)
+                        : options.reply ? options.reply(model, messages)
+                                        : default_reply(model, messages);
   if (fault == Fault::finish_length) reply.finish_reason = "length";
   llm::Usage usage;
   std::size_t prompt_chars = 0;

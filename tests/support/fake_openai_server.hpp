@@ -61,6 +61,11 @@ struct FaultPlan {
 
 using ReplyFn =
     std::function<ScriptedReply(const std::string& model, const std::vector<llm::Message>&)>;
+// A reply that may also depend on the request's X-Request-Id ("" when the
+// request has none): deterministic ids (llm|<episode>|<turn>|<model>) let a
+// script tell apart samples whose conversations are the same.
+using ReplyWithIdFn = std::function<ScriptedReply(
+    const std::string& model, const std::vector<llm::Message>&, const std::string& request_id)>;
 
 struct FakeServerOptions {
   std::string host = "127.0.0.1";
@@ -71,6 +76,7 @@ struct FakeServerOptions {
   std::chrono::milliseconds stream_chunk_delay{0};
   FaultPlan faults;
   ReplyFn reply;                       // default: a short deterministic reply
+  ReplyWithIdFn reply_with_id;         // when set, used instead of `reply`
   std::size_t recorded_requests = 64;  // ring of last request bodies/headers
   // When set, one line "<unix seconds> <X-Request-Id>" is appended (and
   // flushed) per chat request as it arrives: the kill test's independent

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "util/fs.hpp"
 #include "util/ids.hpp"
@@ -80,6 +82,34 @@ ScriptedReply kernel_script_reply(const std::string& model,
   r.reasoning = (h >> 32) % 3 == 0 ? fmt::format("reasoning for turn {}", turn) : "";
   r.prompt_tokens = approx_tokens(prompt_chars);
   r.completion_tokens = approx_tokens(r.content.size());
+  return r;
+}
+
+ScriptedReply refine_script_reply(const std::string& model,
+                                  const std::vector<llm::Message>& messages,
+                                  const std::string& request_id) {
+  constexpr std::string_view k_seed_marker = "a measured speedup of ";
+  constexpr int k_fail_pct = 35;
+  constexpr double k_improvement = 1.2;
+  auto h = ids::stable_hash64(conversation_key(model, messages) + '\x1d' + request_id);
+  std::optional<double> seed;
+  for (auto& m : messages) {
+    if (m.role != "user") continue;
+    if (auto pos = m.content.find(k_seed_marker); pos != std::string::npos)
+      seed = std::strtod(m.content.c_str() + pos + k_seed_marker.size(), nullptr);
+  }
+  bool failing = !seed && static_cast<int>(h % 100) < k_fail_pct;
+  double speedup = seed ? *seed * k_improvement : 0.6 + static_cast<double>((h >> 8) % 60) / 100.0;
+  ScriptedReply r;
+  r.content = fmt::format(
+      "{}\n\n```python\nimport torch\nimport torch.nn as nn\n\n# variant {:016x}\n"
+      "# FAKE_SPEEDUP: {:.4f}\n{}"
+      "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n```\n\n"
+      "ACTION: SUBMIT\n",
+      seed ? "Improving the seed kernel." : "A first kernel.", h, speedup,
+      failing ? "# MOCK_VERDICT: incorrect\n" : "");
+  r.prompt_tokens = 1000;
+  r.completion_tokens = 200;
   return r;
 }
 

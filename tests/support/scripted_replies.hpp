@@ -26,6 +26,21 @@ struct ScriptedReply {
 ScriptedReply kernel_script_reply(const std::string& model,
                                   const std::vector<llm::Message>& messages);
 
+// The "refine" script, for strategy benchmarks and tests: one SUBMIT per
+// episode whose code carries the markers `# FAKE_SPEEDUP: <x>` and, when it is
+// meant to fail, `# MOCK_VERDICT: incorrect` (FakeSpeedupEvaluator reads
+// both). Without a seed kernel in the conversation, 35% of replies fail and
+// the rest run at 0.60x-1.19x (from the conversation's hash); given a seed
+// ("... a measured speedup of <x>x ...", agent/strategy.cpp's seed block) the
+// reply always passes and runs at 1.2 times the seed's speedup. Usage is fixed
+// (1000 prompt, 200 completion tokens) so every call costs the same.
+// `request_id` (the X-Request-Id, llm|<episode>|<turn>|<model>) enters the
+// draw, so samples of one task whose conversations are the same still differ,
+// as sampled replies of a real model do; without it they are identical.
+ScriptedReply refine_script_reply(const std::string& model,
+                                  const std::vector<llm::Message>& messages,
+                                  const std::string& request_id = "");
+
 // Recorded replies, looked up by task and turn: a JSON file
 // {"replies":[{"task":"19_ReLU","turn":1,"content":"..."}], "default":"..."}.
 // `task` is matched as a substring of the first user message that contains a

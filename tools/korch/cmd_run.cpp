@@ -133,6 +133,13 @@ int cmd_run(const Args& args, bool resume_only) {
                  "korch: campaign '%s' (%s), %zu task(s) x %zu model(s) x %d sample(s), db %s\n",
                  cfg.name.c_str(), campaign_id.c_str(), plan.tasks.size(), cfg.models.size(),
                  cfg.samples_per_task, db_name.c_str());
+    if (cfg.strategy.kind != config::StrategyKind::grid) {
+      std::fprintf(stderr,
+                   "korch: strategy %s: episodes start as its decisions are taken (up to %d "
+                   "sample(s) per task and model)\n",
+                   std::string(config::to_string(cfg.strategy.kind)).c_str(),
+                   config::max_samples_per_task_model(cfg));
+    }
   };
   auto result = daemon::run_campaign_wired(cfg, store, opts, hooks);
   if (show_progress && tty) std::fprintf(stderr, "\n");

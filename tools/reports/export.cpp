@@ -40,10 +40,11 @@ const std::vector<std::string> k_attempt_columns = {"type",
                                                     "code"};
 
 const std::vector<std::string> k_episode_columns = {
-    "type",     "campaign_id",       "episode_id", "task_id", "model_id",
-    "sample",   "final_reason",      "verdict",    "correct", "speedup",
-    "reward",   "request_id",        "turns",      "tokens",  "cost_usd",
-    "active_s", "evaluator_version", "finished_at"};
+    "type",          "campaign_id",       "episode_id",  "task_id", "model_id",
+    "sample",        "final_reason",      "verdict",     "correct", "speedup",
+    "reward",        "request_id",        "turns",       "tokens",  "cost_usd",
+    "active_s",      "evaluator_version", "finished_at", "round",   "seed_episode_id",
+    "seed_model_id", "seed_speedup"};
 
 std::string first_line(const std::string& s) {
   auto pos = s.find('\n');
@@ -78,6 +79,27 @@ const std::vector<std::string>& run_describing_fields() {
   return k_fields;
 }
 
+std::map<std::string, StrategyOrigin> strategy_origins(const std::vector<store::EventRow>& events) {
+  std::map<std::string, StrategyOrigin> out;
+  for (auto& ev : events) {
+    if (ev.kind != "strategy") continue;
+    auto d = json::parse(ev.detail, nullptr, false);
+    if (!d.is_object() || !d.contains("episode") || !d["episode"].is_object()) continue;
+    const auto& e = d["episode"];
+    StrategyOrigin o;
+    o.round = e.value("round", 0);
+    if (e.contains("seed") && e["seed"].is_object()) {
+      const auto& sd = e["seed"];
+      o.seed_episode_id = sd.value("episode_id", "");
+      o.seed_model_id = sd.value("model_id", "");
+      if (sd.contains("speedup") && sd["speedup"].is_number())
+        o.seed_speedup = sd["speedup"].get<double>();
+    }
+    out[ev.episode_id] = std::move(o);
+  }
+  return out;
+}
+
 Result<void> write_export(store::Store& store, const std::string& campaign_id, ExportFormat format,
                           std::ostream& out) {
   auto episodes = store.list_episodes(campaign_id);
@@ -90,6 +112,9 @@ Result<void> write_export(store::Store& store, const std::string& campaign_id, E
   if (!evals) return std::unexpected(evals.error());
   auto finals = store.list_finals(campaign_id);
   if (!finals) return std::unexpected(finals.error());
+  auto events = store.list_events(campaign_id);
+  if (!events) return std::unexpected(events.error());
+  const auto origins = strategy_origins(*events);
 
   std::map<std::string, const store::LlmCallRow*> call_by_id;
   for (auto& c : *calls) call_by_id[c.request_id] = &c;
@@ -190,6 +215,12 @@ Result<void> write_export(store::Store& store, const std::string& campaign_id, E
     }
     rec["evaluator_version"] = version;
     rec["finished_at"] = fin != final_by_ep.end() ? json(fin->second->at) : json(nullptr);
+    auto origin = origins.find(ep.id);
+    const StrategyOrigin o = origin != origins.end() ? origin->second : StrategyOrigin{};
+    rec["round"] = o.round;
+    rec["seed_episode_id"] = o.seed_episode_id.empty() ? json(nullptr) : json(o.seed_episode_id);
+    rec["seed_model_id"] = o.seed_model_id.empty() ? json(nullptr) : json(o.seed_model_id);
+    rec["seed_speedup"] = o.seed_speedup ? json(*o.seed_speedup) : json(nullptr);
     emit(rec);
   }
   if (!out) return fail("export: write failed");

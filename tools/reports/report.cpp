@@ -10,6 +10,7 @@
 #include <set>
 
 #include "daemon/web_assets.hpp"
+#include "tools/reports/export.hpp"
 
 namespace korch::reports {
 namespace {
@@ -64,6 +65,16 @@ json model_json(const ModelReport& m) {
   return jm;
 }
 
+json point_json(const CurvePoint& p) {
+  json fast = json::object();
+  for (auto& [t, v] : p.fast_p) fast[fast_key(t)] = v;
+  return {{"episodes", p.episodes},
+          {"round", p.round},
+          {"cost_usd", p.cost_usd},
+          {"gpu_hours", p.gpu_hours},
+          {"fast_p", fast}};
+}
+
 json report_json(const CampaignReport& r) {
   json j;
   j["campaign"] = {{"id", r.campaign_id}, {"name", r.campaign_name}};
@@ -83,12 +94,86 @@ json report_json(const CampaignReport& r) {
                {"verdict", e.verdict},
                {"correct", e.correct},
                {"tokens", e.tokens},
-               {"cost_usd", e.cost_usd}};
+               {"cost_usd", e.cost_usd},
+               {"round", e.round}};
     je["speedup"] = e.speedup ? json(*e.speedup) : json(nullptr);
+    je["seed_episode_id"] = e.seed_episode_id.empty() ? json(nullptr) : json(e.seed_episode_id);
     eps.push_back(std::move(je));
   }
   j["episodes"] = eps;
+  json by_round = json::array(), by_episode = json::array();
+  for (auto& p : r.strategy.by_round) by_round.push_back(point_json(p));
+  for (auto& p : r.strategy.by_episode) by_episode.push_back(point_json(p));
+  j["strategy"] = {{"kind", r.strategy.kind},
+                   {"decisions", r.strategy.decisions},
+                   {"by_round", by_round},
+                   {"by_episode", by_episode}};
   return j;
+}
+
+// The strategy's curves from the episodes' results, rounds, spend and
+// evaluation time.
+void build_curves(CampaignReport& report, const std::map<std::string, double>& cost_of,
+                  const std::map<std::string, double>& eval_s_of,
+                  const std::map<std::string, const store::FinalRow*>& final_by_ep) {
+  struct Ended {
+    const EpisodeStatus* e;
+    double at;
+  };
+  std::vector<Ended> ended;
+  for (auto& e : report.episodes) {
+    if (auto it = final_by_ep.find(e.id); it != final_by_ep.end())
+      ended.push_back({&e, it->second->at});
+  }
+  const double n_tasks = static_cast<double>(report.tasks.size());
+  auto accumulate = [&](const std::vector<const EpisodeStatus*>& order, auto&& emit_after) {
+    std::map<std::string, double> best;  // task -> best speedup of a correct kernel (0: none)
+    CurvePoint p;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      auto* e = order[i];
+      ++p.episodes;
+      p.round = std::max(p.round, e->round);
+      if (auto c = cost_of.find(e->id); c != cost_of.end()) p.cost_usd += c->second;
+      if (auto g = eval_s_of.find(e->id); g != eval_s_of.end()) p.gpu_hours += g->second / 3600;
+      if (e->correct) {
+        auto [it, fresh] = best.emplace(e->task_id, e->speedup.value_or(0));
+        if (!fresh) it->second = std::max(it->second, e->speedup.value_or(0));
+      }
+      if (!emit_after(i)) continue;
+      p.fast_p.clear();
+      for (double t : report_thresholds()) {
+        double n = 0;
+        for (auto& [task, sp] : best) n += t == 0 || sp > t;
+        p.fast_p.emplace_back(t, n_tasks > 0 ? n / n_tasks : 0.0);
+      }
+      emit_after.point(p);
+    }
+  };
+  // By episode: in the order they ended.
+  std::sort(ended.begin(), ended.end(), [](const Ended& a, const Ended& b) {
+    return std::tie(a.at, a.e->id) < std::tie(b.at, b.e->id);
+  });
+  std::vector<const EpisodeStatus*> order;
+  for (auto& x : ended) order.push_back(x.e);
+  struct EveryPoint {
+    std::vector<CurvePoint>* out;
+    bool operator()(std::size_t) const { return true; }
+    void point(const CurvePoint& p) const { out->push_back(p); }
+  };
+  accumulate(order, EveryPoint{&report.strategy.by_episode});
+  // By round: the episodes of round 0, then 1, ...; a point after each round.
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) {
+    return std::tie(a->round, a->id) < std::tie(b->round, b->id);
+  });
+  struct RoundEnds {
+    const std::vector<const EpisodeStatus*>* order;
+    std::vector<CurvePoint>* out;
+    bool operator()(std::size_t i) const {
+      return i + 1 == order->size() || (*order)[i + 1]->round != (*order)[i]->round;
+    }
+    void point(const CurvePoint& p) const { out->push_back(p); }
+  };
+  accumulate(order, RoundEnds{&order, &report.strategy.by_round});
 }
 
 std::string html_escape(const std::string& s) {
@@ -135,10 +220,29 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
   if (!finals) return std::unexpected(finals.error());
   auto calls = store.list_llm_calls(campaign_id);
   if (!calls) return std::unexpected(calls.error());
+  auto events = store.list_events(campaign_id);
+  if (!events) return std::unexpected(events.error());
+  auto evals = store.list_evaluations(campaign_id);
+  if (!evals) return std::unexpected(evals.error());
 
   CampaignReport report;
   report.campaign_id = campaign_id;
   report.campaign_name = *camp ? (*camp)->name : "";
+  if (*camp) {
+    auto cfg = json::parse((*camp)->config_json, nullptr, false);
+    if (cfg.is_object() && cfg.contains("strategy") && cfg["strategy"].is_object())
+      report.strategy.kind = cfg["strategy"].value("kind", "grid");
+  }
+  // Rounds and seeds, from the strategy's decisions (agent/strategy.cpp).
+  const auto origins = strategy_origins(*events);
+  for (auto& ev : *events) report.strategy.decisions += ev.kind == "strategy";
+  std::map<std::string, double> cost_of, eval_s_of;
+  for (auto& c : *calls) cost_of[c.episode_id] += c.cost_usd;
+  for (auto& e : *evals) {
+    if (e.state != store::EvalState::done) continue;
+    auto rep = json::parse(e.report_json, nullptr, false);
+    if (rep.is_object()) eval_s_of[e.episode_id] += rep.value("wall_s", 0.0);
+  }
 
   std::map<std::string, const store::FinalRow*> final_by_ep;
   for (auto& f : *finals) final_by_ep[f.episode_id] = &f;
@@ -166,6 +270,10 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
     es.status = std::string(store::to_string(ep.status));
     es.tokens = ep.tokens_used;
     es.cost_usd = ep.cost_usd;
+    if (auto it = origins.find(ep.id); it != origins.end()) {
+      es.round = it->second.round;
+      es.seed_episode_id = it->second.seed_episode_id;
+    }
     if (auto it = final_by_ep.find(ep.id); it != final_by_ep.end()) {
       auto& f = *it->second;
       ++m.finished;
@@ -235,6 +343,7 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
                      return std::tie(task_rank[a.task_id], a.model_id, a.sample) <
                             std::tie(task_rank[b.task_id], b.model_id, b.sample);
                    });
+  build_curves(report, cost_of, eval_s_of, final_by_ep);
   return report;
 }
 
@@ -255,7 +364,37 @@ std::string render_text(const CampaignReport& report) {
                         m.llm_calls, m.dup_possible_calls, m.prompt_tokens, m.completion_tokens,
                         m.cost_usd);
   }
-  return text.empty() ? std::string("no episodes\n") : text;
+  if (text.empty()) return "no episodes\n";
+  const auto& st = report.strategy;
+  // Numbers only after "|" and "fast_1:": the model blocks' "fast_p=" pairs stay the only ones.
+  text += fmt::format(
+      "strategy {}: {} decision(s); per task (its best kernel so far) fast_p at p =", st.kind,
+      st.decisions);
+  for (double t : report_thresholds()) text += fmt::format(" {}", t);
+  text += "\n";
+  for (auto& p : st.by_round) {
+    text += fmt::format("  round {:>3}: episodes {:>5}  spend ${:<9.4f} gpu-h {:<8.4f} |", p.round,
+                        p.episodes, p.cost_usd, p.gpu_hours);
+    for (auto& [t, v] : p.fast_p) text += fmt::format(" {:.3f}", v);
+    text += "\n";
+  }
+  // The spend curve at about ten points (every point is in the JSON).
+  const auto& be = st.by_episode;
+  if (be.size() > 1) {
+    text += "  as episodes ended:\n";
+    std::size_t step = std::max<std::size_t>(1, be.size() / 10);
+    for (std::size_t i = step - 1; i < be.size(); i += step) {
+      // The last point always, in place of a sampled one close to it.
+      if (i + step >= be.size()) i = be.size() - 1;
+      double f1 = 0;
+      for (auto& [t, v] : be[i].fast_p)
+        if (t == 1) f1 = v;
+      text += fmt::format(
+          "    episodes {:>5}  spend ${:<9.4f} gpu-h {:<8.4f} round {:>2}  fast_1: {:.3f}\n",
+          be[i].episodes, be[i].cost_usd, be[i].gpu_hours, be[i].round, f1);
+    }
+  }
+  return text;
 }
 
 std::string render_json(const CampaignReport& report) { return report_json(report).dump(2); }

@@ -39,6 +39,35 @@ struct EpisodeStatus {
   std::optional<double> speedup;
   std::int64_t tokens = 0;
   double cost_usd = 0;
+  // Strategies (agent/strategy.hpp): the round that started the episode (0
+  // under grid) and, for a refine episode, the episode whose kernel seeded it.
+  int round = 0;
+  std::string seed_episode_id;
+};
+
+// The campaign after some of its episodes ended. fast_p here is per task, as
+// KernelBench counts it: the share of the campaign's tasks whose best correct
+// kernel so far (any model, any round) is faster than p (p = 0: has a correct
+// kernel).
+struct CurvePoint {
+  std::int64_t episodes = 0;                      // episodes ended so far
+  int round = 0;                                  // the latest round among them
+  double cost_usd = 0;                            // their LLM spend
+  double gpu_hours = 0;                           // their evaluations' time (wall_s) in hours
+  std::vector<std::pair<double, double>> fast_p;  // at report_thresholds()
+};
+
+// The campaign's strategy and its curves: fast_p against spend, GPU-hours
+// and rounds.
+struct StrategyReport {
+  std::string kind = "grid";  // strategy.kind of the stored config
+  // One point per ended episode, in the order they ended (finals' `at`, then
+  // episode id): run-describing, a resumed run may order them otherwise.
+  std::vector<CurvePoint> by_episode;
+  // One point per round, once every episode of rounds <= r is counted:
+  // depends only on results.
+  std::vector<CurvePoint> by_round;
+  std::int64_t decisions = 0;  // strategy events recorded
 };
 
 struct CampaignReport {
@@ -46,6 +75,7 @@ struct CampaignReport {
   std::vector<ModelReport> models;      // by model id
   std::vector<std::string> tasks;       // natural order ("2" before "10")
   std::vector<EpisodeStatus> episodes;  // by task, model, sample
+  StrategyReport strategy;
 };
 
 // The usual fast_p thresholds: 0, 0.5, 0.8, 1, 1.5, 2.
@@ -55,7 +85,8 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
 
 // The text report (unchanged format: one block per model).
 std::string render_text(const CampaignReport& report);
-// {"campaign", "thresholds", "models": {id: {...}}, "tasks", "episodes"};
+// {"campaign", "thresholds", "models": {id: {...}}, "tasks", "episodes",
+// "strategy": {"kind", "decisions", "by_round": [...], "by_episode": [...]}};
 // docs/api.md describes it.
 std::string render_json(const CampaignReport& report);
 // One self-contained page (inline CSS and JS, no external resource): the

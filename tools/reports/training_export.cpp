@@ -1,5 +1,7 @@
 #include "tools/reports/training_export.hpp"
 
+#include "tools/reports/export.hpp"
+
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -67,6 +69,15 @@ Result<TrainingCounts> write_training_export(store::Store& store, const std::str
     if (!snap) return std::unexpected(snap.error());
     if (!*snap) continue;
     const store::EpisodeSnapshot& s = **snap;
+    // Round and seed origin of a strategy episode (null seed: not seeded).
+    const auto origins = strategy_origins(s.events);
+    const StrategyOrigin origin = origins.contains(ep.id) ? origins.at(ep.id) : StrategyOrigin{};
+    const json seed =
+        origin.seed_episode_id.empty()
+            ? json(nullptr)
+            : json{{"episode_id", origin.seed_episode_id},
+                   {"model_id", origin.seed_model_id},
+                   {"speedup", origin.seed_speedup ? json(*origin.seed_speedup) : json(nullptr)}};
     if (o.format == TrainingFormat::sft) {
       const store::TurnRow* t = final_turn(s);
       json msgs = sft_messages(s);
@@ -98,7 +109,9 @@ Result<TrainingCounts> write_training_export(store::Store& store, const std::str
                            {"reward", s.final->reward},
                            {"code_sha", t->code_sha},
                            {"turns", s.turns.size()},
-                           {"epoch", s.epoch}};
+                           {"epoch", s.epoch},
+                           {"round", origin.round},
+                           {"seed", seed}};
       }
       out << rec.dump() << '\n';
       ++n.records;
@@ -142,7 +155,9 @@ Result<TrainingCounts> write_training_export(store::Store& store, const std::str
           {"reward", submit && rep.is_object() ? rep.value("reward", json(0.0)) : json(nullptr)},
           {"reply", reply.empty() ? json(nullptr) : json(reply)},
           {"prompt_tokens", t.prompt_tokens},
-          {"completion_tokens", t.completion_tokens}};
+          {"completion_tokens", t.completion_tokens},
+          {"round", origin.round},
+          {"seed", seed}};
       out << rec.dump() << '\n';
       ++n.records;
     }

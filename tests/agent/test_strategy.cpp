@@ -1,0 +1,665 @@
+// Tests of agent/strategy: the pure decisions (best_of_k's early stop, refine's
+// rounds and seeds, the budget bandit's determinism), then whole campaigns
+// driven through a real SQLite store, the fake OpenAI-compatible server and a
+// scripted evaluator (tests/support/fake_evaluator.hpp: these tests are about
+// the strategies, not the evaluator), stopped and resumed in-process.
+#include "agent/strategy.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "agent/campaign_runner.hpp"
+#include "config/loader.hpp"
+#include "tests/support/fake_evaluator.hpp"
+#include "tests/support/fake_openai_server.hpp"
+#include "tests/support/scripted_replies.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tools/reports/export.hpp"
+#include "tools/reports/report.hpp"
+#include "tools/reports/training_export.hpp"
+#include "util/ids.hpp"
+
+namespace korch::agent {
+namespace {
+
+config::CampaignConfig base_config(config::StrategyKind kind) {
+  config::CampaignConfig cfg;
+  cfg.name = "strategy-test";
+  cfg.strategy.kind = kind;
+  for (auto id : {"m1", "m2"}) {
+    config::ModelConfig m;
+    m.id = id;
+    cfg.models.push_back(m);
+  }
+  return cfg;
+}
+
+StrategyFacts facts_for(std::vector<std::string> tasks) {
+  StrategyFacts f;
+  f.campaign_id = "c-test";
+  f.tasks = std::move(tasks);
+  return f;
+}
+
+// Records a decision as the runner does: its key, and its episodes (not final).
+void apply(StrategyFacts& f, const Decision& d) {
+  f.decided.insert(d.key);
+  for (auto& e : d.start) {
+    StrategyEpisode se;
+    se.id = e.id;
+    se.task_id = e.task_id;
+    se.model_id = e.model_id;
+    se.sample = e.sample;
+    f.episodes.push_back(se);
+  }
+}
+
+void finish(StrategyFacts& f, const std::string& task, const std::string& model, int sample,
+            bool correct, std::optional<double> speedup, double cost = 0.01, double eval_s = 1) {
+  for (auto& e : f.episodes) {
+    if (e.task_id == task && e.model_id == model && e.sample == sample) {
+      e.final = true;
+      e.correct = correct;
+      e.speedup = speedup;
+      e.cost_usd = cost;
+      e.eval_s = eval_s;
+      return;
+    }
+  }
+  FAIL() << "no episode " << task << " " << model << " " << sample;
+}
+
+const Decision* find_key(const std::vector<Decision>& ds, const std::string& key) {
+  for (auto& d : ds)
+    if (d.key == key) return &d;
+  return nullptr;
+}
+
+// --- best_of_k -----------------------------------------------------------------
+
+TEST(BestOfK, StopsATaskAndModelOnceACorrectKernelReachesTheTarget) {
+  auto cfg = base_config(config::StrategyKind::best_of_k);
+  cfg.strategy.k = 4;
+  cfg.strategy.target_speedup = 1.5;
+  auto f = facts_for({"T1"});
+  auto first = decide(cfg, f);
+  ASSERT_EQ(first.size(), 2u);  // wave 0 of (T1, m1) and (T1, m2)
+  for (auto& d : first) {
+    EXPECT_EQ(d.action, "start");
+    ASSERT_EQ(d.start.size(), 1u);
+    EXPECT_EQ(d.start[0].sample, 0);
+    apply(f, d);
+  }
+  // Nothing is decided while a wave's episode runs.
+  EXPECT_TRUE(decide(cfg, f).empty());
+  finish(f, "T1", "m1", 0, true, 1.6);   // reaches the target
+  finish(f, "T1", "m2", 0, true, 1.49);  // correct, but below it
+  auto second = decide(cfg, f);
+  ASSERT_EQ(second.size(), 2u);
+  auto* stop = find_key(second, "best_of_k|T1|m1|stop");
+  ASSERT_NE(stop, nullptr);
+  EXPECT_EQ(stop->action, "stop");
+  EXPECT_TRUE(stop->start.empty());
+  EXPECT_EQ(stop->anchor_episode, ids::episode_id("c-test", "T1", "m1", 0));
+  auto* more = find_key(second, "best_of_k|T1|m2|wave:1");
+  ASSERT_NE(more, nullptr);
+  ASSERT_EQ(more->start.size(), 1u);
+  EXPECT_EQ(more->start[0].sample, 1);
+  for (auto& d : second) apply(f, d);
+  // m1 is done for good: no further decision for it, ever.
+  finish(f, "T1", "m2", 1, false, std::nullopt);
+  auto third = decide(cfg, f);
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_EQ(third[0].key, "best_of_k|T1|m2|wave:2");
+}
+
+TEST(BestOfK, SpendsKSamplesWithoutAHitThenStops) {
+  auto cfg = base_config(config::StrategyKind::best_of_k);
+  cfg.models.resize(1);
+  cfg.strategy.k = 3;
+  cfg.strategy.parallel = 2;  // waves of 2, 1
+  auto f = facts_for({"T1"});
+  int samples = 0;
+  for (int round = 0; round < 10; ++round) {
+    auto ds = decide(cfg, f);
+    if (ds.empty()) break;
+    ASSERT_EQ(ds.size(), 1u);
+    if (ds[0].action == "exhausted") {
+      EXPECT_EQ(samples, 3);
+      EXPECT_EQ(ds[0].key, "best_of_k|T1|m1|exhausted");
+      apply(f, ds[0]);
+      EXPECT_TRUE(decide(cfg, f).empty());
+      return;
+    }
+    apply(f, ds[0]);
+    EXPECT_LE(ds[0].start.size(), 2u);
+    for (auto& e : ds[0].start) {
+      finish(f, "T1", "m1", e.sample, e.sample % 2 == 0, 0.9);  // never fast enough
+      ++samples;
+    }
+  }
+  FAIL() << "best_of_k never stopped";
+}
+
+// --- refine ----------------------------------------------------------------------
+
+TEST(Refine, WaitsForTheWholeRoundAndSeedsFromTheBestOfAnyModel) {
+  auto cfg = base_config(config::StrategyKind::refine);
+  cfg.samples_per_task = 2;
+  cfg.strategy.rounds = 3;
+  auto f = facts_for({"T1", "T2"});
+  auto r0 = decide(cfg, f);
+  ASSERT_EQ(r0.size(), 2u);
+  for (auto& d : r0) {
+    EXPECT_EQ(d.start.size(), 4u);  // 2 samples x 2 models
+    for (auto& e : d.start) EXPECT_FALSE(e.seed);
+    apply(f, d);
+  }
+  // T1's round 0 ends out of order; its round 1 waits for the last episode.
+  finish(f, "T1", "m2", 1, true, 1.3);
+  finish(f, "T1", "m1", 0, true, 1.1);
+  finish(f, "T1", "m1", 1, false, std::nullopt);
+  EXPECT_TRUE(decide(cfg, f).empty());
+  finish(f, "T1", "m2", 0, true, 1.3);  // ties the best: the earlier sample wins
+  auto r1 = decide(cfg, f);
+  ASSERT_EQ(r1.size(), 1u);
+  EXPECT_EQ(r1[0].key, "refine|T1|round:1");
+  ASSERT_EQ(r1[0].start.size(), 4u);
+  for (auto& e : r1[0].start) {
+    EXPECT_EQ(e.round, 1);
+    EXPECT_GE(e.sample, 2);
+    ASSERT_TRUE(e.seed);
+    EXPECT_EQ(e.seed->episode_id, ids::episode_id("c-test", "T1", "m2", 0));
+    EXPECT_EQ(e.seed->model_id, "m2");
+    EXPECT_DOUBLE_EQ(e.seed->speedup, 1.3);
+  }
+  // The event detail carries the origin, and reads back.
+  auto detail = strategy_event_detail(r1[0], &r1[0].start[0], "seed text");
+  auto parsed = parse_strategy_event(detail);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->key, "refine|T1|round:1");
+  EXPECT_EQ(parsed->round, 1);
+  ASSERT_TRUE(parsed->seed);
+  EXPECT_EQ(*parsed->seed, *r1[0].start[0].seed);
+  EXPECT_EQ(parsed->seed_prompt, "seed text");
+  apply(f, r1[0]);
+  // A task with no correct kernel yet starts its next round unseeded.
+  for (auto m : {"m1", "m2"})
+    for (int s = 0; s < 2; ++s) finish(f, "T2", m, s, false, std::nullopt);
+  auto t2 = decide(cfg, f);
+  ASSERT_EQ(t2.size(), 1u);
+  EXPECT_EQ(t2[0].key, "refine|T2|round:1");
+  for (auto& e : t2[0].start) EXPECT_FALSE(e.seed);
+}
+
+TEST(Refine, SeedPromptCarriesCodeResultAndOrigin) {
+  SeedOrigin s{"e-abc", "m2", 1, 1.2345};
+  auto text = seed_prompt(s, "class ModelNew: pass", "SUBMIT result: ok");
+  EXPECT_NE(text.find("a measured speedup of 1.234x"), std::string::npos) << text;
+  EXPECT_NE(text.find("model m2"), std::string::npos);
+  EXPECT_NE(text.find("episode e-abc"), std::string::npos);
+  EXPECT_NE(text.find("```python\nclass ModelNew: pass\n```"), std::string::npos) << text;
+  EXPECT_NE(text.find("SUBMIT result: ok"), std::string::npos);
+}
+
+// --- budget ----------------------------------------------------------------------
+
+config::CampaignConfig budget_config(config::Bandit bandit) {
+  auto cfg = base_config(config::StrategyKind::budget);
+  cfg.models.push_back(cfg.models[0]);
+  cfg.models.back().id = "m3";
+  cfg.strategy.budget_usd = 1.0;
+  cfg.strategy.batch = 4;
+  cfg.strategy.k = 100;
+  cfg.strategy.bandit = bandit;
+  cfg.strategy.seed = 7;
+  return cfg;
+}
+
+// Drives the budget strategy to its end with results that depend only on the
+// episode (model m2 succeeds most, m3 is the cheapest), finishing each
+// decision's episodes, and holding the facts, in the order `shuffle` gives. Returns the decisions'
+// records in order.
+std::vector<std::string> run_budget(const config::CampaignConfig& cfg, std::uint32_t shuffle) {
+  auto f = facts_for({"T1", "T2", "T3"});
+  std::vector<std::string> records;
+  std::mt19937 rng(shuffle);
+  for (int step = 0; step < 1000; ++step) {
+    // Facts arrive in any order (a resumed run loads them from the store, an
+    // uninterrupted one appends them as episodes end).
+    std::shuffle(f.episodes.begin(), f.episodes.end(), rng);
+    auto ds = decide(cfg, f);
+    if (ds.empty()) break;
+    for (auto& d : ds) {
+      records.push_back(d.detail_json);
+      apply(f, d);
+      auto eps = d.start;
+      std::shuffle(eps.begin(), eps.end(), rng);
+      for (auto& e : eps) {
+        auto h = ids::stable_hash64(e.id);
+        int rate = e.model_id == "m2" ? 70 : e.model_id == "m1" ? 30 : 20;
+        bool ok = static_cast<int>(h % 100) < rate;
+        // Costs whose sums depend on the order they are added in.
+        double cost = (e.model_id == "m3" ? 0.005 : 0.02) + 1e-3 / static_cast<double>(3 + h % 7);
+        finish(f, e.task_id, e.model_id, e.sample, ok,
+               ok ? std::optional<double>(1.2) : std::nullopt, cost);
+      }
+    }
+  }
+  return records;
+}
+
+TEST(BudgetBandit, SameStoreAndSeedGiveTheSameDecisionsWhateverTheFinishOrder) {
+  for (auto bandit : {config::Bandit::thompson, config::Bandit::ucb}) {
+    auto cfg = budget_config(bandit);
+    auto a = run_budget(cfg, 1);
+    auto b = run_budget(cfg, 2);
+    ASSERT_GT(a.size(), 5u);
+    EXPECT_EQ(a, b) << config::to_string(bandit);
+    // The last decision is the stop, at the cap.
+    auto last = nlohmann::json::parse(a.back());
+    EXPECT_EQ(last["key"], "budget|stop");
+    EXPECT_EQ(last["action"], "stop");
+    EXPECT_GE(last["spent_usd"].get<double>(), 1.0);
+    // The one before it had spent less than the cap.
+    auto before = nlohmann::json::parse(a[a.size() - 2]);
+    EXPECT_LT(before["spent_usd"].get<double>(), 1.0);
+  }
+}
+
+TEST(BudgetBandit, TheSeedMattersAndEveryArmIsTriedFirst) {
+  auto cfg = budget_config(config::Bandit::thompson);
+  auto a = run_budget(cfg, 1);
+  cfg.strategy.seed = 8;
+  auto b = run_budget(cfg, 1);
+  EXPECT_NE(a, b) << "Thompson sampling with another seed made every decision alike";
+  auto first = nlohmann::json::parse(a.front());
+  std::set<std::string> first_models;
+  for (auto& s : first["slots"]) first_models.insert(s["model_id"].get<std::string>());
+  EXPECT_EQ(first_models, (std::set<std::string>{"m1", "m2", "m3"}));
+}
+
+TEST(BudgetBandit, FavoursTheModelWithTheMostSuccessesPerDollar) {
+  for (auto bandit : {config::Bandit::thompson, config::Bandit::ucb}) {
+    auto cfg = budget_config(bandit);
+    cfg.strategy.budget_usd = 3.0;
+    std::map<std::string, int> chosen;
+    for (auto& r : run_budget(cfg, 1)) {
+      auto j = nlohmann::json::parse(r);
+      for (auto& s : j.value("slots", nlohmann::json::array()))
+        ++chosen[s["model_id"].get<std::string>()];
+    }
+    // m2: 70% at $0.02 (35 successes per dollar); m3: 20% at $0.005 (40);
+    // m1: 30% at $0.02 (15): m1 must get the fewest.
+    EXPECT_LT(chosen["m1"], chosen["m2"]) << config::to_string(bandit);
+    EXPECT_LT(chosen["m1"], chosen["m3"]) << config::to_string(bandit);
+  }
+}
+
+TEST(BudgetBandit, AGpuHourCapCountsEvaluationTimeAndPrefersTheCheapestArmPerGpuSecond) {
+  auto cfg = budget_config(config::Bandit::ucb);
+  cfg.strategy.budget_usd = 0;
+  cfg.strategy.budget_gpu_hours = 0.02;  // 72 evaluation seconds
+  auto f = facts_for({"T1"});
+  std::map<std::string, int> after_first;
+  int started = 0;
+  for (int step = 0; step < 200; ++step) {
+    auto ds = decide(cfg, f);
+    ASSERT_EQ(ds.size(), 1u);
+    if (ds[0].action == "stop") {
+      auto j = nlohmann::json::parse(ds[0].detail_json);
+      EXPECT_DOUBLE_EQ(j["spent_gpu_hours"].get<double>(), 72.0 / 3600);
+      // The first decision tries every arm (m1, m2, m3, then m1 again): 61 s;
+      // then m3, 1 s per episode, until the cap: 11 more. Spend (USD 100 an
+      // episode) plays no part.
+      EXPECT_EQ(started, 15);
+      EXPECT_EQ(after_first, (std::map<std::string, int>{{"m3", 11}}));
+      return;
+    }
+    apply(f, ds[0]);
+    for (auto& e : ds[0].start) {
+      double eval_s = e.model_id == "m3" ? 1.0 : 20.0;
+      finish(f, e.task_id, e.model_id, e.sample, true, 1.5, 100.0, eval_s);
+      if (step > 0) ++after_first[e.model_id];
+      ++started;
+    }
+    cfg.strategy.batch = 1;
+  }
+  FAIL() << "the GPU-hour cap never stopped the campaign";
+}
+
+TEST(BudgetBandit, BetaDrawsAreSeededAndInRange) {
+  EXPECT_EQ(beta_draw(2, 3, 42), beta_draw(2, 3, 42));
+  EXPECT_NE(beta_draw(2, 3, 42), beta_draw(2, 3, 43));
+  double sum = 0;
+  for (std::uint64_t s = 0; s < 2000; ++s) {
+    double x = beta_draw(8, 2, s);
+    ASSERT_GE(x, 0.0);
+    ASSERT_LE(x, 1.0);
+    sum += x;
+  }
+  EXPECT_NEAR(sum / 2000, 0.8, 0.02);  // the mean of Beta(8, 2)
+}
+
+// --- whole campaigns ---------------------------------------------------------
+
+const char* const k_task_source =
+    "import torch\n"
+    "import torch.nn as nn\n"
+    "\n"
+    "class Model(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        return torch.relu(x)\n"
+    "\n"
+    "def get_inputs():\n"
+    "    return [torch.randn(4, 4)]\n"
+    "\n"
+    "def get_init_inputs():\n"
+    "    return []\n";
+
+// One SUBMIT per episode whose speedup is scripted by task: task 1 runs at
+// 1.5x from its first sample, task 2 at 0.5x forever.
+testing::ScriptedReply by_task_reply(const std::string&, const std::vector<llm::Message>& msgs) {
+  bool fast = false;
+  for (auto& m : msgs)
+    if (m.role == "user" && m.content.find("1_Relu") != std::string::npos) fast = true;
+  testing::ScriptedReply r;
+  r.content =
+      fmt::format("```python\n# FAKE_SPEEDUP: {}\nclass ModelNew:\n    pass\n```\nACTION: SUBMIT\n",
+                  fast ? "1.5" : "0.5");
+  r.prompt_tokens = 1000;
+  r.completion_tokens = 100;
+  return r;
+}
+
+class StrategyCampaign : public ::testing::Test {
+ protected:
+  void start_server(testing::ReplyFn reply) {
+    testing::FakeServerOptions so;
+    so.reply = std::move(reply);
+    m_server = std::make_unique<testing::FakeOpenAIServer>(so);
+    ASSERT_TRUE(m_server->start());
+  }
+  void start_server_with_id(testing::ReplyWithIdFn reply) {
+    testing::FakeServerOptions so;
+    so.reply_with_id = std::move(reply);
+    m_server = std::make_unique<testing::FakeOpenAIServer>(so);
+    ASSERT_TRUE(m_server->start());
+  }
+  void SetUp() override {
+    m_dir.write("tasks/1_Relu.py", k_task_source);
+    m_dir.write("tasks/2_Relu.py", k_task_source);
+    m_dir.write("tasks/3_Relu.py", k_task_source);
+    m_cfg.name = "strategy-campaign";
+    m_cfg.tasks.kernelbench_dir = m_dir.file("tasks").string();
+    m_cfg.max_turns = 2;
+    m_cfg.max_inflight_episodes = 3;
+    m_cfg.evaluator.mode = config::EvalMode::mock;
+    m_cfg.synchronous = config::Synchronous::off;
+  }
+  void add_model(const std::string& id, double price) {
+    config::ModelConfig m;
+    m.id = id;
+    m.base_url = m_server->base_url();
+    m.model = "fake-" + id;
+    m.max_attempts = 2;
+    m.price_prompt_per_mtok = price;
+    m_cfg.models.push_back(m);
+  }
+  void TearDown() override {
+    if (m_server) m_server->stop();
+  }
+
+  // Runs the campaign into `db` as `korch run` does. `stop_after`: finals
+  // after which a stop is requested (0 = run to the end).
+  RunResult run(const std::string& db, int stop_after = 0) {
+    m_cfg.db_path = m_dir.file(db).string();
+    EXPECT_TRUE(config::validate(m_cfg));
+    store::Options so;
+    so.path = m_cfg.db_path;
+    so.synchronous = "OFF";
+    auto st = store::Store::open(so);
+    EXPECT_TRUE(st) << st.error().message;
+    auto ev = testing::make_fake_speedup_evaluator(0.5);
+    auto plan = plan_campaign(m_cfg, *ev);
+    EXPECT_TRUE(plan) << plan.error().message;
+    auto client = llm::make_curl_client();
+    for (const auto& m : m_cfg.models) EXPECT_TRUE(client->add_model(m));
+    std::atomic<bool> stop{false};
+    RunOptions opts;
+    opts.owner = "test:" + std::to_string(::getpid()) + ":x";
+    opts.progress_interval_s = 0;
+    opts.stop = &stop;
+    if (stop_after > 0) {
+      opts.on_progress = [&](const Progress& p) {
+        if (p.final >= stop_after) stop = true;
+      };
+    }
+    auto r = run_campaign(m_cfg, *plan, **st, *client, *ev, opts);
+    EXPECT_TRUE(r) << r.error().message;
+    ev->shutdown();
+    (*st)->close();
+    return r ? *r : RunResult{};
+  }
+
+  std::unique_ptr<store::Store> open(const std::string& db) {
+    store::Options so;
+    so.path = m_dir.file(db).string();
+    so.read_only = true;
+    auto st = store::Store::open(so);
+    EXPECT_TRUE(st);
+    return std::move(*st);
+  }
+
+  // The strategy events of a campaign, without their times, sorted.
+  std::vector<std::string> decisions(const std::string& db) {
+    auto st = open(db);
+    auto evs = st->list_events(ids::campaign_id(m_cfg.name));
+    EXPECT_TRUE(evs);
+    std::vector<std::string> out;
+    for (auto& e : *evs)
+      if (e.kind == k_strategy_event_kind) out.push_back(e.episode_id + " " + e.detail);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  testing::TempDir m_dir;
+  std::unique_ptr<testing::FakeOpenAIServer> m_server;
+  config::CampaignConfig m_cfg;
+};
+
+TEST_F(StrategyCampaign, BestOfKStopsEarlyOnlyWhereTheTargetIsReached) {
+  start_server(by_task_reply);
+  add_model("m1", 1.0);
+  m_cfg.strategy.kind = config::StrategyKind::best_of_k;
+  m_cfg.strategy.k = 4;
+  m_cfg.strategy.target_speedup = 1.2;
+  auto r = run("bok.db");
+  ASSERT_EQ(r.status, RunStatus::completed) << r.message;
+  auto st = open("bok.db");
+  auto eps = st->list_episodes(ids::campaign_id(m_cfg.name));
+  ASSERT_TRUE(eps);
+  std::map<std::string, int> per_task;
+  for (auto& e : *eps) {
+    EXPECT_EQ(e.status, store::EpisodeStatus::final);
+    ++per_task[e.task_id];
+  }
+  // Task 1 reached 1.5x at its first sample; tasks 2 and 3 (0.5x) spent all k.
+  ASSERT_EQ(per_task.size(), 3u);
+  for (auto& [task, n] : per_task)
+    EXPECT_EQ(n, task.find("1_") != std::string::npos ? 1 : 4) << task;
+  int stops = 0, exhausted = 0;
+  for (auto& d : decisions("bok.db")) {
+    stops += d.find("\"action\":\"stop\"") != std::string::npos;
+    exhausted += d.find("\"action\":\"exhausted\"") != std::string::npos;
+  }
+  EXPECT_EQ(stops, 1);
+  EXPECT_EQ(exhausted, 2);
+  // Running it again decides nothing new.
+  auto before = decisions("bok.db");
+  ASSERT_EQ(run("bok.db").status, RunStatus::completed);
+  EXPECT_EQ(decisions("bok.db"), before);
+}
+
+TEST_F(StrategyCampaign, BudgetStoppedAndResumedDecidesAsAnUninterruptedRun) {
+  start_server_with_id(
+      [](const std::string& model, const std::vector<llm::Message>& messages,
+         const std::string& id) { return testing::refine_script_reply(model, messages, id); });
+  add_model("m1", 10.0);
+  add_model("m2", 4.0);
+  m_cfg.strategy.kind = config::StrategyKind::budget;
+  m_cfg.strategy.budget_usd = 0.2;
+  m_cfg.strategy.batch = 3;
+  m_cfg.strategy.k = 50;
+  m_cfg.strategy.seed = 11;
+  auto full = run("full.db");
+  ASSERT_EQ(full.status, RunStatus::completed) << full.message;
+  auto reference = decisions("full.db");
+  ASSERT_GT(reference.size(), 6u);
+  // The same campaign stopped after every few finals and resumed each time.
+  int runs = 0;
+  for (int stop_after = 2; runs < 40; stop_after += 2, ++runs) {
+    auto r = run("stopped.db", stop_after);
+    if (r.status == RunStatus::completed) break;
+    ASSERT_EQ(r.status, RunStatus::stopped) << r.message;
+  }
+  EXPECT_GT(runs, 2) << "the campaign ended before it was stopped";
+  const auto resumed = decisions("stopped.db");
+  EXPECT_EQ(resumed.size(), reference.size());
+  // On a difference, the first records that differ (not both whole lists).
+  for (std::size_t i = 0; i < std::min(resumed.size(), reference.size()); ++i) {
+    ASSERT_EQ(resumed[i], reference[i]) << "decision event " << i;
+  }
+  // And the spend stayed at the cap plus at most one decision's episodes.
+  auto st = open("full.db");
+  auto counts = st->counts(ids::campaign_id(m_cfg.name));
+  ASSERT_TRUE(counts);
+  EXPECT_GE(counts->cost_usd, 0.2);
+  EXPECT_LT(counts->cost_usd, 0.2 + 3 * 2 * 0.012);  // batch x turns x the dearest call
+}
+
+TEST_F(StrategyCampaign, RefineSeedsLaterRoundsWithTheBestVerifiedKernel) {
+  start_server_with_id(
+      [](const std::string& model, const std::vector<llm::Message>& messages,
+         const std::string& id) { return testing::refine_script_reply(model, messages, id); });
+  add_model("m1", 1.0);
+  add_model("m2", 1.0);
+  m_cfg.strategy.kind = config::StrategyKind::refine;
+  m_cfg.strategy.rounds = 3;
+  m_cfg.samples_per_task = 1;
+  auto r = run("refine.db");
+  ASSERT_EQ(r.status, RunStatus::completed) << r.message;
+  auto st = open("refine.db");
+  const auto cid = ids::campaign_id(m_cfg.name);
+  auto eps = st->list_episodes(cid);
+  ASSERT_TRUE(eps);
+  EXPECT_EQ(eps->size(), 3u * 2 * 3);  // tasks x models x rounds
+  auto finals = st->list_finals(cid);
+  ASSERT_TRUE(finals);
+  std::map<std::string, const store::FinalRow*> final_of;
+  for (auto& f : *finals) final_of[f.episode_id] = &f;
+  int seeded = 0;
+  auto events = st->list_events(cid);
+  ASSERT_TRUE(events);
+  for (auto& ev : *events) {
+    if (ev.kind != k_strategy_event_kind) continue;
+    auto p = parse_strategy_event(ev.detail);
+    ASSERT_TRUE(p);
+    if (!p->seed) continue;
+    ++seeded;
+    ASSERT_GE(p->round.value_or(0), 1);
+    // The seed is a correct final of an earlier round, with its speedup...
+    auto* seed_final = final_of.at(p->seed->episode_id);
+    EXPECT_TRUE(seed_final->correct);
+    EXPECT_DOUBLE_EQ(seed_final->speedup.value_or(-1), p->seed->speedup);
+    // ...its code opened the episode's first user message...
+    auto snap = st->load_episode(ev.episode_id);
+    ASSERT_TRUE(snap && *snap);
+    std::string first_user;
+    for (auto& m : (*snap)->messages) {
+      if (m.role == store::Role::user) {
+        first_user = m.content;
+        break;
+      }
+    }
+    EXPECT_NE(first_user.find(p->seed->episode_id), std::string::npos);
+    EXPECT_NE(first_user.find("FAKE_SPEEDUP"), std::string::npos) << first_user;
+    // ...and the seeded reply improved on it (the refine script: 1.2x the seed).
+    auto* f = final_of.at(ev.episode_id);
+    EXPECT_TRUE(f->correct);
+    EXPECT_NEAR(f->speedup.value_or(0), p->seed->speedup * 1.2, 1e-3);
+  }
+  EXPECT_GT(seeded, 0);
+
+  // The exports say where each seeded episode came from.
+  std::map<std::string, std::string> seed_of;  // episode -> seed episode
+  for (auto& ev : *events)
+    if (auto p = parse_strategy_event(ev.detail); p && p->seed)
+      seed_of[ev.episode_id] = p->seed->episode_id;
+  std::ostringstream jsonl, sft;
+  ASSERT_TRUE(reports::write_export(*st, cid, reports::ExportFormat::jsonl, jsonl));
+  int with_origin = 0;
+  std::istringstream in(jsonl.str());
+  for (std::string line; std::getline(in, line);) {
+    auto rec = nlohmann::json::parse(line);
+    if (rec["type"] != "episode") continue;
+    auto it = seed_of.find(rec["episode_id"]);
+    if (it == seed_of.end()) {
+      EXPECT_TRUE(rec["seed_episode_id"].is_null());
+      continue;
+    }
+    ++with_origin;
+    EXPECT_EQ(rec["seed_episode_id"], it->second);
+    EXPECT_EQ(rec["seed_speedup"].get<double>(), final_of.at(it->second)->speedup.value_or(-1));
+    EXPECT_GE(rec["round"].get<int>(), 1);
+  }
+  EXPECT_EQ(with_origin, seeded);
+  reports::TrainingOptions to;
+  ASSERT_TRUE(reports::write_training_export(*st, cid, to, sft));
+  int sft_seeded = 0;
+  std::istringstream sin(sft.str());
+  for (std::string line; std::getline(sin, line);) {
+    auto rec = nlohmann::json::parse(line);
+    auto& md = rec["metadata"];
+    if (md["seed"].is_null()) continue;
+    ++sft_seeded;
+    EXPECT_EQ(md["seed"]["episode_id"], seed_of.at(md["episode_id"]));
+    // The conversation as sent: the seed's block is in its first user message.
+    std::string first_user;
+    for (auto& m : rec["messages"]) {
+      if (m["role"] == "user") {
+        first_user = m["content"];
+        break;
+      }
+    }
+    EXPECT_NE(first_user.find("a measured speedup of"), std::string::npos) << first_user;
+  }
+  EXPECT_GT(sft_seeded, 0);
+
+  // The report: one point per round, fast_1 never falling, every episode once.
+  auto rep = reports::build_report(*st, cid);
+  ASSERT_TRUE(rep);
+  EXPECT_EQ(rep->strategy.kind, "refine");
+  ASSERT_EQ(rep->strategy.by_round.size(), 3u);
+  double f1 = 0;
+  for (int r = 0; r < 3; ++r) {
+    auto& p = rep->strategy.by_round[r];
+    EXPECT_EQ(p.round, r);
+    EXPECT_EQ(p.episodes, 6 * (r + 1));
+    EXPECT_GE(p.fast_p[3].second, f1);
+    f1 = p.fast_p[3].second;
+  }
+  EXPECT_EQ(rep->strategy.by_episode.size(), 18u);
+}
+
+}  // namespace
+}  // namespace korch::agent
