@@ -264,7 +264,7 @@ TEST_F(EvalQueue, ServeSendsASubmittedCampaignsEvaluationsToTheWorkers) {
   const std::string base = "http://127.0.0.1:" + std::to_string(port);
   auto serve = Process::start(
       {KORCH_BIN, "serve", "--db", m_url, "--listen", "127.0.0.1:" + std::to_string(port),
-       "--env-listen", "off", "--token-file", d + "/token"},
+       "--env-listen", "off", "--token-file", d + "/token", "--state-dir", d + "/serve-state"},
       d + "/serve.out", d + "/serve.err");
   auto worker = start_worker("served", 0, 30);
   auto curl = [&](std::vector<std::string> extra) {
