@@ -292,6 +292,10 @@ TEST_F(EvalQueue, ServeSendsASubmittedCampaignsEvaluationsToTheWorkers) {
   EXPECT_NE(evaluations, "0");
   EXPECT_EQ(psql("SELECT count(*) FROM eval_queue WHERE state = 'done' AND worker_id = 'served'"),
             evaluations);
+  // The API lists the fleet as `korch status` does.
+  auto workers = curl({base + "/api/workers"}).second;
+  EXPECT_NE(workers.find("\"id\":\"served\""), std::string::npos) << workers;
+  EXPECT_NE(workers.find("\"evaluations_done\":" + evaluations), std::string::npos) << workers;
   serve.signal(SIGTERM);
   worker.signal(SIGTERM);
   EXPECT_TRUE(serve.wait_for(std::chrono::seconds(60)));
