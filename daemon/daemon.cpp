@@ -13,6 +13,7 @@
 #include "config/tasks.hpp"
 #include "daemon/queue_evaluator.hpp"
 #include "daemon/runner.hpp"
+#include "store/work_queue.hpp"
 #include "util/fs.hpp"
 #include "util/ids.hpp"
 #include "util/log.hpp"
@@ -491,6 +492,32 @@ Reply Daemon::list() {
   nlohmann::json arr = nlohmann::json::array();
   for (auto& [id, c] : m_campaigns) arr.push_back(describe(*c));
   return {200, {{"campaigns", arr}}};
+}
+
+Reply Daemon::workers() {
+  nlohmann::json arr = nlohmann::json::array();
+  if (store::is_postgres_url(m_cfg.db)) {
+    auto q = store::WorkQueue::open(m_cfg.db, false);
+    if (!q) return Reply::error(500, q.error().message);
+    auto rows = (*q)->list_workers();
+    if (!rows) return Reply::error(500, rows.error().message);
+    for (const auto& w : *rows) {
+      arr.push_back({{"id", w.id},
+                     {"host", w.host},
+                     {"pid", w.pid},
+                     {"gpus", w.gpus},
+                     {"slots", w.slots},
+                     {"korch_version", w.korch_version},
+                     {"evaluator_version", w.evaluator_version},
+                     {"mode", w.mode},
+                     {"state", w.state},
+                     {"note", w.note},
+                     {"started_at", w.started_at},
+                     {"heartbeat_at", w.heartbeat_at},
+                     {"evaluations_done", w.evaluations_done}});
+    }
+  }
+  return {200, {{"workers", arr}}};
 }
 
 Reply Daemon::get(const std::string& id) {

@@ -68,6 +68,9 @@ class Daemon {
   std::optional<std::string> campaign_id_of(const std::string& id_or_name);
   // One-off evaluation {"task": {"path"} | {"level","number"}, "code", "mode"}.
   Reply evaluate(const nlohmann::json& request);
+  // The `korch worker`s that registered in a PostgreSQL store
+  // (docs/cluster.md); an empty list for a SQLite store.
+  Reply workers();
   // A compact progress snapshot of every campaign (the SSE payload).
   nlohmann::json progress_snapshot();
 

@@ -146,6 +146,7 @@ const std::vector<Route>& api_routes() {
       {"GET", "/api/campaigns/{id}/episodes", true},
       {"GET", "/api/episodes/{id}", true},
       {"POST", "/api/evaluations", true},
+      {"GET", "/api/workers", true},
       {"GET", "/api/events", true},
       {"GET", "/api/campaigns/{id}/report", true},
       {"GET", "/api/campaigns/{id}/export", true},
@@ -318,6 +319,7 @@ struct HttpApi::Impl {
       if (j.is_discarded()) return Reply::error(400, "malformed JSON");
       return daemon.evaluate(j);
     });
+    add("GET", "/api/workers", [this](Req, Body) { return daemon.workers(); });
     server.Get("/api/events",
                [this](const httplib::Request&, httplib::Response& res) { events(res); });
     server.Get(to_regex("/api/campaigns/{id}/report"),

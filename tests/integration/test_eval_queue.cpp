@@ -264,7 +264,7 @@ TEST_F(EvalQueue, ServeSendsASubmittedCampaignsEvaluationsToTheWorkers) {
   const std::string base = "http://127.0.0.1:" + std::to_string(port);
   auto serve = Process::start(
       {KORCH_BIN, "serve", "--db", m_url, "--listen", "127.0.0.1:" + std::to_string(port),
-       "--env-listen", "off", "--token-file", d + "/token"},
+       "--env-listen", "off", "--token-file", d + "/token", "--state-dir", d + "/serve-state"},
       d + "/serve.out", d + "/serve.err");
   auto worker = start_worker("served", 0, 30);
   auto curl = [&](std::vector<std::string> extra) {
@@ -292,6 +292,10 @@ TEST_F(EvalQueue, ServeSendsASubmittedCampaignsEvaluationsToTheWorkers) {
   EXPECT_NE(evaluations, "0");
   EXPECT_EQ(psql("SELECT count(*) FROM eval_queue WHERE state = 'done' AND worker_id = 'served'"),
             evaluations);
+  // The API lists the fleet as `korch status` does.
+  auto workers = curl({base + "/api/workers"}).second;
+  EXPECT_NE(workers.find("\"id\":\"served\""), std::string::npos) << workers;
+  EXPECT_NE(workers.find("\"evaluations_done\":" + evaluations), std::string::npos) << workers;
   serve.signal(SIGTERM);
   worker.signal(SIGTERM);
   EXPECT_TRUE(serve.wait_for(std::chrono::seconds(60)));

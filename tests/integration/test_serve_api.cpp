@@ -948,6 +948,7 @@ TEST(ServeApi, LiveResponsesMatchTheirSchemas) {
   check("GET", "/health", cli.Get("/health"));
   check("GET", "/metrics", cli.Get("/metrics"));
   check("GET", "/api/campaigns", cli.Get("/api/campaigns"));
+  check("GET", "/api/workers", cli.Get("/api/workers"));
   for (auto* c : {id.c_str(), "c-nope"})
     check("GET", "/api/campaigns/{id}", cli.Get(("/api/campaigns/" + std::string(c)).c_str()));
   for (auto* action : {"pause", "resume", "cancel"}) {
