@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <unordered_map>
 
@@ -88,11 +89,42 @@ class Runner {
     double last_mark = 0;
   };
 
+  // A resumed campaign keeps the strategy it was started with: its decisions
+  // (episode ids, rounds, budget spent) were taken under that table and that
+  // samples_per_task, and a changed table would start final episodes again
+  // (new LLM spend) or count their cost twice. A campaign stored before
+  // strategies existed was a grid.
+  Result<void> same_strategy(const std::string& stored_config_json) const {
+    const auto stored = nlohmann::json::parse(stored_config_json, nullptr, false);
+    const auto now = nlohmann::json::parse(config::config_to_json(m_cfg), nullptr, false);
+    if (!stored.is_object() || !now.is_object()) return {};
+    auto table = [](const nlohmann::json& cfg) {
+      nlohmann::json t = cfg.value("strategy", nlohmann::json::object());
+      if (!t.is_object()) t = nlohmann::json::object();
+      if (t.value("kind", std::string("grid")) != "grid")
+        t["samples_per_task"] = cfg.value("samples_per_task", nlohmann::json());
+      return t;
+    };
+    nlohmann::json was = table(stored);
+    const nlohmann::json is = table(now);
+    if (!stored.contains("strategy")) was = nlohmann::json{{"kind", "grid"}};
+    const bool both_grid = was.value("kind", std::string("grid")) == "grid" &&
+                           is.value("kind", std::string("grid")) == "grid";
+    if (both_grid || was == is) return {};
+    return fail(ErrorKind::invalid,
+                fmt::format("campaign '{}' was started with strategy {}; this config says {}. A "
+                            "campaign keeps its strategy when resumed (its decisions were taken "
+                            "under it): restore the [strategy] table, or give the new one a new "
+                            "campaign name",
+                            m_cfg.name, was.dump(), is.dump()));
+  }
+
   Result<void> register_campaign() {
     auto existing = m_store.get_campaign(m_plan.campaign_id);
     if (!existing) return std::unexpected(existing.error());
     if (*existing) {
       m_secret_seed = (*existing)->secret_seed;
+      if (auto r = same_strategy((*existing)->config_json); !r) return r;
     } else {
       m_secret_seed = fresh_secret_seed();
     }
@@ -515,25 +547,38 @@ class Runner {
   }
 
   // The seed's first-message block: its submitted code and measured result.
-  std::string render_seed(const SeedOrigin& seed) {
+  // The seed's first-message text: the code its final SUBMIT scored and that
+  // evaluation's report. An error when the store cannot say (then no
+  // decision is recorded: an empty seed written into an event would be
+  // reused by every resume).
+  Result<std::string> render_seed(const SeedOrigin& seed) {
     if (auto it = m_rendered_seeds.find(seed.episode_id); it != m_rendered_seeds.end())
       return it->second;
-    std::string code, result;
-    if (auto snap = m_store.load_episode(seed.episode_id); snap && *snap && (*snap)->final) {
-      const auto& request_id = (*snap)->final->request_id;
-      auto sha = request_id.substr(request_id.rfind('|') + 1);
-      for (auto& t : (*snap)->turns) {
-        if (t.code_sha == sha) {
-          code = t.code;
-          break;
-        }
-      }
-      for (auto& e : (*snap)->evaluations) {
-        if (e.request_id != request_id) continue;
-        if (auto r = evaluator::Report::from_json(e.report_json))
-          result = prompts::render_report(*r, evaluator::Mode::submit);
+    auto snap = m_store.load_episode(seed.episode_id);
+    if (!snap) return std::unexpected(snap.error());
+    if (!*snap || !(*snap)->final)
+      return fail(fmt::format("seed episode {} has no final", seed.episode_id));
+    const std::string& request_id = (*snap)->final->request_id;
+    const store::EvaluationRow* eval = nullptr;
+    for (auto& e : (*snap)->evaluations)
+      if (e.request_id == request_id) eval = &e;
+    if (eval == nullptr)
+      return fail(fmt::format("seed episode {}: no evaluation {}", seed.episode_id, request_id));
+    std::string code;
+    bool found = false;
+    for (auto& t : (*snap)->turns) {
+      if (t.code_sha == eval->code_sha) {
+        code = t.code;
+        found = true;
+        break;
       }
     }
+    if (!found)
+      return fail(fmt::format("seed episode {}: no turn holds the scored code {}", seed.episode_id,
+                              eval->code_sha));
+    std::string result;
+    if (auto r = evaluator::Report::from_json(eval->report_json))
+      result = prompts::render_report(*r, evaluator::Mode::submit);
     auto text = seed_prompt(seed, code, result);
     m_rendered_seeds[seed.episode_id] = text;
     return text;
@@ -557,7 +602,16 @@ class Runner {
                                   strategy_event_detail(d, nullptr, ""), now});
       }
       for (auto& ne : d.start) {
-        std::string prompt = ne.seed ? render_seed(*ne.seed) : std::string();
+        std::string prompt;
+        if (ne.seed) {
+          auto seeded = render_seed(*ne.seed);
+          if (!seeded) {
+            // Nothing of this step is committed: a resume decides again.
+            abort_run("strategy " + d.key + ": " + seeded.error().message);
+            return;
+          }
+          prompt = std::move(*seeded);
+        }
         store::EpisodeRow e;
         e.id = ne.id;
         e.campaign_id = m_plan.campaign_id;

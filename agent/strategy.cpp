@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numbers>
 #include <random>
 
 #include "util/ids.hpp"
@@ -391,11 +392,50 @@ std::string seed_prompt(const SeedOrigin& seed, const std::string& code,
       code.ends_with('\n') ? "" : "\n", result_text);
 }
 
+namespace {
+
+// The draws are korch's own, on mt19937_64's raw bits (whose sequence the
+// standard fixes): std::gamma_distribution's algorithm is the library's, so
+// a campaign resumed on another host or standard library could have drawn
+// differently for a decision not yet recorded.
+double uniform_open01(std::mt19937_64& rng) {  // in (0, 1)
+  return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
+}
+
+double standard_normal(std::mt19937_64& rng) {  // Box-Muller, one of the pair
+  const double u1 = uniform_open01(rng);
+  const double u2 = uniform_open01(rng);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+// Gamma(a, 1): Marsaglia and Tsang (2000); a < 1 through Gamma(a + 1) * U^(1/a).
+double gamma_draw(double a, std::mt19937_64& rng) {
+  if (a < 1) {
+    const double u = uniform_open01(rng);
+    return gamma_draw(a + 1, rng) * std::pow(u, 1.0 / a);
+  }
+  const double d = a - 1.0 / 3;
+  const double c = 1 / std::sqrt(9 * d);
+  for (;;) {
+    double x = 0;
+    double v = 0;
+    do {
+      x = standard_normal(rng);
+      v = 1 + c * x;
+    } while (v <= 0);
+    v = v * v * v;
+    const double u = uniform_open01(rng);
+    if (u < 1 - 0.0331 * x * x * x * x) return d * v;
+    if (std::log(u) < 0.5 * x * x + d * (1 - v + std::log(v))) return d * v;
+  }
+}
+
+}  // namespace
+
 double beta_draw(double a, double b, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::gamma_distribution<double> ga(a, 1.0), gb(b, 1.0);
-  double x = ga(rng);
-  double y = gb(rng);
+  const double x = gamma_draw(a, rng);
+  const double y = gamma_draw(b, rng);
   return x + y > 0 ? x / (x + y) : 0.5;
 }
 

@@ -11,11 +11,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "agent/campaign_runner.hpp"
 #include "config/loader.hpp"
@@ -350,6 +353,27 @@ TEST(BudgetBandit, BetaDrawsAreSeededAndInRange) {
   EXPECT_NEAR(sum / 2000, 0.8, 0.02);  // the mean of Beta(8, 2)
 }
 
+TEST(BudgetBandit, BetaDrawsHaveBetasMomentsForSmallAndLargeShapes) {
+  // korch's own gamma sampler (shape < 1 goes through Gamma(a + 1) U^(1/a)):
+  // Beta(a, b) has mean a / (a + b) and variance ab / ((a + b)^2 (a + b + 1)).
+  for (auto [a, b] :
+       {std::pair{0.5, 0.5}, std::pair{1.0, 1.0}, std::pair{2.0, 5.0}, std::pair{30.0, 3.0}}) {
+    const int n = 20000;
+    double sum = 0;
+    double sq = 0;
+    for (int s = 0; s < n; ++s) {
+      const double x = beta_draw(a, b, static_cast<std::uint64_t>(s) * 7919 + 1);
+      sum += x;
+      sq += x * x;
+    }
+    const double mean = sum / n;
+    const double var = sq / n - mean * mean;
+    const double want_var = a * b / ((a + b) * (a + b) * (a + b + 1));
+    EXPECT_NEAR(mean, a / (a + b), 0.01) << "Beta(" << a << ", " << b << ")";
+    EXPECT_NEAR(var, want_var, 0.1 * want_var + 1e-4) << "Beta(" << a << ", " << b << ")";
+  }
+}
+
 // --- whole campaigns ---------------------------------------------------------
 
 const char* const k_task_source =
@@ -422,6 +446,11 @@ class StrategyCampaign : public ::testing::Test {
   // Runs the campaign into `db` as `korch run` does. `stop_after`: finals
   // after which a stop is requested (0 = run to the end).
   RunResult run(const std::string& db, int stop_after = 0) {
+    auto r = try_run(db, stop_after);
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? *r : RunResult{};
+  }
+  Result<RunResult> try_run(const std::string& db, int stop_after = 0) {
     m_cfg.db_path = m_dir.file(db).string();
     EXPECT_TRUE(config::validate(m_cfg));
     store::Options so;
@@ -445,10 +474,9 @@ class StrategyCampaign : public ::testing::Test {
       };
     }
     auto r = run_campaign(m_cfg, *plan, **st, *client, *ev, opts);
-    EXPECT_TRUE(r) << r.error().message;
     ev->shutdown();
     (*st)->close();
-    return r ? *r : RunResult{};
+    return r;
   }
 
   std::unique_ptr<store::Store> open(const std::string& db) {
@@ -508,6 +536,22 @@ TEST_F(StrategyCampaign, BestOfKStopsEarlyOnlyWhereTheTargetIsReached) {
   auto before = decisions("bok.db");
   ASSERT_EQ(run("bok.db").status, RunStatus::completed);
   EXPECT_EQ(decisions("bok.db"), before);
+  // Resumed under another strategy (or another k): refused, nothing started.
+  for (auto change :
+       {std::function<void()>([&] { m_cfg.strategy.kind = config::StrategyKind::refine; }),
+        std::function<void()>([&] { m_cfg.strategy.k = 6; }),
+        std::function<void()>([&] { m_cfg.strategy.kind = config::StrategyKind::grid; })}) {
+    const auto saved = m_cfg.strategy;
+    change();
+    auto again = try_run("bok.db");
+    ASSERT_FALSE(again) << "a changed [strategy] was resumed";
+    EXPECT_EQ(again.error().kind, ErrorKind::invalid);
+    EXPECT_NE(again.error().message.find("keeps its strategy"), std::string::npos)
+        << again.error().message;
+    m_cfg.strategy = saved;
+  }
+  EXPECT_EQ(decisions("bok.db"), before);
+  ASSERT_EQ(run("bok.db").status, RunStatus::completed);  // the same table resumes
 }
 
 TEST_F(StrategyCampaign, BudgetStoppedAndResumedDecidesAsAnUninterruptedRun) {
@@ -659,6 +703,19 @@ TEST_F(StrategyCampaign, RefineSeedsLaterRoundsWithTheBestVerifiedKernel) {
     f1 = p.fast_p[3].second;
   }
   EXPECT_EQ(rep->strategy.by_episode.size(), 18u);
+  // Decisions, not events: a refine decision starts several episodes, and
+  // records an event for each.
+  auto evs = st->list_events(cid);
+  ASSERT_TRUE(evs);
+  std::set<std::string> keys;
+  std::size_t strategy_events = 0;
+  for (auto& e : *evs) {
+    if (e.kind != k_strategy_event_kind) continue;
+    ++strategy_events;
+    if (auto parsed = parse_strategy_event(e.detail)) keys.insert(parsed->key);
+  }
+  EXPECT_EQ(rep->strategy.decisions, static_cast<std::int64_t>(keys.size()));
+  EXPECT_LT(keys.size(), strategy_events);
 }
 
 }  // namespace

@@ -235,7 +235,18 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
   }
   // Rounds and seeds, from the strategy's decisions (agent/strategy.cpp).
   const auto origins = strategy_origins(*events);
-  for (auto& ev : *events) report.strategy.decisions += ev.kind == "strategy";
+  {
+    // One decision writes an event per episode it starts: decisions are the
+    // distinct keys.
+    std::set<std::string> keys;
+    for (auto& ev : *events) {
+      if (ev.kind != "strategy") continue;
+      auto d = json::parse(ev.detail, nullptr, false);
+      if (d.is_object() && d.contains("key") && d["key"].is_string())
+        keys.insert(d["key"].get<std::string>());
+    }
+    report.strategy.decisions = static_cast<int>(keys.size());
+  }
   std::map<std::string, double> cost_of, eval_s_of;
   for (auto& c : *calls) cost_of[c.episode_id] += c.cost_usd;
   for (auto& e : *evals) {

@@ -67,7 +67,8 @@ struct StrategyReport {
   // One point per round, once every episode of rounds <= r is counted:
   // depends only on results.
   std::vector<CurvePoint> by_round;
-  std::int64_t decisions = 0;  // strategy events recorded
+  std::int64_t decisions =
+      0;  // strategy decisions recorded (distinct keys; a decision has an event per episode)
 };
 
 struct CampaignReport {
