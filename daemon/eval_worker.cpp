@@ -42,7 +42,7 @@ class Worker {
       : m_options(options), m_evaluator(evaluator), m_stop(stop) {}
 
   Result<WorkerSummary> run() {
-    auto admin = store::WorkQueue::open(m_options.store_url);
+    auto admin = store::WorkQueue::open(m_options.store_url, /*migrate=*/false);
     if (!admin) return std::unexpected(admin.error());
     m_row.id = m_options.worker_id.empty() ? host_name() + ":" + std::to_string(::getpid())
                                            : m_options.worker_id;
@@ -126,7 +126,7 @@ class Worker {
   }
 
   void slot(int index) {
-    auto opened = store::WorkQueue::open(m_options.store_url);
+    auto opened = store::WorkQueue::open(m_options.store_url, /*migrate=*/false);
     if (!opened) {
       KLOG_ERROR("[worker {}] slot {}: {}", m_row.id, index, opened.error().message);
       return;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "evaluator/mock_evaluator.hpp"
 #include "store/store.hpp"
@@ -121,13 +122,19 @@ class QueueEvaluator final : public evaluator::Evaluator {
         done(interrupted(id));
         return;
       }
+      // The same request id asked again before its result came (two API
+      // calls of one code: the id is the code's digest) waits on the same row.
+      if (auto it = m_pending.find(id); it != m_pending.end()) {
+        it->second.done.push_back(std::move(done));
+        return;
+      }
       Pending p;
       p.row.request_id = id;
       p.row.campaign_id = m_campaign_id;
       p.row.evaluator_version = m_version;
       p.row.request_json = encode_request(request);
       p.row.enqueued_at = now_unix();
-      p.done = std::move(done);
+      p.done.push_back(std::move(done));
       m_pending[id] = std::move(p);
       m_unsent = true;
     }
@@ -177,13 +184,14 @@ class QueueEvaluator final : public evaluator::Evaluator {
     }
     // Not results: the rows stay queued (or are finished by a worker), and a
     // resumed campaign picks them up by request id.
-    for (auto& [id, p] : left) p.done(interrupted(id));
+    for (auto& [id, p] : left)
+      for (auto& done : p.done) done(interrupted(id));
   }
 
  private:
   struct Pending {
     store::QueueRow row;
-    evaluator::Callback done;
+    std::vector<evaluator::Callback> done;  // every caller waiting on this id
     bool sent = false;
   };
 
@@ -268,24 +276,24 @@ class QueueEvaluator final : public evaluator::Evaluator {
 
   void deliver(const std::vector<std::pair<std::string, std::string>>& results) {
     for (const auto& [id, text] : results) {
-      evaluator::Callback done;
+      std::vector<evaluator::Callback> waiting;
       {
         std::lock_guard lock(m_mutex);
         auto it = m_pending.find(id);
         if (it == m_pending.end()) continue;
-        done = std::move(it->second.done);
+        waiting = std::move(it->second.done);
         m_pending.erase(it);
       }
-      auto report = evaluator::Report::from_json(text);
-      if (!report) {
-        evaluator::Report r;
-        r.request_id = id;
-        r.status = evaluator::Verdict::worker_crash;
-        r.error = "the worker's report does not parse: " + report.error().message;
-        done(std::move(r));
-        continue;
+      auto parsed = evaluator::Report::from_json(text);
+      evaluator::Report report;
+      if (parsed) {
+        report = std::move(*parsed);
+      } else {
+        report.request_id = id;
+        report.status = evaluator::Verdict::worker_crash;
+        report.error = "the worker's report does not parse: " + parsed.error().message;
       }
-      done(std::move(*report));
+      for (auto& done : waiting) done(report);
     }
   }
 

@@ -51,9 +51,12 @@ struct QueueRow {
   std::string state = "queued";   // queued | claimed | done
   std::string worker_id;          // the last claimer
   std::int64_t lease_token = 0;   // incremented by every claim
-  std::int64_t claims = 0;        // times claimed (a re-claim after a lost worker counts)
-  double lease_expires_at = 0;    // server clock, seconds since the epoch
-  std::string result_json;        // the report, once done
+  // Claims not handed back (release): the first, and each re-claim after a
+  // lost worker. A draining worker's hand-back does not count: --max-claims
+  // caps losses, not rolling restarts.
+  std::int64_t claims = 0;
+  double lease_expires_at = 0;  // server clock, seconds since the epoch
+  std::string result_json;      // the report, once done
   double enqueued_at = 0;
   double claimed_at = 0;
   double finished_at = 0;
@@ -111,9 +114,11 @@ inline constexpr const char* k_channel_done = "korch_eval_done";
 class WorkQueue {
  public:
   // Connects to the PostgreSQL store at `location` (a postgres:// URL),
-  // migrating it first if needed (unless `migrate` is false: readers such as
-  // `korch status`). A SQLite location fails (ErrorKind::invalid) with a line
-  // saying the queue needs PostgreSQL.
+  // migrating it first if needed. `migrate` false (workers, `korch status`):
+  // a store of another schema version is refused with a message that says
+  // which (a worker never migrates its coordinator's store; a blank database
+  // is given the current schema). A SQLite location fails
+  // (ErrorKind::invalid) with a line saying the queue needs PostgreSQL.
   static Result<std::unique_ptr<WorkQueue>> open(const std::string& location, bool migrate = true);
   virtual ~WorkQueue() = default;
 

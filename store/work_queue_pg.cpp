@@ -192,8 +192,8 @@ class PgWorkQueue final : public WorkQueue {
     return m_db.run<bool>([&](PgConn& db) {
       PgTxn txn(db, PgTxn::Kind::write);
       db.stmt(
-            "UPDATE eval_queue SET state = 'queued', lease_expires_at = 0 WHERE request_id = ?1 "
-            "AND lease_token = ?2 AND state = 'claimed'")
+            "UPDATE eval_queue SET state = 'queued', lease_expires_at = 0, claims = claims - 1 "
+            "WHERE request_id = ?1 AND lease_token = ?2 AND state = 'claimed'")
           .bind(request_id, lease_token)
           .run();
       if (db.changes() != 1) return false;
@@ -308,11 +308,21 @@ Result<std::unique_ptr<WorkQueue>> WorkQueue::open(const std::string& location, 
                     ": the evaluation queue needs a PostgreSQL store (postgres://...); a SQLite "
                     "store evaluates in-process");
   }
-  if (!migrate) return std::unique_ptr<WorkQueue>(std::make_unique<PgWorkQueue>(where->target));
-  // Opening the store applies the migrations (the queue's tables are version 4).
+  // Opening the store applies the migrations (the queue's tables are version
+  // 4); read-only, it refuses a schema older or newer than this korch with a
+  // message that says which, and changes nothing (a worker never migrates
+  // the store its coordinator runs on).
   Options options;
   options.path = location;
+  options.read_only = !migrate;
   auto st = Store::open(options);
+  if (!st && !migrate &&
+      st.error().message.find("no korch store in this database") != std::string::npos) {
+    // A blank database (workers started before their coordinator): creating
+    // the current schema in it changes nothing anyone else holds.
+    options.read_only = false;
+    st = Store::open(options);
+  }
   if (!st) return std::unexpected(st.error());
   (*st)->close();
   return std::unique_ptr<WorkQueue>(std::make_unique<PgWorkQueue>(where->target));

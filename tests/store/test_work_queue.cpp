@@ -156,7 +156,11 @@ TEST_F(WorkQueueTest, ReleaseHandsTheRowBackUnderTheSameTokenRule) {
   EXPECT_FALSE(q->release("r1", a->lease_token).value()) << "already released";
   auto b = q->claim("B", "v1", k_long_lease_s).value();
   ASSERT_TRUE(b);
-  EXPECT_EQ(b->claims, 2);
+  // A hand-back is not a lost claim: B's is counted as the first (the
+  // worker's --max-claims caps losses, so rolling restarts that drain never
+  // turn an evaluation into worker_crash). The token still moved on.
+  EXPECT_EQ(b->claims, 1);
+  EXPECT_GT(b->lease_token, a->lease_token);
   EXPECT_FALSE(q->complete("r1", a->lease_token, "A", "stale").value());
   EXPECT_TRUE(q->complete("r1", b->lease_token, "B", "ok").value());
 }

@@ -189,8 +189,11 @@ def main():
             if "KORCH_STORE_URL" not in env:
                 failures.append(f"{name}: the container has no KORCH_STORE_URL")
             if doc["kind"] == "Job":
-                if c["args"][0] != "worker" or "--store" not in c["args"] or "--gpus" not in c["args"]:
-                    failures.append(f"{name}: the worker does not run `korch worker --store ... --gpus ...`")
+                if c["args"][0] != "worker" or "--gpus" not in c["args"]:
+                    failures.append(f"{name}: the worker does not run `korch worker ... --gpus ...`")
+                if any("STORE_URL" in a or "postgres://" in a or "postgresql://" in a for a in c["args"]):
+                    failures.append(f"{name}: the store URL is on the command line (ps shows it); "
+                                    "give it as KORCH_STORE_URL in the environment")
                 gpus = c.get("resources", {}).get("limits", {}).get("nvidia.com/gpu")
                 if not isinstance(gpus, int) or gpus < 1:
                     failures.append(f"{name}: the worker requests no nvidia.com/gpu")
