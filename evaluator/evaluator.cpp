@@ -15,7 +15,6 @@
 namespace korch::evaluator {
 namespace {
 
-
 constexpr std::array<std::pair<Mode, const char*>, 2> k_mode_names = {{
     {Mode::check, "check"},
     {Mode::submit, "submit"},

@@ -55,10 +55,10 @@ struct Report {
   std::optional<double> max_abs_diff;
   std::optional<double> max_rel_diff;
   std::optional<double> mismatch_frac;
-  std::string rule_id;                   // rule_violation: which rule
-  std::string error;                     // first line(s) of the failure
-  std::string compile_log;               // compiler output tail
-  std::string runtime_detail;            // runtime traceback tail
+  std::string rule_id;         // rule_violation: which rule
+  std::string error;           // first line(s) of the failure
+  std::string compile_log;     // compiler output tail
+  std::string runtime_detail;  // runtime traceback tail
   // Facts for the agent that are not a verdict (an adversarial family on
   // which the reference itself is fragile); shown in the feedback.
   std::vector<std::string> notes;

@@ -59,7 +59,7 @@ GpuHealth gpu_health_check(Zygote& zygote, const std::string& jobs_root,
   // The job never started: no process of it touched the GPU.
   const bool not_run = !ok && gpu.raw.empty() && !o.timed_out && !o.started;
   if (!ok && why) {
-    *why = o.timed_out         ? "the check timed out"
+    *why = o.timed_out          ? "the check timed out"
            : !gpu.error.empty() ? gpu.error
            : gpu.ok             ? "the sum on the GPU was wrong"
                                 : "no result: " + o.worker_log + o.error;

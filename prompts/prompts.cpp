@@ -110,10 +110,10 @@ std::string render_result(const evaluator::Report& report, evaluator::Mode kind)
   std::string status = evaluator::to_string(report.status);
   if (report.status == evaluator::Verdict::ok) {
     if (kind == evaluator::Mode::submit)
-      return trim_newline(fill(template_text("feedback_submit_ok"),
-                               {{"max_abs_diff", fmt_num(report.max_abs_diff)},
-                                {"speedup", fmt_num(report.speedup)},
-                                {"mock_note", mock_note}}));
+      return trim_newline(
+          fill(template_text("feedback_submit_ok"), {{"max_abs_diff", fmt_num(report.max_abs_diff)},
+                                                     {"speedup", fmt_num(report.speedup)},
+                                                     {"mock_note", mock_note}}));
     return trim_newline(
         fill(template_text("feedback_ok"), {{"status", status},
                                             {"max_abs_diff", fmt_num(report.max_abs_diff)},

@@ -42,10 +42,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <chrono>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -366,8 +366,10 @@ std::uint64_t mapped_bytes() {
       }
       return more;
     };
-    const auto ref_more = fork_more("reference_runners", k_uid_ref_runner, "reference", "reference");
-    const auto cand_more = fork_more("candidate_runners", k_uid_candidate, "candidate", "candidate");
+    const auto ref_more =
+        fork_more("reference_runners", k_uid_ref_runner, "reference", "reference");
+    const auto cand_more =
+        fork_more("candidate_runners", k_uid_candidate, "candidate", "candidate");
     if (judge_cpu >= 0) {
       cpu_set_t one;
       CPU_ZERO(&one);
@@ -581,7 +583,8 @@ int zygote_main() {
     }
     for (auto it = draining.begin(); it != draining.end();) {
       const auto waited = std::chrono::steady_clock::now() - it->second.since;
-      const bool alive = korch::worker::memory_cgroup_populated(cgroup_name_for(getpid(), it->second.job));
+      const bool alive =
+          korch::worker::memory_cgroup_populated(cgroup_name_for(getpid(), it->second.job));
       if (alive && waited < k_drain_limit) {
         ++it;
         continue;

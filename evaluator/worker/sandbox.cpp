@@ -1,6 +1,5 @@
 #include "evaluator/worker/sandbox.hpp"
 
-#include <cstring>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -14,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cstring>
 
 namespace korch::worker {
 namespace {

@@ -56,8 +56,7 @@ void expect_two_runners_per_side(const std::string& name, const Report& r) {
   const double lp = std::log(*r.speedup);
   auto half = [&](double h, double tq) { return tq * std::sqrt(h * h / (1.96 * 1.96) + sigma2); };
   EXPECT_NEAR(std::log(*r.speedup_ci_low), lp - half(lp - std::log(boot_lo), t_lo), 1e-9) << name;
-  EXPECT_NEAR(std::log(*r.speedup_ci_high), lp + half(std::log(boot_hi) - lp, t_hi), 1e-9)
-      << name;
+  EXPECT_NEAR(std::log(*r.speedup_ci_high), lp + half(std::log(boot_hi) - lp, t_hi), 1e-9) << name;
   EXPECT_LE(*r.speedup_ci_low, boot_lo + 1e-12) << name;
   EXPECT_GE(*r.speedup_ci_high, boot_hi - 1e-12) << name;
 

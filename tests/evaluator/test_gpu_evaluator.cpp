@@ -131,7 +131,8 @@ TEST(GpuEvaluatorCorpus, MemoryHeldByAnotherProcessIsRetriedNotCharged) {
   EXPECT_EQ(r.status, Verdict::ok) << r.error << "\n" << r.runtime_detail.substr(0, 1500);
   auto evj = nlohmann::json::parse(r.evidence_json, nullptr, false);
   ASSERT_FALSE(evj.is_discarded());
-  ASSERT_TRUE(evj.contains("infrastructure")) << "the held memory met no run: " << r.evidence_json.substr(0, 800);
+  ASSERT_TRUE(evj.contains("infrastructure"))
+      << "the held memory met no run: " << r.evidence_json.substr(0, 800);
   const std::string first = evj["infrastructure"][0].value("why", "");
   EXPECT_TRUE(first.find("outside this evaluation") != std::string::npos ||
               first.find("CUDA context") != std::string::npos)

@@ -32,7 +32,8 @@ TEST(JobProtocol, VerdictsAreTheSchemas) {
     EXPECT_EQ(static_cast<std::size_t>(*back), i);
   }
   EXPECT_FALSE(verdict_from_string("incorect"));
-  EXPECT_EQ(std::string(schema::k_evaluator_version), schema.at("evaluator_version").get<std::string>());
+  EXPECT_EQ(std::string(schema::k_evaluator_version),
+            schema.at("evaluator_version").get<std::string>());
   EXPECT_EQ(k_version, schema.at("job_protocol").get<int>());
 }
 

@@ -2,13 +2,13 @@
 // outside its directory, connect to a loopback port, read the daemon's secret
 // from its own environment and from /proc/*/environ. Each must fail; the
 // assertions are on observable effects, not on the verdict alone.
-#include <cstring>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <cstring>
 
 #include "tests/evaluator/eval_test_support.hpp"
 

@@ -520,13 +520,16 @@ TEST(ServeApi, AnUnknownStoredCampaignStateStaysPaused) {
   // (a valid config: an invalid one is never driven whatever its state)
   EXPECT_EQ(j.value("phase", ""), "idle") << j.dump();
   auto episodes_of = [&](const std::string& name) {
-    return poll_value(db, "SELECT COUNT(*) FROM episodes e JOIN campaigns c ON c.id = e.campaign_id "
-                          "WHERE c.name = '" + name + "'")
+    return poll_value(db,
+                      "SELECT COUNT(*) FROM episodes e JOIN campaigns c ON c.id = e.campaign_id "
+                      "WHERE c.name = '" +
+                          name + "'")
         .value_or("-");
   };
-  ASSERT_TRUE(wait_until(serve.process(), [&] {
-    return body_json(cli.Get("/api/campaigns/c-live")).value("phase", "") == "aborted";
-  })) << serve.err() << body_json(cli.Get("/api/campaigns/c-live")).dump();
+  ASSERT_TRUE(wait_until(
+      serve.process(),
+      [&] { return body_json(cli.Get("/api/campaigns/c-live")).value("phase", "") == "aborted"; }))
+      << serve.err() << body_json(cli.Get("/api/campaigns/c-live")).dump();
   EXPECT_NE(body_json(cli.Get("/api/campaigns/c-live")).value("message", "").find("unreachable"),
             std::string::npos);
   // Driven, it would have met the same unreachable LLM and ended "aborted".
@@ -534,8 +537,9 @@ TEST(ServeApi, AnUnknownStoredCampaignStateStaysPaused) {
   EXPECT_EQ(j.value("phase", ""), "idle") << j.dump();
   EXPECT_EQ(j.value("state", ""), "paused") << j.dump();
   EXPECT_EQ(episodes_of("from-the-future"), "0");
-  EXPECT_EQ(poll_value(db, "SELECT COUNT(*) FROM campaigns WHERE name = 'from-the-future'").value_or("-"),
-            "0");
+  EXPECT_EQ(
+      poll_value(db, "SELECT COUNT(*) FROM campaigns WHERE name = 'from-the-future'").value_or("-"),
+      "0");
   serve.process().signal(SIGTERM);
   EXPECT_EQ(serve.process().wait(), 0) << serve.err();
   EXPECT_NE(serve.err().find("unknown campaign state 'archived'"), std::string::npos)

@@ -19,8 +19,8 @@ inline bool on_ci() {
 
 }  // namespace korch::testing
 
-#define KORCH_SKIP_OR_FAIL(reason)                                                           \
-  do {                                                                                       \
-    if (::korch::testing::on_ci()) FAIL() << "required under KORCH_CI=1: " << (reason);      \
-    GTEST_SKIP() << (reason);                                                                \
+#define KORCH_SKIP_OR_FAIL(reason)                                                      \
+  do {                                                                                  \
+    if (::korch::testing::on_ci()) FAIL() << "required under KORCH_CI=1: " << (reason); \
+    GTEST_SKIP() << (reason);                                                           \
   } while (0)

@@ -10,8 +10,8 @@
 #include "tools/korch/cli.hpp"
 #include "tools/korch/common.hpp"
 #include "tools/reports/export.hpp"
-#include "tools/reports/training_export.hpp"
 #include "tools/reports/report.hpp"
+#include "tools/reports/training_export.hpp"
 
 namespace korch::cli {
 
@@ -83,9 +83,11 @@ int cmd_training_export(const Args& args, reports::TrainingFormat format) {
     if (!card) return report_failure("export", ErrorKind::failure, card.error().message);
     std::ofstream c(*path, std::ios::binary | std::ios::trunc);
     c << *card << '\n';
-    if (!c) return report_failure("export", ErrorKind::failure, fmt::format("cannot write {}", *path));
+    if (!c)
+      return report_failure("export", ErrorKind::failure, fmt::format("cannot write {}", *path));
   }
-  std::fprintf(stderr, "korch export: %d record(s); %d filtered out, %d duplicate code, %d without code\n",
+  std::fprintf(stderr,
+               "korch export: %d record(s); %d filtered out, %d duplicate code, %d without code\n",
                n->records, n->filtered_out, n->duplicates, n->no_code);
   return k_exit_ok;
 }
