@@ -47,10 +47,10 @@ struct QueueRow {
   std::string request_id;
   std::string campaign_id;        // "" when the coordinator serves no one campaign
   std::string evaluator_version;  // what the campaign's verdicts rest on
-  std::string request_json;       // the evaluation request (daemon/queue_codec.hpp)
-  std::string state = "queued";   // queued | claimed | done
-  std::string worker_id;          // the last claimer
-  std::int64_t lease_token = 0;   // incremented by every claim
+  std::string request_json;  // the evaluation request (encode_request, daemon/queue_evaluator.cpp)
+  std::string state = "queued";  // queued | claimed | done
+  std::string worker_id;         // the last claimer
+  std::int64_t lease_token = 0;  // incremented by every claim
   // Claims not handed back (release): the first, and each re-claim after a
   // lost worker. A draining worker's hand-back does not count: --max-claims
   // caps losses, not rolling restarts.

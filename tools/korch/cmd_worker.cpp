@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "config/gpus.hpp"
@@ -40,9 +42,19 @@ extern "C" void on_worker_signal(int) {
   if (g_worker_signals.fetch_add(1) >= 1) _exit(exit_code(ErrorKind::interrupted));
 }
 
-// The GPUs of this host as /dev/nvidiaN device nodes (no driver call: the
-// evaluator asks the device itself, in a sandboxed job).
+// The GPUs this process may use, without a driver call (the evaluator asks
+// the device itself, in a sandboxed job): the entries of CUDA_VISIBLE_DEVICES
+// when it is set (Slurm's --gres and Kubernetes' device plugin set it; the
+// evaluator numbers GPUs as positions in it), else the /dev/nvidiaN nodes.
 int count_gpu_nodes() {
+  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES"); cvd != nullptr) {
+    int n = 0;
+    std::string item;
+    std::stringstream ss(cvd);
+    while (std::getline(ss, item, ','))
+      if (!item.empty()) ++n;
+    return n;
+  }
   int n = 0;
   std::error_code ec;
   for (auto& e : std::filesystem::directory_iterator("/dev", ec)) {
