@@ -42,10 +42,31 @@ import sys
 import unicodedata
 from typing import Callable, Iterable, Iterator
 
+
+
+def _sibling(name: str):
+    """A module beside this file, by path: `korch lint` runs this file with
+    `python3 -I` (isolated: its folder is not on sys.path), the worker and
+    the tests import it from a folder that is."""
+    if name in sys.modules:
+        return sys.modules[name]
+    import importlib.util
+    import os
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 # The ELF reader (korch_elf.py, beside this file): re-exported, since the
 # worker and the tests read symbols through this module.
-from korch_elf import (ElfError, needed_libraries, undefined_symbols,  # noqa: F401
-                       undefined_symbols_of_objects)
+_elf = _sibling("korch_elf")
+ElfError = _elf.ElfError
+needed_libraries = _elf.needed_libraries
+undefined_symbols = _elf.undefined_symbols
+undefined_symbols_of_objects = _elf.undefined_symbols_of_objects
 
 RULES_VERSION = "4"  # 4: stop 32 (pybind11 argument casters); 2: stop 30 (held-out false rejections; defines_model retired)
 # 3: exit/_exit/_Exit/quick_exit allowed in native code (a runner that exits is already an
@@ -2328,9 +2349,8 @@ def _symbol_ok(sym: str) -> tuple[bool, str]:
 def _read_symbol_policy() -> str:
     import hashlib
 
-    import korch_elf
     h = hashlib.sha256()
-    for path in (__file__, korch_elf.__file__):  # the allowlists, and what reads the symbols
+    for path in (__file__, _elf.__file__):  # the allowlists, and what reads the symbols
         with open(path, "rb") as f:
             h.update(f.read())
     return "rules-%s-%s" % (RULES_VERSION, h.hexdigest()[:16])
