@@ -133,7 +133,10 @@ TEST_F(EvalQueue, WorkersAndCoordinatorKilledAtRandomLoseAndRepeatNothing) {
         finished = true;
         break;
       }
-      // A store write that failed during a server restart ends the run; it resumes.
+      // A store write that failed during a server restart ends the run (an
+      // exit code, never a signal: a crash is a failure); it resumes.
+      EXPECT_LT(*rc, 128) << "the coordinator died of signal " << *rc - 128 << ": "
+                          << slurp(d + "/run.err");
       ++coordinator_exits;
       coordinator = start_coordinator();
       continue;
@@ -165,6 +168,9 @@ TEST_F(EvalQueue, WorkersAndCoordinatorKilledAtRandomLoseAndRepeatNothing) {
     EXPECT_EQ(*rc, 0);
   }
   EXPECT_GE(worker_kills + coordinator_kills, k_min_kills);
+  // Only the server's restarts end a coordinator on their own (at most its
+  // write in flight, then its restart's first open).
+  EXPECT_LE(coordinator_exits, 2 * restarts) << slurp(d + "/run.err");
   RecordProperty("worker_kills", worker_kills);
   RecordProperty("coordinator_kills", coordinator_kills);
   std::printf(
