@@ -113,8 +113,11 @@ TEST_F(EvalQueue, WorkersAndCoordinatorKilledAtRandomLoseAndRepeatNothing) {
   write_text(toml, campaign_toml("[store]\nurl = \"" + m_url + "\"", m_llm.base_url(), k_samples,
                                  k_latency_s, true));
   std::vector<Process> workers;
-  for (int i = 0; i < k_workers; ++i)
-    workers.push_back(start_worker("w" + std::to_string(i), k_latency_s, k_lease_s));
+  std::vector<std::string> worker_ids;
+  for (int i = 0; i < k_workers; ++i) {
+    worker_ids.push_back("w" + std::to_string(i));
+    workers.push_back(start_worker(worker_ids.back(), k_latency_s, k_lease_s));
+  }
   auto start_coordinator = [&] {
     return Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/run.out",
                           d + "/run.err");
@@ -145,9 +148,8 @@ TEST_F(EvalQueue, WorkersAndCoordinatorKilledAtRandomLoseAndRepeatNothing) {
     if (target < k_workers) {
       workers[target].signal(SIGKILL);
       ASSERT_TRUE(workers[target].wait_for(std::chrono::seconds(30)));
-      workers[target] =
-          start_worker("w" + std::to_string(target) + "-" + std::to_string(worker_kills),
-                       k_latency_s, k_lease_s);
+      worker_ids[target] = "w" + std::to_string(target) + "-" + std::to_string(worker_kills);
+      workers[target] = start_worker(worker_ids[target], k_latency_s, k_lease_s);
       ++worker_kills;
     } else {
       coordinator.signal(SIGKILL);
@@ -161,6 +163,12 @@ TEST_F(EvalQueue, WorkersAndCoordinatorKilledAtRandomLoseAndRepeatNothing) {
     }
   }
   ASSERT_TRUE(finished) << "the campaign did not finish: " << slurp(d + "/run.err");
+  // A worker started just before the end may not have installed its SIGTERM
+  // handler yet (it would die of the signal, 143): each has registered its
+  // row, which it does after installing it, before it is told to drain.
+  for (const auto& id : worker_ids)
+    ASSERT_TRUE(wait_for_value("SELECT count(*) FROM workers WHERE id = '" + id + "'", "1"))
+        << id << " never registered";
   for (auto& w : workers) {
     w.signal(SIGTERM);
     auto rc = w.wait_for(std::chrono::seconds(60));
