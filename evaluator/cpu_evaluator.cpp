@@ -71,6 +71,7 @@ constexpr double k_compile_timeout_s = 900;  // a cold CPU compile is ~30 s, mor
 constexpr double k_measure_grace_s = 15;     // the judge's own deadline comes first
 constexpr std::size_t k_tail = 4000;
 constexpr int k_timing_remeasures = 2;   // cpu: measure jobs again after distrusted timing
+constexpr int k_timing_pause_s = 5;      // cpu: before a re-measure the host is blamed for (5, 10 s)
 constexpr int k_gpu_runners_a_side = 4;  // gpu: a measure job's runners of each side
 constexpr int k_gpu_attempts = 2;        // runs of one evaluation on GPUs that then failed
 // Runs of one evaluation that the host's state failed (the judge's
@@ -615,25 +616,46 @@ class CpuEvaluator final : public Evaluator {
       // 4. Measure: the judge and its runners (two a side).
       const auto m0 = std::chrono::steady_clock::now();
       auto res = measure(req, prebuilt, r, evidence, -1, triton);
-      // Runner processes whose times the judge distrusts (a machine fault,
-      // not the candidate's): measured again with a fresh judge and fresh
-      // runners, at most k_timing_remeasures times; still distrusted, the
-      // verdict is impossible_timing with the judge's reasons.
+      // Runner processes whose times the judge distrusts: measured again
+      // with a fresh judge and fresh runners, at most k_timing_remeasures
+      // times. A reference-side reason is the host's (the reference's code
+      // is the task's): the next run waits for the load to pass, and if it
+      // stays the outcome is infrastructure (worker_crash, run again by the
+      // episode, never the candidate's verdict). Only the candidate's own
+      // runners disagreeing ends in impossible_timing.
       for (int again = 0; res && again < k_timing_remeasures; ++again) {
         const std::string why = res->timing_distrust();
         if (why.empty()) break;
-        KLOG_WARN("[eval {}] timing distrusted, measuring again: {}", req.request_id, why);
+        const bool machine = res->timing_distrust_is_machine();
+        KLOG_WARN("[eval {}] timing distrusted ({}), measuring again: {}", req.request_id,
+                  machine ? "the host" : "the candidate's runners", why);
         evidence["timing_remeasured"].push_back(why);
+        if (machine && !pause_unless_stopping(std::chrono::seconds(k_timing_pause_s << again))) {
+          r.error = "the evaluator shut down while waiting to measure again";
+          r.interrupted = true;
+          finish(r, t0, evidence);
+          return r;
+        }
         res = measure(req, prebuilt, r, evidence, -1, triton);
       }
       stages["measure_s"] = seconds_since(m0);
       if (res) apply_measure(*res, r, evidence);
       if (res && r.status == Verdict::ok) {
         if (const std::string why = res->timing_distrust(); !why.empty()) {
-          r.status = Verdict::impossible_timing;
+          const int n = k_timing_remeasures + 1;
           r.correct = false;
-          r.error = "the runners' times could not be trusted in " +
-                    std::to_string(k_timing_remeasures + 1) + " measurements: " + why;
+          if (res->timing_distrust_is_machine()) {
+            r.status = Verdict::worker_crash;
+            r.error = fmt::format(
+                "infrastructure: the runners' times could not be trusted in {} measurements "
+                "(the host, not the candidate's fault): {}",
+                n, why);
+            evidence["infrastructure"].push_back({{"run", n}, {"why", why}});
+          } else {
+            r.status = Verdict::impossible_timing;
+            r.error = fmt::format(
+                "the runners' times could not be trusted in {} measurements: {}", n, why);
+          }
         }
       }
     }

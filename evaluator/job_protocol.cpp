@@ -212,6 +212,11 @@ std::string MeasureResult::timing_distrust() const {
   return why.empty() ? "the judge did not trust its runners' times" : why;
 }
 
+bool MeasureResult::timing_distrust_is_machine() const {
+  const json health = evidence.value("timing", json::object()).value("health", json::object());
+  return !health.value("ok", true) && health.value("machine", false);
+}
+
 Result<MeasureResult> parse_measure(const std::string& result_json) {
   json j = parse_object(result_json);
   if (j.is_null() || !j.contains("verdict")) return fail("the measure job left no result");

@@ -174,6 +174,9 @@ struct MeasureResult {
   // korch_judge.py: runner processes that disagree, or reference runners far
   // slower than the judge's own reference); empty when they are trusted.
   std::string timing_distrust() const;
+  // cpu: whether that distrust is the host's fault (a reference-side reason:
+  // the reference's code is the task's, not the candidate's).
+  bool timing_distrust_is_machine() const;
 };
 // Fails when the job left no result (the caller reports the job's outcome)
 // or named a verdict this daemon does not know (a version mismatch).

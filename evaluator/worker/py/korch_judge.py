@@ -1395,8 +1395,14 @@ def timing_health(process, judge_ref_ns, agreement, judge_factor):
       runners' core (Judge._judge_reference_sample), so load on that core
       slows both alike; a quiet machine reads 0.4-1.4x.
     Both runners of the candidate side slow alike is not caught here (a false
-    loss; the candidate's code cannot run in the judge)."""
+    loss; the candidate's code cannot run in the judge).
+    `machine` is True when a reason is on the reference side: the reference's
+    code is the task's, so its runners disagreeing with each other or with the
+    judge is the host's fault (load, a slow page), never the candidate's; the
+    daemon then answers with an infrastructure outcome, not a verdict. The
+    candidate's two runners disagreeing may be its own doing."""
     reasons = []
+    machine = False
     out = {"judge_reference_ns": judge_ref_ns}
     for side, key in (("reference", "reference_medians_ns"), ("candidate", "candidate_medians_ns")):
         meds = (process or {}).get(key)
@@ -1407,6 +1413,7 @@ def timing_health(process, judge_ref_ns, agreement, judge_factor):
         if ratio > agreement:
             reasons.append("the two %s runners' medians differ %.2fx (%.0f vs %.0f ns per call)"
                            % (side, ratio, min(meds), max(meds)))
+            machine = machine or side == "reference"
     ref_meds = (process or {}).get("reference_medians_ns")
     if ref_meds and judge_ref_ns:
         slowdown = min(ref_meds) / max(judge_ref_ns, 1)
@@ -1415,7 +1422,9 @@ def timing_health(process, judge_ref_ns, agreement, judge_factor):
             reasons.append("the reference runners take %.1fx the judge's own time for the "
                            "reference (%.0f vs %.0f ns per call)"
                            % (slowdown, min(ref_meds), judge_ref_ns))
+            machine = True
     out["ok"] = not reasons
+    out["machine"] = machine
     out["reasons"] = reasons
     return out
 

@@ -288,6 +288,7 @@ class TimingHealth(unittest.TestCase):
         h = self.health([5_000, 5_200], [5_100, 4_900], 3_300)
         self.assertTrue(h["ok"], h["reasons"])
         self.assertEqual(h["reasons"], [])
+        self.assertFalse(h["machine"])
         self.assertAlmostEqual(h["reference_runner_ratio"], 1.04)
 
     def test_one_slow_candidate_runner_is_distrusted(self):
@@ -295,11 +296,15 @@ class TimingHealth(unittest.TestCase):
         self.assertFalse(h["ok"])
         self.assertEqual(len(h["reasons"]), 1)
         self.assertIn("candidate runners", h["reasons"][0])
+        # the candidate's code may behave per process: not the machine's fault
+        self.assertFalse(h["machine"])
 
     def test_one_slow_reference_runner_is_distrusted(self):
         h = self.health([170_000, 5_000], [5_000, 5_100], 4_000)
         self.assertFalse(h["ok"])
         self.assertIn("reference runners", h["reasons"][0])
+        # the reference's code is the task's: the host is at fault
+        self.assertTrue(h["machine"])
 
     def test_both_reference_runners_slow_is_a_false_win_and_distrusted(self):
         # they agree with each other; only the judge's own time shows it
@@ -308,6 +313,7 @@ class TimingHealth(unittest.TestCase):
         self.assertEqual(len(h["reasons"]), 1)
         self.assertIn("judge's own time", h["reasons"][0])
         self.assertAlmostEqual(h["reference_over_judge"], 42.0)
+        self.assertTrue(h["machine"])
 
     def test_a_slow_judge_does_not_distrust_the_runners(self):
         # the judge's own process slow: the runners are not worse for it
