@@ -120,8 +120,18 @@ TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
     }
   }
   std::map<std::string, int> by_verdict;
+  int reruns = 0;
   for (auto& [f, fut] : runs) {
     Report r = fut.get();
+    // An infrastructure outcome (the host's load distrusted the timing) is
+    // not a verdict: an episode runs it again, at most 3 runs in all
+    // (agent/episode.cpp), and so does this test.
+    for (int run = 2; run <= 3 && r.status == Verdict::worker_crash &&
+                      r.error.rfind("infrastructure: ", 0) == 0;
+         ++run, ++reruns) {
+      std::printf("  %s: %s; run %d\n", f.name.c_str(), r.error.substr(0, 200).c_str(), run);
+      r = submit(**ev, make_request(f, *task_by_stem(f.task), Mode::submit)).get();
+    }
     by_verdict[to_string(r.status)]++;
     EXPECT_EQ(to_string(r.status), f.expect)
         << f.name << " (task " << f.task << "): error: " << r.error.substr(0, 600)
@@ -147,7 +157,7 @@ TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
     }
   }
   for (auto& [v, n] : by_verdict) std::printf("  %-18s %d\n", v.c_str(), n);
-  std::printf("  (%d gpu-only files skipped)\n", skipped);
+  std::printf("  (%d gpu-only files skipped, %d infrastructure re-runs)\n", skipped, reruns);
 
   // Survived everything: a good candidate still evaluates.
   auto good = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
