@@ -1,0 +1,205 @@
+"""Comparing a candidate's outputs with the reference's: bit-exact where the
+task is integral, else the tolerance profile's atol/rtol with the reference's
+own scale (Judge.compare). A mixin of korch_judge.Judge."""
+import torch
+
+from korch_tasks import as_outputs
+from korch_verdict import Verdict
+
+
+_INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def bitwise_equal(a, b):
+    """True when a and b hold the same bytes: a fast sufficient test for
+    `same` (4 MB in ~1 ms as int64 words; the NaN-aware test takes ~8 ms)."""
+    if a.dtype != b.dtype or a.shape != b.shape or a.device != b.device:
+        return False
+    a, b = a.reshape(-1), b.reshape(-1)
+    nbytes = a.numel() * a.element_size()
+    for width in ((8, a.element_size()) if nbytes % 8 == 0 else (a.element_size(),)):
+        try:
+            iv = _INT_VIEW[width]
+            return torch.equal(a.view(iv), b.view(iv))
+        except (KeyError, RuntimeError):  # unaligned, or no integer view of that width
+            continue
+    return False
+
+
+def same(a, b):
+    if bitwise_equal(a, b):
+        return True
+    if a.is_floating_point() or a.is_complex():
+        return torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
+    return torch.equal(a, b)
+
+
+class Comparing:
+    """The judge's compare (a mixin of Judge: self is the Judge)."""
+
+    # -- comparisons
+    def compare(self, ref_out, outs, info, label, raise_on_fail=True, fast=False):
+        """Returns None when the candidate's outputs pass, else a reason.
+        fast (timed calls): one pass in the output's own dtype instead of
+        the full float64 comparison; it still fails a cached or stale result."""
+        refs = as_outputs(ref_out)
+        reason = self.handover_reason(info)
+        if reason is None and len(outs) != len(refs):
+            reason = "returned %d outputs, expected %d" % (len(outs), len(refs))
+        elif reason is None:
+            for i, (r, c) in enumerate(zip(refs, outs)):
+                reason = self._compare_fast(r, c) if fast else self._compare_tensor(r, c)
+                if reason:
+                    reason = ("output %d: " % i if len(refs) > 1 else "") + reason
+                    break
+        self.evidence["trials"].append({"label": label, "ok": reason is None,
+                                        **({"reason": reason} if reason else {})})
+        if reason and raise_on_fail:
+            raise Verdict("incorrect", "%s: %s" % (label, reason))
+        return reason
+
+
+    @staticmethod
+    def handover_reason(info):
+        """Why the call's outputs cannot be trusted whatever their values (a
+        subclass, foreign storage, an alias of an input, a mutated input), or
+        None."""
+        if info["subclass"]:
+            return "the output is a tensor subclass"
+        if info["foreign_storage"]:
+            return "the output does not own its storage (empty, null, or memory the " \
+                   "allocator does not own, which may be freed or reused after the call)"
+        if info["alias"]:
+            return "the output aliases an input"
+        if info["mutated"]:
+            return "the candidate modified its input(s) %s" % info["mutated"]
+        return None
+
+
+    def _compare_fast(self, r, c):
+        if not isinstance(r, torch.Tensor):
+            return None
+        if tuple(c.shape) != tuple(r.shape) or c.dtype != r.dtype or c.device.type == "meta":
+            return self._compare_tensor(r, c)
+        if c.device != r.device:
+            c = c.to(r.device)
+        if torch.equal(c, r):
+            return None
+        if not (r.is_floating_point() or r.is_complex()):
+            return "values differ (exact dtype %s)" % r.dtype
+        atol, rtol = self.atol, self.rtol
+        if r.dtype in (torch.float16, torch.bfloat16):
+            atol = rtol = max(atol, self.low_precision_tol)
+        if not torch.allclose(c, r, atol=atol * max(1.0, self._ref_rms(r)), rtol=rtol, equal_nan=True):
+            return self._compare_tensor(r, c)  # the full check says why
+        return None
+
+
+    def _ref_rms(self, r):
+        """_rms of a reference output the judge keeps (a timing set's): a
+        float64 pass over the whole output, once per tensor instead of once
+        per timed call (the reference outputs never change; keyed by the
+        tensor's identity and storage address, and the tensor is held, so
+        the key cannot be reused by another tensor)."""
+        key = (id(r), r.data_ptr())
+        got = self._rms_cache.get(key)
+        if got is None:
+            got = self._rms_cache[key] = (r, self._rms(r))
+        return got[1]
+
+
+    @staticmethod
+    def _rms(r):
+        n = r.numel()
+        if n == 0:
+            return 0.0
+        norm = torch.linalg.vector_norm(torch.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0),
+                                        dtype=torch.float64)
+        return float(norm) / n ** 0.5
+
+
+    def _compare_tensor(self, r, c):
+        """allclose with the profile's tolerances, in chunks (a KernelBench
+        output can be gigabytes; float64 copies of it would not fit), plus
+        a relative-norm check and the normalisations the reference implies.
+
+        atol is relative to the output's scale: atol * max(1, rms(ref)).
+        Rounding error grows with the magnitude of what was summed, not of
+        the result, so near-zero elements of a large-magnitude output (a
+        matmul on [-32, 32] inputs) would otherwise fail every correct
+        kernel that sums in another order. The relative-norm check stays
+        strict."""
+        if not isinstance(r, torch.Tensor):
+            return None
+        if tuple(c.shape) != tuple(r.shape):
+            return "shape %s, expected %s" % (list(c.shape), list(r.shape))
+        if c.dtype != r.dtype:
+            return "dtype %s, expected %s" % (c.dtype, r.dtype)
+        if c.device.type == "meta":
+            return "the output could not be handed over"
+        if c.device != r.device:
+            c = c.to(r.device)
+        if not (r.is_floating_point() or r.is_complex()):
+            if not torch.equal(c, r):
+                self.mismatch = max(self.mismatch, float((c != r).double().mean()))
+                return "values differ (exact dtype %s)" % r.dtype
+            return None
+        atol, rtol = self.atol, self.rtol
+        if r.dtype in (torch.float16, torch.bfloat16):
+            atol = rtol = max(atol, self.low_precision_tol)
+        rflat, cflat = r.reshape(-1), c.reshape(-1)
+        n = rflat.numel()
+        if n == 0:
+            return None
+        if torch.equal(rflat, cflat) and bool(torch.isfinite(rflat).all()):
+            return None  # identical: every check below passes
+        chunk = 1 << 24
+        sq_diff = 0.0
+        rms = self._rms(r)
+        sq_ref = rms * rms * n
+        atol_eff = atol * max(1.0, rms)
+        bad_total = 0
+        max_diff = 0.0
+        for i in range(0, n, chunk):
+            rf = rflat[i:i + chunk].double()
+            cf = cflat[i:i + chunk].double()
+            finite = torch.isfinite(rf)
+            if not torch.equal(torch.isfinite(cf), finite):
+                return "non-finite values where the reference is finite (or vice versa)"
+            if not torch.equal(torch.isnan(cf), torch.isnan(rf)):
+                return "NaN pattern differs"
+            if not bool(finite.all()) and not torch.equal(rf[~finite].nan_to_num(),
+                                                          cf[~finite].nan_to_num()):
+                return "infinities differ"
+            rfz = torch.where(finite, rf, torch.zeros_like(rf))
+            cfz = torch.where(finite, cf, torch.zeros_like(cf))
+            diff = (cfz - rfz).abs()
+            max_diff = max(max_diff, float(diff.max()))
+            self.max_rel = max(self.max_rel, float((diff / rfz.abs().clamp_min(1e-12)).max()))
+            bad_total += int((diff > (atol_eff + rtol * rfz.abs())).sum())
+            sq_diff += float(diff.square().sum())
+            del rf, cf, rfz, cfz, diff, finite
+        self.max_abs = max(self.max_abs, max_diff)
+        self.mismatch = max(self.mismatch, bad_total / n)
+        if bad_total:
+            return "max |diff| %.3g exceeds atol %.0e (x max(1, rms %.3g)) / rtol %.0e at %d of " \
+                   "%d elements" % (max_diff, atol, rms, rtol, bad_total, n)
+        if sq_ref > 0:
+            rel = (sq_diff / sq_ref) ** 0.5
+            if rel > rtol:
+                return "relative error norm %.3g > %.0e (||out-ref||/||ref||)" % (rel, rtol)
+        # Normalisation implied by the reference (softmax rows, unit vectors).
+        if r.dim() >= 1 and r.shape[-1] > 1 and bool(torch.isfinite(r).all()):
+            rs = torch.sum(r, dim=-1, dtype=torch.float64)
+            if torch.allclose(rs, torch.ones_like(rs), atol=1e-4):
+                cs = torch.sum(c, dim=-1, dtype=torch.float64)
+                if not torch.allclose(cs, torch.ones_like(cs), atol=max(1e-3, 10 * atol)):
+                    return "rows do not sum to 1 as the reference's do"
+            rn = torch.linalg.vector_norm(r, dim=-1, dtype=torch.float64) \
+                if hasattr(torch, "linalg") and hasattr(torch.linalg, "vector_norm") \
+                else r.double().norm(dim=-1)
+            if torch.allclose(rn, torch.ones_like(rn), atol=1e-4):
+                cn = torch.linalg.vector_norm(c, dim=-1, dtype=torch.float64)
+                if not torch.allclose(cn, torch.ones_like(cn), atol=max(1e-3, 10 * atol)):
+                    return "rows are not unit-norm as the reference's are"
+        return None

@@ -1,0 +1,138 @@
+"""The input families a candidate is checked on beyond the task's own draw,
+kept inside the task's input domain (korch_domain), and the reference's
+conditioning on each (a family whose reference output is decided by
+rounding is not judged). A mixin of korch_judge.Judge."""
+import torch
+
+import korch_domain as kd
+from korch_tasks import as_outputs
+from korch_verdict import Verdict, derive
+
+
+class Families:
+    """The judge's families (a mixin of Judge: self is the Judge)."""
+
+    def family_transforms(self):
+        """Adversarial inputs where the task's generator is too narrow: each
+        family is a function of one task input (korch_domain keeps the
+        task's invariants around it)."""
+        # Drawn where the inputs live (a 6 GB input is not made on the host).
+        g = torch.Generator(device=self.dev).manual_seed(derive(self.seed, "families"))
+        dev = self.dev
+
+        def rand(v):
+            return torch.rand(v.shape, generator=g, device=dev)
+
+        def randn(v):
+            return torch.randn(v.shape, generator=g, device=dev)
+        fams = [("signed", lambda v: (rand(v) * 64 - 32).to(v.dtype)),
+                ("zeros", torch.zeros_like),
+                ("constant", lambda v: torch.full_like(v, 3.0)),
+                ("sparse", lambda v: (randn(v) * 8 * (rand(v) < 0.1)).to(v.dtype))]
+        name = (self.job.get("task_name") or "").lower()
+        if "softmax" in name or "attention" in name:
+            def peaked(v):
+                w = randn(v)
+                if v.dim() >= 1:
+                    w.view(-1, v.shape[-1])[:, 0] += 40
+                return w.to(v.dtype)
+            fams.append(("peaked", peaked))
+        return fams
+
+
+    def input_domain(self, first):
+        """Facts about the task's inputs: `first` and further seeded draws of
+        get_inputs(), one at a time."""
+        def draws():
+            yield first
+            for i in range(1, kd.DRAWS):
+                yield self.gen_inputs(derive(self.seed, "domain:%d" % i))
+        facts = kd.infer(draws())
+        self.evidence["input_domain"] = [f.summary() for f in facts]
+        return facts
+
+
+    def run_families(self, facts, first):
+        """Each family on the task's first input set, changed only where the
+        task's invariants allow. A mismatch is `incorrect` unless the
+        reference disagrees with itself there (conditioning): then it is
+        evidence and a note in the feedback."""
+        keep_sign = kd.sign_matters(facts)
+        for name, fn in self.family_transforms():
+            entry = {"family": name}
+            self.evidence["families"].append(entry)
+            args, changed, kept = kd.apply_family(facts, first, fn, keep_sign=False)
+            if kept:
+                entry["left_as_drawn"] = [{"input": i, "why": why} for i, why in kept]
+            if not changed:
+                entry.update(used=False, why="no input can take it and keep the task's invariants")
+                continue
+            ref_out = self.ref_forward(args)
+            if not self.usable(ref_out) and keep_sign:
+                # Outside the inputs' sign the reference is undefined (log,
+                # sqrt): the family keeps the sign instead.
+                kept_args, _, _ = kd.apply_family(facts, first, fn, keep_sign=True)
+                kept_ref = self.ref_forward(kept_args)
+                if self.usable(kept_ref):
+                    args, ref_out = kept_args, kept_ref
+                    entry["sign_kept"] = True
+            if not self.usable(ref_out):
+                entry.update(used=False, why="the reference's output there is non-finite or "
+                                             "constant")
+                continue
+            entry["used"] = True
+            outs, info = self.call_candidate(args)
+            label = "family '%s'" % name
+            saved = (self.max_abs, self.max_rel, self.mismatch)
+            reason = self.compare(ref_out, outs, info, label, raise_on_fail=False)
+            if reason is None:
+                continue
+            if self.handover_reason(info):  # never excused by the reference's conditioning
+                raise Verdict("incorrect", "%s: %s" % (label, reason))
+            unstable = self.reference_unstable(facts, args, ref_out)
+            if unstable is None:
+                raise Verdict("incorrect", "%s: %s" % (label, reason))
+            # The reference's output there is decided by rounding: not a verdict.
+            self.max_abs, self.max_rel, self.mismatch = saved
+            entry["fragile"] = {"candidate": reason, "reference_perturbed": unstable,
+                                "perturbation": [self.PERTURB * self.rtol,
+                                                 self.PERTURB * self.atol]}
+            self.notes.append(
+                "fragile on %s inputs (not counted): your output differs from the reference "
+                "there (%s), but the reference itself moves beyond the tolerance when its "
+                "input moves by %.0e relative (%s)" % (
+                    name, reason, self.PERTURB * self.rtol, unstable))
+
+
+    def reference_unstable(self, facts, args, ref_out):
+        """None when the reference gives the same output (within the
+        tolerance) on `args` plus noise at PERTURB x the tolerance's scale;
+        else how far it moved."""
+        g = torch.Generator(device=self.dev).manual_seed(derive(self.seed, "conditioning"))
+        pert = kd.perturb(facts, args, g, self.PERTURB * self.rtol, self.PERTURB * self.atol)
+        moved = self.ref_forward(pert)
+        saved = (self.max_abs, self.max_rel, self.mismatch)
+        why = None
+        for r, c in zip(as_outputs(ref_out), as_outputs(moved)):
+            if isinstance(r, torch.Tensor) and isinstance(c, torch.Tensor):
+                why = self._compare_tensor(r, c)
+                if why:
+                    break
+        self.max_abs, self.max_rel, self.mismatch = saved
+        return why
+
+
+    @staticmethod
+    def usable(ref_out):
+        outs = [o for o in as_outputs(ref_out) if isinstance(o, torch.Tensor)]
+        if not outs:
+            return False
+        for o in outs:
+            if not (o.is_floating_point() or o.is_complex()):
+                continue
+            if not bool(torch.isfinite(o).all()):
+                return False
+        n = sum(o.numel() for o in outs)
+        lo = min(float(o.min()) for o in outs if o.numel())
+        hi = max(float(o.max()) for o in outs if o.numel())
+        return n > 1 and hi - lo > 0
