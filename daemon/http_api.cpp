@@ -10,9 +10,9 @@
 #include <regex>
 #include <thread>
 
-#include "daemon/web_assets.hpp"
-#include "tools/reports/export.hpp"
-#include "tools/reports/report.hpp"
+#include "reports/web_assets.hpp"
+#include "reports/export.hpp"
+#include "reports/report.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
@@ -415,7 +415,7 @@ struct HttpApi::Impl {
         });
   }
 
-  // An embedded file of daemon/web/. Scripts and styles come only from this
+  // An embedded file of reports/web/. Scripts and styles come only from this
   // server (the Content-Security-Policy says so: no CDN, no inline script).
   void asset(httplib::Response& res, const std::string& name) {
     auto* a = web::find_asset(name);

@@ -6,14 +6,10 @@ from __future__ import annotations
 import ast
 import re
 import string
-from typing import TYPE_CHECKING
 
 from korch_native import _native_identifier_hits
 from korch_policy_tables import LOAD_INLINE_ALLOWED, LOAD_INLINE_PARAMS
 from korch_rule_types import Finding
-
-if TYPE_CHECKING:  # annotations only (korch_context imports this module)
-    from korch_context import Context
 
 
 # ---------------------------------------------------------------------------
@@ -28,7 +24,7 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 class _Resolver:
-    def __init__(self, ctx: Context, call: ast.Call):
+    def __init__(self, ctx, call: ast.Call):  # ctx: korch_context.Context
         self.ctx = ctx
         self.call = call
         self.scope = ctx.func_of.get(id(call))
@@ -170,7 +166,7 @@ def _as_str_list(value, what):
     raise Unresolved(f"{what} must be a string or a list of strings")
 
 
-def _resolve_load_inline_call(ctx: Context, call: ast.Call):
+def _resolve_load_inline_call(ctx, call: ast.Call):  # ctx: korch_context.Context
     findings: list[Finding] = []
     line = call.lineno
 

@@ -3,10 +3,7 @@ and a Finding (one hit of a check). A leaf: it imports nothing of korch's."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Callable, Iterable
-
-if TYPE_CHECKING:  # annotations only (korch_context imports this module)
-    from korch_context import Context
+from typing import Any, Callable, Iterable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,7 +14,7 @@ class Rule:
     id: str
     message: str
     stage: str  # python | load_inline | flags | native | symbols
-    check: Callable[["Context"], Iterable[tuple[int, str]]] | None = None
+    check: Callable[[Any], Iterable[tuple[int, str]]] | None = None  # takes a korch_context.Context
     threat: str = ""
     fix: str = ""
 

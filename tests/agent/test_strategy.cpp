@@ -26,9 +26,9 @@
 #include "tests/support/fake_openai_server.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tools/reports/export.hpp"
-#include "tools/reports/report.hpp"
-#include "tools/reports/training_export.hpp"
+#include "reports/export.hpp"
+#include "reports/report.hpp"
+#include "reports/training_export.hpp"
 #include "util/ids.hpp"
 
 namespace korch::agent {

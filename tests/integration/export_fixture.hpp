@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tests/integration/campaign_fixture.hpp"
-#include "tools/reports/export.hpp"
+#include "reports/export.hpp"
 
 namespace korch::testing {
 

@@ -30,7 +30,7 @@
 #include "tests/support/fake_evaluator.hpp"
 #include "tests/support/fake_openai_server.hpp"
 #include "tests/support/scripted_replies.hpp"
-#include "tools/reports/report.hpp"
+#include "reports/report.hpp"
 #include "util/ids.hpp"
 #include "util/log.hpp"
 

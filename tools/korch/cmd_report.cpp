@@ -9,9 +9,9 @@
 #include "config/tasks.hpp"
 #include "tools/korch/cli.hpp"
 #include "tools/korch/common.hpp"
-#include "tools/reports/export.hpp"
-#include "tools/reports/report.hpp"
-#include "tools/reports/training_export.hpp"
+#include "reports/export.hpp"
+#include "reports/report.hpp"
+#include "reports/training_export.hpp"
 
 namespace korch::cli {
 

@@ -1,6 +1,6 @@
-#include "tools/reports/training_export.hpp"
+#include "reports/training_export.hpp"
 
-#include "tools/reports/export.hpp"
+#include "reports/export.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "tools/reports/report.hpp"
+#include "reports/report.hpp"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "daemon/web_assets.hpp"
-#include "tools/reports/export.hpp"
+#include "reports/web_assets.hpp"
+#include "reports/export.hpp"
 
 namespace korch::reports {
 namespace {

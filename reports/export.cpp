@@ -1,4 +1,4 @@
-#include "tools/reports/export.hpp"
+#include "reports/export.hpp"
 
 #include <fmt/format.h>
 

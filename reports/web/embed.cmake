@@ -1,10 +1,10 @@
-# Generates a C++ source holding every file of daemon/web/ (the dashboard and
+# Generates a C++ source holding every file of reports/web/ (the dashboard and
 # the plotting code shared with `korch report --format html`) as a string, so
 # neither the daemon nor the report needs files at run time. Invoked at build
-# time with -DOUT=<file> -DDIR=<daemon/web>.
+# time with -DOUT=<file> -DDIR=<reports/web>.
 file(GLOB names RELATIVE ${DIR} ${DIR}/*.html ${DIR}/*.js ${DIR}/*.css)
 list(SORT names)
-set(body "// Generated from daemon/web/ by daemon/web/embed.cmake. Do not edit.\n#include \"daemon/web_assets.hpp\"\n\nnamespace korch::web {\n\nconst std::vector<Asset>& assets() {\n  static const std::vector<Asset> k_assets = {\n")
+set(body "// Generated from reports/web/ by reports/web/embed.cmake. Do not edit.\n#include \"reports/web_assets.hpp\"\n\nnamespace korch::web {\n\nconst std::vector<Asset>& assets() {\n  static const std::vector<Asset> k_assets = {\n")
 foreach(name ${names})
   file(READ ${DIR}/${name} text)
   if(text MATCHES "\\)korch_web\"")

@@ -1,6 +1,6 @@
 #pragma once
-// The files of daemon/web/ (dashboard page, its script, the plotting code and
-// the style sheet), embedded at build time by daemon/web/embed.cmake: the
+// The files of reports/web/ (dashboard page, its script, the plotting code and
+// the style sheet), embedded at build time by reports/web/embed.cmake: the
 // daemon serves them and `korch report --format html` inlines them, so
 // neither depends on an install or source directory at run time.
 #include <string_view>

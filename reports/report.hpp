@@ -4,7 +4,7 @@
 // geometric-mean speedup, pass@k, cost and tokens per model — plus every
 // episode's status for the per-task grid. Built once as a typed value, then
 // rendered as text, JSON or one self-contained HTML page; the JSON form is
-// what the HTML page and the dashboard plot (daemon/web/plots.js).
+// what the HTML page and the dashboard plot (reports/web/plots.js).
 #include <cstdint>
 #include <optional>
 #include <string>
