@@ -437,7 +437,7 @@ Reply Daemon::submit(const std::string& body, bool json) {
   static std::atomic<int> counter{0};
   auto dir = fs::path(m_cfg.state_dir) / "campaigns";
   auto incoming = dir / fmt::format(".incoming-{}-{}.toml", ::getpid(), counter++);
-  if (auto w = write_file_atomic(incoming, toml); !w) return Reply::error(500, w.error().message);
+  if (auto w = write_file_atomic(incoming, toml); !w) return Reply::error(w.error());
   std::error_code ec;
   auto discard = [&](Reply r) {
     fs::remove(incoming, ec);
@@ -473,7 +473,7 @@ Reply Daemon::submit(const std::string& body, bool json) {
   c->submitted_at = now_unix();
   fs::rename(incoming, c->toml_path, ec);
   if (ec) return discard(Reply::error(500, "cannot keep the campaign file: " + ec.message()));
-  if (auto p = persist(*c); !p) return Reply::error(500, p.error().message);
+  if (auto p = persist(*c); !p) return Reply::error(p.error());
   if (auto counts = m_store->counts(id)) c->progress = progress_of(*counts);
   auto& ref = *c;
   m_campaigns[id] = std::move(c);
@@ -498,9 +498,9 @@ Reply Daemon::workers() {
   nlohmann::json arr = nlohmann::json::array();
   if (store::is_postgres_url(m_cfg.db)) {
     auto q = store::WorkQueue::open(m_cfg.db, false);
-    if (!q) return Reply::error(500, q.error().message);
+    if (!q) return Reply::error(q.error());
     auto rows = (*q)->list_workers();
-    if (!rows) return Reply::error(500, rows.error().message);
+    if (!rows) return Reply::error(rows.error());
     for (const auto& w : *rows) {
       arr.push_back({{"id", w.id},
                      {"host", w.host},
@@ -568,7 +568,7 @@ Reply Daemon::resume(const std::string& id) {
   }
   if (c->state == CampaignState::active && !c->thread_done) return {200, describe(*c)};
   c->state = CampaignState::active;
-  if (auto p = persist(*c); !p) return Reply::error(500, p.error().message);
+  if (auto p = persist(*c); !p) return Reply::error(p.error());
   if (c->thread_done) start_thread(*c);
   m_cv.notify_all();
   ++m_version;
@@ -595,7 +595,7 @@ Reply Daemon::stop_driving(Campaign& c, CampaignState state) {
   // does, it only waits, so the campaign is idle from now on -- the reply
   // and every later read say so, whichever thread runs first.
   if (c.phase == DrivePhase::queued) c.phase = DrivePhase::idle;
-  if (auto p = persist(c); !p) return Reply::error(500, p.error().message);
+  if (auto p = persist(c); !p) return Reply::error(p.error());
   m_cv.notify_all();
   ++m_version;
   return {200, describe(c)};
@@ -608,12 +608,12 @@ Reply Daemon::episodes(const std::string& id_or_name) {
     if (auto* c = find(id_or_name)) id = c->id;
   }
   auto camp = m_store->get_campaign(id);
-  if (!camp) return Reply::error(500, camp.error().message);
+  if (!camp) return Reply::error(camp.error());
   if (!*camp) return Reply::error(404, "no campaign '" + id_or_name + "'");
   auto eps = m_store->list_episodes(id);
   auto finals = m_store->list_finals(id);
   if (!eps || !finals)
-    return Reply::error(500, !eps ? eps.error().message : finals.error().message);
+    return Reply::error(!eps ? eps.error() : finals.error());
   std::map<std::string, const store::FinalRow*> by_ep;
   for (auto& f : *finals) by_ep[f.episode_id] = &f;
   nlohmann::json arr = nlohmann::json::array();
@@ -637,7 +637,7 @@ std::optional<std::string> Daemon::campaign_id_of(const std::string& id_or_name)
 
 Reply Daemon::episode(const std::string& episode_id) {
   auto snap = m_store->load_episode(episode_id);
-  if (!snap) return Reply::error(500, snap.error().message);
+  if (!snap) return Reply::error(snap.error());
   if (!*snap) return Reply::error(404, "no episode '" + episode_id + "'");
   auto& s = **snap;
   nlohmann::json turns = nlohmann::json::array();
@@ -754,7 +754,7 @@ Reply Daemon::evaluate(const nlohmann::json& req) {
   row.created_at = now_unix();
   row.finished_at = row.created_at;
   b.put(row);
-  if (auto c = m_store->commit_sync(std::move(b)); !c) return Reply::error(500, c.error().message);
+  if (auto c = m_store->commit_sync(std::move(b)); !c) return Reply::error(c.error());
   auto j = nlohmann::json::parse(rep.to_json(), nullptr, false);
   return {200, {{"request_id", r.request_id}, {"task_id", task->id}, {"report", j}}};
 }

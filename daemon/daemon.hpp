@@ -36,6 +36,19 @@ struct Reply {
   static Reply error(int status, std::string message) {
     return {status, {{"error", std::move(message)}}};
   }
+  // A failure of korch's own (an Error): its kind decides the status, here
+  // and nowhere else. The literal statuses at the call sites are HTTP's own
+  // answers about the request (404 no such campaign, 409 wrong state, ...).
+  static Reply error(const Error& e) { return error(status_of(e.kind), e.message); }
+  static constexpr int status_of(ErrorKind kind) {
+    switch (kind) {
+      case ErrorKind::invalid: return 400;      // the request must change
+      case ErrorKind::unavailable: return 503;  // a service korch needs (store, endpoint)
+      case ErrorKind::interrupted: return 503;  // the daemon is stopping
+      case ErrorKind::failure: break;
+    }
+    return 500;
+  }
 };
 
 class Daemon {

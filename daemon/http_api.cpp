@@ -373,7 +373,7 @@ struct HttpApi::Impl {
     } else if (auto id = daemon.campaign_id_of(req.matches[1]); !id) {
       err = Reply::error(404, "no campaign '" + std::string(req.matches[1]) + "'");
     } else if (auto r = reports::build_report(daemon.store(), *id); !r) {
-      err = Reply::error(500, r.error().message);
+      err = Reply::error(r.error());
     } else {
       res.set_content(reports::render(*r, *format), format == reports::ReportFormat::html
                                                         ? "text/html; charset=utf-8"
