@@ -366,6 +366,20 @@ TEST_F(StrategyCampaign, RefineSeedsLaterRoundsWithTheBestVerifiedKernel) {
   }
   EXPECT_EQ(rep->strategy.decisions, static_cast<std::int64_t>(keys.size()));
   EXPECT_LT(keys.size(), strategy_events);
+  // The two curves end at the same point, to the bit (one summation).
+  EXPECT_EQ(rep->strategy.by_round.back().cost_usd, rep->strategy.by_episode.back().cost_usd);
+  EXPECT_EQ(rep->strategy.by_round.back().gpu_hours, rep->strategy.by_episode.back().gpu_hours);
+
+  // Resumed with another samples_per_task (refine's rounds are made of it):
+  // refused, nothing started.
+  st.reset();
+  m_cfg.samples_per_task = 2;
+  auto again = try_run("refine.db");
+  ASSERT_FALSE(again) << "a changed samples_per_task was resumed under refine";
+  EXPECT_EQ(again.error().kind, ErrorKind::invalid);
+  EXPECT_NE(again.error().message.find("samples_per_task = 1"), std::string::npos)
+      << again.error().message;
+  EXPECT_EQ(open("refine.db")->list_episodes(cid)->size(), 3u * 2 * 3);
 }
 
 }  // namespace
