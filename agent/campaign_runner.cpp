@@ -12,7 +12,6 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <unordered_map>
 
@@ -32,6 +31,18 @@ constexpr std::size_t k_episode_insert_batch = 1000;
 std::uint64_t fresh_secret_seed() {
   std::random_device rd;
   return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+// The [strategy] table (and, for a non-grid kind, samples_per_task) in
+// words, for the error that refuses a changed one.
+std::string describe_strategy(const config::CampaignConfig& cfg) {
+  const auto& s = cfg.strategy;
+  if (s.kind == config::StrategyKind::grid) return "grid";
+  return fmt::format(
+      "{} (k = {}, target_speedup = {}, parallel = {}, rounds = {}, budget_usd = {}, "
+      "budget_gpu_hours = {}, bandit = {}, batch = {}, seed = {}; samples_per_task = {})",
+      config::to_string(s.kind), s.k, s.target_speedup, s.parallel, s.rounds, s.budget_usd,
+      s.budget_gpu_hours, config::to_string(s.bandit), s.batch, s.seed, cfg.samples_per_task);
 }
 
 class Runner {
@@ -95,28 +106,27 @@ class Runner {
   // (new LLM spend) or count their cost twice. A campaign stored before
   // strategies existed was a grid.
   Result<void> same_strategy(const std::string& stored_config_json) const {
-    const auto stored = nlohmann::json::parse(stored_config_json, nullptr, false);
-    const auto now = nlohmann::json::parse(config::config_to_json(m_cfg), nullptr, false);
-    if (!stored.is_object() || !now.is_object()) return {};
-    auto table = [](const nlohmann::json& cfg) {
-      nlohmann::json t = cfg.value("strategy", nlohmann::json::object());
-      if (!t.is_object()) t = nlohmann::json::object();
-      if (t.value("kind", std::string("grid")) != "grid")
-        t["samples_per_task"] = cfg.value("samples_per_task", nlohmann::json());
-      return t;
-    };
-    nlohmann::json was = table(stored);
-    const nlohmann::json is = table(now);
-    if (!stored.contains("strategy")) was = nlohmann::json{{"kind", "grid"}};
-    const bool both_grid = was.value("kind", std::string("grid")) == "grid" &&
-                           is.value("kind", std::string("grid")) == "grid";
-    if (both_grid || was == is) return {};
+    // A stored config this build cannot read (another version's vocabulary)
+    // cannot be compared: the campaign resumes as before this check existed.
+    const auto stored = config::config_from_json(stored_config_json);
+    if (!stored) {
+      KLOG_WARN(
+          "campaign '{}': its stored config is not readable ({}); its [strategy] is not "
+          "compared with this config's",
+          m_cfg.name, stored.error().message);
+      return {};
+    }
+    const auto& was = stored->strategy;
+    const auto& is = m_cfg.strategy;
+    if (was.kind == config::StrategyKind::grid && is.kind == config::StrategyKind::grid) return {};
+    // A non-grid strategy's decisions also depend on samples_per_task.
+    if (was == is && stored->samples_per_task == m_cfg.samples_per_task) return {};
     return fail(ErrorKind::invalid,
                 fmt::format("campaign '{}' was started with strategy {}; this config says {}. A "
                             "campaign keeps its strategy when resumed (its decisions were taken "
                             "under it): restore the [strategy] table, or give the new one a new "
                             "campaign name",
-                            m_cfg.name, was.dump(), is.dump()));
+                            m_cfg.name, describe_strategy(*stored), describe_strategy(m_cfg)));
   }
 
   Result<void> register_campaign() {

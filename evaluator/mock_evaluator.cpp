@@ -1,9 +1,13 @@
 #include "evaluator/mock_evaluator.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <queue>
+#include <string_view>
 #include <thread>
 
 #include "util/ids.hpp"
@@ -11,19 +15,40 @@
 namespace korch::evaluator {
 namespace {
 
-constexpr const char* k_mock_version = "mock-1";
-constexpr std::string_view k_marker = "MOCK_VERDICT:";
+// mock-2: a code's MOCK_SPEEDUP marker scripts its verdict (ok) and speedup.
+constexpr const char* k_mock_version = "mock-2";
+constexpr std::string_view k_verdict_marker = "MOCK_VERDICT:";
+constexpr std::string_view k_speedup_marker = "MOCK_SPEEDUP:";
 constexpr int k_ok_percent = 70;  // share of unmarked codes that pass
 
-// The verdict a code gets: the marker if present, else hash-based.
-Verdict mock_verdict(const std::string& code, std::uint64_t h) {
-  if (auto pos = code.find(k_marker); pos != std::string::npos) {
-    auto start = code.find_first_not_of(' ', pos + k_marker.size());
-    auto end = code.find_first_of(" \n\r\"'", start);
-    if (start != std::string::npos) {
-      if (auto v = verdict_from_string(code.substr(start, end - start))) return *v;
-    }
+// The word after the first `name` in the code (up to a space, a line end or a
+// quote), if any.
+std::optional<std::string> marker(const std::string& code, std::string_view name) {
+  auto pos = code.find(name);
+  if (pos == std::string::npos) return std::nullopt;
+  auto start = code.find_first_not_of(' ', pos + name.size());
+  if (start == std::string::npos) return std::nullopt;
+  auto end = code.find_first_of(" \n\r\"'", start);
+  return code.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// The speedup a code scripts (a finite number above 0), if any.
+std::optional<double> scripted_speedup(const std::string& code) {
+  auto v = marker(code, k_speedup_marker);
+  if (!v) return std::nullopt;
+  char* end = nullptr;
+  double s = std::strtod(v->c_str(), &end);
+  if (end == v->c_str() || !std::isfinite(s) || s <= 0) return std::nullopt;
+  return s;
+}
+
+// The verdict a code gets: its MOCK_VERDICT marker if present; else ok for a
+// code with a scripted speedup; else hash-based.
+Verdict mock_verdict(const std::string& code, std::uint64_t h, bool scripted) {
+  if (auto m = marker(code, k_verdict_marker)) {
+    if (auto v = verdict_from_string(*m)) return *v;
   }
+  if (scripted) return Verdict::ok;
   return h % 100 < k_ok_percent ? Verdict::ok : Verdict::incorrect;
 }
 
@@ -36,7 +61,8 @@ Report mock_report(const config::EvaluatorConfig& cfg, const Request& req) {
   r.evaluator_version = k_mock_version;
   r.rules_skipped = true;
   r.protections = {"mock: no code was run"};
-  r.status = mock_verdict(req.code, h);
+  const auto scripted = scripted_speedup(req.code);
+  r.status = mock_verdict(req.code, h, scripted.has_value());
   r.correct = r.status == Verdict::ok;
   if (r.correct) {
     r.max_abs_diff = 1e-6 * static_cast<double>(h % 50);
@@ -48,12 +74,13 @@ Report mock_report(const config::EvaluatorConfig& cfg, const Request& req) {
     r.error = std::string("mock: scripted verdict ") + to_string(r.status);
   }
   if (req.mode == Mode::submit && r.correct) {
-    double speedup = 0.5 + static_cast<double>((h >> 8) % 300) / 100.0;
+    // A scripted speedup is exact (no simulated noise around it).
+    double speedup = scripted.value_or(0.5 + static_cast<double>((h >> 8) % 300) / 100.0);
     r.ref_time_ms = 1.0;
     r.cand_time_ms = 1.0 / speedup;
     r.speedup = speedup;
-    r.speedup_ci_low = speedup * 0.95;
-    r.speedup_ci_high = speedup * 1.05;
+    r.speedup_ci_low = scripted ? speedup : speedup * 0.95;
+    r.speedup_ci_high = scripted ? speedup : speedup * 1.05;
   }
   r.reward = reward_for(cfg.reward, r);
   r.wall_s = cfg.mock_latency_s;

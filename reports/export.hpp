@@ -1,6 +1,6 @@
 #pragma once
 // Exports read from the store (the only source of truth). Shared
-// by the `korch` CLI and the tests; the report is tools/reports/report.hpp.
+// by the `korch` CLI and the tests; the report is reports/report.hpp.
 #include <map>
 #include <optional>
 #include <ostream>

@@ -11,6 +11,7 @@
 
 #include "reports/web_assets.hpp"
 #include "reports/export.hpp"
+#include "util/exact_sum.hpp"
 
 namespace korch::reports {
 namespace {
@@ -129,17 +130,21 @@ void build_curves(CampaignReport& report, const std::map<std::string, double>& c
   auto accumulate = [&](const std::vector<const EpisodeStatus*>& order, auto&& emit_after) {
     std::map<std::string, double> best;  // task -> best speedup of a correct kernel (0: none)
     CurvePoint p;
+    // One summation for both curves, whatever their order: equal sets, equal sums.
+    ExactSum cost, eval_s;
     for (std::size_t i = 0; i < order.size(); ++i) {
       auto* e = order[i];
       ++p.episodes;
       p.round = std::max(p.round, e->round);
-      if (auto c = cost_of.find(e->id); c != cost_of.end()) p.cost_usd += c->second;
-      if (auto g = eval_s_of.find(e->id); g != eval_s_of.end()) p.gpu_hours += g->second / 3600;
+      if (auto c = cost_of.find(e->id); c != cost_of.end()) cost.add(c->second);
+      if (auto g = eval_s_of.find(e->id); g != eval_s_of.end()) eval_s.add(g->second);
       if (e->correct) {
         auto [it, fresh] = best.emplace(e->task_id, e->speedup.value_or(0));
         if (!fresh) it->second = std::max(it->second, e->speedup.value_or(0));
       }
       if (!emit_after(i)) continue;
+      p.cost_usd = cost.value();
+      p.gpu_hours = eval_s.value() / 3600;
       p.fast_p.clear();
       for (double t : report_thresholds()) {
         double n = 0;

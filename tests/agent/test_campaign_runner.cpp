@@ -13,25 +13,14 @@
 #include "config/loader.hpp"
 #include "tests/support/fake_openai_server.hpp"
 #include "tests/support/scripted_replies.hpp"
+#include "tests/support/task_sources.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "util/ids.hpp"
 
 namespace korch::agent {
 namespace {
 
-const char* const k_task_source =
-    "import torch\n"
-    "import torch.nn as nn\n"
-    "\n"
-    "class Model(nn.Module):\n"
-    "    def forward(self, x):\n"
-    "        return torch.relu(x)\n"
-    "\n"
-    "def get_inputs():\n"
-    "    return [torch.randn(4, 4)]\n"
-    "\n"
-    "def get_init_inputs():\n"
-    "    return []\n";
+using testing::k_relu_task_source;
 
 class CampaignRunnerTest : public ::testing::Test {
  protected:
@@ -40,8 +29,8 @@ class CampaignRunnerTest : public ::testing::Test {
     so.reply = testing::kernel_script_reply;
     m_server = std::make_unique<testing::FakeOpenAIServer>(so);
     ASSERT_TRUE(m_server->start());
-    m_dir.write("tasks/1_Relu.py", k_task_source);
-    m_dir.write("tasks/2_Relu.py", k_task_source);
+    m_dir.write("tasks/1_Relu.py", k_relu_task_source);
+    m_dir.write("tasks/2_Relu.py", k_relu_task_source);
     m_cfg.name = "runner-test";
     m_cfg.db_path = m_dir.file("korch.db").string();
     m_cfg.tasks.kernelbench_dir = m_dir.file("tasks").string();

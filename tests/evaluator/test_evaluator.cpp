@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <future>
+#include <optional>
+#include <string>
 
 namespace korch::evaluator {
 namespace {
@@ -133,6 +135,57 @@ TEST(MakeEvaluator, MockModeIsLabelledMock) {
   // lies above 1 (derived by hand from the report, not by reward_for).
   ASSERT_TRUE(r.speedup_ci_low.has_value());
   EXPECT_DOUBLE_EQ(r.reward, r.correct && *r.speedup_ci_low > 1.0 ? 1.0 : 0.0);
+}
+
+// The markers tests and benchmarks script the mock with
+// (evaluator/mock_evaluator.hpp): MOCK_SPEEDUP makes a SUBMIT measure exactly
+// that speedup and the code ok unless MOCK_VERDICT says otherwise.
+Report mock_evaluate(Evaluator& ev, const std::string& code, Mode mode) {
+  Request req;
+  req.request_id = std::string(mode == Mode::submit ? "kernel|" : "check|") + code;
+  req.mode = mode;
+  req.code = code;
+  std::promise<Report> done;
+  ev.evaluate(req, [&](Report r) { done.set_value(std::move(r)); });
+  return done.get_future().get();
+}
+
+TEST(MakeEvaluator, MockScriptsVerdictAndSpeedupFromMarkers) {
+  config::EvaluatorConfig cfg;
+  cfg.mode = config::EvalMode::mock;
+  auto made = make_evaluator(cfg, "");
+  ASSERT_TRUE(made) << made.error().message;
+  auto& ev = **made;
+  // Several codes, so that the hash's own 30% of failures would show.
+  for (int i = 0; i < 8; ++i) {
+    const std::string code = "# MOCK_SPEEDUP: 1.75\nclass ModelNew: pass  # " + std::to_string(i);
+    auto r = mock_evaluate(ev, code, Mode::submit);
+    EXPECT_EQ(r.status, Verdict::ok) << code;
+    ASSERT_TRUE(r.speedup.has_value()) << code;
+    EXPECT_EQ(*r.speedup, 1.75);
+    EXPECT_EQ(r.speedup_ci_low, std::optional<double>(1.75));
+    EXPECT_EQ(r.speedup_ci_high, std::optional<double>(1.75));
+    EXPECT_DOUBLE_EQ(r.reward, reward_speedup(true, 1.75));
+    // A CHECK is ok and measures nothing.
+    auto c = mock_evaluate(ev, code, Mode::check);
+    EXPECT_EQ(c.status, Verdict::ok);
+    EXPECT_FALSE(c.speedup.has_value());
+  }
+  // MOCK_VERDICT wins over the speedup.
+  auto bad = mock_evaluate(ev, "# MOCK_SPEEDUP: 1.75\n# MOCK_VERDICT: incorrect\n", Mode::submit);
+  EXPECT_EQ(bad.status, Verdict::incorrect);
+  EXPECT_FALSE(bad.correct);
+  EXPECT_FALSE(bad.speedup.has_value());
+  // A speedup that is not a number above 0 is no marker: the hash decides,
+  // and a hashed speedup lies in 0.5x-3.5x.
+  for (const char* v : {"-1", "0", "fast", "nan"}) {
+    auto r = mock_evaluate(ev, std::string("# MOCK_SPEEDUP: ") + v + "\n", Mode::submit);
+    if (r.speedup) {
+      EXPECT_GE(*r.speedup, 0.5) << v;
+      EXPECT_LT(*r.speedup, 3.5) << v;
+    }
+  }
+  ev.shutdown();
 }
 
 }  // namespace

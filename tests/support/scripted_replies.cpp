@@ -103,7 +103,7 @@ ScriptedReply refine_script_reply(const std::string& model,
   ScriptedReply r;
   r.content = fmt::format(
       "{}\n\n```python\nimport torch\nimport torch.nn as nn\n\n# variant {:016x}\n"
-      "# FAKE_SPEEDUP: {:.4f}\n{}"
+      "# MOCK_SPEEDUP: {:.4f}\n{}"
       "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n```\n\n"
       "ACTION: SUBMIT\n",
       seed ? "Improving the seed kernel." : "A first kernel.", h, speedup,

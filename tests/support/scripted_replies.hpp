@@ -27,8 +27,8 @@ ScriptedReply kernel_script_reply(const std::string& model,
                                   const std::vector<llm::Message>& messages);
 
 // The "refine" script, for strategy benchmarks and tests: one SUBMIT per
-// episode whose code carries the markers `# FAKE_SPEEDUP: <x>` and, when it is
-// meant to fail, `# MOCK_VERDICT: incorrect` (FakeSpeedupEvaluator reads
+// episode whose code carries the markers `# MOCK_SPEEDUP: <x>` and, when it is
+// meant to fail, `# MOCK_VERDICT: incorrect` (the mock evaluator reads
 // both). Without a seed kernel in the conversation, 35% of replies fail and
 // the rest run at 0.60x-1.19x (from the conversation's hash); given a seed
 // ("... a measured speedup of <x>x ...", agent/strategy.cpp's seed block) the

@@ -2,8 +2,8 @@
 // (issue #37, "Must show"). Both campaigns run in-process against the fake
 // OpenAI-compatible server with the "refine" script (tests/support: a reply
 // given a seed kernel runs at 1.2x the seed; without one, 35% fail and the
-// rest run at 0.60x-1.19x) and the scripted evaluator that reads the
-// speedup the reply wrote (tests/support/fake_evaluator.hpp). No model and no
+// rest run at 0.60x-1.19x) and the mock evaluator, which reads the speedup
+// the reply wrote (its MOCK_SPEEDUP marker, evaluator/mock_evaluator.hpp). No model and no
 // kernel is real: what this measures is the strategy, not a model.
 //
 //   korch-bench-strategies [--kernelbench DIR] [--level N] [--ids RANGE] [--samples N]
@@ -26,8 +26,8 @@
 
 #include "agent/campaign_runner.hpp"
 #include "config/loader.hpp"
+#include "evaluator/evaluator.hpp"
 #include "store/store.hpp"
-#include "tests/support/fake_evaluator.hpp"
 #include "tests/support/fake_openai_server.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "reports/report.hpp"
@@ -126,7 +126,12 @@ int run(const Options& o) {
       std::fprintf(stderr, "%s\n", v.error().message.c_str());
       return 1;
     }
-    auto ev = testing::make_fake_speedup_evaluator(1.0);
+    auto made = evaluator::make_evaluator(cfg.evaluator, "");
+    if (!made) {
+      std::fprintf(stderr, "%s\n", made.error().message.c_str());
+      return 1;
+    }
+    auto& ev = *made;
     auto plan = agent::plan_campaign(cfg, *ev);
     if (!plan) {
       std::fprintf(stderr, "%s\n", plan.error().message.c_str());

@@ -49,7 +49,7 @@ int cmd_status(const Args& args) {
   return k_exit_ok;
 }
 
-// --format sft|rl: the training exports (tools/reports/training_export.hpp).
+// --format sft|rl: the training exports (reports/training_export.hpp).
 int cmd_training_export(const Args& args, reports::TrainingFormat format) {
   reports::TrainingOptions o;
   o.format = format;
