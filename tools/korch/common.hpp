@@ -10,8 +10,6 @@
 
 namespace korch::cli {
 
-// The compile cache directory: evaluator.cache_dir, else <db dir>/korch-cache.
-std::string evaluator_cache_dir(const config::CampaignConfig& cfg);
 
 // Opens the store named by `--db PATH` or by the config file given as the
 // only positional argument, read-only. Sets *campaign_id to the campaign
