@@ -155,10 +155,7 @@ std::pair<std::int64_t, std::int64_t> turns_and_evaluations(const std::string& l
   std::int64_t turns = 0, evaluations = 0;
   for (const auto& c : *campaigns) {
     turns += (*st)->counts(c.id)->turns;
-    for (const auto& e : *(*st)->list_episodes(c.id)) {
-      auto snap = (*st)->load_episode(e.id);
-      if (snap && *snap) evaluations += static_cast<std::int64_t>((*snap)->evaluations.size());
-    }
+    evaluations += static_cast<std::int64_t>((*st)->list_evaluations(c.id)->size());
   }
   (*st)->close();
   return {turns, evaluations};
