@@ -288,6 +288,29 @@ TEST_F(EvalQueue, DrainPastItsTimeHandsTheEvaluationBackToAnotherWorker) {
   ASSERT_TRUE(fast.wait_for(std::chrono::seconds(60)));
 }
 
+// A worker process holds two connections whatever its slots: one for
+// statements, shared by the slots, and one that LISTENs and wakes them
+// (docs/cluster.md sizes max_connections by it). It was 1 + 2 per slot.
+TEST_F(EvalQueue, WorkerProcessHoldsTwoConnectionsWhateverItsSlots) {
+  const auto d = m_dir.path().string();
+  auto worker = Process::start({KORCH_BIN, "worker", "--store", m_url, "--evaluator", "mock",
+                                "--slots", "4", "--lease-s", "2", "--id", "four"},
+                               d + "/four.out", d + "/four.err");
+  const std::string sql =
+      "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+      "application_name = 'korch'";
+  ASSERT_TRUE(wait_for_value("SELECT count(*) FROM workers WHERE id = 'four'", "1"))
+      << slurp(d + "/four.err");
+  ASSERT_TRUE(wait_for_value(sql, "2", std::chrono::seconds(30))) << psql(sql);
+  // Idle slots polling (every lease_s / 2) and heartbeats open nothing more.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_EQ(psql(sql), "2");
+  worker.signal(SIGTERM);
+  auto rc = worker.wait_for(std::chrono::seconds(60));
+  ASSERT_TRUE(rc);
+  EXPECT_EQ(*rc, 0) << slurp(d + "/four.err");
+}
+
 // Without --config, korch worker takes the same layers as korch run:
 // defaults < KORCH_* < --set (a KORCH_EVALUATOR_* variable changes the
 // version it serves), and its row names the real korch version.
