@@ -17,4 +17,12 @@ namespace korch::cli {
 Result<std::unique_ptr<store::Store>> open_store_for_reading(const Args& args,
                                                              std::string* campaign_id);
 
+// The exit kind of an open_store_for_reading() failure: `unavailable` when
+// the store could not be reached (a PostgreSQL server that is down or
+// refuses the connection: the input may be right), else `invalid` (a bad
+// path, URL, config or campaign name).
+inline ErrorKind store_open_failure_kind(const Error& e) {
+  return e.kind == ErrorKind::unavailable ? ErrorKind::unavailable : ErrorKind::invalid;
+}
+
 }  // namespace korch::cli
