@@ -9,9 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "evaluator/cpu_evaluator.hpp"
-#include "evaluator/mock_evaluator.hpp"
-
 namespace korch::evaluator {
 namespace {
 
@@ -167,16 +164,6 @@ double reward_for(config::Reward reward, const Report& r) {
     case config::Reward::speedup: break;
   }
   return reward_speedup(r.correct, r.speedup);
-}
-
-Result<std::unique_ptr<Evaluator>> make_evaluator(const config::EvaluatorConfig& cfg,
-                                                  const std::string& cache_dir) {
-  switch (cfg.mode) {
-    case config::EvalMode::mock: return make_mock_evaluator(cfg);
-    case config::EvalMode::cpu:
-    case config::EvalMode::gpu: return make_cpu_evaluator(cfg, cache_dir);
-  }
-  return fail(fmt::format("unknown evaluator.mode {}", static_cast<int>(cfg.mode)));
 }
 
 }  // namespace korch::evaluator

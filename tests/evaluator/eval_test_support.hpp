@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config/tasks.hpp"
-#include "evaluator/cpu_evaluator.hpp"
+#include "evaluator/protected_evaluator.hpp"
 #include "util/fs.hpp"
 
 namespace korch::evaluator::testing {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "evaluator/cpu_evaluator.hpp"
+#include "evaluator/protected_evaluator.hpp"
 #include "evaluator/zygote.hpp"
 #include "tests/evaluator/eval_test_support.hpp"
 
@@ -32,7 +32,7 @@ int hits(const Report& r) {
 }
 
 TEST(CompileCache, SecondCompileOfIdenticalCodeIsAHitWithNoCompiler) {
-  auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
+  auto ev = make_protected_evaluator(test_config(1, 60), k_cache_dir);
   ASSERT_TRUE(ev) << ev.error().message;
   auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
   auto task = task_by_stem("1_ReLU_small");
@@ -48,7 +48,7 @@ TEST(CompileCache, SecondCompileOfIdenticalCodeIsAHitWithNoCompiler) {
 }
 
 TEST(CompileCache, ConcurrentCompilesOfOneKeyDoNotRace) {
-  auto ev = make_cpu_evaluator(test_config(2, 60), k_cache_dir);
+  auto ev = make_protected_evaluator(test_config(2, 60), k_cache_dir);
   ASSERT_TRUE(ev) << ev.error().message;
   // A fresh key each run (so the test exercises the lock), cheap because it
   // fails to compile quickly; failures are cached like successes.
@@ -133,7 +133,7 @@ TEST(CacheDir, UnreachableByTheSandboxUserIsAClearError) {
   ASSERT_NE(::mkdtemp(tmpl), nullptr);  // mode 0700, like a home directory
   config::EvaluatorConfig cfg;
   cfg.mode = config::EvalMode::cpu;
-  auto ev = make_cpu_evaluator(cfg, std::string(tmpl) + "/cache");
+  auto ev = make_protected_evaluator(cfg, std::string(tmpl) + "/cache");
   ASSERT_FALSE(ev);
   EXPECT_NE(ev.error().message.find("not searchable by others"), std::string::npos)
       << ev.error().message;

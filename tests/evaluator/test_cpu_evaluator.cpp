@@ -85,7 +85,7 @@ void expect_two_runners_per_side(const std::string& name, const Report& r) {
 // good/cpp_relu (its library cached by the corpus test) submitted on the task
 // `stem` to a fresh one-worker CPU evaluator.
 Report submit_cpp_relu(const std::string& stem, double timeout_s) {
-  auto ev = make_cpu_evaluator(test_config(1, timeout_s), k_cache_dir);
+  auto ev = make_protected_evaluator(test_config(1, timeout_s), k_cache_dir);
   if (!ev) {
     ADD_FAILURE() << ev.error().message;
     return {};
@@ -102,7 +102,7 @@ Report submit_cpp_relu(const std::string& stem, double timeout_s) {
 }
 
 TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
-  auto ev = make_cpu_evaluator(test_config(2, 30), k_cache_dir);
+  auto ev = make_protected_evaluator(test_config(2, 30), k_cache_dir);
   ASSERT_TRUE(ev) << ev.error().message;
   std::vector<std::pair<CorpusFile, std::future<Report>>> runs;
   int skipped = 0;
@@ -126,8 +126,8 @@ TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
     // An infrastructure outcome (the host's load distrusted the timing) is
     // not a verdict: an episode runs it again, at most 3 runs in all
     // (agent/episode.cpp), and so does this test.
-    for (int run = 2; run <= 3 && r.status == Verdict::worker_crash &&
-                      r.error.rfind("infrastructure: ", 0) == 0;
+    for (int run = 2;
+         run <= 3 && r.status == Verdict::worker_crash && r.error.rfind("infrastructure: ", 0) == 0;
          ++run, ++reruns) {
       std::printf("  %s: %s; run %d\n", f.name.c_str(), r.error.substr(0, 200).c_str(), run);
       r = submit(**ev, make_request(f, *task_by_stem(f.task), Mode::submit)).get();
@@ -205,7 +205,7 @@ TEST(CpuEvaluatorCorpus, ReferenceRunnersSlowerThanTheJudgeAreMeasuredAgainThenB
 TEST(CpuEvaluatorCorpus, EnvironmentKnobsAreReadOnceAndRecorded) {
   setenv("KORCH_REFERENCE_RUNNERS", "1", 1);
   setenv("KORCH_CANDIDATE_RUNNERS", "1", 1);
-  auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
+  auto ev = make_protected_evaluator(test_config(1, 60), k_cache_dir);
   unsetenv("KORCH_REFERENCE_RUNNERS");
   unsetenv("KORCH_CANDIDATE_RUNNERS");
   ASSERT_TRUE(ev) << ev.error().message;
@@ -245,7 +245,7 @@ TEST(CpuEvaluatorCorpus, LoneCallsOpenEachBlockWithAnUntimedCall) {
 }
 
 TEST(CpuEvaluatorCorpus, CheckModeUsesOnePublicInputAndNoTiming) {
-  auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
+  auto ev = make_protected_evaluator(test_config(1, 60), k_cache_dir);
   ASSERT_TRUE(ev) << ev.error().message;
   auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
   auto task = task_by_stem("1_ReLU_small");
@@ -270,7 +270,7 @@ TEST(CpuEvaluatorCorpus, CheckModeUsesOnePublicInputAndNoTiming) {
 // CHECK runs no_kernel's cheap tests: a pure-torch ModelNew is never told
 // "ok" by CHECK and then scored no_kernel by SUBMIT.
 TEST(CpuEvaluatorCorpus, CheckPredictsSubmitsNoKernel) {
-  auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
+  auto ev = make_protected_evaluator(test_config(1, 60), k_cache_dir);
   ASSERT_TRUE(ev) << ev.error().message;
   auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/torch_add.py");
   auto task = task_by_stem(f.task);
@@ -322,7 +322,7 @@ void rewrite_manifest(const std::string& key, const std::function<void(nlohmann:
 }  // namespace
 
 TEST(CpuEvaluatorCorpus, SymbolVerdictFollowsTheAllowlistNotTheCache) {
-  auto ev = make_cpu_evaluator(test_config(1, 60), k_cache_dir);
+  auto ev = make_protected_evaluator(test_config(1, 60), k_cache_dir);
   ASSERT_TRUE(ev) << ev.error().message;
   auto task = task_by_stem("1_ReLU_small");
   ASSERT_TRUE(task);

@@ -21,7 +21,7 @@ namespace {
 Result<std::unique_ptr<Evaluator>> gpu_evaluator_or_skip(bool& skip, std::string& why) {
   config::EvaluatorConfig cfg = test_config(2, 120);
   cfg.mode = config::EvalMode::gpu;
-  auto ev = make_cpu_evaluator(cfg, k_cache_dir);
+  auto ev = make_protected_evaluator(cfg, k_cache_dir);
   skip = false;
   if (!ev) {
     std::error_code ec;

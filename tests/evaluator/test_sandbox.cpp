@@ -26,7 +26,7 @@ class SandboxTest : public ::testing::Test {
   static void SetUpTestSuite() {
     // A secret in the daemon's environment, as an API key would be.
     setenv("KORCH_TEST_SECRET_KEY", k_secret, 1);
-    auto ev = make_cpu_evaluator(test_config(2, 60), k_cache_dir);
+    auto ev = make_protected_evaluator(test_config(2, 60), k_cache_dir);
     ASSERT_TRUE(ev) << ev.error().message;
     s_ev = std::move(*ev);
   }

@@ -41,7 +41,7 @@
 #include <nlohmann/json.hpp>
 #include "config/tasks.hpp"
 
-#include "evaluator/cpu_evaluator.hpp"
+#include "evaluator/protected_evaluator.hpp"
 #include "util/fs.hpp"
 
 using namespace korch;
@@ -120,7 +120,7 @@ void print_profile(const json& evidence, const char* which) {
 double throughput(const config::EvaluatorConfig& cfg, const std::string& cache,
                   const config::Task& task, const std::string& code_template, int n,
                   evaluator::Mode mode, const char* label) {
-  auto ev = evaluator::make_cpu_evaluator(cfg, cache);
+  auto ev = evaluator::make_protected_evaluator(cfg, cache);
   if (!ev) {
     std::fprintf(stderr, "evaluator: %s\n", ev.error().message.c_str());
     return 0;
@@ -316,7 +316,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const auto s0 = std::chrono::steady_clock::now();
-  auto ev = evaluator::make_cpu_evaluator(cfg, cache);
+  auto ev = evaluator::make_protected_evaluator(cfg, cache);
   if (!ev) {
     std::fprintf(stderr, "evaluator: %s\n", ev.error().message.c_str());
     return 1;

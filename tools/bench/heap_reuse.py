@@ -28,7 +28,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER_PY = os.path.join(HERE, "..", "..", "evaluator", "worker", "py")
 
-# What the CPU evaluator's worker zygote starts with (make_cpu_evaluator).
+# What the CPU evaluator's worker zygote starts with (make_protected_evaluator).
 KORCH_TUNABLES = "glibc.malloc.tcache_count=0"
 
 # Both children: argv = [N, allocator ("default" or not), worker py dir, ...];

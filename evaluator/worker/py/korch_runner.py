@@ -251,7 +251,7 @@ def keep_freed_memory():
     (tools/bench/heap_reuse.py). Needs glibc's tcache off, which only the
     environment of the process's exec can do: the CPU evaluator starts its
     worker zygote with GLIBC_TUNABLES=glibc.malloc.tcache_count=0
-    (cpu_evaluator.cpp says why). Called by the judge and by every runner
+    (protected_evaluator.cpp says why). Called by the judge and by every runner
     before any candidate code runs. Returns whether glibc took both
     settings."""
     import ctypes

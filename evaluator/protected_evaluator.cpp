@@ -19,7 +19,7 @@
 //     again on another lease. Threads: enough for every compile slot and two
 //     evaluations per GPU to be in flight, so the next candidates compile
 //     while the GPUs measure.
-#include "evaluator/cpu_evaluator.hpp"
+#include "evaluator/protected_evaluator.hpp"
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -70,8 +70,8 @@ constexpr double k_rules_timeout_s = 60;
 constexpr double k_compile_timeout_s = 900;  // a cold CPU compile is ~30 s, more under load
 constexpr double k_measure_grace_s = 15;     // the judge's own deadline comes first
 constexpr std::size_t k_tail = 4000;
-constexpr int k_timing_remeasures = 2;   // cpu: measure jobs again after distrusted timing
-constexpr int k_timing_pause_s = 5;      // cpu: before a re-measure the host is blamed for (5, 10 s)
+constexpr int k_timing_remeasures = 2;  // cpu: measure jobs again after distrusted timing
+constexpr int k_timing_pause_s = 5;     // cpu: before a re-measure the host is blamed for (5, 10 s)
 constexpr int k_gpu_runners_a_side = 4;  // gpu: a measure job's runners of each side
 constexpr int k_gpu_attempts = 2;        // runs of one evaluation on GPUs that then failed
 // Runs of one evaluation that the host's state failed (the judge's
@@ -177,10 +177,10 @@ void chown_tree_to_root(const fs::path& root) {
   for (auto& e : fs::recursive_directory_iterator(root, ec)) (void)lchown(e.path().c_str(), 0, 0);
 }
 
-class CpuEvaluator final : public Evaluator {
+class ProtectedEvaluator final : public Evaluator {
  public:
-  CpuEvaluator(config::EvaluatorConfig cfg, std::string cache_dir, std::unique_ptr<Zygote> z,
-               bool daemon_nondumpable, json gpu, std::vector<int> gpus)
+  ProtectedEvaluator(config::EvaluatorConfig cfg, std::string cache_dir, std::unique_ptr<Zygote> z,
+                     bool daemon_nondumpable, json gpu, std::vector<int> gpus)
       : m_cfg(std::move(cfg)),
         m_cache(std::move(cache_dir)),
         m_zygote(std::move(z)),
@@ -217,7 +217,7 @@ class CpuEvaluator final : public Evaluator {
     }
     for (int i = 0; i < n; ++i) m_threads.emplace_back([this] { loop(); });
   }
-  ~CpuEvaluator() override { shutdown(); }
+  ~ProtectedEvaluator() override { shutdown(); }
 
   void evaluate(Request request, Callback done) override {
     {
@@ -653,8 +653,8 @@ class CpuEvaluator final : public Evaluator {
             evidence["infrastructure"].push_back({{"run", n}, {"why", why}});
           } else {
             r.status = Verdict::impossible_timing;
-            r.error = fmt::format(
-                "the runners' times could not be trusted in {} measurements: {}", n, why);
+            r.error = fmt::format("the runners' times could not be trusted in {} measurements: {}",
+                                  n, why);
           }
         }
       }
@@ -1149,8 +1149,8 @@ class CpuEvaluator final : public Evaluator {
 
 }  // namespace
 
-Result<std::unique_ptr<Evaluator>> make_cpu_evaluator(const config::EvaluatorConfig& cfg,
-                                                      const std::string& cache_dir) {
+Result<std::unique_ptr<Evaluator>> make_protected_evaluator(const config::EvaluatorConfig& cfg,
+                                                            const std::string& cache_dir) {
   std::error_code ec;
   fs::create_directories(cache_dir + "/cache", ec);
   fs::create_directories(cache_dir + "/jobs", ec);
@@ -1218,7 +1218,7 @@ Result<std::unique_ptr<Evaluator>> make_cpu_evaluator(const config::EvaluatorCon
     gpus = *list;
   }
   return std::unique_ptr<Evaluator>(
-      new CpuEvaluator(cfg, abs, std::move(*z), nondumpable, gpu, std::move(gpus)));
+      new ProtectedEvaluator(cfg, abs, std::move(*z), nondumpable, gpu, std::move(gpus)));
 }
 
 }  // namespace korch::evaluator
