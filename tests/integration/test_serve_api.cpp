@@ -75,6 +75,38 @@ std::vector<nlohmann::json> export_db(const std::string& dir, const std::string&
   return records;
 }
 
+// POSTs `toml` as a new campaign; `id` is the id the daemon gives it.
+void post_campaign(httplib::Client& cli, const std::string& toml, std::string& id) {
+  auto r = cli.Post("/api/campaigns", toml, "application/toml");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  id = body_json(r)["id"];
+}
+
+// `korch run` of `toml` (campaign `name` on d/ref.db), uninterrupted: its
+// export is the reference a killed daemon's run must end with.
+void run_reference(const std::string& d, const std::string& name, const std::string& toml,
+                   std::vector<nlohmann::json>& reference) {
+  auto ref_toml = d + "/ref.toml";
+  write_text(ref_toml, toml);
+  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
+  ASSERT_EQ(ref_rc, 0) << ref_out;
+  reference = export_db(d, d + "/ref.db", name);
+}
+
+// kill -9 of the daemon: it dies of the signal.
+void sigkill(ServeProcess& serve) {
+  serve.process().signal(SIGKILL);
+  ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+}
+
+// The campaign runs to "completed", then SIGTERM stops the daemon cleanly.
+void complete_and_stop(ServeProcess& serve, const std::string& id) {
+  ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+  serve.process().signal(SIGTERM);
+  ASSERT_EQ(serve.process().wait(), 0) << serve.err();
+}
+
 TEST(ServeApi, OpenApiFileListsExactlyTheRegisteredRoutes) {
   TempDir dir;
   auto [rc, out] = run_capture({KORCH_BIN, "serve", "--print-routes"}, dir.path().string());
@@ -553,11 +585,9 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
   auto d = dir.path().string();
   FakeLlmProcess llm;
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "40"}));
-  auto ref_toml = d + "/ref.toml";
-  write_text(ref_toml, campaign_toml("killed", llm.base_url(), 4, 4, 0.05, d + "/ref.db"));
-  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
-  ASSERT_EQ(ref_rc, 0) << ref_out;
-  auto reference = export_db(d, d + "/ref.db", "killed");
+  std::vector<nlohmann::json> reference;
+  ASSERT_NO_FATAL_FAILURE(run_reference(
+      d, "killed", campaign_toml("killed", llm.base_url(), 4, 4, 0.05, d + "/ref.db"), reference));
   ASSERT_GT(reference.size(), 30u);
 
   auto db = d + "/serve.db";
@@ -568,11 +598,8 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
     ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
     auto cli = serve.client(k_token);
     if (round == 0) {
-      auto r = cli.Post("/api/campaigns", campaign_toml("killed", llm.base_url(), 4, 4, 0.05),
-                        "application/toml");
-      ASSERT_TRUE(r);
-      ASSERT_EQ(r->status, 201) << r->body;
-      id = body_json(r)["id"];
+      ASSERT_NO_FATAL_FAILURE(
+          post_campaign(cli, campaign_toml("killed", llm.base_url(), 4, 4, 0.05), id));
     }
     if (round < 3) {
       // Kill once this run has recorded a few more turns.
@@ -583,20 +610,14 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
       });
       auto state = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
       if (!progressed || state.value("state", "") == "completed") break;
-      serve.process().signal(SIGKILL);
-      ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+      ASSERT_NO_FATAL_FAILURE(sigkill(serve));
       ++kills;
       continue;
     }
-    ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
-    serve.process().signal(SIGTERM);
-    ASSERT_EQ(serve.process().wait(), 0) << serve.err();
+    ASSERT_NO_FATAL_FAILURE(complete_and_stop(serve, id));
   }
   EXPECT_GE(kills, 2) << "the campaign finished before the kills; make it longer";
-  auto resumed = export_db(d, db, "killed");
-  ASSERT_EQ(resumed.size(), reference.size());
-  for (std::size_t i = 0; i < reference.size(); ++i)
-    EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
+  ASSERT_NO_FATAL_FAILURE(expect_same_export(export_db(d, db, "killed"), reference));
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
   EXPECT_TRUE(
       query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1")
@@ -612,12 +633,10 @@ TEST(ServeKill, RefineCampaignUnderServeEqualsKorchRun) {
   FakeLlmProcess llm;
   ASSERT_TRUE(llm.start(d, {"--script", "refine", "--latency-ms", "40"}));
   const std::string strategy = "[strategy]\nkind = \"refine\"\nrounds = 3\n";
-  auto ref_toml = d + "/ref.toml";
-  write_text(ref_toml,
-             campaign_toml("refined", llm.base_url(), 2, 2, 0.05, d + "/ref.db") + strategy);
-  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
-  ASSERT_EQ(ref_rc, 0) << ref_out;
-  auto reference = export_db(d, d + "/ref.db", "refined");
+  std::vector<nlohmann::json> reference;
+  ASSERT_NO_FATAL_FAILURE(run_reference(
+      d, "refined", campaign_toml("refined", llm.base_url(), 2, 2, 0.05, d + "/ref.db") + strategy,
+      reference));
   auto decisions = [](const std::string& db) {
     return query(db,
                  "SELECT episode_id, detail FROM events WHERE kind = 'strategy' "
@@ -636,12 +655,8 @@ TEST(ServeKill, RefineCampaignUnderServeEqualsKorchRun) {
     ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
     auto cli = serve.client(k_token);
     if (round == 0) {
-      auto r = cli.Post("/api/campaigns",
-                        campaign_toml("refined", llm.base_url(), 2, 2, 0.05) + strategy,
-                        "application/toml");
-      ASSERT_TRUE(r);
-      ASSERT_EQ(r->status, 201) << r->body;
-      id = body_json(r)["id"];
+      ASSERT_NO_FATAL_FAILURE(
+          post_campaign(cli, campaign_toml("refined", llm.base_url(), 2, 2, 0.05) + strategy, id));
       // Kill once a seeded round has started.
       bool seeded = wait_until(serve.process(), [&] {
         return poll_value(db,
@@ -651,23 +666,18 @@ TEST(ServeKill, RefineCampaignUnderServeEqualsKorchRun) {
       });
       auto state = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
       if (seeded && state.value("state", "") != "completed") {
-        serve.process().signal(SIGKILL);
-        ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+        ASSERT_NO_FATAL_FAILURE(sigkill(serve));
         ++kills;
         continue;
       }
     }
-    ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
-    serve.process().signal(SIGTERM);
-    ASSERT_EQ(serve.process().wait(), 0) << serve.err();
+    ASSERT_NO_FATAL_FAILURE(complete_and_stop(serve, id));
     break;
   }
   EXPECT_EQ(kills, 1) << "the campaign finished before the kill";
   EXPECT_EQ(decisions(db), ref_decisions);
   auto resumed = export_db(d, db, "refined");
-  ASSERT_EQ(resumed.size(), reference.size());
-  for (std::size_t i = 0; i < reference.size(); ++i)
-    EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
+  ASSERT_NO_FATAL_FAILURE(expect_same_export(resumed, reference));
   int seeded_records = 0;
   for (auto& r : resumed)
     seeded_records += r.contains("seed_episode_id") && !r["seed_episode_id"].is_null();
@@ -684,11 +694,10 @@ TEST(ServeKill, OnPostgresSigkillMidCampaignAndRestartEqualsAnUninterruptedRun) 
   auto d = dir.path().string();
   FakeLlmProcess llm;
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "40"}));
-  auto ref_toml = d + "/ref.toml";
-  write_text(ref_toml, campaign_toml("pgkilled", llm.base_url(), 4, 4, 0.05, d + "/ref.db"));
-  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
-  ASSERT_EQ(ref_rc, 0) << ref_out;
-  auto reference = export_db(d, d + "/ref.db", "pgkilled");
+  std::vector<nlohmann::json> reference;
+  ASSERT_NO_FATAL_FAILURE(run_reference(
+      d, "pgkilled", campaign_toml("pgkilled", llm.base_url(), 4, 4, 0.05, d + "/ref.db"),
+      reference));
 
   const std::string url = pg.fresh_database();
   ASSERT_FALSE(url.empty()) << pg.error();
@@ -704,31 +713,22 @@ TEST(ServeKill, OnPostgresSigkillMidCampaignAndRestartEqualsAnUninterruptedRun) 
     ASSERT_TRUE(serve.start(d, url, state_dir, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
     auto cli = serve.client(k_token);
     if (round == 0) {
-      auto r = cli.Post("/api/campaigns", campaign_toml("pgkilled", llm.base_url(), 4, 4, 0.05),
-                        "application/toml");
-      ASSERT_TRUE(r);
-      ASSERT_EQ(r->status, 201) << r->body;
-      id = body_json(r)["id"];
+      ASSERT_NO_FATAL_FAILURE(
+          post_campaign(cli, campaign_toml("pgkilled", llm.base_url(), 4, 4, 0.05), id));
     }
     if (round < 2) {
       const int start_turns = turns();
       bool progressed = wait_until(serve.process(), [&] { return turns() >= start_turns + 5; });
       auto state = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
       if (!progressed || state.value("state", "") == "completed") break;
-      serve.process().signal(SIGKILL);
-      ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+      ASSERT_NO_FATAL_FAILURE(sigkill(serve));
       ++kills;
       continue;
     }
-    ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
-    serve.process().signal(SIGTERM);
-    ASSERT_EQ(serve.process().wait(), 0) << serve.err();
+    ASSERT_NO_FATAL_FAILURE(complete_and_stop(serve, id));
   }
   EXPECT_GE(kills, 1) << "the campaign finished before the kills; make it longer";
-  auto resumed = export_db(d, url, "pgkilled");
-  ASSERT_EQ(resumed.size(), reference.size());
-  for (std::size_t i = 0; i < reference.size(); ++i)
-    EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
+  ASSERT_NO_FATAL_FAILURE(expect_same_export(export_db(d, url, "pgkilled"), reference));
 }
 
 }  // namespace
@@ -752,18 +752,14 @@ TEST(ServeKill, CountersAfterARestartReadFromTheStore) {
     ServeProcess serve;
     ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
     auto cli = serve.client(k_token);
-    auto r = cli.Post("/api/campaigns", campaign_toml("counted", llm.base_url(), 2, 4, 1.5),
-                      "application/toml");
-    ASSERT_TRUE(r);
-    ASSERT_EQ(r->status, 201) << r->body;
-    id = body_json(r)["id"];
+    ASSERT_NO_FATAL_FAILURE(
+        post_campaign(cli, campaign_toml("counted", llm.base_url(), 2, 4, 1.5), id));
     ASSERT_TRUE(wait_until(serve.process(), [&] {
       auto j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
       before_kill = j["progress"].value("elapsed_s", 0.0);
       return before_kill >= 4.0;
     })) << serve.err();
-    serve.process().signal(SIGKILL);
-    ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+    ASSERT_NO_FATAL_FAILURE(sigkill(serve));
   }
   ServeProcess serve;
   ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
@@ -808,11 +804,9 @@ TEST(ServeApi, ExportStreamsWhatKorchExportWrites) {
   ServeProcess serve;
   ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
   auto cli = serve.client(k_token);
-  auto r = cli.Post("/api/campaigns", campaign_toml("exported", llm.base_url(), 2, 2, 0.01),
-                    "application/toml");
-  ASSERT_TRUE(r);
-  ASSERT_EQ(r->status, 201) << r->body;
-  std::string id = body_json(r)["id"];
+  std::string id;
+  ASSERT_NO_FATAL_FAILURE(
+      post_campaign(cli, campaign_toml("exported", llm.base_url(), 2, 2, 0.01), id));
   ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
   for (auto* format : {"jsonl", "csv"}) {
     auto res = cli.Get(("/api/campaigns/exported/export?format=" + std::string(format)).c_str());
@@ -826,7 +820,7 @@ TEST(ServeApi, ExportStreamsWhatKorchExportWrites) {
     EXPECT_EQ(res->body, cli_out) << format;
     EXPECT_GT(std::count(res->body.begin(), res->body.end(), '\n'), 8) << res->body;
   }
-  r = cli.Get(("/api/campaigns/" + id + "/export").c_str());  // jsonl by default
+  auto r = cli.Get(("/api/campaigns/" + id + "/export").c_str());  // jsonl by default
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->get_header_value("Content-Type"), "application/x-ndjson");

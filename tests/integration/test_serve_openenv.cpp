@@ -16,17 +16,26 @@ bool have_python_websockets() {
   return std::system("/usr/bin/python3 -c 'import websockets' 2>/dev/null") == 0;
 }
 
+// `korch serve` with the OpenEnv endpoint on loopback (--env-listen
+// 127.0.0.1:0, token k_token), on env.db in a directory of its own.
+struct EnvDaemon {
+  TempDir dir;
+  std::string d = dir.path().string();
+  std::string db = d + "/env.db";
+  ServeProcess serve;
+
+  bool start(std::vector<std::string> extra) {
+    extra.insert(extra.begin(), {"--env-listen", "127.0.0.1:0"});
+    return serve.start(d, db, extra, {{"KORCH_API_TOKEN", k_token}});
+  }
+};
+
 TEST(ServeOpenEnv, WebSocketSessionWithAnIndependentClient) {
   if (!have_python_websockets())
     KORCH_SKIP_OR_FAIL("python3-websockets is not installed (scripts/install-deps.sh)");
-  TempDir dir;
-  auto d = dir.path().string();
-  auto db = d + "/env.db";
-  ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db,
-                          {"--env-listen", "127.0.0.1:0", "--env-max-sessions", "3",
-                           "--evaluator-mock-latency-s", "0.2"},
-                          {{"KORCH_API_TOKEN", k_token}}))
+  EnvDaemon env;
+  auto& [dir, d, db, serve] = env;
+  ASSERT_TRUE(env.start({"--env-max-sessions", "3", "--evaluator-mock-latency-s", "0.2"}))
       << serve.err();
   auto [rc, out] = run_capture(
       {"/usr/bin/python3", KORCH_SOURCE_DIR "/tests/integration/openenv_client.py",
@@ -74,16 +83,11 @@ TEST(ServeOpenEnv, WebSocketSessionWithAnIndependentClient) {
 TEST(ServeOpenEnv, OpenEnvClientProtocolFromATokenProtectedDaemon) {
   if (!have_python_websockets())
     KORCH_SKIP_OR_FAIL("python3-websockets is not installed (scripts/install-deps.sh)");
-  TempDir dir;
-  auto d = dir.path().string();
-  auto db = d + "/env.db";
-  ServeProcess serve;
+  EnvDaemon env;
+  auto& [dir, d, db, serve] = env;
   ASSERT_TRUE(
-      serve.start(d, db,
-                  {"--env-listen", "127.0.0.1:0", "--env-tasks-dir", KORCH_EXAMPLES_DIR "/tasks",
-                   "--env-ids", "1-3", "--env-order", "sequential", "--evaluator-mock-latency-s",
-                   "0.05", "--log-level", "debug"},
-                  {{"KORCH_API_TOKEN", k_token}}))
+      env.start({"--env-tasks-dir", KORCH_EXAMPLES_DIR "/tasks", "--env-ids", "1-3", "--env-order",
+                 "sequential", "--evaluator-mock-latency-s", "0.05", "--log-level", "debug"}))
       << serve.err();
   const std::string base = "http://127.0.0.1:" + std::to_string(serve.env_port());
   auto [rc, out] =
@@ -143,12 +147,9 @@ TEST(ServeOpenEnv, OpenEnvClientProtocolFromATokenProtectedDaemon) {
 }
 
 TEST(ServeOpenEnv, HttpRoutes) {
-  TempDir dir;
-  auto d = dir.path().string();
-  auto db = d + "/env.db";
-  ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db, {"--env-listen", "127.0.0.1:0"}, {{"KORCH_API_TOKEN", k_token}}))
-      << serve.err();
+  EnvDaemon env;
+  auto& [dir, d, db, serve] = env;
+  ASSERT_TRUE(env.start({})) << serve.err();
   httplib::Client c("127.0.0.1", serve.env_port());
   c.set_read_timeout(60, 0);
   auto h = c.Get("/health");
