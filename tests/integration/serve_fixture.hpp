@@ -131,4 +131,12 @@ inline nlohmann::json body_json(const httplib::Result& r) {
   return nlohmann::json::parse(r->body, nullptr, false);
 }
 
+// GET /health needs no token and answers 200 with {"status": `status`}.
+inline void expect_health(httplib::Client& c, const std::string& status) {
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  EXPECT_EQ(body_json(h)["status"], status);
+}
+
 }  // namespace korch::testing

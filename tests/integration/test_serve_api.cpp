@@ -41,6 +41,12 @@ std::string campaign_toml(const std::string& name, const std::string& base_url, 
   return s.str();
 }
 
+// `korch serve` on `db` (SQLite path or PostgreSQL URL) with the API token k_token.
+bool start_with_token(ServeProcess& serve, const std::string& d, const std::string& db,
+                      const std::vector<std::string>& extra = {}) {
+  return serve.start(d, db, extra, {{"KORCH_API_TOKEN", k_token}});
+}
+
 // Polls GET /api/campaigns/{id} until its state is `state`.
 bool wait_state(ServeProcess& serve, const std::string& id, const std::string& state,
                 std::chrono::seconds timeout = std::chrono::seconds(120)) {
@@ -232,8 +238,7 @@ TEST(ServeApi, CurlHabitsBodiesAndCounting) {
   FakeLlmProcess llm;
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "300"}));
   ServeProcess serve;
-  ASSERT_TRUE(
-      serve.start(d, d + "/k.db", {"--max-body-bytes", "65536"}, {{"KORCH_API_TOKEN", k_token}}))
+  ASSERT_TRUE(start_with_token(serve, d, d + "/k.db", {"--max-body-bytes", "65536"}))
       << serve.err();
   const std::string auth = std::string("Authorization: Bearer ") + k_token + "\r\n";
   auto post = [&](const std::string& path, const std::string& headers, const std::string& body) {
@@ -309,17 +314,14 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "20"}));
   auto db = d + "/serve.db";
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db, {"--max-body-bytes", "65536", "--sse-interval-s", "0.2"},
-                          {{"KORCH_API_TOKEN", k_token}}))
+  ASSERT_TRUE(
+      start_with_token(serve, d, db, {"--max-body-bytes", "65536", "--sse-interval-s", "0.2"}))
       << serve.err();
   auto cli = serve.client(k_token);
 
   // /health needs no token; everything else does.
   auto anon = serve.client();
-  auto h = anon.Get("/health");
-  ASSERT_TRUE(h);
-  EXPECT_EQ(h->status, 200);
-  EXPECT_EQ(body_json(h)["status"], "ok");
+  ASSERT_NO_FATAL_FAILURE(expect_health(anon, "ok"));
   auto r = anon.Get("/api/campaigns");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
@@ -544,7 +546,7 @@ TEST(ServeApi, AnUnknownStoredCampaignStateStaysPaused) {
   write_text(db + ".serve/campaigns/c-live.json",
              R"({"id":"c-live","name":"control","state":"active","submitted_at":2})");
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
   auto cli = serve.client(k_token);
   auto j = body_json(cli.Get("/api/campaigns/c-new"));
   ASSERT_TRUE(j.is_object()) << j.dump();
@@ -595,7 +597,7 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
   int kills = 0;
   for (int round = 0; round < 4; ++round) {
     ServeProcess serve;
-    ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+    ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
     auto cli = serve.client(k_token);
     if (round == 0) {
       ASSERT_NO_FATAL_FAILURE(
@@ -652,7 +654,7 @@ TEST(ServeKill, RefineCampaignUnderServeEqualsKorchRun) {
   int kills = 0;
   for (int round = 0; round < 2; ++round) {
     ServeProcess serve;
-    ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+    ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
     auto cli = serve.client(k_token);
     if (round == 0) {
       ASSERT_NO_FATAL_FAILURE(
@@ -710,7 +712,7 @@ TEST(ServeKill, OnPostgresSigkillMidCampaignAndRestartEqualsAnUninterruptedRun) 
   int kills = 0;
   for (int round = 0; round < 3; ++round) {
     ServeProcess serve;
-    ASSERT_TRUE(serve.start(d, url, state_dir, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+    ASSERT_TRUE(start_with_token(serve, d, url, state_dir)) << serve.err();
     auto cli = serve.client(k_token);
     if (round == 0) {
       ASSERT_NO_FATAL_FAILURE(
@@ -731,12 +733,6 @@ TEST(ServeKill, OnPostgresSigkillMidCampaignAndRestartEqualsAnUninterruptedRun) 
   ASSERT_NO_FATAL_FAILURE(expect_same_export(export_db(d, url, "pgkilled"), reference));
 }
 
-}  // namespace
-}  // namespace korch::testing
-
-namespace korch::testing {
-namespace {
-
 // Issue 34: after a kill -9 and a restart, a campaign's counters are the
 // store's (turns, tokens, finals), and elapsed_s is the time driven over
 // every run, not only since the restart.
@@ -750,7 +746,7 @@ TEST(ServeKill, CountersAfterARestartReadFromTheStore) {
   double before_kill = 0;
   {
     ServeProcess serve;
-    ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+    ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
     auto cli = serve.client(k_token);
     ASSERT_NO_FATAL_FAILURE(
         post_campaign(cli, campaign_toml("counted", llm.base_url(), 2, 4, 1.5), id));
@@ -762,7 +758,7 @@ TEST(ServeKill, CountersAfterARestartReadFromTheStore) {
     ASSERT_NO_FATAL_FAILURE(sigkill(serve));
   }
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
   auto cli = serve.client(k_token);
   auto j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
   // The driven time is kept every 2 s: a kill loses at most that much.
@@ -786,12 +782,6 @@ TEST(ServeKill, CountersAfterARestartReadFromTheStore) {
   EXPECT_EQ(serve.process().wait(), 0) << serve.err();
 }
 
-}  // namespace
-}  // namespace korch::testing
-
-namespace korch::testing {
-namespace {
-
 // Issue 34: GET /api/campaigns/{id}/export?format=jsonl|csv streams what
 // `korch export` writes for the same database (chunked: never one body in
 // the daemon's memory).
@@ -802,7 +792,7 @@ TEST(ServeApi, ExportStreamsWhatKorchExportWrites) {
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "10"}));
   auto db = d + "/e.db";
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
   auto cli = serve.client(k_token);
   std::string id;
   ASSERT_NO_FATAL_FAILURE(
@@ -833,12 +823,6 @@ TEST(ServeApi, ExportStreamsWhatKorchExportWrites) {
   serve.process().signal(SIGTERM);
   EXPECT_EQ(serve.process().wait(), 0) << serve.err();
 }
-
-}  // namespace
-}  // namespace korch::testing
-
-namespace korch::testing {
-namespace {
 
 // A JSON Schema check of the subset docs/openapi.json uses: $ref (local),
 // type, nullable, enum, properties, required, additionalProperties, items.
@@ -904,7 +888,7 @@ TEST(ServeApi, LiveResponsesMatchTheirSchemas) {
   FakeLlmProcess slow;  // never answers in time: its campaign stays active
   ASSERT_TRUE(slow.start(slow_dir, {"--script", "kernel", "--latency-ms", "3600000"}));
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, d + "/s.db", {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  ASSERT_TRUE(start_with_token(serve, d, d + "/s.db")) << serve.err();
   auto cli = serve.client(k_token);
   std::set<std::string> checked;
   // Checks one response of `method path` (path in OpenAPI form) against the spec.

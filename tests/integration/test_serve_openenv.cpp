@@ -152,10 +152,7 @@ TEST(ServeOpenEnv, HttpRoutes) {
   ASSERT_TRUE(env.start({})) << serve.err();
   httplib::Client c("127.0.0.1", serve.env_port());
   c.set_read_timeout(60, 0);
-  auto h = c.Get("/health");
-  ASSERT_TRUE(h);
-  EXPECT_EQ(h->status, 200);
-  EXPECT_EQ(body_json(h)["status"], "healthy");
+  ASSERT_NO_FATAL_FAILURE(expect_health(c, "healthy"));
   auto r = c.Get("/metadata");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
