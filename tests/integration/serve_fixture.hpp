@@ -47,6 +47,11 @@ class ServeProcess {
   int port() const { return m_port; }
   int env_port() const { return m_env_port; }
   Process& process() { return m_proc; }
+  // SIGTERM, then waits: the daemon's exit status (0 when it stopped cleanly).
+  int terminate() {
+    m_proc.signal(SIGTERM);
+    return m_proc.wait();
+  }
   std::string err() const { return slurp(m_err); }
 
   httplib::Client client(const std::string& token = "") const {

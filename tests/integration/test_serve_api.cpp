@@ -109,8 +109,7 @@ void sigkill(ServeProcess& serve) {
 // The campaign runs to "completed", then SIGTERM stops the daemon cleanly.
 void complete_and_stop(ServeProcess& serve, const std::string& id) {
   ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
-  serve.process().signal(SIGTERM);
-  ASSERT_EQ(serve.process().wait(), 0) << serve.err();
+  ASSERT_EQ(serve.terminate(), 0) << serve.err();
 }
 
 TEST(ServeApi, OpenApiFileListsExactlyTheRegisteredRoutes) {
@@ -303,8 +302,7 @@ TEST(ServeApi, CurlHabitsBodiesAndCounting) {
   EXPECT_EQ(count("unmatched", 400), 1) << m->body;
   EXPECT_EQ(count("/api/campaigns/{id}/pause", 200) + count("/api/campaigns/{id}/pause", 409), 1)
       << m->body;
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
 }
 
 TEST(ServeApi, EveryRouteAndBadInput) {
@@ -574,8 +572,7 @@ TEST(ServeApi, AnUnknownStoredCampaignStateStaysPaused) {
   EXPECT_EQ(
       poll_value(db, "SELECT COUNT(*) FROM campaigns WHERE name = 'from-the-future'").value_or("-"),
       "0");
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
   EXPECT_NE(serve.err().find("unknown campaign state 'archived'"), std::string::npos)
       << serve.err();
 }
@@ -778,8 +775,7 @@ TEST(ServeKill, CountersAfterARestartReadFromTheStore) {
   EXPECT_EQ(p["correct"].get<long>() + p["failed"].get<long>(), p["final"].get<long>()) << j;
   EXPECT_EQ(p["turns"], j["counts"]["turns"]) << j;
   EXPECT_GE(p["elapsed_s"].get<double>(), before_kill - 2.5) << j;
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
 }
 
 // Issue 34: GET /api/campaigns/{id}/export?format=jsonl|csv streams what
@@ -820,8 +816,7 @@ TEST(ServeApi, ExportStreamsWhatKorchExportWrites) {
   r = cli.Get("/api/campaigns/c-nope/export");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
 }
 
 // A JSON Schema check of the subset docs/openapi.json uses: $ref (local),
@@ -988,8 +983,7 @@ TEST(ServeApi, LiveResponsesMatchTheirSchemas) {
       EXPECT_TRUE(checked.count(method + " " + path)) << method << " " << path;
     }
   }
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
 }
 
 }  // namespace

@@ -69,8 +69,7 @@ TEST(ServeOpenEnv, WebSocketSessionWithAnIndependentClient) {
   ASSERT_TRUE(r);
   EXPECT_NE(r->body.find("korch_env_sessions 0"), std::string::npos) << r->body.substr(0, 2000);
   EXPECT_NE(r->body.find("korch_env_steps_total{action=\"check\"} 2"), std::string::npos);
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
 }
 
 // Issue 34: OpenEnv's own client protocol (meta-pytorch/OpenEnv at
@@ -138,8 +137,7 @@ TEST(ServeOpenEnv, OpenEnvClientProtocolFromATokenProtectedDaemon) {
   r = c.Post("/step", R"({"code": "x = 1\n"})", "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 422) << r->body;
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
   // The token travelled in URLs: the log shows them redacted, never the token.
   auto log = serve.err();
   EXPECT_EQ(log.find(k_token), std::string::npos) << log;
@@ -190,8 +188,7 @@ TEST(ServeOpenEnv, HttpRoutes) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM turns WHERE episode_id = 'http-ep-1'")[0][0], "1");
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
 }
 
 }  // namespace
