@@ -887,6 +887,16 @@ class Loader {
         m_cfg, [this](const std::string& key) { return where(key); }, &warnings, m_unknown_names);
   }
   LoadedConfig finish(std::vector<std::string> warnings) const;
+  // Only each key's own rules (load_settings()).
+  Result<void> validate_keys() const {
+    for (const auto& spec : campaign_specs()) {
+      std::string key(spec.info.name);
+      if (auto it = m_unknown_names.find(key); it != m_unknown_names.end())
+        return fail(where(key) + it->second);
+      if (auto e = check_rules(spec, key, spec.get(m_cfg))) return fail(where(key) + *e);
+    }
+    return {};
+  }
 
  private:
   std::string file_where(const toml::node& node) const {
@@ -1370,6 +1380,16 @@ Result<LoadedConfig> load_campaign(const std::string& path,
   if (auto r = loader.apply_env(env, warnings); !r) return std::unexpected(r.error());
   if (auto r = loader.apply_flags(overrides); !r) return std::unexpected(r.error());
   if (auto r = loader.validate(warnings); !r) return std::unexpected(r.error());
+  return loader.finish(std::move(warnings));
+}
+
+Result<LoadedConfig> load_settings(const std::map<std::string, std::string>& env,
+                                   const std::vector<std::string>& overrides) {
+  Loader loader("(no config file)");
+  std::vector<std::string> warnings;
+  if (auto r = loader.apply_env(env, warnings); !r) return std::unexpected(r.error());
+  if (auto r = loader.apply_flags(overrides); !r) return std::unexpected(r.error());
+  if (auto r = loader.validate_keys(); !r) return std::unexpected(r.error());
   return loader.finish(std::move(warnings));
 }
 

@@ -91,6 +91,13 @@ Result<LoadedConfig> load_campaign(const std::string& path,
                                    const std::map<std::string, std::string>& env,
                                    const std::vector<std::string>& overrides);
 
+// The layers without a file, for commands that need settings but run no
+// campaign (`korch worker` without --config): defaults < `env` < `overrides`,
+// with the same names, parsing and per-key rules as load_campaign(); the
+// campaign's whole-file requirements (name, tasks, models) are not asked.
+Result<LoadedConfig> load_settings(const std::map<std::string, std::string>& env,
+                                   const std::vector<std::string>& overrides);
+
 // Checks the value rules (ranges, choices, models, events, tasks.ids) on a
 // config built in code. Messages name the key but no file position.
 Result<void> validate(const CampaignConfig& cfg);

@@ -612,8 +612,7 @@ Reply Daemon::episodes(const std::string& id_or_name) {
   if (!*camp) return Reply::error(404, "no campaign '" + id_or_name + "'");
   auto eps = m_store->list_episodes(id);
   auto finals = m_store->list_finals(id);
-  if (!eps || !finals)
-    return Reply::error(!eps ? eps.error() : finals.error());
+  if (!eps || !finals) return Reply::error(!eps ? eps.error() : finals.error());
   std::map<std::string, const store::FinalRow*> by_ep;
   for (auto& f : *finals) by_ep[f.episode_id] = &f;
   nlohmann::json arr = nlohmann::json::array();

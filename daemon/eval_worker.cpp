@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -60,8 +62,17 @@ class Worker {
     KLOG_INFO("[worker {}] serving '{}' with {} slot(s) on {}", m_row.id, m_row.evaluator_version,
               m_row.slots, store::redact_url(m_options.store_url));
 
+    // One queue for the whole process: one connection for statements (the
+    // slots' claims, heartbeats and results, and this row), one that
+    // LISTENs, whatever the number of slots (docs/cluster.md sizes
+    // max_connections by it).
+    m_queue = admin->get();
     std::vector<std::thread> slots;
     m_slots_left.store(m_options.slots);
+    std::thread listener([this] {
+      pthread_setname_np(pthread_self(), "korch-listen");
+      listen();
+    });
     for (int i = 0; i < m_options.slots; ++i) {
       slots.emplace_back([this, i] {
         pthread_setname_np(pthread_self(), "korch-slot");
@@ -76,8 +87,15 @@ class Worker {
     // The worker's row: renewed while the slots work; says why queued work is refused.
     const auto beat = std::chrono::duration<double>(m_options.lease_s / 4);
     std::string last_note;
+    std::optional<std::chrono::steady_clock::time_point> drain_until;
+    bool cut = false;
     while (m_slots_left.load() > 0) {
       auto next = std::chrono::steady_clock::now() + beat;
+      if (m_stop.load() && m_options.drain_s > 0 && !drain_until) {
+        drain_until = std::chrono::steady_clock::now() +
+                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(m_options.drain_s));
+      }
       m_row.state = m_stop.load() ? "draining" : "running";
       m_row.note = refusal_note(**admin);
       if (m_row.note != last_note && !m_row.note.empty())
@@ -85,10 +103,20 @@ class Worker {
       last_note = m_row.note;
       if (auto r = (*admin)->put_worker(m_row); !r)
         KLOG_WARN("[worker {}] heartbeat: {}", m_row.id, r.error().message);
-      while (m_slots_left.load() > 0 && std::chrono::steady_clock::now() < next)
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      while (m_slots_left.load() > 0 && std::chrono::steady_clock::now() < next) {
+        if (!cut && drain_until && std::chrono::steady_clock::now() >= *drain_until) {
+          // The drain's time is up: what still runs comes back interrupted and is handed back.
+          cut = true;
+          KLOG_WARN("[worker {}] drain: {:.1f} s passed; handing back what still runs", m_row.id,
+                    m_options.drain_s);
+          m_evaluator.shutdown();
+        }
+        if (!drain_until && m_stop.load() && m_options.drain_s > 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
     }
     for (auto& t : slots) t.join();
+    listener.join();
     m_row.state = "stopped";
     m_row.note.clear();
     if (auto r = (*admin)->put_worker(m_row); !r)
@@ -118,6 +146,23 @@ class Worker {
     return note;
   }
 
+  // The process's one LISTEN on korch_eval_queued: every NOTIFY wakes every
+  // idle slot (m_wakeups), until the last slot ends.
+  void listen() {
+    while (m_slots_left.load() > 0) {
+      auto woke = m_queue->wait(store::k_channel_queued, k_idle_slice_s);
+      if (woke && *woke) {
+        {
+          std::lock_guard lock(m_wake_mutex);
+          ++m_wakeups;
+        }
+        m_wake_cv.notify_all();
+      } else if (!woke) {
+        std::this_thread::sleep_for(k_retry_pause);
+      }
+    }
+  }
+
   bool take_budget() {
     if (m_options.max_evaluations <= 0) return true;
     if (m_claimed.fetch_add(1) < m_options.max_evaluations) return true;
@@ -125,15 +170,16 @@ class Worker {
     return false;
   }
 
-  void slot(int index) {
-    auto opened = store::WorkQueue::open(m_options.store_url, /*migrate=*/false);
-    if (!opened) {
-      KLOG_ERROR("[worker {}] slot {}: {}", m_row.id, index, opened.error().message);
-      return;
-    }
-    store::WorkQueue& q = **opened;
+  void slot(int /*index*/) {
+    store::WorkQueue& q = *m_queue;
     while (!m_stop.load()) {
       if (!take_budget()) return;
+      // A NOTIFY heard from here on wakes this slot, even one heard while it claims.
+      std::uint64_t seen = 0;
+      {
+        std::lock_guard lock(m_wake_mutex);
+        seen = m_wakeups;
+      }
       auto claim = q.claim(m_row.id, m_options.queue_version, m_options.lease_s);
       if (!claim || !*claim) {
         if (m_options.max_evaluations > 0) m_claimed.fetch_sub(1);
@@ -142,14 +188,13 @@ class Worker {
           std::this_thread::sleep_for(k_retry_pause);
           continue;
         }
-        // Idle: NOTIFY (enqueue, release) wakes the slot; a lease that
-        // expires sends none, so look again every idle_poll_s.
+        // Idle: NOTIFY (enqueue, release) wakes the slot (through listen());
+        // a lease that expires sends none, so look again every idle_poll_s.
         const auto until =
             std::chrono::steady_clock::now() + std::chrono::duration<double>(m_options.idle_poll_s);
-        while (!m_stop.load() && std::chrono::steady_clock::now() < until) {
-          auto woke = q.wait(store::k_channel_queued, k_idle_slice_s);
-          if (woke && *woke) break;
-          if (!woke) std::this_thread::sleep_for(k_retry_pause);
+        std::unique_lock lock(m_wake_mutex);
+        while (!m_stop.load() && m_wakeups == seen && std::chrono::steady_clock::now() < until) {
+          m_wake_cv.wait_for(lock, std::chrono::duration<double>(k_idle_slice_s));
         }
         continue;
       }
@@ -183,7 +228,7 @@ class Worker {
                            [promise](evaluator::Report r) { promise->set_value(std::move(r)); });
       const auto beat = std::chrono::duration<double>(m_options.lease_s / 4);
       while (future.wait_for(beat) != std::future_status::ready) {
-        auto held = q.heartbeat(claim.request_id, claim.lease_token, m_options.lease_s);
+        auto held = q.heartbeat(claim, m_options.lease_s);
         if (held && !*held) {
           KLOG_WARN("[worker {}] {}: lease lost (re-claimed elsewhere); its result will be refused",
                     m_row.id, claim.request_id);
@@ -197,14 +242,14 @@ class Worker {
     // once; another worker runs it.
     const bool cut_short = m_stop.load() && report.status == evaluator::Verdict::worker_crash;
     if (report.interrupted || cut_short) {
-      auto r = q.release(claim.request_id, claim.lease_token);
+      auto r = q.release(claim);
       if (r && *r) m_summary.released.fetch_add(1);
       return;
     }
     report.request_id = claim.request_id;
     const std::string json = report.to_json();
     for (int attempt = 1;; ++attempt) {
-      auto r = q.complete(claim.request_id, claim.lease_token, m_row.id, json);
+      auto r = q.complete(claim, m_row.id, json);
       if (r) {
         if (*r) {
           m_summary.done.fetch_add(1);
@@ -231,6 +276,10 @@ class Worker {
   Counters m_summary;
   std::atomic<int> m_slots_left{0};
   std::atomic<std::int64_t> m_claimed{0};
+  store::WorkQueue* m_queue = nullptr;  // the process's queue (run() owns it)
+  std::mutex m_wake_mutex;
+  std::condition_variable m_wake_cv;
+  std::uint64_t m_wakeups = 0;  // NOTIFYs heard on korch_eval_queued
 };
 
 }  // namespace

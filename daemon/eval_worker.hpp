@@ -31,6 +31,12 @@ struct WorkerOptions {
   // (DESIGN §3's attempt cap), so a candidate that takes its worker down
   // cannot take the fleet down one worker at a time.
   std::int64_t max_claims = 10;
+  // After `stop` (SIGTERM), evaluations still running this many seconds
+  // later are cut short (the evaluator is shut down) and handed back
+  // unfinished, so another worker runs them at once instead of after a lease
+  // (0 = wait for them however long: the default). Kubernetes'
+  // terminationGracePeriodSeconds, less a margin.
+  double drain_s = 0;
   // Stop after this many evaluations in all (0 = no limit): tests and benchmarks.
   std::int64_t max_evaluations = 0;
 };

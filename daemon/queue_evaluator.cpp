@@ -21,11 +21,27 @@ namespace korch::daemon {
 
 using nlohmann::json;
 
-std::string queue_version(const config::EvaluatorConfig& cfg, std::string_view version) {
-  return fmt::format("{} {} tolerance={} torch_ops={} reward={} timeout_s={} memory_budget_mb={}",
-                     enum_name(cfg.mode), version, enum_name(cfg.tolerance),
-                     enum_name(cfg.torch_ops), enum_name(cfg.reward), cfg.timeout_s,
-                     cfg.memory_budget_mb);
+namespace {
+constexpr std::string_view k_device_key = " device=";
+}  // namespace
+
+std::string queue_version(const config::EvaluatorConfig& cfg, std::string_view version,
+                          std::string_view device_model) {
+  auto out =
+      fmt::format("{} {} tolerance={} torch_ops={} reward={} timeout_s={} memory_budget_mb={}",
+                  enum_name(cfg.mode), version, enum_name(cfg.tolerance), enum_name(cfg.torch_ops),
+                  enum_name(cfg.reward), cfg.timeout_s, cfg.memory_budget_mb);
+  if (!device_model.empty()) out += fmt::format("{}{}", k_device_key, device_model);
+  return out;
+}
+
+std::optional<std::string> device_model_of(std::string_view version, std::string_view base) {
+  if (version == base) return std::string();
+  if (version.size() > base.size() + k_device_key.size() &&
+      version.substr(0, base.size()) == base &&
+      version.substr(base.size(), k_device_key.size()) == k_device_key)
+    return std::string(version.substr(base.size() + k_device_key.size()));
+  return std::nullopt;
 }
 
 std::string queue_version_for(const config::EvaluatorConfig& cfg) {
@@ -85,9 +101,11 @@ Result<evaluator::Request> decode_request(std::string_view text) {
 
 namespace {
 
-// How long device_description() waits for a worker of the campaign's
+// How long the first start of a campaign waits for a worker of its
 // evaluator to report its device (cpu and gpu modes: the system prompt
-// describes the workers' device, which the coordinator's host may not have).
+// describes the workers' device, which the coordinator's host may not have)
+// before it says so in its log again; a cpu campaign then names the device
+// generically, a gpu one keeps waiting (its queue version names the GPU).
 constexpr double k_wait_for_worker_s = 120;
 
 class QueueEvaluator final : public evaluator::Evaluator {
@@ -95,7 +113,7 @@ class QueueEvaluator final : public evaluator::Evaluator {
   QueueEvaluator(config::EvaluatorConfig cfg, std::unique_ptr<store::WorkQueue> queue,
                  std::unique_ptr<store::WorkQueue> listener, std::string campaign_id)
       : m_cfg(std::move(cfg)),
-        m_version(queue_version_for(m_cfg)),
+        m_base_version(queue_version_for(m_cfg)),
         m_queue(std::move(queue)),
         m_listener(std::move(listener)),
         m_campaign_id(std::move(campaign_id)) {
@@ -105,6 +123,9 @@ class QueueEvaluator final : public evaluator::Evaluator {
       m_plain_version = mock->version();
       m_mock_description = mock->device_description();
       mock->shutdown();
+      // No device to pin: the mock's timings are no device's.
+      m_version = m_base_version;
+      m_device = store::CampaignDevice{m_campaign_id, "", m_mock_description, 0};
     } else {
       m_plain_version = std::string(evaluator::schema::k_evaluator_version);
     }
@@ -131,7 +152,6 @@ class QueueEvaluator final : public evaluator::Evaluator {
       Pending p;
       p.row.request_id = id;
       p.row.campaign_id = m_campaign_id;
-      p.row.evaluator_version = m_version;
       p.row.request_json = encode_request(request);
       p.row.enqueued_at = now_unix();
       p.done.push_back(std::move(done));
@@ -146,27 +166,8 @@ class QueueEvaluator final : public evaluator::Evaluator {
 
   std::string device_description() const override {
     if (!m_mock_description.empty()) return m_mock_description;
-    // The first worker that runs this campaign's evaluator tells.
-    const double deadline = now_unix() + k_wait_for_worker_s;
-    bool told = false;
-    for (;;) {
-      auto workers = m_queue->list_workers();
-      if (workers) {
-        for (const auto& w : *workers) {
-          if (w.evaluator_version == m_version && !w.device_description.empty())
-            return w.device_description;
-        }
-      }
-      if (now_unix() >= deadline) break;
-      if (!std::exchange(told, true)) {
-        KLOG_INFO("[queue] waiting up to {:.0f} s for a worker of '{}' to describe its device",
-                  k_wait_for_worker_s, m_version);
-      }
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
-    KLOG_WARN("[queue] no worker of '{}' registered; the prompt names the device generically",
-              m_version);
-    return fmt::format("{} evaluator on remote korch workers", enum_name(m_cfg.mode));
+    auto pinned = resolve();
+    return pinned ? pinned->device_description : std::string();
   }
 
   void shutdown() override {
@@ -195,6 +196,60 @@ class QueueEvaluator final : public evaluator::Evaluator {
     bool sent = false;
   };
 
+  // The campaign's device, pinned at its first start (store::CampaignDevice):
+  // read back on a resume; else taken from the first worker of its evaluator
+  // that registered, and pinned. Sets m_version. nullopt only when stopping.
+  std::optional<store::CampaignDevice> resolve() const {
+    std::lock_guard resolving(m_resolve_mutex);
+    if (m_device) return m_device;
+    const bool gpu = m_cfg.mode == config::EvalMode::gpu;
+    double next_note = now_unix() + k_wait_for_worker_s;
+    bool told = false;
+    for (;;) {
+      {
+        std::lock_guard lock(m_mutex);
+        if (m_stopping) return std::nullopt;
+      }
+      std::optional<store::CampaignDevice> proposed;
+      if (auto pinned = m_queue->pinned_device(m_campaign_id); pinned && *pinned) {
+        proposed = **pinned;
+      } else if (auto workers = m_queue->list_workers(); workers) {
+        for (const auto& w : *workers) {
+          auto model = device_model_of(w.evaluator_version, m_base_version);
+          if (!model || w.device_description.empty() || (gpu && model->empty())) continue;
+          proposed = store::CampaignDevice{m_campaign_id, *model, w.device_description, now_unix()};
+          break;
+        }
+      }
+      if (!proposed && !gpu && told && now_unix() >= next_note) {
+        KLOG_WARN("[queue] no worker of '{}' registered; the prompt names the device generically",
+                  m_base_version);
+        proposed = store::CampaignDevice{
+            m_campaign_id, "",
+            fmt::format("{} evaluator on remote korch workers", enum_name(m_cfg.mode)), now_unix()};
+      }
+      if (proposed) {
+        auto stored = m_queue->pin_device(*proposed);
+        if (stored) {
+          m_device = *stored;
+          std::lock_guard lock(m_mutex);
+          m_version = queue_version(m_cfg, m_plain_version, m_device->device_model);
+          KLOG_INFO("[queue] campaign '{}' evaluates as '{}'", m_campaign_id, m_version);
+          return m_device;
+        }
+      }
+      const bool again = gpu && told && now_unix() >= next_note;
+      if (!std::exchange(told, true) || again) {
+        if (again) next_note = now_unix() + k_wait_for_worker_s;
+        KLOG_INFO(
+            "[queue] waiting for a worker of '{}' to describe its device{} (the first one is "
+            "pinned to the campaign)",
+            m_base_version, gpu ? " and GPU model" : "");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+  }
+
   static evaluator::Report interrupted(const std::string& id) {
     evaluator::Report r;
     r.request_id = id;
@@ -209,6 +264,13 @@ class QueueEvaluator final : public evaluator::Evaluator {
   void waiter() {
     pthread_setname_np(pthread_self(), "korch-queue");
     bool warned = false;
+    // Rows carry the version with the pinned device (mock mode: known already).
+    if (!resolve()) return;
+    std::string version;
+    {
+      std::lock_guard lock(m_mutex);
+      version = m_version;
+    }
     while (true) {
       std::vector<store::QueueRow> to_send;
       std::vector<std::string> ids;
@@ -217,7 +279,9 @@ class QueueEvaluator final : public evaluator::Evaluator {
         if (m_stopping) return;
         if (m_unsent) {
           for (auto& [id, p] : m_pending) {
-            if (!p.sent) to_send.push_back(p.row);
+            if (p.sent) continue;
+            p.row.evaluator_version = version;
+            to_send.push_back(p.row);
           }
           m_unsent = false;
         }
@@ -244,7 +308,7 @@ class QueueEvaluator final : public evaluator::Evaluator {
         if (failed) m_unsent = true;
       }
       if (!ids.empty()) {
-        auto results = m_queue->results(ids);
+        auto results = m_queue->results(ids, version);
         if (!results) {
           if (!std::exchange(warned, true))
             KLOG_WARN("[queue] reading results failed, retrying: {}", results.error().message);
@@ -303,14 +367,17 @@ class QueueEvaluator final : public evaluator::Evaluator {
   static constexpr double k_wait_slice_s = 0.05;
 
   config::EvaluatorConfig m_cfg;
-  std::string m_version;  // the queue version (queue_version_for)
+  std::string m_base_version;     // queue_version_for: without the device
+  mutable std::string m_version;  // the rows' version: with the pinned device (m_mutex)
+  mutable std::mutex m_resolve_mutex;
+  mutable std::optional<store::CampaignDevice> m_device;  // once pinned (m_resolve_mutex)
   std::string m_plain_version;
   std::string m_mock_description;  // mock mode only
   std::unique_ptr<store::WorkQueue> m_queue;
   std::unique_ptr<store::WorkQueue> m_listener;
   std::string m_campaign_id;
 
-  std::mutex m_mutex;
+  mutable std::mutex m_mutex;
   std::condition_variable m_cv;
   std::map<std::string, Pending> m_pending;
   bool m_unsent = false;
@@ -329,8 +396,9 @@ Result<std::unique_ptr<evaluator::Evaluator>> make_queue_evaluator(
   }
   auto listener = store::WorkQueue::open(store_url);
   if (!listener) return std::unexpected(listener.error());
-  KLOG_INFO("[queue] evaluations go to korch workers through {} as '{}'",
-            store::redact_url(store_url), queue_version_for(cfg));
+  KLOG_INFO("[queue] evaluations go to korch workers through {} as '{}'{}",
+            store::redact_url(store_url), queue_version_for(cfg),
+            cfg.mode == config::EvalMode::gpu ? " and the GPU model pinned to the campaign" : "");
   return std::unique_ptr<evaluator::Evaluator>(
       std::make_unique<QueueEvaluator>(cfg, std::move(*queue), std::move(*listener), campaign_id));
 }

@@ -9,6 +9,7 @@
 // enqueues the same request ids again, and a row already done delivers its
 // stored result.
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,9 +23,19 @@ namespace korch::daemon {
 // mode and version and every setting a verdict rests on, readable, e.g.
 // "cpu 1.4 tolerance=strict torch_ops=allow timeout_s=300 memory_budget_mb=4096".
 // `version` is the evaluator's version() (queue_version_for computes it
-// without starting one).
-std::string queue_version(const config::EvaluatorConfig& cfg, std::string_view version);
+// without starting one). `device_model` (in gpu mode the name the GPU
+// reports, "NVIDIA H100 80GB HBM3"; korch worker reads it off its evaluator's
+// device description) ends it as " device=<model>" when not empty: timings of
+// an H100 and an A100 are not one campaign's, so their workers never share a
+// queue. A remote gpu campaign takes the model of the first worker that
+// registered and pins it (store::CampaignDevice).
+std::string queue_version(const config::EvaluatorConfig& cfg, std::string_view version,
+                          std::string_view device_model = {});
 std::string queue_version_for(const config::EvaluatorConfig& cfg);
+
+// The device model a queue version names ("" when none): the inverse of
+// queue_version's `device_model` for a version of `base` (queue_version_for).
+std::optional<std::string> device_model_of(std::string_view version, std::string_view base);
 
 // The request as the queue row's request_json carries it, and back.
 std::string encode_request(const evaluator::Request& request);

@@ -13,6 +13,13 @@ namespace {
 
 using nlohmann::json;
 
+// The fields every record of an episode starts with (attempt and episode
+// records alike).
+json identity(const char* type, const std::string& campaign_id, const store::EpisodeSummary& ep) {
+  return {{"type", type},          {"campaign_id", campaign_id}, {"episode_id", ep.id},
+          {"task_id", ep.task_id}, {"model_id", ep.model_id},    {"sample", ep.sample_index}};
+}
+
 const std::vector<std::string> k_attempt_columns = {"type",
                                                     "campaign_id",
                                                     "episode_id",
@@ -148,13 +155,7 @@ Result<void> write_export(store::Store& store, const std::string& campaign_id, E
     auto& ts = turns_by_ep[ep.id];
     std::sort(ts.begin(), ts.end(), [](auto* a, auto* b) { return a->turn < b->turn; });
     for (auto* t : ts) {
-      json rec;
-      rec["type"] = "attempt";
-      rec["campaign_id"] = campaign_id;
-      rec["episode_id"] = ep.id;
-      rec["task_id"] = ep.task_id;
-      rec["model_id"] = ep.model_id;
-      rec["sample"] = ep.sample_index;
+      json rec = identity("attempt", campaign_id, ep);
       rec["turn"] = t->turn;
       rec["turn_model"] = t->model_id;
       rec["action"] = t->action;
@@ -186,13 +187,7 @@ Result<void> write_export(store::Store& store, const std::string& campaign_id, E
       rec["code"] = t->code;
       emit(rec);
     }
-    json rec;
-    rec["type"] = "episode";
-    rec["campaign_id"] = campaign_id;
-    rec["episode_id"] = ep.id;
-    rec["task_id"] = ep.task_id;
-    rec["model_id"] = ep.model_id;
-    rec["sample"] = ep.sample_index;
+    json rec = identity("episode", campaign_id, ep);
     auto fin = final_by_ep.find(ep.id);
     rec["final_reason"] = fin != final_by_ep.end()
                               ? json(std::string(store::to_string(fin->second->reason)))

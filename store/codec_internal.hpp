@@ -231,12 +231,19 @@ inline constexpr auto k_workers = table(
     column("started_at", &WorkerRow::started_at),
     column("heartbeat_at", &WorkerRow::heartbeat_at),
     column("evaluations_done", &WorkerRow::evaluations_done));
+
+inline constexpr auto k_campaign_devices = table(
+    "campaign_devices",
+    column("campaign_id", &CampaignDevice::campaign_id),
+    column("device_model", &CampaignDevice::device_model),
+    column("device_description", &CampaignDevice::device_description),
+    column("pinned_at", &CampaignDevice::pinned_at));
 // clang-format on
 
 // Every codec, for checks that walk all tables (tests).
 inline constexpr auto k_all_codecs = std::make_tuple(
     k_campaigns, k_tasks, k_episodes, k_episode_prompts, k_messages, k_turns, k_llm_calls,
-    k_evaluations, k_events, k_finals, k_leases, k_eval_queue, k_workers);
+    k_evaluations, k_events, k_finals, k_leases, k_eval_queue, k_workers, k_campaign_devices);
 
 // --- derived: column lists ---------------------------------------------------
 

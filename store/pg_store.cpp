@@ -602,6 +602,19 @@ Result<std::unique_ptr<Store>> open_postgres(const Options& options, const std::
   if (options.max_batches_per_txn < 1)
     return fail(ErrorKind::invalid, name + ": max_batches_per_txn must be at least 1");
   bool synchronous_commit = sync == "FULL" || sync == "EXTRA";
+  // A URL libpq cannot parse is bad input (exit 2), not an unreachable server
+  // (unavailable): say so before connecting. libpq quotes the offending
+  // token, which may be the password: only its words before the quote are kept.
+  char* parse_error = nullptr;
+  if (PQconninfoOption* parsed = PQconninfoParse(url.c_str(), &parse_error)) {
+    PQconninfoFree(parsed);
+  } else {
+    std::string why = parse_error != nullptr ? parse_error : "out of memory";
+    if (parse_error != nullptr) PQfreemem(parse_error);
+    if (auto quote = why.find(": \""); quote != std::string::npos) why.resize(quote);
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    return fail(ErrorKind::invalid, name + ": not a valid PostgreSQL URL: " + why);
+  }
   try {
     if (options.read_only) {
       PgConn db(url, true, true);

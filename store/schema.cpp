@@ -213,11 +213,53 @@ CREATE TABLE workers (
 );
 )sql";
 
+// Version 5: eval_queue is keyed on (request_id, evaluator_version). A
+// request id is the digest of the candidate, not of the evaluator: keyed on
+// it alone, a coordinator whose evaluator version changed (an upgrade, a
+// setting a verdict rests on) was handed the old version's result, and a row
+// queued under a version no worker runs any more kept the new request from
+// being queued at all (korch serve answered 504). SQLite cannot change a
+// primary key in place: the table is copied.
+// campaign_devices: the device a remote campaign's evaluations run on,
+// pinned at its first start (store/work_queue.hpp, CampaignDevice): its
+// system prompt's device text and, in gpu mode, the GPU model its queue
+// version names, so that a resumed campaign says and measures the same.
+constexpr std::string_view k_migration_5 = R"sql(
+CREATE TABLE eval_queue_v5 (
+  request_id         TEXT NOT NULL,
+  campaign_id        TEXT NOT NULL,
+  evaluator_version  TEXT NOT NULL,
+  request_json       TEXT NOT NULL,
+  state              TEXT NOT NULL CHECK (state IN ('queued', 'claimed', 'done')),
+  worker_id          TEXT NOT NULL,
+  lease_token        INTEGER NOT NULL,
+  claims             INTEGER NOT NULL,
+  lease_expires_at   REAL NOT NULL,
+  result_json        TEXT NOT NULL,
+  enqueued_at        REAL NOT NULL,
+  claimed_at         REAL NOT NULL,
+  finished_at        REAL NOT NULL,
+  PRIMARY KEY (request_id, evaluator_version)
+);
+INSERT INTO eval_queue_v5 SELECT request_id, campaign_id, evaluator_version, request_json, state,
+  worker_id, lease_token, claims, lease_expires_at, result_json, enqueued_at, claimed_at,
+  finished_at FROM eval_queue;
+DROP TABLE eval_queue;
+ALTER TABLE eval_queue_v5 RENAME TO eval_queue;
+CREATE INDEX eval_queue_ready ON eval_queue (evaluator_version, state, enqueued_at);
+CREATE INDEX eval_queue_by_campaign ON eval_queue (campaign_id, state);
+
+CREATE TABLE campaign_devices (
+  campaign_id         TEXT PRIMARY KEY,
+  device_model        TEXT NOT NULL,
+  device_description  TEXT NOT NULL,
+  pinned_at           REAL NOT NULL
+);
+)sql";
+
 constexpr Migration k_migrations[] = {
-    {1, k_migration_1},
-    {2, k_migration_2},
-    {3, k_migration_3},
-    {4, k_migration_4},
+    {1, k_migration_1}, {2, k_migration_2}, {3, k_migration_3},
+    {4, k_migration_4}, {5, k_migration_5},
 };
 
 static_assert(sizeof(k_migrations) / sizeof(k_migrations[0]) == k_schema_version,
@@ -419,11 +461,23 @@ CREATE TABLE workers (
 );
 )sql";
 
+// Version 5 (see k_migration_5): the queue's key is (request_id, evaluator_version);
+// campaign_devices.
+constexpr std::string_view k_pg_migration_5 = R"sql(
+ALTER TABLE eval_queue DROP CONSTRAINT eval_queue_pkey;
+ALTER TABLE eval_queue ADD PRIMARY KEY (request_id, evaluator_version);
+
+CREATE TABLE campaign_devices (
+  campaign_id         TEXT PRIMARY KEY,
+  device_model        TEXT NOT NULL,
+  device_description  TEXT NOT NULL,
+  pinned_at           DOUBLE PRECISION NOT NULL
+);
+)sql";
+
 constexpr Migration k_pg_migrations[] = {
-    {1, k_pg_migration_1},
-    {2, k_pg_migration_2},
-    {3, k_pg_migration_3},
-    {4, k_pg_migration_4},
+    {1, k_pg_migration_1}, {2, k_pg_migration_2}, {3, k_pg_migration_3},
+    {4, k_pg_migration_4}, {5, k_pg_migration_5},
 };
 
 static_assert(sizeof(k_pg_migrations) / sizeof(k_pg_migrations[0]) == k_schema_version,

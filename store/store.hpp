@@ -61,7 +61,7 @@ namespace korch::store {
 
 // Newest schema version this binary understands. A database with a larger
 // recorded version is refused by open().
-inline constexpr int k_schema_version = 4;
+inline constexpr int k_schema_version = 5;
 
 // Which engine holds a store.
 enum class Backend { sqlite, postgres };

@@ -7,7 +7,11 @@
 // in-process and open() refuses it.)
 //
 // The rules (what the tests in tests/store/test_work_queue.cpp show):
-//  - enqueue inserts a row in state `queued` unless its request id is there
+//  - a row is keyed on (request id, evaluator version): a request id is the
+//    candidate's digest, so the same candidate evaluated under another
+//    evaluator version is another row, and a coordinator never gets the
+//    result of a version it does not run.
+//  - enqueue inserts a row in state `queued` unless its key is there
 //    already (a coordinator that resumes enqueues the same ids again; a row
 //    that is `done` then delivers its stored result).
 //  - claim takes the oldest row that is `queued`, or `claimed` with an
@@ -29,8 +33,11 @@
 // clocks differ agree on expiry.
 //
 // Threading: a WorkQueue holds one connection for statements and one for
-// LISTEN; every method is thread-safe (a mutex per connection), but wait()
-// blocks its connection, so give each waiting thread its own WorkQueue.
+// LISTEN (opened at the first wait()); every method is thread-safe (a mutex
+// per connection). wait() blocks only the LISTEN connection, and the
+// notifications it consumes are gone for every other waiter: let one thread
+// wait and wake the others (korch worker's slots share one WorkQueue, so a
+// worker process holds two connections whatever its slots).
 // A connection the server dropped (a restart) is reopened once per call.
 #include <cstdint>
 #include <memory>
@@ -85,9 +92,25 @@ struct WorkerRow {
   friend bool operator==(const WorkerRow&, const WorkerRow&) = default;
 };
 
+// The device a remote campaign's evaluations run on (table
+// campaign_devices), pinned at the campaign's first start: the first worker
+// of its evaluator that registered tells it (the coordinator's host may have
+// no such device). A resumed campaign reads it back instead of asking the
+// workers again, so its system prompt and queue version stay what they were.
+struct CampaignDevice {
+  std::string campaign_id;         // "" for korch serve's evaluator
+  std::string device_model;        // gpu mode: the GPU's name, in the queue version; else ""
+  std::string device_description;  // what the system prompt says about the device
+  double pinned_at = 0;
+
+  friend bool operator==(const CampaignDevice&, const CampaignDevice&) = default;
+};
+
 // A claimed evaluation: what the worker runs and the token its result must carry.
+// (request_id, evaluator_version, lease_token) names the lease.
 struct Claim {
   std::string request_id;
+  std::string evaluator_version;
   std::string campaign_id;
   std::string request_json;
   std::int64_t lease_token = 0;
@@ -123,12 +146,19 @@ class WorkQueue {
   virtual ~WorkQueue() = default;
 
   // --- coordinator -----------------------------------------------------------
-  // Inserts `row` (state queued) unless its request id exists; true when
-  // inserted. Notifies korch_eval_queued.
+  // Inserts `row` (state queued) unless its (request id, evaluator version)
+  // exists; true when inserted. Notifies korch_eval_queued.
   virtual Result<bool> enqueue(const QueueRow& row) = 0;
-  // The rows among `request_ids` that are done: (request id, result json).
+  // The rows of `evaluator_version` among `request_ids` that are done:
+  // (request id, result json). Another version's result is never returned.
   virtual Result<std::vector<std::pair<std::string, std::string>>> results(
-      const std::vector<std::string>& request_ids) = 0;
+      const std::vector<std::string>& request_ids, const std::string& evaluator_version) = 0;
+
+  // Pins `device` for its campaign unless one is pinned already; returns the
+  // pinned one (the first pin wins, also between two coordinators).
+  virtual Result<CampaignDevice> pin_device(const CampaignDevice& device) = 0;
+  // The campaign's pinned device, if any.
+  virtual Result<std::optional<CampaignDevice>> pinned_device(const std::string& campaign_id) = 0;
 
   // --- worker ----------------------------------------------------------------
   // Claims one evaluation for `worker_id` with a lease of `lease_s` seconds,
@@ -137,15 +167,14 @@ class WorkQueue {
                                              const std::string& evaluator_version,
                                              double lease_s) = 0;
   // Extends the lease; false when it is no longer this token's.
-  virtual Result<bool> heartbeat(const std::string& request_id, std::int64_t lease_token,
-                                 double lease_s) = 0;
+  virtual Result<bool> heartbeat(const Claim& claim, double lease_s) = 0;
   // Writes the result and ends the lease in one transaction (also counting
   // it in the worker's row); false when refused (the lease was re-claimed or
   // the row is done).
-  virtual Result<bool> complete(const std::string& request_id, std::int64_t lease_token,
-                                const std::string& worker_id, const std::string& result_json) = 0;
+  virtual Result<bool> complete(const Claim& claim, const std::string& worker_id,
+                                const std::string& result_json) = 0;
   // Hands the row back (queued); false when the lease was no longer ours.
-  virtual Result<bool> release(const std::string& request_id, std::int64_t lease_token) = 0;
+  virtual Result<bool> release(const Claim& claim) = 0;
   // Queued rows of other evaluator versions than `evaluator_version`.
   virtual Result<std::vector<ForeignWork>> foreign_work(const std::string& evaluator_version) = 0;
 

@@ -91,8 +91,8 @@ class PgWorkQueue final : public WorkQueue {
 
   Result<bool> enqueue(const QueueRow& row) override {
     return m_db.run<bool>([&](PgConn& db) {
-      static const std::string sql =
-          sql_now(detail::insert_sql(detail::k_eval_queue, "ON CONFLICT (request_id) DO NOTHING"));
+      static const std::string sql = sql_now(detail::insert_sql(
+          detail::k_eval_queue, "ON CONFLICT (request_id, evaluator_version) DO NOTHING"));
       PgTxn txn(db, PgTxn::Kind::write);
       QueueRow r = row;
       r.state = "queued";
@@ -112,7 +112,7 @@ class PgWorkQueue final : public WorkQueue {
   }
 
   Result<std::vector<std::pair<std::string, std::string>>> results(
-      const std::vector<std::string>& request_ids) override {
+      const std::vector<std::string>& request_ids, const std::string& evaluator_version) override {
     using Out = std::vector<std::pair<std::string, std::string>>;
     if (request_ids.empty()) return Out{};
     // The ids travel as one text[] literal: {"id1","id2"} with " and \ escaped.
@@ -130,12 +130,30 @@ class PgWorkQueue final : public WorkQueue {
     return m_db.run<Out>([&](PgConn& db) {
       auto& q = db.stmt(
           "SELECT request_id, result_json FROM eval_queue WHERE request_id = ANY(?1::text[]) AND "
-          "state = 'done'");
-      q.bind(array);
+          "evaluator_version = ?2 AND state = 'done'");
+      q.bind(array, evaluator_version);
       Out out;
       while (q.step()) out.emplace_back(q.text(0), q.text(1));
       return out;
     });
+  }
+
+  Result<CampaignDevice> pin_device(const CampaignDevice& device) override {
+    return m_db.run<CampaignDevice>([&](PgConn& db) {
+      static const std::string sql =
+          detail::insert_sql(detail::k_campaign_devices, "ON CONFLICT (campaign_id) DO NOTHING");
+      PgTxn txn(db, PgTxn::Kind::write);
+      detail::bind_row(db.stmt(sql), detail::k_campaign_devices, device).run();
+      auto stored = read_device(db, device.campaign_id);
+      txn.commit();
+      if (!stored) throw std::runtime_error("campaign_devices: the pinned row vanished");
+      return *stored;
+    });
+  }
+
+  Result<std::optional<CampaignDevice>> pinned_device(const std::string& campaign_id) override {
+    return m_db.run<std::optional<CampaignDevice>>(
+        [&](PgConn& db) { return read_device(db, campaign_id); });
   }
 
   Result<std::optional<Claim>> claim(const std::string& worker_id,
@@ -145,56 +163,63 @@ class PgWorkQueue final : public WorkQueue {
       static const std::string sql = sql_now(
           "UPDATE eval_queue SET state = 'claimed', worker_id = ?1, lease_token = lease_token + 1, "
           "claims = claims + 1, claimed_at = NOW_S, lease_expires_at = NOW_S + ?3 "
-          "WHERE request_id = (SELECT request_id FROM eval_queue WHERE evaluator_version = ?2 AND "
+          "WHERE evaluator_version = ?2 AND request_id = (SELECT request_id FROM eval_queue "
+          "WHERE evaluator_version = ?2 AND "
           "(state = 'queued' OR (state = 'claimed' AND lease_expires_at <= NOW_S)) "
           "ORDER BY enqueued_at, request_id LIMIT 1 FOR UPDATE SKIP LOCKED) "
-          "RETURNING request_id, campaign_id, request_json, lease_token, claims");
+          "RETURNING request_id, evaluator_version, campaign_id, request_json, lease_token, "
+          "claims");
       // One statement, its own transaction (autocommit): one round trip.
       auto& q = db.stmt(sql);
       q.bind(worker_id, evaluator_version, lease_s);
       std::optional<Claim> out;
-      if (q.step()) out = Claim{q.text(0), q.text(1), q.text(2), q.i64(3), q.i64(4)};
+      if (q.step()) out = Claim{q.text(0), q.text(1), q.text(2), q.text(3), q.i64(4), q.i64(5)};
       q.run();
       return out;
     });
   }
 
-  Result<bool> heartbeat(const std::string& request_id, std::int64_t lease_token,
-                         double lease_s) override {
+  Result<bool> heartbeat(const Claim& claim, double lease_s) override {
     return m_db.run<bool>([&](PgConn& db) {
       static const std::string sql = sql_now(
           "UPDATE eval_queue SET lease_expires_at = NOW_S + ?3 WHERE request_id = ?1 AND "
-          "lease_token = ?2 AND state = 'claimed'");
-      db.stmt(sql).bind(request_id, lease_token, lease_s).run();
+          "lease_token = ?2 AND state = 'claimed' AND evaluator_version = ?4");
+      db.stmt(sql)
+          .bind(claim.request_id, claim.lease_token, lease_s, claim.evaluator_version)
+          .run();
       return db.changes() == 1;
     });
   }
 
-  Result<bool> complete(const std::string& request_id, std::int64_t lease_token,
-                        const std::string& worker_id, const std::string& result_json) override {
+  Result<bool> complete(const Claim& claim, const std::string& worker_id,
+                        const std::string& result_json) override {
     return m_db.run<bool>([&](PgConn& db) {
       static const std::string end = sql_now(
           "UPDATE eval_queue SET state = 'done', result_json = ?3, finished_at = NOW_S, "
-          "lease_expires_at = 0 WHERE request_id = ?1 AND lease_token = ?2 AND state = 'claimed'");
+          "lease_expires_at = 0 WHERE request_id = ?1 AND lease_token = ?2 AND state = 'claimed' "
+          "AND evaluator_version = ?4");
       PgTxn txn(db, PgTxn::Kind::write);
-      db.stmt(end).bind(request_id, lease_token, result_json).run();
+      db.stmt(end)
+          .bind(claim.request_id, claim.lease_token, result_json, claim.evaluator_version)
+          .run();
       if (db.changes() != 1) return false;  // the transaction rolls back
       db.stmt("UPDATE workers SET evaluations_done = evaluations_done + 1 WHERE id = ?1")
           .bind(worker_id)
           .run();
-      db.stmt("SELECT pg_notify(?1, ?2)").bind(std::string(k_channel_done), request_id).run();
+      db.stmt("SELECT pg_notify(?1, ?2)").bind(std::string(k_channel_done), claim.request_id).run();
       txn.commit();
       return true;
     });
   }
 
-  Result<bool> release(const std::string& request_id, std::int64_t lease_token) override {
+  Result<bool> release(const Claim& claim) override {
     return m_db.run<bool>([&](PgConn& db) {
       PgTxn txn(db, PgTxn::Kind::write);
       db.stmt(
             "UPDATE eval_queue SET state = 'queued', lease_expires_at = 0, claims = claims - 1 "
-            "WHERE request_id = ?1 AND lease_token = ?2 AND state = 'claimed'")
-          .bind(request_id, lease_token)
+            "WHERE request_id = ?1 AND lease_token = ?2 AND state = 'claimed' AND "
+            "evaluator_version = ?3")
+          .bind(claim.request_id, claim.lease_token, claim.evaluator_version)
           .run();
       if (db.changes() != 1) return false;
       db.exec(std::string("NOTIFY ") + k_channel_queued, "notifying");
@@ -293,6 +318,16 @@ class PgWorkQueue final : public WorkQueue {
   }
 
  private:
+  static std::optional<CampaignDevice> read_device(PgConn& db, const std::string& campaign_id) {
+    static const std::string sql = "SELECT " + detail::column_list(detail::k_campaign_devices) +
+                                   " FROM campaign_devices WHERE campaign_id = ?1";
+    auto& q = db.stmt(sql);
+    q.bind(campaign_id);
+    std::optional<CampaignDevice> out;
+    while (q.step()) out = detail::read_row(detail::k_campaign_devices, q);
+    return out;
+  }
+
   Connection m_db;
   Connection m_listen;
 };

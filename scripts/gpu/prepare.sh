@@ -14,6 +14,17 @@ PKGS=(
   libtomlplusplus-dev libtomlplusplus3
   libseccomp-dev libbrotli-dev
   prometheus-cpp-dev libprometheus-cpp-core1.0
+  # PostgreSQL 15 for `suite.sh worker` (a server, libpq for the PostgreSQL
+  # store) and the libraries its binaries link that a bare machine may lack.
+  # Not carried: libc6, libstdc++6, libgcc-s1, zlib1g (every machine has
+  # them; the unpacked copies would shadow the host's) and libllvm14 (only
+  # the JIT provider loads it; without it the server runs without JIT).
+  postgresql-15 postgresql-client-15 postgresql-common postgresql-client-common
+  libpq5 libpq-dev
+  libicu72 libxml2 libxslt1.1 liblz4-1 libzstd1 libreadline8 libssl3 libuuid1
+  libldap-2.5-0 libsasl2-2 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0
+  libkeyutils1 libcom-err2 libpam0g libsystemd0 libselinux1 libpcre2-8-0 libcap2
+  libgcrypt20 libgpg-error0
 )
 mkdir -p .gpu-deps/debs
 cd .gpu-deps/debs

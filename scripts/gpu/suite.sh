@@ -30,6 +30,10 @@
 #   scripts/gpu/suite.sh concurrent [N] [FILTER]  N korch eval processes of the GPU corpus at once (one
 #                                    entry at a time each) next to one sequential run: same verdicts;
 #                                    the host-wide GPU lease serialises their measurements
+#   scripts/gpu/suite.sh worker      the evaluation queue on the GPU: a PostgreSQL 15 server (carried by
+#                                    prepare.sh), `korch worker --evaluator gpu` and a `korch run`
+#                                    coordinator with evaluator.remote = true over the GPU campaign;
+#                                    verdicts compared with the same campaign in in-process gpu mode
 # KORCH_GPUS selects the GPUs of bench/throughput/fidelity/validate (default: all).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -330,6 +334,62 @@ PYEOF
     timeout 900 "$PY" scripts/gpu/run_corpus.py --korch "$B/bin/korch" \
       --manifest tests/evaluator/corpus/gpu/manifest_large.json --kernelbench .gpu-deps/kernelbench \
       --cache-dir "$KORCH_CACHE_DIR" --out "$OUT/corpus_large.json" --jobs 1 2>&1
+    ;;
+  worker)
+    # docs/cluster.md. The server binaries: this machine's postgresql-15, else
+    # the ones prepare.sh carried (unpacked by build.sh into .gpu-deps/root).
+    ROOT=$(pwd)/.gpu-deps/root
+    if [[ ! -x /usr/lib/postgresql/15/bin/postgres && -x $ROOT/usr/lib/postgresql/15/bin/postgres ]]; then
+      export KORCH_PG_BIN=$ROOT/usr/lib/postgresql/15/bin
+      export LD_LIBRARY_PATH=$ROOT/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      export PATH=$ROOT/usr/lib/postgresql/15/bin:$PATH
+    fi
+    grep -q '^KORCH_WITH_POSTGRES:BOOL=ON' "$B/CMakeCache.txt" ||
+      { echo "worker: $B was built without PostgreSQL (libpq-dev missing: run prepare.sh, build.sh)"; exit 1; }
+    W=$(mktemp -d /var/tmp/korch-worker.XXXX)
+    URL=$(scripts/pg-test-server.sh start "$W/pg" $$) || { echo "worker: no PostgreSQL server"; exit 1; }
+    echo "worker: PostgreSQL at $URL"
+    start_replay "examples/gpu/replay.json" "$W"
+    SETS=(--set "models.replay.base_url=http://127.0.0.1:$PORT/v1"
+          --set "tasks.kernelbench_dir=$(pwd)/.gpu-deps/kernelbench" --set "evaluator.cache_dir=$W/cache")
+    [[ -n ${KORCH_CAMPAIGN_IDS:-} ]] && SETS+=(--set "tasks.ids=$KORCH_CAMPAIGN_IDS")
+    # 1. In-process gpu mode on SQLite: the reference.
+    timeout "${KORCH_CAMPAIGN_TIMEOUT:-1500}" "$B/bin/korch" run examples/gpu/campaign.toml "${SETS[@]}"       --set "db_path=$W/inprocess.db" > "$OUT/worker_inprocess.log" 2>&1
+    echo "korch run (in-process gpu) rc=$?"
+    # 2. The same campaign through the queue: one worker on every GPU here
+    # (its own compile cache), the coordinator on the same PostgreSQL.
+    "$B/bin/korch" worker --config examples/gpu/campaign.toml "${SETS[@]}" --store "$URL"       --evaluator gpu --gpus "${KORCH_GPUS:-all}" --cache-dir "$W/worker-cache" --id gpu-worker       > "$OUT/worker_worker.log" 2>&1 &
+    WPID=$!
+    timeout "${KORCH_CAMPAIGN_TIMEOUT:-1500}" "$B/bin/korch" run examples/gpu/campaign.toml "${SETS[@]}"       --set "store.url=$URL" --set evaluator.remote=true > "$OUT/worker_remote.log" 2>&1
+    echo "korch run (coordinator, evaluator.remote) rc=$?"
+    "$B/bin/korch" status --db "$URL" 2>&1 | tail -8
+    kill -TERM $WPID; wait $WPID; echo "korch worker rc=$? (0: drained)"
+    kill $FAKE
+    "$B/bin/korch" export --db "$W/inprocess.db" --format jsonl --out "$OUT/worker_inprocess.jsonl"
+    "$B/bin/korch" export --db "$URL" --format jsonl --out "$OUT/worker_remote.jsonl"
+    psql -X -tA "$URL" -c "SELECT count(*) || ' rows, ' || count(*) FILTER (WHERE state = 'done') || ' done, ' || count(*) FILTER (WHERE claims > 1) || ' re-claimed; version ' || min(evaluator_version) FROM eval_queue" 2>&1
+    # Same verdict (and correctness) per task, sample and turn; speedups are
+    # measurements: shown side by side, not compared.
+    "$PY" - "$OUT/worker_inprocess.jsonl" "$OUT/worker_remote.jsonl" <<'PYEOF'
+import json, sys
+def load(path):
+    out = {}
+    for line in open(path):
+        r = json.loads(line)
+        if r.get("type") == "attempt":
+            out[(r["task_id"], r["sample"], "t%s" % r["turn"])] = (r.get("eval_status"), r.get("check_correct"), None)
+        elif r.get("type") == "episode":
+            out[(r["task_id"], r["sample"], "final")] = (r.get("verdict"), r.get("correct"), r.get("speedup"))
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+same = sum(1 for k in a if k in b and a[k][:2] == b[k][:2])
+for k in sorted(set(a) | set(b)):
+    print("  %-28s in-process %-30s remote %s" % ("%s s%s %s" % k, a.get(k), b.get(k)))
+print("worker: %d of %d attempts and finals with the same verdict (remote has %d)" % (same, len(a), len(b)))
+sys.exit(0 if a and same == len(a) == len(b) else 1)
+PYEOF
+    echo "worker: comparison rc=$?"
+    scripts/pg-test-server.sh stop "$W/pg"
     ;;
   ctest)
     (cd "$B" && ctest --output-on-failure --timeout 900 -j 4 "${@:2}") 2>&1

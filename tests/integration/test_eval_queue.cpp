@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "daemon/queue_evaluator.hpp"
+#include "evaluator/evaluator.hpp"
+#include "store/work_queue.hpp"
 #include "tests/integration/campaign_fixture.hpp"
 #include "tests/integration/export_fixture.hpp"
 #include "tests/support/postgres_server.hpp"
@@ -235,6 +238,110 @@ TEST_F(EvalQueue, SigtermFinishesTheClaimedEvaluationAndTakesNoNewOne) {
   EXPECT_EQ(*crc, 130) << slurp(d + "/run.err");
 }
 
+// A drain that outlasts --drain-s hands the evaluation back: the row is
+// queued again (its claim not counted, its token kept, so the old lease can
+// no longer write), another worker runs it, and it is counted once.
+TEST_F(EvalQueue, DrainPastItsTimeHandsTheEvaluationBackToAnotherWorker) {
+  constexpr double k_latency_s = 30;  // the first worker never finishes on its own
+  const auto d = m_dir.path().string();
+  auto toml = d + "/queue.toml";
+  write_text(toml, campaign_toml("[store]\nurl = \"" + m_url + "\"", m_llm.base_url(), 1, 0, true));
+  auto coordinator =
+      Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/run.out", d + "/run.err");
+  auto slow = Process::start(
+      {KORCH_BIN, "worker", "--store", m_url, "--evaluator", "mock", "--mock-latency-s",
+       std::to_string(k_latency_s), "--lease-s", "600", "--drain-s", "0.5", "--id", "slow"},
+      d + "/slow.out", d + "/slow.err");
+  ASSERT_TRUE(wait_for_value(
+      "SELECT count(*) FROM eval_queue WHERE state = 'claimed' AND worker_id = 'slow'", "1"))
+      << slurp(d + "/slow.err");
+  const std::string id = psql("SELECT request_id FROM eval_queue WHERE worker_id = 'slow'");
+  const auto t0 = std::chrono::steady_clock::now();
+  slow.signal(SIGTERM);
+  auto rc = slow.wait_for(std::chrono::seconds(20));
+  ASSERT_TRUE(rc) << "the drain did not end at --drain-s";
+  EXPECT_EQ(*rc, 0) << slurp(d + "/slow.err");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_NE(slurp(d + "/slow.err").find("1 handed back"), std::string::npos)
+      << slurp(d + "/slow.err");
+  // Back in the queue at once (a 600 s lease would otherwise hold it), its
+  // claim not counted, its token kept.
+  EXPECT_EQ(psql("SELECT state || ' ' || claims || ' ' || lease_token FROM eval_queue WHERE "
+                 "request_id = '" +
+                 id + "'"),
+            "queued 0 1");
+  EXPECT_EQ(psql("SELECT state || ' ' || evaluations_done FROM workers WHERE id = 'slow'"),
+            "stopped 0");
+  auto fast = start_worker("fast", 0, 30);
+  auto crc = coordinator.wait_for(std::chrono::seconds(120));
+  ASSERT_TRUE(crc);
+  EXPECT_EQ(*crc, 0) << slurp(d + "/run.err");
+  EXPECT_EQ(psql("SELECT state || ' ' || worker_id || ' ' || claims || ' ' || lease_token FROM "
+                 "eval_queue WHERE request_id = '" +
+                 id + "'"),
+            "done fast 1 2");
+  const auto evaluations = psql("SELECT count(*) FROM evaluations");
+  EXPECT_EQ(psql("SELECT count(*) FROM eval_queue WHERE state = 'done'"), evaluations);
+  EXPECT_EQ(psql("SELECT SUM(evaluations_done) FROM workers"), evaluations) << "counted once";
+  EXPECT_EQ(psql("SELECT count(*) FROM evaluations WHERE verdict = 'worker_crash'"), "0");
+  fast.signal(SIGTERM);
+  ASSERT_TRUE(fast.wait_for(std::chrono::seconds(60)));
+}
+
+// A worker process holds two connections whatever its slots: one for
+// statements, shared by the slots, and one that LISTENs and wakes them
+// (docs/cluster.md sizes max_connections by it). It was 1 + 2 per slot.
+TEST_F(EvalQueue, WorkerProcessHoldsTwoConnectionsWhateverItsSlots) {
+  const auto d = m_dir.path().string();
+  auto worker = Process::start({KORCH_BIN, "worker", "--store", m_url, "--evaluator", "mock",
+                                "--slots", "4", "--lease-s", "2", "--id", "four"},
+                               d + "/four.out", d + "/four.err");
+  const std::string sql =
+      "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+      "application_name = 'korch'";
+  ASSERT_TRUE(wait_for_value("SELECT count(*) FROM workers WHERE id = 'four'", "1"))
+      << slurp(d + "/four.err");
+  ASSERT_TRUE(wait_for_value(sql, "2", std::chrono::seconds(30))) << psql(sql);
+  // Idle slots polling (every lease_s / 2) and heartbeats open nothing more.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_EQ(psql(sql), "2");
+  worker.signal(SIGTERM);
+  auto rc = worker.wait_for(std::chrono::seconds(60));
+  ASSERT_TRUE(rc);
+  EXPECT_EQ(*rc, 0) << slurp(d + "/four.err");
+}
+
+// Without --config, korch worker takes the same layers as korch run:
+// defaults < KORCH_* < --set (a KORCH_EVALUATOR_* variable changes the
+// version it serves), and its row names the real korch version.
+TEST_F(EvalQueue, WorkerWithoutConfigReadsTheEnvironmentAndSetFlags) {
+  const auto d = m_dir.path().string();
+  std::map<std::string, std::string> env = {{"KORCH_STORE_URL", m_url},
+                                            {"KORCH_EVALUATOR_TIMEOUT_S", "77"},
+                                            {"KORCH_EVALUATOR_TOLERANCE", "tf32"}};
+  auto worker =
+      Process::start({KORCH_BIN, "worker", "--id", "layered", "--set", "evaluator.timeout_s=88"},
+                     d + "/layered.out", d + "/layered.err", env);
+  ASSERT_TRUE(wait_for_value("SELECT count(*) FROM workers WHERE id = 'layered'", "1"))
+      << slurp(d + "/layered.err");
+  const auto version = psql("SELECT evaluator_version FROM workers WHERE id = 'layered'");
+  EXPECT_NE(version.find("tolerance=tf32"), std::string::npos) << version;
+  EXPECT_NE(version.find("timeout_s=88"), std::string::npos) << "--set wins over env: " << version;
+  EXPECT_EQ(psql("SELECT korch_version FROM workers WHERE id = 'layered'"), KORCH_VERSION_TEXT);
+  auto [vrc, vout] = run_capture({KORCH_BIN, "--version"}, d);
+  EXPECT_EQ(vrc, 0);
+  EXPECT_EQ(vout.rfind(std::string("korch ") + KORCH_VERSION_TEXT + " ", 0), 0u) << vout;
+  worker.signal(SIGTERM);
+  auto rc = worker.wait_for(std::chrono::seconds(60));
+  ASSERT_TRUE(rc);
+  EXPECT_EQ(*rc, 0) << slurp(d + "/layered.err");
+  // A bad value in the environment layer is reported as korch run reports it.
+  auto [brc, bout] = run_capture({KORCH_BIN, "worker", "--store", m_url}, d,
+                                 {{"KORCH_EVALUATOR_TIMEOUT_S", "soon"}});
+  EXPECT_EQ(brc, 2) << bout;
+  EXPECT_NE(bout.find("KORCH_EVALUATOR_TIMEOUT_S"), std::string::npos) << bout;
+}
+
 // A worker whose evaluator differs from the campaign's (here: another
 // timeout, a setting verdicts rest on) takes none of its work and says why,
 // in its log and in `korch status`.
@@ -274,12 +381,22 @@ TEST_F(EvalQueue, WorkerOfAnotherEvaluatorVersionRefusesAndSaysWhy) {
 TEST_F(EvalQueue, ServeSendsASubmittedCampaignsEvaluationsToTheWorkers) {
   const auto d = m_dir.path().string();
   write_text(d + "/token", "queue-test-token\n");
-  const int port = 20000 + static_cast<int>(::getpid() % 20000);
+  // Port 0: the kernel picks a free port, which serve prints ("LISTEN api <port>").
+  auto serve =
+      Process::start({KORCH_BIN, "serve", "--db", m_url, "--listen", "127.0.0.1:0", "--env-listen",
+                      "off", "--token-file", d + "/token", "--state-dir", d + "/serve-state"},
+                     d + "/serve.out", d + "/serve.err");
+  int port = 0;
+  for (int i = 0; i < 1500 && port == 0; ++i) {
+    auto text = slurp(d + "/serve.out");
+    if (auto pos = text.find("LISTEN api ");
+        pos != std::string::npos && text.find('\n', pos) != std::string::npos)
+      port = std::stoi(text.substr(pos + 11));
+    else if (serve.wait_for(std::chrono::milliseconds(20)))
+      break;
+  }
+  ASSERT_GT(port, 0) << slurp(d + "/serve.err");
   const std::string base = "http://127.0.0.1:" + std::to_string(port);
-  auto serve = Process::start(
-      {KORCH_BIN, "serve", "--db", m_url, "--listen", "127.0.0.1:" + std::to_string(port),
-       "--env-listen", "off", "--token-file", d + "/token", "--state-dir", d + "/serve-state"},
-      d + "/serve.out", d + "/serve.err");
   auto worker = start_worker("served", 0, 30);
   auto curl = [&](std::vector<std::string> extra) {
     std::vector<std::string> argv = {"curl", "-s", "-H", "Authorization: Bearer queue-test-token"};
@@ -350,6 +467,71 @@ TEST_F(EvalQueue, EvaluationClaimedPastTheCapIsAWorkerCrash) {
   EXPECT_EQ(psql("SELECT count(*) FROM evaluations WHERE verdict = 'worker_crash'"), "1");
   worker.signal(SIGTERM);
   ASSERT_TRUE(worker.wait_for(std::chrono::seconds(60)));
+}
+
+// A remote gpu campaign's queue version names the GPU model of the first
+// worker that registered, pinned with its device text at the campaign's
+// first start: an A100 worker never takes an H100 campaign's rows, and a
+// resumed coordinator says and asks for the same device without asking the
+// workers again.
+TEST_F(EvalQueue, GpuCampaignPinsTheFirstWorkersModelAndDevice) {
+  config::EvaluatorConfig cfg;
+  cfg.mode = config::EvalMode::gpu;
+  cfg.remote = true;
+  const std::string plain(evaluator::schema::k_evaluator_version);
+  const std::string h100 = daemon::queue_version(cfg, plain, "NVIDIA H100 80GB HBM3");
+  const std::string a100 = daemon::queue_version(cfg, plain, "NVIDIA A100-SXM4-80GB");
+  ASSERT_NE(h100, a100);
+  EXPECT_EQ(daemon::device_model_of(h100, daemon::queue_version_for(cfg)), "NVIDIA H100 80GB HBM3");
+  auto q = store::WorkQueue::open(m_url);
+  ASSERT_TRUE(q) << q.error().message;
+  auto register_worker = [&](const std::string& id, const std::string& version,
+                             const std::string& text) {
+    store::WorkerRow w;
+    w.id = id;
+    w.host = id;
+    w.gpus = "0";
+    w.slots = 1;
+    w.evaluator_version = version;
+    w.mode = "gpu";
+    w.device_description = text;
+    w.state = "running";
+    ASSERT_TRUE((*q)->put_worker(w));
+  };
+  register_worker("h", h100, "NVIDIA H100 80GB HBM3 (compute capability 9.0)");
+  std::string first_text;
+  {
+    auto ev = daemon::make_queue_evaluator(cfg, m_url, "camp-gpu");
+    ASSERT_TRUE(ev) << ev.error().message;
+    first_text = (*ev)->device_description();
+    EXPECT_EQ(first_text, "NVIDIA H100 80GB HBM3 (compute capability 9.0)");
+    evaluator::Request r;
+    r.request_id = "kernel|x|1";
+    r.task.id = "L1/1";
+    (*ev)->evaluate(r, [](evaluator::Report) {});
+    ASSERT_TRUE(wait_for_value("SELECT evaluator_version FROM eval_queue", h100));
+    (*ev)->shutdown();
+  }
+  // The A100 worker takes none of it; the H100 one does.
+  EXPECT_FALSE((*q)->claim("a", a100, 60).value());
+  auto foreign = (*q)->foreign_work(a100).value();
+  ASSERT_EQ(foreign.size(), 1u);
+  EXPECT_EQ(foreign[0].evaluator_version, h100);
+  // A resume, with only an A100 worker left: the pinned device holds.
+  psql("DELETE FROM workers");
+  ASSERT_EQ(psql("SELECT count(*) FROM workers"), "0");
+  register_worker("a", a100, "NVIDIA A100-SXM4-80GB (compute capability 8.0)");
+  auto ev = daemon::make_queue_evaluator(cfg, m_url, "camp-gpu");
+  ASSERT_TRUE(ev) << ev.error().message;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ((*ev)->device_description(), first_text);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << "no wait on resume";
+  EXPECT_EQ(psql("SELECT device_model FROM campaign_devices WHERE campaign_id = 'camp-gpu'"),
+            "NVIDIA H100 80GB HBM3");
+  (*ev)->shutdown();
+  auto claim = (*q)->claim("h", h100, 60).value();
+  ASSERT_TRUE(claim);
+  EXPECT_EQ(claim->request_id, "kernel|x|1");
 }
 
 TEST_F(EvalQueue, RemoteEvaluatorOnSqliteIsAClearError) {

@@ -268,10 +268,19 @@ TEST_F(StorePostgres, BadStoreUrlsFailClearly) {
       {KORCH_BIN, "status", "--db",
        std::string("postgresql://korch:") + k_password + "@127.0.0.1:1/korch?connect_timeout=3"},
       d);
-  EXPECT_EQ(rc, 2) << out;  // status: a store it cannot open is bad input
+  // An unreachable server is the store's 'unavailable' (exit 3), not bad input.
+  EXPECT_EQ(rc, 3) << out;
   EXPECT_NE(out.find("cannot connect"), std::string::npos) << out;
   EXPECT_NE(out.find("korch:****@127.0.0.1:1"), std::string::npos) << out;
   EXPECT_NE(out.find("Connection refused Is the server running"), std::string::npos) << out;
+  // A URL that does not parse stays bad input (2), and its password is not echoed.
+  auto [rc1, out1] =
+      run_capture({KORCH_BIN, "status", "--db",
+                   std::string("postgresql://korch:") + k_password + "@127.0.0.1:1/ko%zzrch"},
+                  d);
+  EXPECT_EQ(rc1, 2) << out1;
+  EXPECT_NE(out1.find("not a valid PostgreSQL URL"), std::string::npos) << out1;
+  EXPECT_EQ(out1.find(k_password), std::string::npos) << out1;
   auto [rc2, out2] = run_capture({KORCH_BIN, "store", "copy", "mysql://x/y", d + "/x.db"}, d);
   EXPECT_EQ(rc2, 2) << out2;
   EXPECT_NE(out2.find("unsupported scheme 'mysql'"), std::string::npos) << out2;

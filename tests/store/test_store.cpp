@@ -401,6 +401,38 @@ TEST_F(StoreTest, EveryCodecNamesTheColumnsOfItsTable) {
   sqlite3_close(db);
 }
 
+// A version-4 file (eval_queue keyed on request_id alone) with a queued row:
+// migration 5 copies the table under the (request_id, evaluator_version)
+// key and keeps the row.
+TEST_F(StoreTest, Version4QueueTableIsRekeyedKeepingItsRows) {
+  std::string sql;
+  for (const auto& m : detail::migrations()) {
+    if (m.version <= 4) sql += std::string(m.sql);
+  }
+  sql += R"sql(
+    CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL);
+    INSERT INTO schema_migrations VALUES (1, 1.0), (2, 2.0), (3, 3.0), (4, 4.0);
+    PRAGMA user_version = 4;
+    INSERT INTO eval_queue VALUES ('kernel|e-1|abc', 'c-1', 'v1', '{}', 'done', 'w', 1, 1, 0, '{"r":1}',
+                                   1.0, 2.0, 3.0);
+  )sql";
+  raw_exec(sql);
+  {
+    auto store = open();
+    ASSERT_TRUE(store);
+    EXPECT_EQ(store->schema_version().value(), k_schema_version);
+  }
+  EXPECT_EQ(raw_count("SELECT count(*) FROM eval_queue WHERE request_id = 'kernel|e-1|abc' AND "
+                      "evaluator_version = 'v1' AND result_json = '{\"r\":1}' AND finished_at = 3"),
+            1);
+  // The same request id under another version is another row now.
+  raw_exec(
+      "INSERT INTO eval_queue VALUES ('kernel|e-1|abc', 'c-1', 'v2', '{}', 'queued', '', 0, 0, 0, "
+      "'', 4.0, 0, 0);");
+  EXPECT_EQ(raw_count("SELECT count(*) FROM eval_queue"), 2);
+  EXPECT_EQ(raw_count("SELECT count(*) FROM sqlite_master WHERE name = 'eval_queue_ready'"), 1);
+}
+
 // A database written by an earlier korch (the shipped migrations applied by
 // hand, rows inserted by plain SQL that names its columns, not through the
 // codecs) opens, and every row type reads back as written.
@@ -792,7 +824,7 @@ TEST_P(BackendTest, Version1DatabaseMigratesWithNoCountedFailures) {
   // Turn the file back into what version 1 wrote.
   raw_exec(
       "ALTER TABLE evaluations DROP COLUMN failures; DROP TABLE eval_queue; DROP TABLE workers; "
-      "DELETE FROM schema_migrations WHERE version > 1;" +
+      "DROP TABLE campaign_devices; DELETE FROM schema_migrations WHERE version > 1;" +
       std::string(m_backend == Backend::sqlite ? " PRAGMA user_version = 1;" : ""));
   auto store = open();
   EXPECT_EQ(store->schema_version().value(), k_schema_version);

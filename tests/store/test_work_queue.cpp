@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <future>
 #include <map>
 #include <set>
@@ -112,14 +113,14 @@ TEST_F(WorkQueueTest, ResultIsWrittenOnceAndOnlyByTheCurrentLease) {
   EXPECT_EQ(b->lease_token, a->lease_token + 1);
   EXPECT_EQ(b->claims, 2);
   // A's heartbeat and its late result are refused; B's result counts.
-  EXPECT_FALSE(q->heartbeat("r1", a->lease_token, k_long_lease_s).value());
-  EXPECT_FALSE(q->complete("r1", a->lease_token, "A", "late").value());
-  EXPECT_TRUE(q->heartbeat("r1", b->lease_token, k_long_lease_s).value());
-  EXPECT_TRUE(q->complete("r1", b->lease_token, "B", "result-of-B").value());
+  EXPECT_FALSE(q->heartbeat(*a, k_long_lease_s).value());
+  EXPECT_FALSE(q->complete(*a, "A", "late").value());
+  EXPECT_TRUE(q->heartbeat(*b, k_long_lease_s).value());
+  EXPECT_TRUE(q->complete(*b, "B", "result-of-B").value());
   // Once done, no one completes it again, not even the same lease.
-  EXPECT_FALSE(q->complete("r1", b->lease_token, "B", "again").value());
+  EXPECT_FALSE(q->complete(*b, "B", "again").value());
   EXPECT_FALSE(q->claim("C", "v1", k_long_lease_s).value());
-  auto results = q->results({"r1", "missing"}).value();
+  auto results = q->results({"r1", "missing"}, "v1").value();
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].first, "r1");
   EXPECT_EQ(results[0].second, "result-of-B");
@@ -141,9 +142,9 @@ TEST_F(WorkQueueTest, ExpiredLeaseThatNobodyReclaimedStillDelivers) {
   auto a = q->claim("A", "v1", k_expired_lease_s).value();
   ASSERT_TRUE(a);
   // No one else holds the row: the token is still A's.
-  EXPECT_TRUE(q->heartbeat("r1", a->lease_token, k_long_lease_s).value());
+  EXPECT_TRUE(q->heartbeat(*a, k_long_lease_s).value());
   EXPECT_FALSE(q->claim("B", "v1", k_long_lease_s).value()) << "a renewed lease is not free";
-  EXPECT_TRUE(q->complete("r1", a->lease_token, "A", "ok").value());
+  EXPECT_TRUE(q->complete(*a, "A", "ok").value());
 }
 
 TEST_F(WorkQueueTest, ReleaseHandsTheRowBackUnderTheSameTokenRule) {
@@ -152,8 +153,8 @@ TEST_F(WorkQueueTest, ReleaseHandsTheRowBackUnderTheSameTokenRule) {
   ASSERT_TRUE(q->enqueue(row("r1")).value());
   auto a = q->claim("A", "v1", k_long_lease_s).value();
   ASSERT_TRUE(a);
-  EXPECT_TRUE(q->release("r1", a->lease_token).value());
-  EXPECT_FALSE(q->release("r1", a->lease_token).value()) << "already released";
+  EXPECT_TRUE(q->release(*a).value());
+  EXPECT_FALSE(q->release(*a).value()) << "already released";
   auto b = q->claim("B", "v1", k_long_lease_s).value();
   ASSERT_TRUE(b);
   // A hand-back is not a lost claim: B's is counted as the first (the
@@ -161,8 +162,8 @@ TEST_F(WorkQueueTest, ReleaseHandsTheRowBackUnderTheSameTokenRule) {
   // turn an evaluation into worker_crash). The token still moved on.
   EXPECT_EQ(b->claims, 1);
   EXPECT_GT(b->lease_token, a->lease_token);
-  EXPECT_FALSE(q->complete("r1", a->lease_token, "A", "stale").value());
-  EXPECT_TRUE(q->complete("r1", b->lease_token, "B", "ok").value());
+  EXPECT_FALSE(q->complete(*a, "A", "stale").value());
+  EXPECT_TRUE(q->complete(*b, "B", "ok").value());
 }
 
 // Claimers on their own connections race for 300 rows: every row is claimed
@@ -186,7 +187,7 @@ TEST_F(WorkQueueTest, ConcurrentClaimersNeverShareARow) {
         auto got = (*q)->claim(id, "v1", k_long_lease_s);
         if (!got || !*got) break;
         mine.push_back((*got)->request_id);
-        if (!(*q)->complete((*got)->request_id, (*got)->lease_token, id, "ok").value_or(false))
+        if (!(*q)->complete(**got, id, "ok").value_or(false))
           mine.push_back("refused:" + (*got)->request_id);
       }
       return mine;
@@ -223,7 +224,7 @@ TEST_F(WorkQueueTest, NotifyWakesIdleWorkersAndWaitingCoordinators) {
   ASSERT_TRUE(claim);
   auto done = std::async(std::launch::async,
                          [&] { return waiter->wait(k_channel_done, k_patience_s).value(); });
-  ASSERT_TRUE(other->complete("r1", claim->lease_token, "A", "ok").value());
+  ASSERT_TRUE(other->complete(*claim, "A", "ok").value());
   EXPECT_TRUE(done.get());
 }
 
@@ -235,8 +236,8 @@ TEST_F(WorkQueueTest, ServerRestartIsSurvivedByClaimsAndResults) {
   ASSERT_TRUE(a);
   ASSERT_TRUE(testing::PostgresServer::shared().restart());
   // The first statement after the restart reconnects; the lease is durable.
-  EXPECT_TRUE(q->heartbeat("r1", a->lease_token, k_long_lease_s).value());
-  EXPECT_TRUE(q->complete("r1", a->lease_token, "A", "ok").value());
+  EXPECT_TRUE(q->heartbeat(*a, k_long_lease_s).value());
+  EXPECT_TRUE(q->complete(*a, "A", "ok").value());
   EXPECT_FALSE(q->wait(k_channel_queued, 0).value());
 }
 
@@ -249,7 +250,7 @@ TEST_F(WorkQueueTest, WorkerRowKeepsItsCountAcrossHeartbeats) {
   ASSERT_TRUE(q->enqueue(row("r1")).value());
   auto a = q->claim("A", "v1", k_long_lease_s).value();
   ASSERT_TRUE(a);
-  ASSERT_TRUE(q->complete("r1", a->lease_token, "A", "ok").value());
+  ASSERT_TRUE(q->complete(*a, "A", "ok").value());
   w.state = "draining";
   w.started_at = 99;
   ASSERT_TRUE(q->put_worker(w));
@@ -259,6 +260,72 @@ TEST_F(WorkQueueTest, WorkerRowKeepsItsCountAcrossHeartbeats) {
   EXPECT_EQ(rows[0].evaluations_done, 1);
   EXPECT_EQ(rows[0].started_at, 5);
   EXPECT_GT(rows[0].heartbeat_at, 0);
+}
+
+// A row is keyed on (request id, evaluator version): the same candidate
+// asked under a changed evaluator version is a new row that the new
+// version's workers run; the old version's result is never handed over, and
+// an old row nobody runs any more does not keep the new one out of the queue.
+TEST_F(WorkQueueTest, SameRequestUnderAnotherEvaluatorVersionIsAnotherRow) {
+  auto q = open();
+  ASSERT_TRUE(q);
+  ASSERT_TRUE(q->enqueue(row("r1", "v1")).value());
+  ASSERT_TRUE(q->enqueue(row("stuck", "v1")).value());  // no v1 worker will take it
+  auto a = q->claim("A", "v1", k_long_lease_s).value();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->evaluator_version, "v1");
+  ASSERT_TRUE(q->complete(*a, "A", "result-of-v1").value());
+
+  EXPECT_TRUE(q->enqueue(row("r1", "v2")).value()) << "a new version queues its own row";
+  EXPECT_TRUE(q->enqueue(row("stuck", "v2")).value()) << "an old row does not block it";
+  EXPECT_TRUE(q->results({"r1", "stuck"}, "v2").value().empty())
+      << "the v1 result is not a v2 result";
+  auto b = q->claim("B", "v2", k_long_lease_s).value();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->request_id, "r1");
+  EXPECT_EQ(b->evaluator_version, "v2");
+  EXPECT_EQ(b->lease_token, a->lease_token) << "each row counts its own claims";
+  // A lease names its version: the v1 lease (same id and token) cannot end the v2 row.
+  EXPECT_FALSE(q->complete(*a, "A", "late").value());
+  EXPECT_TRUE(q->heartbeat(*b, k_long_lease_s).value());
+  ASSERT_TRUE(q->complete(*b, "B", "result-of-v2").value());
+  auto v2 = q->results({"r1"}, "v2").value();
+  ASSERT_EQ(v2.size(), 1u);
+  EXPECT_EQ(v2[0].second, "result-of-v2");
+  auto v1 = q->results({"r1"}, "v1").value();
+  ASSERT_EQ(v1.size(), 1u);
+  EXPECT_EQ(v1[0].second, "result-of-v1");
+  auto c = q->claim("C", "v2", k_long_lease_s).value();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->request_id, "stuck");
+}
+
+// A store migrated to version 4 (eval_queue keyed on request_id alone) may
+// exist: version 5 re-keys it and keeps its rows.
+TEST_F(WorkQueueTest, Version4QueueIsRekeyedAndKeepsItsRows) {
+  {
+    auto q = open();
+    ASSERT_TRUE(q);
+    ASSERT_TRUE(q->enqueue(row("r1", "v1")).value());
+  }
+  // Turn the database back into what version 4 wrote.
+  std::string cmd =
+      "psql -q -X -v ON_ERROR_STOP=1 '" + m_url +
+      "' -c 'ALTER TABLE eval_queue DROP CONSTRAINT eval_queue_pkey; ALTER TABLE eval_queue ADD "
+      "PRIMARY KEY (request_id); DROP TABLE campaign_devices; DELETE FROM schema_migrations WHERE "
+      "version > 4;' >/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  {
+    // A worker (no migration) refuses the older schema; a coordinator migrates it.
+    auto refused = WorkQueue::open(m_url, /*migrate=*/false);
+    EXPECT_FALSE(refused);
+  }
+  auto q = open();
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->list("c-1").value().size(), 1u);
+  EXPECT_TRUE(q->enqueue(row("r1", "v2")).value());
+  EXPECT_FALSE(q->enqueue(row("r1", "v1")).value());
+  EXPECT_EQ(q->list("c-1").value().size(), 2u);
 }
 
 TEST(WorkQueueLocation, SqliteStoreIsRefusedWithAReason) {

@@ -19,7 +19,7 @@ int cmd_status(const Args& args) {
   std::string campaign_id;
   auto st = open_store_for_reading(args, &campaign_id);
   if (!st) {
-    return report_failure("status", ErrorKind::invalid, st.error().message);
+    return report_failure("status", store_open_failure_kind(st.error()), st.error().message);
   }
   auto& store = **st;
   auto campaigns = store.list_campaigns();
@@ -66,7 +66,7 @@ int cmd_training_export(const Args& args, reports::TrainingFormat format) {
     return report_failure("export", ErrorKind::invalid, "--openai-only applies to --format sft");
   std::string campaign_id;
   auto st = open_store_for_reading(args, &campaign_id);
-  if (!st) return report_failure("export", ErrorKind::invalid, st.error().message);
+  if (!st) return report_failure("export", store_open_failure_kind(st.error()), st.error().message);
   std::ofstream file;
   std::ostream* out = &std::cout;
   if (auto path = args.get("--out")) {
@@ -105,7 +105,7 @@ int cmd_export(const Args& args) {
   std::string campaign_id;
   auto st = open_store_for_reading(args, &campaign_id);
   if (!st) {
-    return report_failure("export", ErrorKind::invalid, st.error().message);
+    return report_failure("export", store_open_failure_kind(st.error()), st.error().message);
   }
   std::ofstream file;
   std::ostream* out = &std::cout;
@@ -136,7 +136,7 @@ int cmd_report(const Args& args) {
   std::string campaign_id;
   auto st = open_store_for_reading(args, &campaign_id);
   if (!st) {
-    return report_failure("report", ErrorKind::invalid, st.error().message);
+    return report_failure("report", store_open_failure_kind(st.error()), st.error().message);
   }
   auto report = reports::build_report(**st, campaign_id);
   if (!report) return report_failure("report", ErrorKind::failure, report.error().message);

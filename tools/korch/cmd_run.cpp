@@ -121,7 +121,6 @@ int cmd_run(const Args& args, bool resume_only) {
     };
   }
   daemon::RunnerHooks hooks;
-  hooks.cache_dir = evaluator_cache_dir(cfg);
   hooks.probe_timeout_s = k_probe_timeout_s;
   hooks.on_ready = [&](const agent::CampaignPlan& plan, const evaluator::Evaluator& evaluator) {
     ::sigaction(SIGINT, &sa, nullptr);

@@ -1,6 +1,7 @@
 // `korch worker --store postgres://... [--config CAMPAIGN.toml] [--evaluator mock|cpu|gpu]
 //  [--gpus all|none|LIST] [--compile-jobs N] [--slots N] [--lease-s S] [--id NAME]
-//  [--cache-dir DIR] [--mock-latency-s S] [--max-claims N] [--max-evaluations N]`
+//  [--cache-dir DIR] [--mock-latency-s S] [--max-claims N] [--max-evaluations N] [--drain-s S]
+//  [--set KEY=VALUE]...`
 // Claims evaluations from the store's work queue and runs them on this host
 // (daemon/eval_worker.hpp, docs/cluster.md). SIGTERM or SIGINT drains: the
 // claimed evaluations finish and are written, no new one is taken; a second
@@ -25,6 +26,7 @@
 #include "store/work_queue.hpp"
 #include "tools/korch/cli.hpp"
 #include "tools/korch/common.hpp"
+#include "tools/korch/version.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
@@ -32,7 +34,6 @@ namespace korch::cli {
 namespace {
 
 constexpr const char* k_verb = "worker";
-constexpr const char* k_korch_version = "0.1.0";
 
 std::atomic<bool> g_worker_stop{false};
 std::atomic<int> g_worker_signals{0};
@@ -66,6 +67,17 @@ int count_gpu_nodes() {
   return n;
 }
 
+// The GPU model verdicts are measured on ("NVIDIA H100 80GB HBM3"), for the
+// queue version (daemon::queue_version): in gpu mode the evaluator's device
+// description begins with the name the device reports, then
+// " (compute capability"; "" in the other modes (their timings name no GPU).
+std::string gpu_model(const evaluator::Evaluator& evaluator) {
+  if (evaluator.mode() != config::EvalMode::gpu) return {};
+  std::string text = evaluator.device_description();
+  auto end = text.find(" (compute capability");
+  return end == std::string::npos ? text.substr(0, text.find(" (")) : text.substr(0, end);
+}
+
 }  // namespace
 
 int cmd_worker(const Args& args) {
@@ -78,14 +90,16 @@ int cmd_worker(const Args& args) {
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  config::CampaignConfig cfg;
-  if (auto file = args.get("--config")) {
-    auto loaded = config::load_campaign(*file, config::process_environment(), args.all("--set"));
-    if (!loaded) return report_failure(k_verb, with_kind(loaded.error(), ErrorKind::invalid));
-    cfg = loaded->config;
-  } else if (const char* url = std::getenv("KORCH_STORE_URL")) {
-    cfg.db_path = url;
-  }
+  // The same layers as korch run: defaults < --config file < KORCH_* < --set
+  // (without --config: defaults < KORCH_* < --set).
+  auto file = args.get("--config");
+  auto loaded = file
+                    ? config::load_campaign(*file, config::process_environment(), args.all("--set"))
+                    : config::load_settings(config::process_environment(), args.all("--set"));
+  if (!loaded) return report_failure(k_verb, with_kind(loaded.error(), ErrorKind::invalid));
+  config::CampaignConfig cfg = loaded->config;
+  for (const auto& w : loaded->warnings)
+    std::fprintf(stderr, "korch worker: warning: %s\n", w.c_str());
   log::init(args.get("--log-level").value_or(std::string(to_string(cfg.log_level))));
   ::prctl(PR_SET_DUMPABLE, 0);
   std::string store_url = args.get("--store").value_or(cfg.db_path);
@@ -111,6 +125,8 @@ int cmd_worker(const Args& args) {
   auto latency = get_number<double>(args, "--mock-latency-s");
   auto max_evals = get_number<std::int64_t>(args, "--max-evaluations");
   auto max_claims = get_number<std::int64_t>(args, "--max-claims");
+  auto drain = get_number<double>(args, "--drain-s");
+  if (!drain) return report_failure(k_verb, drain.error());
   if (!max_claims) return report_failure(k_verb, max_claims.error());
   for (const auto* r : {&compile_jobs, &slots_flag}) {
     if (!*r) return report_failure(k_verb, r->error());
@@ -159,10 +175,11 @@ int cmd_worker(const Args& args) {
     return report_failure(k_verb, ErrorKind::invalid, "--lease-s must be more than 0");
   // An expired lease sends no NOTIFY: idle slots look for one at least twice per lease.
   options.idle_poll_s = std::min(options.idle_poll_s, options.lease_s / 2);
-  options.queue_version = daemon::queue_version(ecfg, evaluator.version());
-  options.korch_version = k_korch_version;
+  options.queue_version = daemon::queue_version(ecfg, evaluator.version(), gpu_model(evaluator));
+  options.korch_version = k_version;
   if (*max_evals) options.max_evaluations = **max_evals;
   if (*max_claims) options.max_claims = **max_claims;
+  if (*drain) options.drain_s = **drain;
 
   auto summary = daemon::run_worker(options, evaluator, g_worker_stop);
   evaluator.shutdown();

@@ -8,16 +8,6 @@
 
 namespace korch::cli {
 
-std::string evaluator_cache_dir(const config::CampaignConfig& cfg) {
-  if (!cfg.evaluator.cache_dir.empty()) return cfg.evaluator.cache_dir;
-  // Beside a SQLite file; in the working directory for a PostgreSQL store.
-  auto location = store::parse_location(cfg.db_path);
-  auto dir = location && location->backend == store::Backend::sqlite
-                 ? std::filesystem::path(location->target).parent_path()
-                 : std::filesystem::path();
-  return (dir.empty() ? std::filesystem::path(".") : dir).append("korch-cache").string();
-}
-
 Result<std::unique_ptr<store::Store>> open_store_for_reading(const Args& args,
                                                              std::string* campaign_id) {
   std::string db;

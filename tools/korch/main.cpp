@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tools/korch/cli.hpp"
+#include "tools/korch/version.hpp"
 #include "util/allocator/allocator.hpp"
 
 namespace {
@@ -51,6 +52,7 @@ Usage:
   korch worker --store postgres://... [--config CAMPAIGN.toml] [--evaluator mock|cpu|gpu]
                [--gpus all|none|0,1] [--compile-jobs N] [--slots N] [--lease-s S] [--id NAME]
                [--cache-dir DIR] [--mock-latency-s S] [--max-claims N] [--max-evaluations N]
+               [--drain-s S] [--set KEY=VALUE]...
       Claims evaluations from the store's work queue (a coordinator with
       evaluator.remote = true enqueues them), one per GPU, and writes the
       results; SIGTERM drains (finishes what it holds, takes nothing new).
@@ -62,8 +64,9 @@ Usage:
 Configuration precedence: defaults < file < KORCH_* environment < --set flags
 (docs/config.md lists every key).
 
-Exit codes: 0 ok, 1 error, 2 bad usage or config, 3 run aborted (e.g. LLM
-endpoint unreachable or key rejected), 130 interrupted (resumable).
+Exit codes: 0 ok, 1 error, 2 bad usage or config, 3 run aborted or a service
+unavailable (e.g. LLM endpoint unreachable or key rejected, PostgreSQL store
+unreachable), 130 interrupted (resumable).
 )";
 
 // The usage block of one subcommand: the lines of k_usage from its
@@ -121,7 +124,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? exit_code(korch::ErrorKind::invalid) : k_exit_ok;
   }
   if (!std::strcmp(argv[1], "--version")) {
-    std::printf("korch 0.1.0 (allocator: %s)\n", korch::allocator_name().c_str());
+    std::printf("korch %s (allocator: %s)\n", korch::k_version, korch::allocator_name().c_str());
     return k_exit_ok;
   }
   std::string cmd = argv[1];
