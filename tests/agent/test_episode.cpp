@@ -461,10 +461,7 @@ TEST_F(EpisodeTest, EpisodeIdIsDeterministic) {
 }
 
 TEST_F(EpisodeTest, Lifecycle_CompactionRebuildsTheConversationFromAttempts) {
-  config::LifecycleEvent e;
-  e.kind = config::LifecycleKind::compaction;
-  e.turn = 3;
-  m_spec->events = {e};
+  m_spec->events = {{.kind = config::LifecycleKind::compaction, .turn = 3}};
   start_episode();
   reply(code_reply("x = 1", "CHECK"));
   evaluated(Verdict::ok);
@@ -533,10 +530,7 @@ TEST_F(EpisodeTest, Memory_TheSystemPromptIsSharedNotHeldPerEpisode) {
 }
 
 TEST_F(EpisodeTest, Lifecycle_CrashRebuildsFromTheStoreOnce) {
-  config::LifecycleEvent e;
-  e.kind = config::LifecycleKind::crash;
-  e.turn = 2;
-  m_spec->events = {e};
+  m_spec->events = {{.kind = config::LifecycleKind::crash, .turn = 2}};
   start_episode();
   reply(code_reply("x = 1", "CHECK"));
   EXPECT_TRUE(std::holds_alternative<SimulateCrash>(evaluated(Verdict::ok)));
@@ -546,11 +540,7 @@ TEST_F(EpisodeTest, Lifecycle_CrashRebuildsFromTheStoreOnce) {
 }
 
 TEST_F(EpisodeTest, Lifecycle_ModelSwapGeneratesThatTurnWithAnotherModel) {
-  config::LifecycleEvent e;
-  e.kind = config::LifecycleKind::model_swap;
-  e.turn = 2;
-  e.model = "m2";
-  m_spec->events = {e};
+  m_spec->events = {{.kind = config::LifecycleKind::model_swap, .turn = 2, .model = "m2"}};
   start_episode();
   reply("thinking");
   auto snap = snapshot();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/task_sources.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace korch::config {
@@ -19,21 +20,8 @@ namespace fs = std::filesystem;
 
 using korch::testing::TempDir;
 
-const char* const k_task_source =
-    "import torch\n"
-    "import torch.nn as nn\n"
-    "\n"
-    "class Model(nn.Module):\n"
-    "    def __init__(self):\n"
-    "        super(Model, self).__init__()\n"
-    "    def forward(self, x):\n"
-    "        return x * 2\n"
-    "\n"
-    "def get_inputs():\n"
-    "    return [torch.randn(8, 8)]\n"
-    "\n"
-    "def get_init_inputs():\n"
-    "    return []\n";
+// A valid one-op task file (tests/support/task_sources.hpp).
+const char* const k_task_source = korch::testing::k_relu_task_source;
 
 std::string kernelbench() {
   std::string dir = KORCH_SHARED_KERNELBENCH;

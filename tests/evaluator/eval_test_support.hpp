@@ -106,4 +106,14 @@ inline Request make_request(const CorpusFile& f, const config::Task& task, Mode 
   return r;
 }
 
+// Evaluates tests/evaluator/corpus/<corpus_file> as a solution of the task
+// `task_stem` in `mode`; `report` is its report.
+inline void evaluate_corpus_file(Evaluator& ev, const std::string& corpus_file,
+                                 const std::string& task_stem, Mode mode, Report& report) {
+  auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/" + corpus_file);
+  auto task = task_by_stem(task_stem);
+  ASSERT_TRUE(task) << task_stem;
+  report = submit(ev, make_request(f, *task, mode)).get();
+}
+
 }  // namespace korch::evaluator::testing

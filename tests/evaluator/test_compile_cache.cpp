@@ -34,12 +34,12 @@ int hits(const Report& r) {
 TEST(CompileCache, SecondCompileOfIdenticalCodeIsAHitWithNoCompiler) {
   auto ev = make_protected_evaluator(test_config(1, 60), k_cache_dir);
   ASSERT_TRUE(ev) << ev.error().message;
-  auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/good/cpp_relu.py");
-  auto task = task_by_stem("1_ReLU_small");
-  ASSERT_TRUE(task);
-  Report first = submit(**ev, make_request(f, *task, Mode::check)).get();  // may compile
+  Report first, second;
+  ASSERT_NO_FATAL_FAILURE(  // may compile
+      evaluate_corpus_file(**ev, "good/cpp_relu.py", "1_ReLU_small", Mode::check, first));
   ASSERT_EQ(first.status, Verdict::ok) << first.error << first.compile_log;
-  Report second = submit(**ev, make_request(f, *task, Mode::check)).get();
+  ASSERT_NO_FATAL_FAILURE(
+      evaluate_corpus_file(**ev, "good/cpp_relu.py", "1_ReLU_small", Mode::check, second));
   ASSERT_EQ(second.status, Verdict::ok) << second.error;
   // No compile job was spawned (what a hit saves is timed by
   // tools/bench/bench_eval, not here: a wall-clock bound fails on a loaded machine).

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/campaign_fixture.hpp"
 #include "reports/export.hpp"
+#include "tests/integration/campaign_fixture.hpp"
 
 namespace korch::testing {
 
@@ -32,6 +32,14 @@ inline std::vector<nlohmann::json> normalized_export(const std::string& dir,
     for (auto& f : reports::run_describing_fields()) j.erase(f);
   }
   return records;
+}
+
+// A resumed campaign's export equals the uninterrupted run's, record for record.
+inline void expect_same_export(const std::vector<nlohmann::json>& resumed,
+                               const std::vector<nlohmann::json>& reference) {
+  ASSERT_EQ(resumed.size(), reference.size());
+  for (std::size_t i = 0; i < reference.size(); ++i)
+    EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
 }
 
 }  // namespace korch::testing

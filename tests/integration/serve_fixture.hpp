@@ -47,6 +47,11 @@ class ServeProcess {
   int port() const { return m_port; }
   int env_port() const { return m_env_port; }
   Process& process() { return m_proc; }
+  // SIGTERM, then waits: the daemon's exit status (0 when it stopped cleanly).
+  int terminate() {
+    m_proc.signal(SIGTERM);
+    return m_proc.wait();
+  }
   std::string err() const { return slurp(m_err); }
 
   httplib::Client client(const std::string& token = "") const {
@@ -129,6 +134,14 @@ inline double metric_value(const std::string& text, const std::string& series) {
 inline nlohmann::json body_json(const httplib::Result& r) {
   if (!r) return nlohmann::json();
   return nlohmann::json::parse(r->body, nullptr, false);
+}
+
+// GET /health needs no token and answers 200 with {"status": `status`}.
+inline void expect_health(httplib::Client& c, const std::string& status) {
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  EXPECT_EQ(body_json(h)["status"], status);
 }
 
 }  // namespace korch::testing

@@ -294,8 +294,7 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   EXPECT_EQ(html->status, 200);
   EXPECT_NE(html->get_header_value("Content-Type").find("text/html"), std::string::npos);
   EXPECT_NE(html->body.find("<script id=\"korch-report-data\""), std::string::npos);
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
 }
 
 }  // namespace

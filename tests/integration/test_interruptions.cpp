@@ -113,11 +113,8 @@ TEST(Interruptions, SigintDuringTheEvaluationThreeTimesKeepsTheResult) {
 
   // The whole export equals the uninterrupted run's, bar the run-describing
   // fields; the one LLM call was sent once and is not marked.
-  auto ref_export = normalized_export(d, ref_toml);
-  auto got_export = normalized_export(d, toml);
-  ASSERT_EQ(got_export.size(), ref_export.size());
-  for (std::size_t i = 0; i < ref_export.size(); ++i)
-    EXPECT_EQ(got_export[i], ref_export[i]) << "record " << i;
+  ASSERT_NO_FATAL_FAILURE(
+      expect_same_export(normalized_export(d, toml), normalized_export(d, ref_toml)));
   EXPECT_EQ(query(db, "SELECT sends, dup_possible FROM llm_calls"),
             (std::vector<std::vector<std::string>>{{"1", "0"}}));
 }

@@ -66,6 +66,31 @@ std::string campaign_toml(const std::string& db, const std::string& base_url,
   return s.str();
 }
 
+// The fake LLM's request log past its first `skip` lines (the reference
+// run's): it received some requests, and none after that call's reply was
+// committed to `db` (no LLM call sent again once its reply was stored).
+// Returns how many requests it received.
+int expect_no_call_resent(const std::string& db, const std::string& request_log, std::size_t skip) {
+  std::map<std::string, double> committed_at;
+  for (auto& row : query(db, "SELECT request_id, finished_at FROM llm_calls WHERE state = 'done'"))
+    committed_at[row[0]] = std::stod(row[1]);
+  std::ifstream log(request_log);
+  std::string line;
+  for (std::size_t i = 0; i < skip; ++i) std::getline(log, line);
+  double t = 0;
+  std::string id;
+  int received = 0;
+  while (log >> t >> id) {
+    ++received;
+    auto it = committed_at.find(id);
+    if (it != committed_at.end()) {
+      EXPECT_LE(t, it->second) << id << " was received after its reply was committed";
+    }
+  }
+  EXPECT_GT(received, 0);
+  return received;
+}
+
 // Evaluations that the korch process `pid` started and that have no result.
 std::string running_evals_of(const std::string& db, pid_t pid) {
   return poll_value(db,
@@ -165,10 +190,7 @@ TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
   // No turn lost, nothing extra, no result changed: the export equals the
   // uninterrupted run's (no interrupted evaluation became worker_crash).
   auto resumed = normalized_export(d, toml);
-  ASSERT_EQ(resumed.size(), reference.size());
-  for (std::size_t i = 0; i < reference.size(); ++i) {
-    EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_same_export(resumed, reference));
 
   // Every episode is final.
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
@@ -188,25 +210,7 @@ TEST(KillResume, RandomSigkillsAndSigintsLoseAndRepeatNothing) {
 
   // No LLM call re-sent after its reply was committed: every time the server
   // received a request id, that id's reply was not yet committed.
-  std::map<std::string, double> committed_at;
-  for (auto& row :
-       query(db, "SELECT request_id, finished_at FROM llm_calls WHERE state = 'done'")) {
-    committed_at[row[0]] = std::stod(row[1]);
-  }
-  std::ifstream log(d + "/requests.log");
-  std::string line;
-  for (std::size_t i = 0; i < ref_log_lines; ++i) std::getline(log, line);
-  double t = 0;
-  std::string id;
-  int received = 0;
-  while (log >> t >> id) {
-    ++received;
-    auto it = committed_at.find(id);
-    if (it != committed_at.end()) {
-      EXPECT_LE(t, it->second) << id << " was received after its reply was committed";
-    }
-  }
-  EXPECT_GT(received, 0);
+  const int received = expect_no_call_resent(db, d + "/requests.log", ref_log_lines);
 
   // dup_possible is true for every call the server received more than once
   // (more often than the last send's own HTTP attempts), false for every
@@ -490,29 +494,11 @@ TEST_P(StrategyKills, DecisionsAndTurnsEqualAnUninterruptedRun) {
   // Turns: the export equals the reference's record for record (rounds and
   // seed origins included): no turn lost, none repeated, no result changed.
   auto resumed = normalized_export(d, toml);
-  ASSERT_EQ(resumed.size(), reference.size());
-  for (std::size_t i = 0; i < reference.size(); ++i)
-    EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
+  ASSERT_NO_FATAL_FAILURE(expect_same_export(resumed, reference));
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE state != 'done'")[0][0], "0");
   // No LLM call sent again once its reply was committed.
-  std::map<std::string, double> committed_at;
-  for (auto& row : query(db, "SELECT request_id, finished_at FROM llm_calls WHERE state = 'done'"))
-    committed_at[row[0]] = std::stod(row[1]);
-  std::ifstream log(d + "/requests.log");
-  std::string line;
-  for (std::size_t i = 0; i < ref_log_lines; ++i) std::getline(log, line);
-  double t = 0;
-  std::string id;
-  int received = 0;
-  while (log >> t >> id) {
-    ++received;
-    auto it = committed_at.find(id);
-    if (it != committed_at.end()) {
-      EXPECT_LE(t, it->second) << id << " was received after its reply was committed";
-    }
-  }
-  EXPECT_GT(received, 0);
+  expect_no_call_resent(db, d + "/requests.log", ref_log_lines);
   std::printf(
       "strategy %s: %d SIGKILLs (%d at a call in flight, %d during an evaluation), %zu "
       "decision events, %zu export records\n",

@@ -41,6 +41,12 @@ std::string campaign_toml(const std::string& name, const std::string& base_url, 
   return s.str();
 }
 
+// `korch serve` on `db` (SQLite path or PostgreSQL URL) with the API token k_token.
+bool start_with_token(ServeProcess& serve, const std::string& d, const std::string& db,
+                      const std::vector<std::string>& extra = {}) {
+  return serve.start(d, db, extra, {{"KORCH_API_TOKEN", k_token}});
+}
+
 // Polls GET /api/campaigns/{id} until its state is `state`.
 bool wait_state(ServeProcess& serve, const std::string& id, const std::string& state,
                 std::chrono::seconds timeout = std::chrono::seconds(120)) {
@@ -73,6 +79,37 @@ std::vector<nlohmann::json> export_db(const std::string& dir, const std::string&
     records.push_back(std::move(j));
   }
   return records;
+}
+
+// POSTs `toml` as a new campaign; `id` is the id the daemon gives it.
+void post_campaign(httplib::Client& cli, const std::string& toml, std::string& id) {
+  auto r = cli.Post("/api/campaigns", toml, "application/toml");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  id = body_json(r)["id"];
+}
+
+// `korch run` of `toml` (campaign `name` on d/ref.db), uninterrupted: its
+// export is the reference a killed daemon's run must end with.
+void run_reference(const std::string& d, const std::string& name, const std::string& toml,
+                   std::vector<nlohmann::json>& reference) {
+  auto ref_toml = d + "/ref.toml";
+  write_text(ref_toml, toml);
+  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
+  ASSERT_EQ(ref_rc, 0) << ref_out;
+  reference = export_db(d, d + "/ref.db", name);
+}
+
+// kill -9 of the daemon: it dies of the signal.
+void sigkill(ServeProcess& serve) {
+  serve.process().signal(SIGKILL);
+  ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+}
+
+// The campaign runs to "completed", then SIGTERM stops the daemon cleanly.
+void complete_and_stop(ServeProcess& serve, const std::string& id) {
+  ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+  ASSERT_EQ(serve.terminate(), 0) << serve.err();
 }
 
 TEST(ServeApi, OpenApiFileListsExactlyTheRegisteredRoutes) {
@@ -200,8 +237,7 @@ TEST(ServeApi, CurlHabitsBodiesAndCounting) {
   FakeLlmProcess llm;
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "300"}));
   ServeProcess serve;
-  ASSERT_TRUE(
-      serve.start(d, d + "/k.db", {"--max-body-bytes", "65536"}, {{"KORCH_API_TOKEN", k_token}}))
+  ASSERT_TRUE(start_with_token(serve, d, d + "/k.db", {"--max-body-bytes", "65536"}))
       << serve.err();
   const std::string auth = std::string("Authorization: Bearer ") + k_token + "\r\n";
   auto post = [&](const std::string& path, const std::string& headers, const std::string& body) {
@@ -266,8 +302,7 @@ TEST(ServeApi, CurlHabitsBodiesAndCounting) {
   EXPECT_EQ(count("unmatched", 400), 1) << m->body;
   EXPECT_EQ(count("/api/campaigns/{id}/pause", 200) + count("/api/campaigns/{id}/pause", 409), 1)
       << m->body;
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
 }
 
 TEST(ServeApi, EveryRouteAndBadInput) {
@@ -277,17 +312,14 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "20"}));
   auto db = d + "/serve.db";
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db, {"--max-body-bytes", "65536", "--sse-interval-s", "0.2"},
-                          {{"KORCH_API_TOKEN", k_token}}))
+  ASSERT_TRUE(
+      start_with_token(serve, d, db, {"--max-body-bytes", "65536", "--sse-interval-s", "0.2"}))
       << serve.err();
   auto cli = serve.client(k_token);
 
   // /health needs no token; everything else does.
   auto anon = serve.client();
-  auto h = anon.Get("/health");
-  ASSERT_TRUE(h);
-  EXPECT_EQ(h->status, 200);
-  EXPECT_EQ(body_json(h)["status"], "ok");
+  ASSERT_NO_FATAL_FAILURE(expect_health(anon, "ok"));
   auto r = anon.Get("/api/campaigns");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
@@ -512,7 +544,7 @@ TEST(ServeApi, AnUnknownStoredCampaignStateStaysPaused) {
   write_text(db + ".serve/campaigns/c-live.json",
              R"({"id":"c-live","name":"control","state":"active","submitted_at":2})");
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
   auto cli = serve.client(k_token);
   auto j = body_json(cli.Get("/api/campaigns/c-new"));
   ASSERT_TRUE(j.is_object()) << j.dump();
@@ -540,8 +572,7 @@ TEST(ServeApi, AnUnknownStoredCampaignStateStaysPaused) {
   EXPECT_EQ(
       poll_value(db, "SELECT COUNT(*) FROM campaigns WHERE name = 'from-the-future'").value_or("-"),
       "0");
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
   EXPECT_NE(serve.err().find("unknown campaign state 'archived'"), std::string::npos)
       << serve.err();
 }
@@ -553,11 +584,9 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
   auto d = dir.path().string();
   FakeLlmProcess llm;
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "40"}));
-  auto ref_toml = d + "/ref.toml";
-  write_text(ref_toml, campaign_toml("killed", llm.base_url(), 4, 4, 0.05, d + "/ref.db"));
-  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
-  ASSERT_EQ(ref_rc, 0) << ref_out;
-  auto reference = export_db(d, d + "/ref.db", "killed");
+  std::vector<nlohmann::json> reference;
+  ASSERT_NO_FATAL_FAILURE(run_reference(
+      d, "killed", campaign_toml("killed", llm.base_url(), 4, 4, 0.05, d + "/ref.db"), reference));
   ASSERT_GT(reference.size(), 30u);
 
   auto db = d + "/serve.db";
@@ -565,14 +594,11 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
   int kills = 0;
   for (int round = 0; round < 4; ++round) {
     ServeProcess serve;
-    ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+    ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
     auto cli = serve.client(k_token);
     if (round == 0) {
-      auto r = cli.Post("/api/campaigns", campaign_toml("killed", llm.base_url(), 4, 4, 0.05),
-                        "application/toml");
-      ASSERT_TRUE(r);
-      ASSERT_EQ(r->status, 201) << r->body;
-      id = body_json(r)["id"];
+      ASSERT_NO_FATAL_FAILURE(
+          post_campaign(cli, campaign_toml("killed", llm.base_url(), 4, 4, 0.05), id));
     }
     if (round < 3) {
       // Kill once this run has recorded a few more turns.
@@ -583,20 +609,14 @@ TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
       });
       auto state = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
       if (!progressed || state.value("state", "") == "completed") break;
-      serve.process().signal(SIGKILL);
-      ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+      ASSERT_NO_FATAL_FAILURE(sigkill(serve));
       ++kills;
       continue;
     }
-    ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
-    serve.process().signal(SIGTERM);
-    ASSERT_EQ(serve.process().wait(), 0) << serve.err();
+    ASSERT_NO_FATAL_FAILURE(complete_and_stop(serve, id));
   }
   EXPECT_GE(kills, 2) << "the campaign finished before the kills; make it longer";
-  auto resumed = export_db(d, db, "killed");
-  ASSERT_EQ(resumed.size(), reference.size());
-  for (std::size_t i = 0; i < reference.size(); ++i)
-    EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
+  ASSERT_NO_FATAL_FAILURE(expect_same_export(export_db(d, db, "killed"), reference));
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
   EXPECT_TRUE(
       query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1")
@@ -612,12 +632,10 @@ TEST(ServeKill, RefineCampaignUnderServeEqualsKorchRun) {
   FakeLlmProcess llm;
   ASSERT_TRUE(llm.start(d, {"--script", "refine", "--latency-ms", "40"}));
   const std::string strategy = "[strategy]\nkind = \"refine\"\nrounds = 3\n";
-  auto ref_toml = d + "/ref.toml";
-  write_text(ref_toml,
-             campaign_toml("refined", llm.base_url(), 2, 2, 0.05, d + "/ref.db") + strategy);
-  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
-  ASSERT_EQ(ref_rc, 0) << ref_out;
-  auto reference = export_db(d, d + "/ref.db", "refined");
+  std::vector<nlohmann::json> reference;
+  ASSERT_NO_FATAL_FAILURE(run_reference(
+      d, "refined", campaign_toml("refined", llm.base_url(), 2, 2, 0.05, d + "/ref.db") + strategy,
+      reference));
   auto decisions = [](const std::string& db) {
     return query(db,
                  "SELECT episode_id, detail FROM events WHERE kind = 'strategy' "
@@ -633,15 +651,11 @@ TEST(ServeKill, RefineCampaignUnderServeEqualsKorchRun) {
   int kills = 0;
   for (int round = 0; round < 2; ++round) {
     ServeProcess serve;
-    ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+    ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
     auto cli = serve.client(k_token);
     if (round == 0) {
-      auto r = cli.Post("/api/campaigns",
-                        campaign_toml("refined", llm.base_url(), 2, 2, 0.05) + strategy,
-                        "application/toml");
-      ASSERT_TRUE(r);
-      ASSERT_EQ(r->status, 201) << r->body;
-      id = body_json(r)["id"];
+      ASSERT_NO_FATAL_FAILURE(
+          post_campaign(cli, campaign_toml("refined", llm.base_url(), 2, 2, 0.05) + strategy, id));
       // Kill once a seeded round has started.
       bool seeded = wait_until(serve.process(), [&] {
         return poll_value(db,
@@ -651,23 +665,18 @@ TEST(ServeKill, RefineCampaignUnderServeEqualsKorchRun) {
       });
       auto state = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
       if (seeded && state.value("state", "") != "completed") {
-        serve.process().signal(SIGKILL);
-        ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+        ASSERT_NO_FATAL_FAILURE(sigkill(serve));
         ++kills;
         continue;
       }
     }
-    ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
-    serve.process().signal(SIGTERM);
-    ASSERT_EQ(serve.process().wait(), 0) << serve.err();
+    ASSERT_NO_FATAL_FAILURE(complete_and_stop(serve, id));
     break;
   }
   EXPECT_EQ(kills, 1) << "the campaign finished before the kill";
   EXPECT_EQ(decisions(db), ref_decisions);
   auto resumed = export_db(d, db, "refined");
-  ASSERT_EQ(resumed.size(), reference.size());
-  for (std::size_t i = 0; i < reference.size(); ++i)
-    EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
+  ASSERT_NO_FATAL_FAILURE(expect_same_export(resumed, reference));
   int seeded_records = 0;
   for (auto& r : resumed)
     seeded_records += r.contains("seed_episode_id") && !r["seed_episode_id"].is_null();
@@ -684,11 +693,10 @@ TEST(ServeKill, OnPostgresSigkillMidCampaignAndRestartEqualsAnUninterruptedRun) 
   auto d = dir.path().string();
   FakeLlmProcess llm;
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "40"}));
-  auto ref_toml = d + "/ref.toml";
-  write_text(ref_toml, campaign_toml("pgkilled", llm.base_url(), 4, 4, 0.05, d + "/ref.db"));
-  auto [ref_rc, ref_out] = run_capture({KORCH_BIN, "run", ref_toml, "--no-progress"}, d);
-  ASSERT_EQ(ref_rc, 0) << ref_out;
-  auto reference = export_db(d, d + "/ref.db", "pgkilled");
+  std::vector<nlohmann::json> reference;
+  ASSERT_NO_FATAL_FAILURE(run_reference(
+      d, "pgkilled", campaign_toml("pgkilled", llm.base_url(), 4, 4, 0.05, d + "/ref.db"),
+      reference));
 
   const std::string url = pg.fresh_database();
   ASSERT_FALSE(url.empty()) << pg.error();
@@ -701,41 +709,26 @@ TEST(ServeKill, OnPostgresSigkillMidCampaignAndRestartEqualsAnUninterruptedRun) 
   int kills = 0;
   for (int round = 0; round < 3; ++round) {
     ServeProcess serve;
-    ASSERT_TRUE(serve.start(d, url, state_dir, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+    ASSERT_TRUE(start_with_token(serve, d, url, state_dir)) << serve.err();
     auto cli = serve.client(k_token);
     if (round == 0) {
-      auto r = cli.Post("/api/campaigns", campaign_toml("pgkilled", llm.base_url(), 4, 4, 0.05),
-                        "application/toml");
-      ASSERT_TRUE(r);
-      ASSERT_EQ(r->status, 201) << r->body;
-      id = body_json(r)["id"];
+      ASSERT_NO_FATAL_FAILURE(
+          post_campaign(cli, campaign_toml("pgkilled", llm.base_url(), 4, 4, 0.05), id));
     }
     if (round < 2) {
       const int start_turns = turns();
       bool progressed = wait_until(serve.process(), [&] { return turns() >= start_turns + 5; });
       auto state = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
       if (!progressed || state.value("state", "") == "completed") break;
-      serve.process().signal(SIGKILL);
-      ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+      ASSERT_NO_FATAL_FAILURE(sigkill(serve));
       ++kills;
       continue;
     }
-    ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
-    serve.process().signal(SIGTERM);
-    ASSERT_EQ(serve.process().wait(), 0) << serve.err();
+    ASSERT_NO_FATAL_FAILURE(complete_and_stop(serve, id));
   }
   EXPECT_GE(kills, 1) << "the campaign finished before the kills; make it longer";
-  auto resumed = export_db(d, url, "pgkilled");
-  ASSERT_EQ(resumed.size(), reference.size());
-  for (std::size_t i = 0; i < reference.size(); ++i)
-    EXPECT_EQ(resumed[i], reference[i]) << "record " << i;
+  ASSERT_NO_FATAL_FAILURE(expect_same_export(export_db(d, url, "pgkilled"), reference));
 }
-
-}  // namespace
-}  // namespace korch::testing
-
-namespace korch::testing {
-namespace {
 
 // Issue 34: after a kill -9 and a restart, a campaign's counters are the
 // store's (turns, tokens, finals), and elapsed_s is the time driven over
@@ -750,23 +743,19 @@ TEST(ServeKill, CountersAfterARestartReadFromTheStore) {
   double before_kill = 0;
   {
     ServeProcess serve;
-    ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+    ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
     auto cli = serve.client(k_token);
-    auto r = cli.Post("/api/campaigns", campaign_toml("counted", llm.base_url(), 2, 4, 1.5),
-                      "application/toml");
-    ASSERT_TRUE(r);
-    ASSERT_EQ(r->status, 201) << r->body;
-    id = body_json(r)["id"];
+    ASSERT_NO_FATAL_FAILURE(
+        post_campaign(cli, campaign_toml("counted", llm.base_url(), 2, 4, 1.5), id));
     ASSERT_TRUE(wait_until(serve.process(), [&] {
       auto j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
       before_kill = j["progress"].value("elapsed_s", 0.0);
       return before_kill >= 4.0;
     })) << serve.err();
-    serve.process().signal(SIGKILL);
-    ASSERT_EQ(serve.process().wait(), 128 + SIGKILL);
+    ASSERT_NO_FATAL_FAILURE(sigkill(serve));
   }
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
   auto cli = serve.client(k_token);
   auto j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
   // The driven time is kept every 2 s: a kill loses at most that much.
@@ -786,15 +775,8 @@ TEST(ServeKill, CountersAfterARestartReadFromTheStore) {
   EXPECT_EQ(p["correct"].get<long>() + p["failed"].get<long>(), p["final"].get<long>()) << j;
   EXPECT_EQ(p["turns"], j["counts"]["turns"]) << j;
   EXPECT_GE(p["elapsed_s"].get<double>(), before_kill - 2.5) << j;
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
 }
-
-}  // namespace
-}  // namespace korch::testing
-
-namespace korch::testing {
-namespace {
 
 // Issue 34: GET /api/campaigns/{id}/export?format=jsonl|csv streams what
 // `korch export` writes for the same database (chunked: never one body in
@@ -806,13 +788,11 @@ TEST(ServeApi, ExportStreamsWhatKorchExportWrites) {
   ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "10"}));
   auto db = d + "/e.db";
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db, {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
   auto cli = serve.client(k_token);
-  auto r = cli.Post("/api/campaigns", campaign_toml("exported", llm.base_url(), 2, 2, 0.01),
-                    "application/toml");
-  ASSERT_TRUE(r);
-  ASSERT_EQ(r->status, 201) << r->body;
-  std::string id = body_json(r)["id"];
+  std::string id;
+  ASSERT_NO_FATAL_FAILURE(
+      post_campaign(cli, campaign_toml("exported", llm.base_url(), 2, 2, 0.01), id));
   ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
   for (auto* format : {"jsonl", "csv"}) {
     auto res = cli.Get(("/api/campaigns/exported/export?format=" + std::string(format)).c_str());
@@ -826,7 +806,7 @@ TEST(ServeApi, ExportStreamsWhatKorchExportWrites) {
     EXPECT_EQ(res->body, cli_out) << format;
     EXPECT_GT(std::count(res->body.begin(), res->body.end(), '\n'), 8) << res->body;
   }
-  r = cli.Get(("/api/campaigns/" + id + "/export").c_str());  // jsonl by default
+  auto r = cli.Get(("/api/campaigns/" + id + "/export").c_str());  // jsonl by default
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->get_header_value("Content-Type"), "application/x-ndjson");
@@ -836,15 +816,8 @@ TEST(ServeApi, ExportStreamsWhatKorchExportWrites) {
   r = cli.Get("/api/campaigns/c-nope/export");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
 }
-
-}  // namespace
-}  // namespace korch::testing
-
-namespace korch::testing {
-namespace {
 
 // A JSON Schema check of the subset docs/openapi.json uses: $ref (local),
 // type, nullable, enum, properties, required, additionalProperties, items.
@@ -910,7 +883,7 @@ TEST(ServeApi, LiveResponsesMatchTheirSchemas) {
   FakeLlmProcess slow;  // never answers in time: its campaign stays active
   ASSERT_TRUE(slow.start(slow_dir, {"--script", "kernel", "--latency-ms", "3600000"}));
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, d + "/s.db", {}, {{"KORCH_API_TOKEN", k_token}})) << serve.err();
+  ASSERT_TRUE(start_with_token(serve, d, d + "/s.db")) << serve.err();
   auto cli = serve.client(k_token);
   std::set<std::string> checked;
   // Checks one response of `method path` (path in OpenAPI form) against the spec.
@@ -1010,8 +983,7 @@ TEST(ServeApi, LiveResponsesMatchTheirSchemas) {
       EXPECT_TRUE(checked.count(method + " " + path)) << method << " " << path;
     }
   }
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
 }
 
 }  // namespace

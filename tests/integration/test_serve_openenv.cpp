@@ -16,17 +16,26 @@ bool have_python_websockets() {
   return std::system("/usr/bin/python3 -c 'import websockets' 2>/dev/null") == 0;
 }
 
+// `korch serve` with the OpenEnv endpoint on loopback (--env-listen
+// 127.0.0.1:0, token k_token), on env.db in a directory of its own.
+struct EnvDaemon {
+  TempDir dir;
+  std::string d = dir.path().string();
+  std::string db = d + "/env.db";
+  ServeProcess serve;
+
+  bool start(std::vector<std::string> extra) {
+    extra.insert(extra.begin(), {"--env-listen", "127.0.0.1:0"});
+    return serve.start(d, db, extra, {{"KORCH_API_TOKEN", k_token}});
+  }
+};
+
 TEST(ServeOpenEnv, WebSocketSessionWithAnIndependentClient) {
   if (!have_python_websockets())
     KORCH_SKIP_OR_FAIL("python3-websockets is not installed (scripts/install-deps.sh)");
-  TempDir dir;
-  auto d = dir.path().string();
-  auto db = d + "/env.db";
-  ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db,
-                          {"--env-listen", "127.0.0.1:0", "--env-max-sessions", "3",
-                           "--evaluator-mock-latency-s", "0.2"},
-                          {{"KORCH_API_TOKEN", k_token}}))
+  EnvDaemon env;
+  auto& [dir, d, db, serve] = env;
+  ASSERT_TRUE(env.start({"--env-max-sessions", "3", "--evaluator-mock-latency-s", "0.2"}))
       << serve.err();
   auto [rc, out] = run_capture(
       {"/usr/bin/python3", KORCH_SOURCE_DIR "/tests/integration/openenv_client.py",
@@ -60,8 +69,7 @@ TEST(ServeOpenEnv, WebSocketSessionWithAnIndependentClient) {
   ASSERT_TRUE(r);
   EXPECT_NE(r->body.find("korch_env_sessions 0"), std::string::npos) << r->body.substr(0, 2000);
   EXPECT_NE(r->body.find("korch_env_steps_total{action=\"check\"} 2"), std::string::npos);
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
 }
 
 // Issue 34: OpenEnv's own client protocol (meta-pytorch/OpenEnv at
@@ -74,16 +82,11 @@ TEST(ServeOpenEnv, WebSocketSessionWithAnIndependentClient) {
 TEST(ServeOpenEnv, OpenEnvClientProtocolFromATokenProtectedDaemon) {
   if (!have_python_websockets())
     KORCH_SKIP_OR_FAIL("python3-websockets is not installed (scripts/install-deps.sh)");
-  TempDir dir;
-  auto d = dir.path().string();
-  auto db = d + "/env.db";
-  ServeProcess serve;
+  EnvDaemon env;
+  auto& [dir, d, db, serve] = env;
   ASSERT_TRUE(
-      serve.start(d, db,
-                  {"--env-listen", "127.0.0.1:0", "--env-tasks-dir", KORCH_EXAMPLES_DIR "/tasks",
-                   "--env-ids", "1-3", "--env-order", "sequential", "--evaluator-mock-latency-s",
-                   "0.05", "--log-level", "debug"},
-                  {{"KORCH_API_TOKEN", k_token}}))
+      env.start({"--env-tasks-dir", KORCH_EXAMPLES_DIR "/tasks", "--env-ids", "1-3", "--env-order",
+                 "sequential", "--evaluator-mock-latency-s", "0.05", "--log-level", "debug"}))
       << serve.err();
   const std::string base = "http://127.0.0.1:" + std::to_string(serve.env_port());
   auto [rc, out] =
@@ -134,8 +137,7 @@ TEST(ServeOpenEnv, OpenEnvClientProtocolFromATokenProtectedDaemon) {
   r = c.Post("/step", R"({"code": "x = 1\n"})", "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 422) << r->body;
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
   // The token travelled in URLs: the log shows them redacted, never the token.
   auto log = serve.err();
   EXPECT_EQ(log.find(k_token), std::string::npos) << log;
@@ -143,18 +145,12 @@ TEST(ServeOpenEnv, OpenEnvClientProtocolFromATokenProtectedDaemon) {
 }
 
 TEST(ServeOpenEnv, HttpRoutes) {
-  TempDir dir;
-  auto d = dir.path().string();
-  auto db = d + "/env.db";
-  ServeProcess serve;
-  ASSERT_TRUE(serve.start(d, db, {"--env-listen", "127.0.0.1:0"}, {{"KORCH_API_TOKEN", k_token}}))
-      << serve.err();
+  EnvDaemon env;
+  auto& [dir, d, db, serve] = env;
+  ASSERT_TRUE(env.start({})) << serve.err();
   httplib::Client c("127.0.0.1", serve.env_port());
   c.set_read_timeout(60, 0);
-  auto h = c.Get("/health");
-  ASSERT_TRUE(h);
-  EXPECT_EQ(h->status, 200);
-  EXPECT_EQ(body_json(h)["status"], "healthy");
+  ASSERT_NO_FATAL_FAILURE(expect_health(c, "healthy"));
   auto r = c.Get("/metadata");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
@@ -192,8 +188,7 @@ TEST(ServeOpenEnv, HttpRoutes) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM turns WHERE episode_id = 'http-ep-1'")[0][0], "1");
-  serve.process().signal(SIGTERM);
-  EXPECT_EQ(serve.process().wait(), 0) << serve.err();
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
 }
 
 }  // namespace

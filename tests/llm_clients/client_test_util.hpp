@@ -1,6 +1,6 @@
 #pragma once
 // Helpers shared by the ChatClient tests: a ModelConfig with small timeouts
-// and backoffs, and blocking wrappers around submit().
+// and backoffs, blocking wrappers around submit(), and the checks of a reply.
 #include <chrono>
 #include <condition_variable>
 #include <future>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "llm_clients/client.hpp"
 
@@ -72,6 +73,19 @@ inline std::vector<ChatResult> run_many(ChatClient& client, const std::string& m
     cv.wait(lock, [&] { return done == n; });
   }
   return results;
+}
+
+// A reply's text and token counts: a ChatResult or a parsed completion.
+template <class Reply>
+void expect_reply(const Reply& r, const std::string& content, const std::string& reasoning,
+                  const std::string& finish_reason, std::int64_t prompt_tokens,
+                  std::int64_t completion_tokens, std::int64_t cached_tokens) {
+  EXPECT_EQ(r.content, content);
+  EXPECT_EQ(r.reasoning, reasoning);
+  EXPECT_EQ(r.finish_reason, finish_reason);
+  EXPECT_EQ(r.usage.prompt_tokens, prompt_tokens);
+  EXPECT_EQ(r.usage.completion_tokens, completion_tokens);
+  EXPECT_EQ(r.usage.cached_tokens, cached_tokens);
 }
 
 }  // namespace korch::llm::testing_util

@@ -50,6 +50,23 @@ class ClientTest : public ::testing::Test {
     EXPECT_TRUE(c->add_model(m));
     return c;
   }
+  // Starts a server whose replies take `latency`; a client on model() "m"
+  // with `concurrency` slots.
+  std::unique_ptr<ChatClient> concurrent_client(int concurrency,
+                                                std::chrono::milliseconds latency = {}) {
+    FakeServerOptions opts;
+    opts.latency = latency;
+    start_server(opts);
+    auto m = model();
+    m.concurrency = concurrency;
+    return client_with(m);
+  }
+  // Submits `n` requests "<prefix>-<i>" to `model_id` at once: each ends ok.
+  static void expect_all_ok(ChatClient& client, const std::string& model_id,
+                            const std::string& prefix, int n) {
+    for (auto& r : testing_util::run_many(client, model_id, prefix, n))
+      EXPECT_EQ(r.outcome, Outcome::ok) << prefix << ": " << r.error;
+  }
 
   std::unique_ptr<FakeOpenAIServer> m_server;
 };
@@ -72,12 +89,8 @@ TEST_F(ClientTest, NonStreamingSuccessRecordsEverything) {
   auto client = client_with(m);
   ChatResult r = run_one(*client, {"m", "req-1", {{"system", "s"}, {"user", "u"}}});
   ASSERT_EQ(r.outcome, Outcome::ok) << r.error;
-  EXPECT_EQ(r.content, "hello there");
-  EXPECT_EQ(r.reasoning, "thinking hard");
-  EXPECT_EQ(r.finish_reason, "stop");
-  EXPECT_EQ(r.usage.prompt_tokens, 1000);
-  EXPECT_EQ(r.usage.completion_tokens, 200);
-  EXPECT_EQ(r.usage.cached_tokens, 250);  // the fake reports a quarter as cached
+  // The fake reports a quarter of the prompt as cached.
+  testing_util::expect_reply(r, "hello there", "thinking hard", "stop", 1000, 200, 250);
   EXPECT_GT(r.usage.reasoning_tokens, 0);
   EXPECT_NEAR(r.cost_usd, (750 * 2.0 + 250 * 1.0 + 200 * 10.0) / 1e6, 1e-12);
   ASSERT_EQ(r.attempts.size(), 1u);
@@ -116,12 +129,8 @@ TEST_F(ClientTest, StreamingAssemblesContentReasoningAndUsage) {
   auto client = client_with(model("s", true));
   ChatResult r = run_one(*client, {"s", "stream-1", {{"user", "go"}}});
   ASSERT_EQ(r.outcome, Outcome::ok) << r.error;
-  EXPECT_EQ(r.content, "The quick brown fox jumps over the lazy dog");
-  EXPECT_EQ(r.reasoning, "let me see");
-  EXPECT_EQ(r.finish_reason, "stop");
-  EXPECT_EQ(r.usage.prompt_tokens, 40);
-  EXPECT_EQ(r.usage.completion_tokens, 9);
-  EXPECT_EQ(r.usage.cached_tokens, 10);
+  testing_util::expect_reply(r, "The quick brown fox jumps over the lazy dog", "let me see", "stop",
+                             40, 9, 10);
   auto body = nlohmann::json::parse(m_server->last_request()->body);
   EXPECT_EQ(body["stream"], true);
   EXPECT_EQ(body["stream_options"]["include_usage"], true);
@@ -319,44 +328,27 @@ TEST_F(ClientTest, UnknownModelFailsAtOnce) {
 }
 
 TEST_F(ClientTest, ConcurrencyLimitIsRespected) {
-  FakeServerOptions opts;
-  opts.latency = std::chrono::milliseconds(50);
-  start_server(opts);
-  auto m = model();
-  m.concurrency = 4;
-  auto client = client_with(m);
-  auto results = testing_util::run_many(*client, "m", "conc", 24);
-  for (auto& r : results) EXPECT_EQ(r.outcome, Outcome::ok) << r.error;
+  auto client = concurrent_client(4, std::chrono::milliseconds(50));
+  expect_all_ok(*client, "m", "conc", 24);
   EXPECT_LE(m_server->stats().max_concurrent, 4);
   EXPECT_GE(m_server->stats().max_concurrent, 2);
 }
 
 TEST_F(ClientTest, RateLimitBurstShrinksTheLimitThenItGrowsBack) {
-  FakeServerOptions opts;
-  opts.latency = std::chrono::milliseconds(20);
-  start_server(opts);
-  auto m = model();
-  m.concurrency = 8;
-  auto client = client_with(m);
+  auto client = concurrent_client(8, std::chrono::milliseconds(20));
   m_server->fail_next(16, Fault::rate_limit);
-  auto results = testing_util::run_many(*client, "m", "burst", 40);
-  for (auto& r : results) EXPECT_EQ(r.outcome, Outcome::ok) << r.error;
+  expect_all_ok(*client, "m", "burst", 40);
   const auto after_burst = client->stats().limit_changes;
   // One burst inside the cooldown window shrinks once (8 -> 4); successes then grow it back.
   EXPECT_GE(after_burst, 2);
-  auto more = testing_util::run_many(*client, "m", "after", 60);
-  for (auto& r : more) EXPECT_EQ(r.outcome, Outcome::ok) << r.error;
+  expect_all_ok(*client, "m", "after", 60);
   EXPECT_LE(m_server->stats().max_concurrent, 8);
 }
 
 TEST_F(ClientTest, ServerErrorsDoNotShrinkTheLimit) {
-  start_server();
-  auto m = model();
-  m.concurrency = 8;
-  auto client = client_with(m);
+  auto client = concurrent_client(8);
   m_server->fail_next(16, Fault::http_503);
-  auto results = testing_util::run_many(*client, "m", "e5xx", 30);
-  for (auto& r : results) EXPECT_EQ(r.outcome, Outcome::ok) << r.error;
+  expect_all_ok(*client, "m", "e5xx", 30);
   EXPECT_EQ(client->stats().limit_changes, 0);
 }
 
@@ -364,18 +356,12 @@ TEST_F(ClientTest, HostNameIsResolvedOnceNotPerRequest) {
   start_server();
   auto m = fast_model("h", fmt::format("http://localhost:{}/v1", m_server->port()), false);
   auto client = client_with(m);
-  auto results = testing_util::run_many(*client, "h", "dns", 50);
-  for (auto& r : results) EXPECT_EQ(r.outcome, Outcome::ok) << r.error;
+  expect_all_ok(*client, "h", "dns", 50);
   EXPECT_EQ(client->stats().resolver_starts, 0);
 }
 
 TEST_F(ClientTest, ShutdownCancelsEverythingAndLaterSubmitsToo) {
-  FakeServerOptions opts;
-  opts.latency = std::chrono::milliseconds(5000);
-  start_server(opts);
-  auto m = model();
-  m.concurrency = 2;
-  auto client = client_with(m);
+  auto client = concurrent_client(2, std::chrono::milliseconds(5000));
   std::vector<std::future<ChatResult>> futures;
   std::vector<std::shared_ptr<std::promise<ChatResult>>> promises;
   for (int i = 0; i < 6; ++i) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/llm_clients/client_test_util.hpp"
+
 namespace korch::llm {
 namespace {
 
@@ -122,12 +124,7 @@ TEST(ParseCompletion, ReadsContentReasoningFinishAndUsage) {
     "usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4},
     "completion_tokens_details":{"reasoning_tokens":2}}})");
   ASSERT_TRUE(p.ok) << p.error;
-  EXPECT_EQ(p.content, "hi");
-  EXPECT_EQ(p.reasoning, "think");
-  EXPECT_EQ(p.finish_reason, "length");
-  EXPECT_EQ(p.usage.prompt_tokens, 10);
-  EXPECT_EQ(p.usage.completion_tokens, 5);
-  EXPECT_EQ(p.usage.cached_tokens, 4);
+  testing_util::expect_reply(p, "hi", "think", "length", 10, 5, 4);
   EXPECT_EQ(p.usage.reasoning_tokens, 2);
 }
 

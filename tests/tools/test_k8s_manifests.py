@@ -97,6 +97,20 @@ METADATA = {
     "required": ["name"],
     "properties": {"name": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"}},
 }
+
+
+def workload(spec_required, spec_properties):
+    """A named object whose spec has these required keys and properties."""
+    return {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata", "spec"],
+        "properties": {
+            "metadata": METADATA,
+            "spec": {"type": "object", "required": spec_required, "properties": spec_properties},
+        },
+    }
+
+
 SCHEMAS = {
     ("v1", "Secret"): {
         "type": "object",
@@ -107,40 +121,24 @@ SCHEMAS = {
             "stringData": {"type": "object", "additionalProperties": {"type": "string"}},
         },
     },
-    ("apps/v1", "Deployment"): {
-        "type": "object",
-        "required": ["apiVersion", "kind", "metadata", "spec"],
-        "properties": {
-            "metadata": METADATA,
-            "spec": {
-                "type": "object",
-                "required": ["replicas", "selector", "template"],
-                "properties": {
-                    "replicas": {"const": 1},
-                    "selector": {"type": "object", "required": ["matchLabels"]},
-                    "template": POD_TEMPLATE,
-                },
-            },
+    ("apps/v1", "Deployment"): workload(
+        ["replicas", "selector", "template"],
+        {
+            "replicas": {"const": 1},
+            "selector": {"type": "object", "required": ["matchLabels"]},
+            "template": POD_TEMPLATE,
         },
-    },
-    ("batch/v1", "Job"): {
-        "type": "object",
-        "required": ["apiVersion", "kind", "metadata", "spec"],
-        "properties": {
-            "metadata": METADATA,
-            "spec": {
-                "type": "object",
-                "required": ["completionMode", "completions", "parallelism", "template"],
-                "properties": {
-                    "completionMode": {"const": "Indexed"},
-                    "completions": {"type": "integer", "minimum": 1},
-                    "parallelism": {"type": "integer", "minimum": 1},
-                    "backoffLimitPerIndex": {"type": "integer", "minimum": 0},
-                    "template": POD_TEMPLATE,
-                },
-            },
+    ),
+    ("batch/v1", "Job"): workload(
+        ["completionMode", "completions", "parallelism", "template"],
+        {
+            "completionMode": {"const": "Indexed"},
+            "completions": {"type": "integer", "minimum": 1},
+            "parallelism": {"type": "integer", "minimum": 1},
+            "backoffLimitPerIndex": {"type": "integer", "minimum": 0},
+            "template": POD_TEMPLATE,
         },
-    },
+    ),
 }
 
 
