@@ -362,3 +362,17 @@ def _segment(ctx: Context, node) -> str:
         return ast.get_source_segment(ctx.source, node) or ""
     except Exception:  # positions missing on synthetic nodes
         return ""
+
+
+def annotations(nodes) -> list:
+    """Every annotation among `nodes`, in their order: an argument's, a
+    function's return, an annotated assignment's."""
+    out = []
+    for n in nodes:
+        if isinstance(n, ast.arg) and n.annotation is not None:
+            out.append(n.annotation)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.returns is not None:
+            out.append(n.returns)
+        elif isinstance(n, ast.AnnAssign):
+            out.append(n.annotation)
+    return out

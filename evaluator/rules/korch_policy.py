@@ -6,7 +6,7 @@ import ast
 import re
 from typing import Iterator
 
-from korch_context import Context, _literal_getattr, _segment
+from korch_context import Context, annotations, _literal_getattr, _segment
 from korch_policy_tables import (
     ALLOWED_BASES,
     ALLOWED_DECORATORS,
@@ -307,16 +307,8 @@ class _HarnessObjects:
             if any(_decorator_name(ctx, d) in TRITON_WRAPPERS for d in n.decorator_list):
                 self.names.add(n.name)
         self.annotation_nodes = set()
-        for n in ctx.nodes:
-            ann = []
-            if isinstance(n, ast.arg) and n.annotation is not None:
-                ann.append(n.annotation)
-            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.returns is not None:
-                ann.append(n.returns)
-            elif isinstance(n, ast.AnnAssign):
-                ann.append(n.annotation)
-            for a in ann:
-                self.annotation_nodes.update(id(x) for x in ast.walk(a))
+        for a in annotations(ctx.nodes):
+            self.annotation_nodes.update(id(x) for x in ast.walk(a))
         for _ in range(16):
             if not self._propagate():
                 break
@@ -596,15 +588,7 @@ def _check_decorators(ctx):
 
 
 def _check_string_annotation(ctx):
-    annots = []
-    for n in ctx.nodes:
-        if isinstance(n, ast.arg) and n.annotation is not None:
-            annots.append(n.annotation)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.returns is not None:
-            annots.append(n.returns)
-        elif isinstance(n, ast.AnnAssign):
-            annots.append(n.annotation)
-    for a in annots:
+    for a in annotations(ctx.nodes):
         for sub in ast.walk(a):
             if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
                 yield sub.lineno, f"annotation {sub.value!r}"
