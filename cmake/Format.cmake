@@ -6,7 +6,7 @@
 # (the whole tree was formatted in one commit of its own). A new top-level
 # directory joins the list in the commit that adds it.
 find_program(KORCH_CLANG_FORMAT NAMES clang-format-14 clang-format)
-set(KORCH_FORMAT_DIRS "agent;config;daemon;evaluator;llm_clients;prompts;store;tests;tools;util" CACHE STRING
+set(KORCH_FORMAT_DIRS "agent;config;daemon;evaluator;llm_clients;prompts;reports;store;tests;tools;util" CACHE STRING
     "Source directories (relative to the repository root) the format targets cover")
 
 if(KORCH_CLANG_FORMAT)

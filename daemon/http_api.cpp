@@ -10,9 +10,9 @@
 #include <regex>
 #include <thread>
 
-#include "reports/web_assets.hpp"
 #include "reports/export.hpp"
 #include "reports/report.hpp"
+#include "reports/web_assets.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 

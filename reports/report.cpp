@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "reports/web_assets.hpp"
 #include "reports/export.hpp"
+#include "reports/web_assets.hpp"
 #include "util/exact_sum.hpp"
 
 namespace korch::reports {

@@ -23,13 +23,13 @@
 #include "agent/strategy.hpp"
 #include "config/loader.hpp"
 #include "evaluator/evaluator.hpp"
+#include "reports/export.hpp"
+#include "reports/report.hpp"
+#include "reports/training_export.hpp"
 #include "tests/support/fake_openai_server.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/task_sources.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "reports/export.hpp"
-#include "reports/report.hpp"
-#include "reports/training_export.hpp"
 #include "util/ids.hpp"
 
 namespace korch::agent {

@@ -27,10 +27,10 @@
 #include "agent/campaign_runner.hpp"
 #include "config/loader.hpp"
 #include "evaluator/evaluator.hpp"
+#include "reports/report.hpp"
 #include "store/store.hpp"
 #include "tests/support/fake_openai_server.hpp"
 #include "tests/support/scripted_replies.hpp"
-#include "reports/report.hpp"
 #include "util/ids.hpp"
 #include "util/log.hpp"
 

@@ -7,11 +7,11 @@
 
 #include "config/loader.hpp"
 #include "config/tasks.hpp"
-#include "tools/korch/cli.hpp"
-#include "tools/korch/common.hpp"
 #include "reports/export.hpp"
 #include "reports/report.hpp"
 #include "reports/training_export.hpp"
+#include "tools/korch/cli.hpp"
+#include "tools/korch/common.hpp"
 
 namespace korch::cli {
 

@@ -10,7 +10,6 @@
 
 namespace korch::cli {
 
-
 // Opens the store named by `--db PATH` or by the config file given as the
 // only positional argument, read-only. Sets *campaign_id to the campaign
 // selected by --campaign NAME, the config's name, or the only campaign.
