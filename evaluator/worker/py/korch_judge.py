@@ -26,7 +26,7 @@ from korch_tasks import load_task, task_inputs, tensors_of, nbytes_of, as_output
 from korch_timing import Timing
 # Re-exported: the worker's tests and tools/bench/reinterval.py read them here.
 from korch_timing import pooled_spread, runner_schedule, t975, timing_health, widen  # noqa: F401
-from korch_verdict import Verdict, derive, median, out_of_memory  # noqa: F401
+from korch_verdict import Verdict, derive, out_of_memory  # noqa: F401
 
 # The tolerance profile (atol, rtol, low_precision_tol, allow_tf32) arrives in
 # the job from korch's one table (config/vocabulary.hpp); no copy lives here.
