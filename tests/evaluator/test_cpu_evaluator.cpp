@@ -104,7 +104,12 @@ Report submit_cpp_relu(const std::string& stem, double timeout_s) {
 TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
   auto ev = make_protected_evaluator(test_config(2, 30), k_cache_dir);
   ASSERT_TRUE(ev) << ev.error().message;
-  std::vector<std::pair<CorpusFile, std::future<Report>>> runs;
+  struct Run {
+    CorpusFile f;
+    Request req;  // kept: an infrastructure outcome is submitted again
+    std::future<Report> fut;
+  };
+  std::vector<Run> runs;
   int skipped = 0;
   for (const char* sub : {"good", "hacks"}) {
     for (auto& f : corpus(sub)) {
@@ -116,12 +121,14 @@ TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
       ASSERT_TRUE(task) << f.name << ": " << task.error().message;
       if (std::string(sub) == "good" && f.code.find("load_inline") == std::string::npos)
         f.expect = "no_kernel";
-      runs.emplace_back(f, submit(**ev, make_request(f, *task, Mode::submit)));
+      Request req = make_request(f, *task, Mode::submit);
+      auto fut = submit(**ev, req);
+      runs.push_back({f, std::move(req), std::move(fut)});
     }
   }
   std::map<std::string, int> by_verdict;
   int reruns = 0;
-  for (auto& [f, fut] : runs) {
+  for (auto& [f, req, fut] : runs) {
     Report r = fut.get();
     // An infrastructure outcome (the host's load distrusted the timing) is
     // not a verdict: an episode runs it again, at most 3 runs in all
@@ -130,7 +137,7 @@ TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
          run <= 3 && r.status == Verdict::worker_crash && r.error.rfind("infrastructure: ", 0) == 0;
          ++run, ++reruns) {
       std::printf("  %s: %s; run %d\n", f.name.c_str(), r.error.substr(0, 200).c_str(), run);
-      r = submit(**ev, make_request(f, *task_by_stem(f.task), Mode::submit)).get();
+      r = submit(**ev, req).get();
     }
     by_verdict[to_string(r.status)]++;
     EXPECT_EQ(to_string(r.status), f.expect)
