@@ -48,35 +48,11 @@ enum class Bandit { thompson, ucb };
 }  // namespace korch::config
 
 namespace korch {
-template <>
-struct EnumNames<config::EvalMode> {
-  static constexpr std::pair<config::EvalMode, std::string_view> k_names[] = {
-      {config::EvalMode::mock, "mock"},
-      {config::EvalMode::cpu, "cpu"},
-      {config::EvalMode::gpu, "gpu"}};
-};
-template <>
-struct EnumNames<config::Tolerance> {
-  static constexpr std::pair<config::Tolerance, std::string_view> k_names[] = {
-      {config::Tolerance::strict, "strict"}, {config::Tolerance::tf32, "tf32"}};
-};
-template <>
-struct EnumNames<config::Reward> {
-  static constexpr std::pair<config::Reward, std::string_view> k_names[] = {
-      {config::Reward::speedup, "speedup"},
-      {config::Reward::roofline, "roofline"},
-      {config::Reward::beat_baseline, "beat_baseline"}};
-};
-template <>
-struct EnumNames<config::TorchOps> {
-  static constexpr std::pair<config::TorchOps, std::string_view> k_names[] = {
-      {config::TorchOps::allow, "allow"}, {config::TorchOps::forbid, "forbid"}};
-};
-template <>
-struct EnumNames<config::ResumeMode> {
-  static constexpr std::pair<config::ResumeMode, std::string_view> k_names[] = {
-      {config::ResumeMode::exact, "exact"}, {config::ResumeMode::compact, "compact"}};
-};
+KORCH_ENUM_NAMES(config::EvalMode, mock, cpu, gpu);
+KORCH_ENUM_NAMES(config::Tolerance, strict, tf32);
+KORCH_ENUM_NAMES(config::Reward, speedup, roofline, beat_baseline);
+KORCH_ENUM_NAMES(config::TorchOps, allow, forbid);
+KORCH_ENUM_NAMES(config::ResumeMode, exact, compact);
 template <>
 struct EnumNames<config::Synchronous> {
   static constexpr std::pair<config::Synchronous, std::string_view> k_names[] = {
@@ -85,50 +61,18 @@ struct EnumNames<config::Synchronous> {
       {config::Synchronous::full, "FULL"},
       {config::Synchronous::extra, "EXTRA"}};
 };
-template <>
-struct EnumNames<config::LogLevel> {
-  static constexpr std::pair<config::LogLevel, std::string_view> k_names[] = {
-      {config::LogLevel::trace, "trace"}, {config::LogLevel::debug, "debug"},
-      {config::LogLevel::info, "info"},   {config::LogLevel::warn, "warn"},
-      {config::LogLevel::error, "error"}, {config::LogLevel::critical, "critical"},
-      {config::LogLevel::off, "off"}};
-};
-template <>
-struct EnumNames<config::LifecycleKind> {
-  static constexpr std::pair<config::LifecycleKind, std::string_view> k_names[] = {
-      {config::LifecycleKind::compaction, "compaction"},
-      {config::LifecycleKind::crash, "crash"},
-      {config::LifecycleKind::model_swap, "model_swap"}};
-};
-template <>
-struct EnumNames<config::StrategyKind> {
-  static constexpr std::pair<config::StrategyKind, std::string_view> k_names[] = {
-      {config::StrategyKind::grid, "grid"},
-      {config::StrategyKind::best_of_k, "best_of_k"},
-      {config::StrategyKind::refine, "refine"},
-      {config::StrategyKind::budget, "budget"}};
-};
-template <>
-struct EnumNames<config::Bandit> {
-  static constexpr std::pair<config::Bandit, std::string_view> k_names[] = {
-      {config::Bandit::thompson, "thompson"}, {config::Bandit::ucb, "ucb"}};
-};
+KORCH_ENUM_NAMES(config::LogLevel, trace, debug, info, warn, error, critical, off);
+KORCH_ENUM_NAMES(config::LifecycleKind, compaction, crash, model_swap);
+KORCH_ENUM_NAMES(config::StrategyKind, grid, best_of_k, refine, budget);
+KORCH_ENUM_NAMES(config::Bandit, thompson, ucb);
 }  // namespace korch
 
 namespace korch::config {
 
-// The name of a vocabulary value ("gpu", "tf32", "FULL", ...). Found by
+// to_string(E) and from_string<E>(text) (util/enum_names.hpp), found by
 // argument-dependent lookup: `to_string(cfg.evaluator.mode)`.
-template <NamedEnum E>
-constexpr std::string_view to_string(E value) {
-  return enum_name(value);
-}
-
-// The value named `text`, or nullopt: `config::from_string<Tolerance>("tf32")`.
-template <NamedEnum E>
-constexpr std::optional<E> from_string(std::string_view text) {
-  return enum_from_name<E>(text);
-}
+using korch::from_string;
+using korch::to_string;
 
 // The one tolerance table: read by the evaluator (passed to the worker in the
 // job JSON), the roofline model and the system prompt.

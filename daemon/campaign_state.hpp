@@ -17,21 +17,8 @@ enum class DrivePhase { queued, running, stopping, idle, aborted, invalid };
 }  // namespace korch::daemon
 
 namespace korch {
-template <>
-struct EnumNames<daemon::CampaignState> {
-  static constexpr std::pair<daemon::CampaignState, std::string_view> k_names[] = {
-      {daemon::CampaignState::active, "active"},
-      {daemon::CampaignState::paused, "paused"},
-      {daemon::CampaignState::cancelled, "cancelled"},
-      {daemon::CampaignState::completed, "completed"}};
-};
-template <>
-struct EnumNames<daemon::DrivePhase> {
-  static constexpr std::pair<daemon::DrivePhase, std::string_view> k_names[] = {
-      {daemon::DrivePhase::queued, "queued"},     {daemon::DrivePhase::running, "running"},
-      {daemon::DrivePhase::stopping, "stopping"}, {daemon::DrivePhase::idle, "idle"},
-      {daemon::DrivePhase::aborted, "aborted"},   {daemon::DrivePhase::invalid, "invalid"}};
-};
+KORCH_ENUM_NAMES(daemon::CampaignState, active, paused, cancelled, completed);
+KORCH_ENUM_NAMES(daemon::DrivePhase, queued, running, stopping, idle, aborted, invalid);
 }  // namespace korch
 
 namespace korch::daemon {

@@ -383,16 +383,11 @@ nlohmann::json Daemon::describe(Campaign& c) {
 }
 
 agent::Progress Daemon::merged_progress(const Campaign& c) const {
-  agent::Progress p = c.progress;
-  if (c.stored_at >= 0) {
-    auto from_store = progress_of(c.stored);
-    p.episodes = from_store.episodes;
-    p.final = from_store.final;
-    p.failed = from_store.failed;
-    p.turns = from_store.turns;
-    p.tokens = from_store.tokens;
-    p.cost_usd = from_store.cost_usd;
-  }
+  // The store's counts once read (they hold every process's work); what only
+  // this process knows (episodes in flight, the estimate) from its own.
+  agent::Progress p = c.stored_at >= 0 ? progress_of(c.stored) : c.progress;
+  p.running = c.progress.running;
+  p.eta_s = c.progress.eta_s;
   p.elapsed_s = c.driven_before_s + (c.run_started >= 0 ? now_mono() - c.run_started : 0);
   return p;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -23,16 +24,56 @@ constexpr double k_log_speedup_min = -0.2;
 constexpr double k_log_speedup_max = 3.0;
 constexpr double k_roofline_span = 2.7;
 
+// A Report member and its JSON name.
 template <typename T>
-void put_opt(nlohmann::json& j, const char* key, const std::optional<T>& v) {
+struct Field {
+  const char* name;
+  T Report::*member;
+};
+
+// Report's fields as its JSON holds them, each named once: k_measured_fields
+// and these. Three more need care and are written out in to_json and
+// from_json: status (a verdict name, which must be known), notes (left out
+// when empty) and evidence (an object).
+constexpr auto k_report_fields = std::make_tuple(
+    Field<std::string>{"request_id", &Report::request_id}, Field<bool>{"correct", &Report::correct},
+    Field<double>{"reward", &Report::reward},
+    Field<std::optional<double>>{"t_min_ms", &Report::t_min_ms},
+    Field<std::string>{"rule_id", &Report::rule_id}, Field<std::string>{"error", &Report::error},
+    Field<std::string>{"compile_log", &Report::compile_log},
+    Field<std::string>{"runtime_detail", &Report::runtime_detail},
+    Field<std::vector<std::string>>{"protections", &Report::protections},
+    Field<std::string>{"evaluator_version", &Report::evaluator_version},
+    Field<std::string>{"mode", &Report::mode}, Field<bool>{"mock", &Report::mock},
+    Field<bool>{"rules_skipped", &Report::rules_skipped}, Field<double>{"wall_s", &Report::wall_s});
+
+// Calls f(name, member) for every field of both lists.
+template <typename F>
+void for_each_field(F&& f) {
+  for (const auto& [name, member] : k_measured_fields)
+    f(name, static_cast<std::optional<double> Report::*>(member));
+  std::apply([&](const auto&... field) { (f(field.name, field.member), ...); }, k_report_fields);
+}
+
+// An absent value is written as null, and a null or missing key reads as absent.
+template <typename T>
+void put(nlohmann::json& j, const char* key, const T& v) {
+  j[key] = v;
+}
+template <typename T>
+void put(nlohmann::json& j, const char* key, const std::optional<T>& v) {
   j[key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+// A missing key reads as the member's default (every default is T{}).
 template <typename T>
-std::optional<T> get_opt(const nlohmann::json& j, const char* key) {
+void get(const nlohmann::json& j, const char* key, T& v) {
+  v = j.value(key, T{});
+}
+template <typename T>
+void get(const nlohmann::json& j, const char* key, std::optional<T>& v) {
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->get<T>();
+  v = it == j.end() || it->is_null() ? std::nullopt : std::optional<T>(it->template get<T>());
 }
 
 }  // namespace
@@ -68,36 +109,10 @@ std::optional<Verdict> verdict_from_string(std::string_view s) {
 
 std::string Report::to_json() const {
   nlohmann::json j;
-  j["request_id"] = request_id;
+  for_each_field([&](const char* name, auto member) { put(j, name, this->*member); });
   j["status"] = evaluator::to_string(status);
-  j["correct"] = correct;
-  put_opt(j, "speedup", speedup);
-  put_opt(j, "speedup_ci_low", speedup_ci_low);
-  put_opt(j, "speedup_ci_high", speedup_ci_high);
-  j["reward"] = reward;
-  put_opt(j, "ref_time_ms", ref_time_ms);
-  put_opt(j, "cand_time_ms", cand_time_ms);
-  put_opt(j, "t_min_ms", t_min_ms);
-  put_opt(j, "max_abs_diff", max_abs_diff);
-  put_opt(j, "max_rel_diff", max_rel_diff);
-  put_opt(j, "mismatch_frac", mismatch_frac);
-  j["rule_id"] = rule_id;
-  j["error"] = error;
-  j["compile_log"] = compile_log;
-  j["runtime_detail"] = runtime_detail;
   if (!notes.empty()) j["notes"] = notes;
-  j["protections"] = protections;
-  j["evaluator_version"] = evaluator_version;
-  j["mode"] = mode;
-  j["mock"] = mock;
-  j["rules_skipped"] = rules_skipped;
-  j["wall_s"] = wall_s;
-  if (!evidence_json.empty()) {
-    auto ev = nlohmann::json::parse(evidence_json, nullptr, false);
-    j["evidence"] = ev.is_discarded() ? nlohmann::json(evidence_json) : ev;
-  } else {
-    j["evidence"] = nlohmann::json::object();
-  }
+  j["evidence"] = evidence.is_null() ? nlohmann::json::object() : evidence;
   return j.dump();
 }
 
@@ -106,33 +121,12 @@ Result<Report> Report::from_json(std::string_view text) {
   if (j.is_discarded() || !j.is_object()) return fail("evaluation report is not a JSON object");
   try {
     Report r;
-    r.request_id = j.value("request_id", "");
     auto status = verdict_from_string(j.value("status", ""));
     if (!status) return fail("evaluation report has an unknown status");
     r.status = *status;
-    r.correct = j.value("correct", false);
-    r.speedup = get_opt<double>(j, "speedup");
-    r.speedup_ci_low = get_opt<double>(j, "speedup_ci_low");
-    r.speedup_ci_high = get_opt<double>(j, "speedup_ci_high");
-    r.reward = j.value("reward", 0.0);
-    r.ref_time_ms = get_opt<double>(j, "ref_time_ms");
-    r.cand_time_ms = get_opt<double>(j, "cand_time_ms");
-    r.t_min_ms = get_opt<double>(j, "t_min_ms");
-    r.max_abs_diff = get_opt<double>(j, "max_abs_diff");
-    r.max_rel_diff = get_opt<double>(j, "max_rel_diff");
-    r.mismatch_frac = get_opt<double>(j, "mismatch_frac");
-    r.rule_id = j.value("rule_id", "");
-    r.error = j.value("error", "");
-    r.compile_log = j.value("compile_log", "");
-    r.runtime_detail = j.value("runtime_detail", "");
+    for_each_field([&](const char* name, auto member) { get(j, name, r.*member); });
     r.notes = j.value("notes", std::vector<std::string>{});
-    r.protections = j.value("protections", std::vector<std::string>{});
-    r.evaluator_version = j.value("evaluator_version", "");
-    r.mode = j.value("mode", "");
-    r.mock = j.value("mock", false);
-    r.rules_skipped = j.value("rules_skipped", false);
-    r.wall_s = j.value("wall_s", 0.0);
-    if (j.contains("evidence") && !j["evidence"].empty()) r.evidence_json = j["evidence"].dump();
+    if (j.contains("evidence") && !j["evidence"].empty()) r.evidence = j["evidence"];
     return r;
   } catch (const nlohmann::json::exception& e) {
     return fail(std::string("evaluation report is malformed: ") + e.what());

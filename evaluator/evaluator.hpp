@@ -9,7 +9,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "config/campaign.hpp"
 #include "config/tasks.hpp"
@@ -42,19 +45,34 @@ struct Request {
 
 // Everything a verdict rests on. Rendered into feedback by prompts/ and stored
 // verbatim (report_json) by the engine.
-struct Report {
+// What a measurement found. The measure job's result and the report both
+// hold it under these names (protocol::MeasureResult, Report); their JSON
+// readers and writers go through k_measured_fields.
+struct Measured {
+  std::optional<double> speedup;                                    // median_ref / median_cand
+  std::optional<double> speedup_ci_low, speedup_ci_high;            // its bootstrap 95% interval
+  std::optional<double> ref_time_ms, cand_time_ms;                  // the medians
+  std::optional<double> max_abs_diff, max_rel_diff, mismatch_frac;  // over the trials
+};
+
+// Measured's fields and their JSON names: the one list of them.
+inline constexpr std::pair<const char*, std::optional<double> Measured::*> k_measured_fields[] = {
+    {"speedup", &Measured::speedup},
+    {"speedup_ci_low", &Measured::speedup_ci_low},
+    {"speedup_ci_high", &Measured::speedup_ci_high},
+    {"ref_time_ms", &Measured::ref_time_ms},
+    {"cand_time_ms", &Measured::cand_time_ms},
+    {"max_abs_diff", &Measured::max_abs_diff},
+    {"max_rel_diff", &Measured::max_rel_diff},
+    {"mismatch_frac", &Measured::mismatch_frac}};
+
+// One evaluation's outcome. Its JSON encoding (to_json/from_json, the
+// stored form) names every field once, in report_fields() (evaluator.cpp).
+struct Report : Measured {
   std::string request_id;
   Verdict status = Verdict::worker_crash;
   bool correct = false;
-  std::optional<double> speedup;         // median_ref / median_cand
-  std::optional<double> speedup_ci_low;  // bootstrap 95% interval
-  std::optional<double> speedup_ci_high;
   double reward = 0;
-  std::optional<double> ref_time_ms;
-  std::optional<double> cand_time_ms;
-  std::optional<double> max_abs_diff;
-  std::optional<double> max_rel_diff;
-  std::optional<double> mismatch_frac;
   std::string rule_id;         // rule_violation: which rule
   std::string error;           // first line(s) of the failure
   std::string compile_log;     // compiler output tail
@@ -69,7 +87,7 @@ struct Report {
   double wall_s = 0;
   bool rules_skipped = false;      // the static rules were not run (--rules off)
   std::optional<double> t_min_ms;  // roofline lower bound, when known
-  std::string evidence_json;       // stage-specific evidence (JSON object text)
+  nlohmann::json evidence = nlohmann::json::object();  // stage-specific evidence
   // Not a result: the evaluation did not run to its end because the
   // evaluator was shutting down (its workers are killed, its queue dropped).
   // Whatever the verdict fields say, the engine never records or counts such

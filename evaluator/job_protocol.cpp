@@ -228,14 +228,7 @@ Result<MeasureResult> parse_measure(const std::string& result_json) {
                 "' (worker/daemon version mismatch?)");
   m.verdict = *v;
   m.correct = j.value("correct", false);
-  m.speedup = number(j, "speedup");
-  m.speedup_ci_low = number(j, "speedup_ci_low");
-  m.speedup_ci_high = number(j, "speedup_ci_high");
-  m.ref_time_ms = number(j, "ref_time_ms");
-  m.cand_time_ms = number(j, "cand_time_ms");
-  m.max_abs_diff = number(j, "max_abs_diff");
-  m.max_rel_diff = number(j, "max_rel_diff");
-  m.mismatch_frac = number(j, "mismatch_frac");
+  for (const auto& [name, member] : k_measured_fields) m.*member = number(j, name);
   m.error = j.value("error", "");
   m.runtime_detail = j.value("runtime_detail", "");
   m.notes = strings(j.value("notes", json::array()));

@@ -155,11 +155,10 @@ struct WarmResult {
 };
 WarmResult parse_warm(const std::string& result_json);
 
-struct MeasureResult {
+// Measured: what the report takes over as it is (apply_measure).
+struct MeasureResult : Measured {
   Verdict verdict = Verdict::worker_crash;
   bool correct = false;
-  std::optional<double> speedup, speedup_ci_low, speedup_ci_high, ref_time_ms, cand_time_ms;
-  std::optional<double> max_abs_diff, max_rel_diff, mismatch_frac;
   std::string error, runtime_detail;
   std::vector<std::string> notes;  // for the agent, not a verdict (korch_judge notes)
   // Non-empty: the failure was the host's, not the candidate's (a GPU
@@ -204,20 +203,7 @@ Result<ValidateResult> parse_validate(const std::string& result_json);
 
 namespace korch {
 // The worker's spelling of a compile status (korch_worker.compile_main).
-template <>
-struct EnumNames<evaluator::protocol::CompileStatus> {
-  using S = evaluator::protocol::CompileStatus;
-  static constexpr std::pair<S, std::string_view> k_names[] = {
-      {S::ok, "ok"}, {S::compile_error, "compile_error"}, {S::rule_violation, "rule_violation"}};
-};
+KORCH_ENUM_NAMES(evaluator::protocol::CompileStatus, ok, compile_error, rule_violation);
 // The rules' spelling of a candidate's language (korch_rules.check).
-template <>
-struct EnumNames<evaluator::protocol::CandidateLanguage> {
-  using L = evaluator::protocol::CandidateLanguage;
-  static constexpr std::pair<L, std::string_view> k_names[] = {{L::unknown, "unknown"},
-                                                               {L::torch, "torch"},
-                                                               {L::cpp, "cpp"},
-                                                               {L::cuda, "cuda"},
-                                                               {L::triton, "triton"}};
-};
+KORCH_ENUM_NAMES(evaluator::protocol::CandidateLanguage, unknown, torch, cpp, cuda, triton);
 }  // namespace korch

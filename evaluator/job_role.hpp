@@ -30,17 +30,6 @@ enum class ZygoteEvent {
 }  // namespace korch::evaluator
 
 namespace korch {
-template <>
-struct EnumNames<evaluator::JobRole> {
-  using R = evaluator::JobRole;
-  static constexpr std::pair<R, std::string_view> k_names[] = {
-      {R::rules, "rules"},     {R::compile, "compile"}, {R::warm, "warm"},
-      {R::measure, "measure"}, {R::gpuinfo, "gpuinfo"}, {R::validate, "validate"}};
-};
-template <>
-struct EnumNames<evaluator::ZygoteEvent> {
-  using E = evaluator::ZygoteEvent;
-  static constexpr std::pair<E, std::string_view> k_names[] = {
-      {E::hello, "hello"}, {E::started, "started"}, {E::exit, "exit"}};
-};
+KORCH_ENUM_NAMES(evaluator::JobRole, rules, compile, warm, measure, gpuinfo, validate);
+KORCH_ENUM_NAMES(evaluator::ZygoteEvent, hello, started, exit);
 }  // namespace korch

@@ -458,11 +458,10 @@ class ProtectedEvaluator final : public Evaluator {
               gpus.size(), slots, rest.size());
   }
 
-  void finish(Report& r, const std::chrono::steady_clock::time_point t0, json& evidence) const {
+  void finish(Report& r, const std::chrono::steady_clock::time_point t0) const {
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (m_daemon_nondumpable) evidence["daemon_nondumpable"] = true;
-    if (!m_knobs.empty()) evidence["env_knobs"] = m_knobs;
-    r.evidence_json = evidence.dump();
+    if (m_daemon_nondumpable) r.evidence["daemon_nondumpable"] = true;
+    if (!m_knobs.empty()) r.evidence["env_knobs"] = m_knobs;
     r.reward = reward_for(m_cfg.reward, r);
   }
 
@@ -485,7 +484,7 @@ class ProtectedEvaluator final : public Evaluator {
   Report run(const Request& req) {
     const auto t0 = std::chrono::steady_clock::now();
     Report r = base_report(req);
-    json evidence = json::object();
+    json& evidence = r.evidence;
     json& stages = evidence["stages"] = json::object();  // seconds per stage
     const std::string jobs_root = m_cache + "/jobs";
 
@@ -493,7 +492,7 @@ class ProtectedEvaluator final : public Evaluator {
       r.status = Verdict::worker_crash;
       r.error = "the " + std::string(to_string(mode())) + " evaluator cannot evaluate on device '" +
                 std::string(to_string(*req.device)) + "'";
-      finish(r, t0, evidence);
+      finish(r, t0);
       return r;
     }
 
@@ -513,7 +512,7 @@ class ProtectedEvaluator final : public Evaluator {
         } else {
           job_failed(r, o, "rule");
         }
-        finish(r, t0, evidence);
+        finish(r, t0);
         return r;
       }
       rules = std::move(*parsed);
@@ -534,7 +533,7 @@ class ProtectedEvaluator final : public Evaluator {
         } else {
           r.error = "the static rules rejected the candidate";
         }
-        finish(r, t0, evidence);
+        finish(r, t0);
         return r;
       }
     }
@@ -545,7 +544,7 @@ class ProtectedEvaluator final : public Evaluator {
     if (m_gpu_mode && m_compile_under_lease) {
       early = wait_for_gpu(req, stages, r);
       if (!early) {
-        finish(r, t0, evidence);
+        finish(r, t0);
         return r;
       }
     }
@@ -571,7 +570,7 @@ class ProtectedEvaluator final : public Evaluator {
         r.status = Verdict::compile_error;
         r.error = "line " + std::to_string(li.lineno) +
                   ": load_inline arguments are not statically resolvable (" + li.unresolved + ")";
-        finish(r, t0, evidence);
+        finish(r, t0);
         return r;
       }
       auto c = compile(li.entry, li.key, compile_ev, allow_extra, false, policy);
@@ -579,7 +578,7 @@ class ProtectedEvaluator final : public Evaluator {
         r.status = Verdict::worker_crash;
         r.error = c.error().message;
         evidence["compile"] = compile_ev;
-        finish(r, t0, evidence);
+        finish(r, t0);
         return r;
       }
       const protocol::CompileManifest& m = *c;
@@ -588,7 +587,7 @@ class ProtectedEvaluator final : public Evaluator {
         r.error = "the load_inline extension '" + li.name() + "' failed to compile";
         r.compile_log = tail(m.log);
         evidence["compile"] = compile_ev;
-        finish(r, t0, evidence);
+        finish(r, t0);
         return r;
       }
       if (m.status == protocol::CompileStatus::rule_violation && req.rules) {
@@ -600,7 +599,7 @@ class ProtectedEvaluator final : public Evaluator {
         r.error =
             tail(msg.empty() ? "the built library calls functions outside the allowlist" : msg);
         evidence["compile"] = compile_ev;
-        finish(r, t0, evidence);
+        finish(r, t0);
         return r;
       }
       prebuilt[li.key] = {
@@ -633,7 +632,7 @@ class ProtectedEvaluator final : public Evaluator {
         if (machine && !pause_unless_stopping(std::chrono::seconds(k_timing_pause_s << again))) {
           r.error = "the evaluator shut down while waiting to measure again";
           r.interrupted = true;
-          finish(r, t0, evidence);
+          finish(r, t0);
           return r;
         }
         res = measure(req, prebuilt, r, evidence, -1, triton);
@@ -661,7 +660,7 @@ class ProtectedEvaluator final : public Evaluator {
     }
     if (m_daemon_nondumpable && evidence.contains("measure"))
       r.protections.push_back("daemon_nondumpable");
-    finish(r, t0, evidence);
+    finish(r, t0);
     return r;
   }
 
@@ -870,14 +869,7 @@ class ProtectedEvaluator final : public Evaluator {
   void apply_measure(const protocol::MeasureResult& m, Report& r, json& evidence) const {
     r.status = m.verdict;
     r.correct = m.correct && r.status == Verdict::ok;
-    r.speedup = m.speedup;
-    r.speedup_ci_low = m.speedup_ci_low;
-    r.speedup_ci_high = m.speedup_ci_high;
-    r.ref_time_ms = m.ref_time_ms;
-    r.cand_time_ms = m.cand_time_ms;
-    r.max_abs_diff = m.max_abs_diff;
-    r.max_rel_diff = m.max_rel_diff;
-    r.mismatch_frac = m.mismatch_frac;
+    static_cast<Measured&>(r) = m;
     r.error = m.error;
     r.notes = m.notes;
     std::string detail = m.runtime_detail;

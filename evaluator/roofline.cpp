@@ -189,17 +189,10 @@ Result<GpuPeaks> cpu_peaks(double mem_bw_bytes_s, double flops) {
   if (!positive_finite(mem_bw_bytes_s) || !positive_finite(flops)) {
     return fail("cpu peaks need a positive, finite bandwidth and FLOP rate");
   }
-  GpuPeaks p;
-  p.name = "cpu";
-  p.mem_bw_bytes_s = mem_bw_bytes_s;
-  p.fp32_flops = flops;
-  p.tf32_tensor_flops = flops;
-  p.fp16_tensor_flops = flops;
-  p.bf16_tensor_flops = flops;
-  p.fp8_tensor_flops = flops;
-  p.int8_tensor_ops = flops;
-  p.source = "measured or configured by the caller";
-  return p;
+  // A CPU has no tensor cores: one rate for every precision, in the peaks
+  // table's column order.
+  return GpuPeaks{"cpu", mem_bw_bytes_s, flops, flops, flops, flops, flops, flops,
+                  "measured or configured by the caller"};
 }
 
 double compute_ceiling_flops(const GpuPeaks& p, Precision precision) {

@@ -41,9 +41,5 @@ Result<void> write_export(store::Store& store, const std::string& campaign_id, E
 }  // namespace korch::reports
 
 namespace korch {
-template <>
-struct EnumNames<reports::ExportFormat> {
-  static constexpr std::pair<reports::ExportFormat, std::string_view> k_names[] = {
-      {reports::ExportFormat::jsonl, "jsonl"}, {reports::ExportFormat::csv, "csv"}};
-};
+KORCH_ENUM_NAMES(reports::ExportFormat, jsonl, csv);
 }  // namespace korch

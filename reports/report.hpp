@@ -101,11 +101,5 @@ std::string render(const CampaignReport& report, ReportFormat format);
 }  // namespace korch::reports
 
 namespace korch {
-template <>
-struct EnumNames<reports::ReportFormat> {
-  static constexpr std::pair<reports::ReportFormat, std::string_view> k_names[] = {
-      {reports::ReportFormat::text, "text"},
-      {reports::ReportFormat::json, "json"},
-      {reports::ReportFormat::html, "html"}};
-};
+KORCH_ENUM_NAMES(reports::ReportFormat, text, json, html);
 }  // namespace korch

@@ -55,76 +55,21 @@ enum class EndReason {
 }  // namespace korch::store
 
 namespace korch {
-template <>
-struct EnumNames<store::EpisodeStatus> {
-  static constexpr std::pair<store::EpisodeStatus, std::string_view> k_names[] = {
-      {store::EpisodeStatus::pending, "pending"},
-      {store::EpisodeStatus::running, "running"},
-      {store::EpisodeStatus::final, "final"}};
-};
-template <>
-struct EnumNames<store::Role> {
-  static constexpr std::pair<store::Role, std::string_view> k_names[] = {
-      {store::Role::system, "system"},
-      {store::Role::user, "user"},
-      {store::Role::assistant, "assistant"}};
-};
-template <>
-struct EnumNames<store::MessageKind> {
-  static constexpr std::pair<store::MessageKind, std::string_view> k_names[] = {
-      {store::MessageKind::system, "system"},
-      {store::MessageKind::context, "context"},
-      {store::MessageKind::task, "task"},
-      {store::MessageKind::reply, "reply"},
-      {store::MessageKind::feedback, "feedback"},
-      {store::MessageKind::no_code, "no_code"},
-      {store::MessageKind::truncated, "truncated"},
-      {store::MessageKind::compaction, "compaction"},
-      {store::MessageKind::compaction_overflow, "compaction_overflow"},
-      {store::MessageKind::resumed, "resumed"}};
-};
-template <>
-struct EnumNames<store::CallState> {
-  static constexpr std::pair<store::CallState, std::string_view> k_names[] = {
-      {store::CallState::started, "started"},
-      {store::CallState::done, "done"},
-      {store::CallState::failed, "failed"}};
-};
-template <>
-struct EnumNames<store::EvalState> {
-  static constexpr std::pair<store::EvalState, std::string_view> k_names[] = {
-      {store::EvalState::queued, "queued"},
-      {store::EvalState::running, "running"},
-      {store::EvalState::done, "done"}};
-};
-template <>
-struct EnumNames<store::EndReason> {
-  static constexpr std::pair<store::EndReason, std::string_view> k_names[] = {
-      {store::EndReason::submitted, "submitted"},
-      {store::EndReason::last_turn, "last_turn"},
-      {store::EndReason::no_submission, "no_submission"},
-      {store::EndReason::fallback, "fallback"},
-      {store::EndReason::token_budget, "token_budget"},
-      {store::EndReason::wall_clock, "wall_clock"},
-      {store::EndReason::spend_cap, "spend_cap"},
-      {store::EndReason::context_overflow, "context_overflow"},
-      {store::EndReason::llm_failure, "llm_failure"}};
-};
+KORCH_ENUM_NAMES(store::EpisodeStatus, pending, running, final);
+KORCH_ENUM_NAMES(store::Role, system, user, assistant);
+KORCH_ENUM_NAMES(store::MessageKind, system, context, task, reply, feedback, no_code, truncated,
+                 compaction, compaction_overflow, resumed);
+KORCH_ENUM_NAMES(store::CallState, started, done, failed);
+KORCH_ENUM_NAMES(store::EvalState, queued, running, done);
+KORCH_ENUM_NAMES(store::EndReason, submitted, last_turn, no_submission, fallback, token_budget,
+                 wall_clock, spend_cap, context_overflow, llm_failure);
 }  // namespace korch
 
 namespace korch::store {
 
-// The stored name of a value ("final", "assistant", ...), found by
+// to_string(E) and from_string<E>(text) (util/enum_names.hpp), found by
 // argument-dependent lookup: `to_string(row.status)`.
-template <NamedEnum E>
-constexpr std::string_view to_string(E value) {
-  return enum_name(value);
-}
-
-// The value a stored or wire name stands for, or nullopt.
-template <NamedEnum E>
-constexpr std::optional<E> from_string(std::string_view text) {
-  return enum_from_name<E>(text);
-}
+using korch::from_string;
+using korch::to_string;
 
 }  // namespace korch::store

@@ -86,27 +86,7 @@ bool memory_cgroup_populated(const std::string& name);
 }  // namespace korch::worker
 
 namespace korch {
-template <>
-struct EnumNames<worker::Protection> {
-  using P = worker::Protection;
-  static constexpr std::pair<P, std::string_view> k_names[] = {
-      {P::pdeathsig, "pdeathsig"},
-      {P::mount_ns, "mount_ns"},
-      {P::net_ns, "net_ns"},
-      {P::ipc_ns, "ipc_ns"},
-      {P::pid_ns, "pid_ns"},
-      {P::private_proc, "private_proc"},
-      {P::private_tmp, "private_tmp"},
-      {P::no_core, "no_core"},
-      {P::rlimit_as, "rlimit_as"},
-      {P::uid_nobody, "uid_nobody"},
-      {P::uid_unprivileged, "uid_unprivileged"},
-      {P::no_new_privs, "no_new_privs"},
-      {P::seccomp, "seccomp"},
-      {P::cgroup_memory, "cgroup_memory"},
-      {P::env_whitelist, "env_whitelist"},
-      {P::judge_nondumpable, "judge_nondumpable"},
-      {P::cpu_affinity, "cpu_affinity"},
-  };
-};
+KORCH_ENUM_NAMES(worker::Protection, pdeathsig, mount_ns, net_ns, ipc_ns, pid_ns, private_proc,
+                 private_tmp, no_core, rlimit_as, uid_nobody, uid_unprivileged, no_new_privs,
+                 seccomp, cgroup_memory, env_whitelist, judge_nondumpable, cpu_affinity);
 }  // namespace korch

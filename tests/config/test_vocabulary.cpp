@@ -7,6 +7,18 @@
 #include <set>
 #include <string>
 
+// An enum named by KORCH_ENUM_NAMES with its list wrapped over lines and
+// spaced unevenly, as a long list is after clang-format.
+namespace korch::config {
+enum class Spaced { a, bb, c_c };
+}  // namespace korch::config
+namespace korch {
+// clang-format off
+KORCH_ENUM_NAMES(config::Spaced, a,
+                 bb ,   c_c);
+// clang-format on
+}  // namespace korch
+
 namespace korch::config {
 namespace {
 
@@ -33,6 +45,20 @@ TEST(Vocabulary, EveryEnumRoundTrips) {
   expect_round_trip<Synchronous>();
   expect_round_trip<LogLevel>();
   expect_round_trip<LifecycleKind>();
+  expect_round_trip<StrategyKind>();
+  expect_round_trip<Bandit>();
+  expect_round_trip<Spaced>();
+}
+
+TEST(Vocabulary, EnumNamesMacroNamesEachValueByItsIdentifier) {
+  ASSERT_EQ(std::size(EnumNames<Spaced>::k_names), 3u);
+  EXPECT_EQ(to_string(Spaced::a), "a");
+  EXPECT_EQ(to_string(Spaced::bb), "bb");
+  EXPECT_EQ(to_string(Spaced::c_c), "c_c");
+  EXPECT_EQ(from_string<Spaced>("bb "), std::nullopt);
+  EXPECT_EQ(enum_choices<Spaced>(), "\"a\", \"bb\" or \"c_c\"");
+  static_assert(enum_name(StrategyKind::best_of_k) == "best_of_k");
+  static_assert(enum_from_name<LogLevel>("critical") == LogLevel::critical);
 }
 
 TEST(Vocabulary, NamesAreTheWireValues) {

@@ -19,13 +19,13 @@ namespace {
 using json = nlohmann::json;
 
 int misses(const Report& r) {
-  json e = json::parse(r.evidence_json, nullptr, false);
+  json e = r.evidence;
   int n = 0;
   for (auto& c : e.value("compile", json::array())) n += c.value("hit", true) ? 0 : 1;
   return n;
 }
 int hits(const Report& r) {
-  json e = json::parse(r.evidence_json, nullptr, false);
+  json e = r.evidence;
   int n = 0;
   for (auto& c : e.value("compile", json::array())) n += c.value("hit", false) ? 1 : 0;
   return n;
@@ -43,7 +43,7 @@ TEST(CompileCache, SecondCompileOfIdenticalCodeIsAHitWithNoCompiler) {
   ASSERT_EQ(second.status, Verdict::ok) << second.error;
   // No compile job was spawned (what a hit saves is timed by
   // tools/bench/bench_eval, not here: a wall-clock bound fails on a loaded machine).
-  EXPECT_EQ(misses(second), 0) << second.evidence_json;
+  EXPECT_EQ(misses(second), 0) << second.evidence.dump();
   EXPECT_GE(hits(second), 1);
 }
 
@@ -72,13 +72,14 @@ TEST(CompileCache, ConcurrentCompilesOfOneKeyDoNotRace) {
   EXPECT_FALSE(ra.compile_log.empty());
   // Exactly one of them ran the compiler for the candidate's key.
   auto cand_misses = [](const Report& r) {
-    json e = json::parse(r.evidence_json, nullptr, false);
+    json e = r.evidence;
     int n = 0;
     for (auto& c : e.value("compile", json::array()))
       n += (!c.value("hit", true) && !c.value("probe", false)) ? 1 : 0;
     return n;
   };
-  EXPECT_EQ(cand_misses(ra) + cand_misses(rb), 1) << ra.evidence_json << "\n" << rb.evidence_json;
+  EXPECT_EQ(cand_misses(ra) + cand_misses(rb), 1) << ra.evidence.dump() << "\n"
+                                                  << rb.evidence.dump();
 }
 
 // The zygote's saving over a fresh process per job is a benchmark, not a

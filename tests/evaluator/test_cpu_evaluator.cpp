@@ -22,7 +22,7 @@ namespace {
 // at the Welch-Satterthwaite dof, between 1.96 and t(2) = 4.303), never
 // narrower than the bootstrap's.
 void expect_two_runners_per_side(const std::string& name, const Report& r) {
-  const auto ev = nlohmann::json::parse(r.evidence_json, nullptr, false);
+  const auto ev = r.evidence;
   ASSERT_TRUE(ev.is_object()) << name;
   const auto t =
       ev.value("measure", nlohmann::json::object()).value("timing", nlohmann::json::object());
@@ -147,7 +147,7 @@ TEST(CpuEvaluatorCorpus, EveryFileGetsItsVerdict) {
     if (!f.rule_id.empty() && f.expect == "rule_violation") {
       // The expected rule must be among the reported violations.
       EXPECT_TRUE(r.rule_id == f.rule_id ||
-                  r.evidence_json.find("\"rule\":\"" + f.rule_id + "\"") != std::string::npos ||
+                  r.evidence.dump().find("\"rule\":\"" + f.rule_id + "\"") != std::string::npos ||
                   r.error.find("[" + f.rule_id + "]") != std::string::npos)
           << f.name << ": expected rule " << f.rule_id << ", got " << r.rule_id << ": " << r.error;
     }
@@ -194,11 +194,11 @@ TEST(CpuEvaluatorCorpus, ReferenceRunnersSlowerThanTheJudgeAreMeasuredAgainThenB
   EXPECT_NE(r.error.find("could not be trusted in 3 measurements"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("not the candidate's fault"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("the judge's own time for the reference"), std::string::npos) << r.error;
-  const auto evj = nlohmann::json::parse(r.evidence_json, nullptr, false);
+  const auto evj = r.evidence;
   ASSERT_TRUE(evj.is_object());
-  ASSERT_TRUE(evj.contains("timing_remeasured")) << r.evidence_json.substr(0, 500);
+  ASSERT_TRUE(evj.contains("timing_remeasured")) << r.evidence.dump().substr(0, 500);
   EXPECT_EQ(evj["timing_remeasured"].size(), 2u);
-  ASSERT_TRUE(evj.contains("infrastructure")) << r.evidence_json.substr(0, 500);
+  ASSERT_TRUE(evj.contains("infrastructure")) << r.evidence.dump().substr(0, 500);
   EXPECT_EQ(evj["infrastructure"].size(), 1u);
   const auto health = evj["measure"]["timing"]["health"];
   EXPECT_FALSE(health.value("ok", true));
@@ -222,7 +222,7 @@ TEST(CpuEvaluatorCorpus, EnvironmentKnobsAreReadOnceAndRecorded) {
   Report r = submit(**ev, make_request(f, *task, Mode::submit)).get();
   (*ev)->shutdown();
   ASSERT_EQ(r.status, Verdict::ok) << r.error << r.runtime_detail;
-  const auto evj = nlohmann::json::parse(r.evidence_json, nullptr, false);
+  const auto evj = r.evidence;
   ASSERT_TRUE(evj.is_object());
   EXPECT_EQ(evj.value("env_knobs", nlohmann::json::object()),
             (nlohmann::json{{"KORCH_CANDIDATE_RUNNERS", "1"}, {"KORCH_REFERENCE_RUNNERS", "1"}}));
@@ -239,7 +239,7 @@ TEST(CpuEvaluatorCorpus, EnvironmentKnobsAreReadOnceAndRecorded) {
 TEST(CpuEvaluatorCorpus, LoneCallsOpenEachBlockWithAnUntimedCall) {
   Report r = submit_cpp_relu("ReLU_lone_calls", 90);
   ASSERT_EQ(r.status, Verdict::ok) << r.error << r.runtime_detail;
-  const auto t = nlohmann::json::parse(r.evidence_json)["measure"]["timing"];
+  const auto t = r.evidence["measure"]["timing"];
   EXPECT_EQ(t.value("batch", 0), 1) << t.dump().substr(0, 400);
   EXPECT_GE(t.value("block_calls", 0), 2) << t.dump().substr(0, 400);
   EXPECT_EQ(t.value("block_warmup", 0), 1);
@@ -260,9 +260,9 @@ TEST(CpuEvaluatorCorpus, CheckModeUsesOnePublicInputAndNoTiming) {
   Report r = submit(**ev, make_request(f, *task, Mode::check)).get();
   EXPECT_EQ(r.status, Verdict::ok) << r.error << r.runtime_detail;
   EXPECT_FALSE(r.speedup.has_value());
-  EXPECT_NE(r.evidence_json.find("\"trial 0\""), std::string::npos);
-  EXPECT_EQ(r.evidence_json.find("\"trial 1\""), std::string::npos);
-  EXPECT_EQ(r.evidence_json.find("ablation"), std::string::npos);
+  EXPECT_NE(r.evidence.dump().find("\"trial 0\""), std::string::npos);
+  EXPECT_EQ(r.evidence.dump().find("\"trial 1\""), std::string::npos);
+  EXPECT_EQ(r.evidence.dump().find("ablation"), std::string::npos);
   // The seed-0 predictor answers the public check input without calling its
   // kernels: CHECK says so (no_kernel's cheap tests run in CHECK too), and
   // SUBMIT, whose inputs it cannot predict, finds it incorrect.
@@ -299,7 +299,7 @@ TEST(CpuEvaluatorCorpus, CheckPredictsSubmitsNoKernel) {
 // the current one allows it), and accepted (then the current one refuses).
 namespace {
 nlohmann::json compile_evidence(const Report& r) {
-  const auto ev = nlohmann::json::parse(r.evidence_json, nullptr, false);
+  const auto ev = r.evidence;
   return ev.is_object() ? ev.value("compile", nlohmann::json::array()) : nlohmann::json::array();
 }
 // The candidate's own cache entry (not the glue probe's).
@@ -339,7 +339,7 @@ TEST(CpuEvaluatorCorpus, SymbolVerdictFollowsTheAllowlistNotTheCache) {
   Report first = submit(**ev, make_request(good, *task, Mode::check)).get();
   ASSERT_EQ(first.status, Verdict::ok) << first.error;
   const std::string key = candidate_key(first);
-  ASSERT_FALSE(key.empty()) << first.evidence_json.substr(0, 400);
+  ASSERT_FALSE(key.empty()) << first.evidence.dump().substr(0, 400);
   std::string policy;
   rewrite_manifest(key, [&](nlohmann::json& m) {
     policy = m.value("symbol_policy", "");
@@ -351,7 +351,7 @@ TEST(CpuEvaluatorCorpus, SymbolVerdictFollowsTheAllowlistNotTheCache) {
   EXPECT_NE(policy.find("rules-"), std::string::npos) << "the manifest records its policy";
   Report again = submit(**ev, make_request(good, *task, Mode::check)).get();
   EXPECT_EQ(again.status, Verdict::ok) << again.error;
-  EXPECT_TRUE(rechecked(again)) << again.evidence_json.substr(0, 600);
+  EXPECT_TRUE(rechecked(again)) << again.evidence.dump().substr(0, 600);
   EXPECT_EQ(candidate_key(again), key);
   EXPECT_EQ(read_manifest(key).value("symbol_policy", ""), policy);
   Report third = submit(**ev, make_request(good, *task, Mode::check)).get();

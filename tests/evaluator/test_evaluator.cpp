@@ -40,7 +40,7 @@ TEST(ReportJson, RoundTripsTheVerdictFields) {
   r.max_abs_diff = 0.5;
   r.protections = {"seccomp", "netns"};
   r.mode = "cpu";
-  r.evidence_json = R"({"trials":[]})";
+  r.evidence = {{"trials", nlohmann::json::array()}};
   auto back = Report::from_json(r.to_json());
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->request_id, r.request_id);
@@ -50,6 +50,7 @@ TEST(ReportJson, RoundTripsTheVerdictFields) {
   EXPECT_EQ(back->protections, r.protections);
   EXPECT_EQ(back->mode, "cpu");
   EXPECT_EQ(back->ref_time_ms, std::nullopt);
+  EXPECT_EQ(back->evidence, r.evidence);
   EXPECT_EQ(back->to_json(), r.to_json());
   EXPECT_FALSE(Report::from_json("not json"));
 }

@@ -73,7 +73,7 @@ TEST(GpuEvaluatorCorpus, GpuFilesGetTheirVerdictsOnLeasedGpus) {
     Report r = fut.get();
     EXPECT_EQ(to_string(r.status), f.expect) << f.name << ": " << r.error.substr(0, 600);
     EXPECT_EQ(r.mode, "gpu");
-    auto ev_json = nlohmann::json::parse(r.evidence_json, nullptr, false);
+    auto ev_json = r.evidence;
     ASSERT_FALSE(ev_json.is_discarded()) << f.name;
     if (ev_json.contains("measure")) {
       EXPECT_TRUE(ev_json.contains("gpu")) << f.name;
@@ -129,10 +129,10 @@ TEST(GpuEvaluatorCorpus, MemoryHeldByAnotherProcessIsRetriedNotCharged) {
   waitpid(holder, nullptr, 0);
   close(out[0]);
   EXPECT_EQ(r.status, Verdict::ok) << r.error << "\n" << r.runtime_detail.substr(0, 1500);
-  auto evj = nlohmann::json::parse(r.evidence_json, nullptr, false);
+  auto evj = r.evidence;
   ASSERT_FALSE(evj.is_discarded());
   ASSERT_TRUE(evj.contains("infrastructure"))
-      << "the held memory met no run: " << r.evidence_json.substr(0, 800);
+      << "the held memory met no run: " << r.evidence.dump().substr(0, 800);
   const std::string first = evj["infrastructure"][0].value("why", "");
   EXPECT_TRUE(first.find("outside this evaluation") != std::string::npos ||
               first.find("CUDA context") != std::string::npos)

@@ -58,8 +58,7 @@ double median(std::vector<double> v) {
 using json = nlohmann::json;
 
 json evidence_of(const evaluator::Report& r) {
-  json j = json::parse(r.evidence_json.empty() ? "{}" : r.evidence_json, nullptr, false);
-  return j.is_discarded() ? json::object() : j;
+  return r.evidence.is_object() ? r.evidence : json::object();
 }
 
 // Seconds of the judge's own work: from its runners being ready to its last

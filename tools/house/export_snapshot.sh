@@ -4,8 +4,11 @@
 #   tools/house/export_snapshot.sh run  DB [MODE]  # the demo campaign (examples/demo.toml,
 #                                                  # replayed model replies) into DB; MODE mock|cpu
 #   tools/house/export_snapshot.sh dump DB         # every export format and the json report of DB
+#   tools/house/export_snapshot.sh timeless DB     # the jsonl export with its clock fields blanked
 # `dump` of one fixed DB (made once, before the change) must be
-# byte-identical before and after.
+# byte-identical before and after; so must `timeless` of two runs of the
+# campaign, one by each build (what the clock decides -- when, how long --
+# is all that may differ between runs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${KORCH_BUILD_DIR:-build}
@@ -37,5 +40,17 @@ case "$step" in
     done
     (cd "$out" && for f in $(LC_ALL=C ls); do echo "== $f"; cat "$f"; done)
     ;;
-  *) echo "usage: $0 run DB [mock|cpu] | dump DB" >&2; exit 2 ;;
+  timeless)
+    out=$(mktemp)
+    trap 'rm -f "$out"' EXIT
+    "$KORCH" export --db "$DB" --format jsonl --out "$out" 2>/dev/null
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    for k in ("at", "finished_at", "active_s", "llm_latency_s"):
+        if k in r: r[k] = "-"
+    print(json.dumps(r, sort_keys=True))' <"$out"
+    ;;
+  *) echo "usage: $0 run DB [mock|cpu] | dump DB | timeless DB" >&2; exit 2 ;;
 esac
