@@ -15,7 +15,8 @@
 // than letters and digits turned into '_'), e.g. to point a model at another
 // endpoint without editing the file.
 //
-// No toml++ type appears here; the parser lives in loader.cpp.
+// No toml++ type appears here; the parser lives in config/layers.cpp (the
+// key table in keys.cpp, the rules in validate.cpp, the JSON in record.cpp).
 #include <map>
 #include <string>
 #include <string_view>
@@ -34,7 +35,7 @@ namespace korch::config {
 // working directory).
 enum class KeyType { string, path, integer, number, boolean, integer_list };
 
-// The documented part of one key (the setters stay in loader.cpp).
+// The documented part of one key (the setters stay in keys.cpp).
 struct KeyInfo {
   std::string_view name;  // dotted TOML name: "max_turns", "evaluator.mode"
   std::string_view env;   // "KORCH_MAX_TURNS"; empty for model/event keys
