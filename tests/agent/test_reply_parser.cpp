@@ -16,16 +16,39 @@ TEST(ReplyParser, LastBlockDefiningModelNewWins) {
   EXPECT_EQ(r.action, Action::submit);
 }
 
-TEST(ReplyParser, LastPythonBlockWhenNoneDefinesModelNew) {
-  auto r = parse_reply("```python\nx = 1\n```\n```py\nx = 2\n```\n");
-  ASSERT_TRUE(r.has_code);
-  EXPECT_EQ(r.code, "x = 2\n");
+// The code a reply yields: `code`, or none where it is nullptr.
+struct CodeCase {
+  const char* name;
+  const char* reply;
+  const char* code;
+};
+
+std::ostream& operator<<(std::ostream& os, const CodeCase& c) { return os << c.name; }
+
+class ReplyCode : public ::testing::TestWithParam<CodeCase> {};
+
+TEST_P(ReplyCode, IsTheRightBlock) {
+  const CodeCase& c = GetParam();
+  auto r = parse_reply(c.reply);
+  ASSERT_EQ(r.has_code, c.code != nullptr);
+  if (c.code) {
+    EXPECT_EQ(r.code, c.code);
+  }
 }
 
-TEST(ReplyParser, NonPythonBlocksAreNotCode) {
-  auto r = parse_reply("```cpp\nint main() {}\n```\n```\nplain\n```\nACTION: CHECK");
-  EXPECT_FALSE(r.has_code);
-}
+INSTANTIATE_TEST_SUITE_P(
+    ReplyParser, ReplyCode,
+    ::testing::Values(
+        CodeCase{"LastPythonBlockWhenNoneDefinesModelNew",
+                 "```python\nx = 1\n```\n```py\nx = 2\n```\n", "x = 2\n"},
+        CodeCase{"NonPythonBlocksAreNotCode",
+                 "```cpp\nint main() {}\n```\n```\nplain\n```\nACTION: CHECK", nullptr},
+        // A block closed on a line of its own keeps a ``` inside a string
+        // (FenceGluedToTheLastCodeLineClosesTheBlock).
+        CodeCase{"FenceInsideAStringStaysCode",
+                 "```python\nclass ModelNew:\n    s = \"x```\"\n    t = 'y```'\n```\n",
+                 "class ModelNew:\n    s = \"x```\"\n    t = 'y```'\n"}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ReplyParser, LastActionLineWinsAndDefaultIsCheck) {
   EXPECT_EQ(parse_reply("```python\nclass ModelNew: pass\n```\n").action, Action::check);
@@ -49,8 +72,8 @@ TEST(ReplyParser, UnterminatedBlockIsNotCode) {
 
 // Published replies sometimes end the code with the fence on its last line
 // (`return x```` and then the ACTION line). The block is not lost: the fence
-// closes it, and the ACTION after it counts. A block closed on a line of its
-// own keeps a ``` inside a string as code.
+// closes it, and the ACTION after it counts (a ``` inside a string, in a
+// block closed on a line of its own: ReplyCode's FenceInsideAStringStaysCode).
 TEST(ReplyParser, FenceGluedToTheLastCodeLineClosesTheBlock) {
   auto r = parse_reply(
       "Here.\n\n```python\nclass ModelNew:\n    def forward(self, x):\n        return x```\n\n"
@@ -60,9 +83,6 @@ TEST(ReplyParser, FenceGluedToTheLastCodeLineClosesTheBlock) {
   EXPECT_EQ(r.code, "class ModelNew:\n    def forward(self, x):\n        return x\n");
   EXPECT_EQ(r.action, Action::submit);
   EXPECT_TRUE(r.explicit_action);
-  auto kept = parse_reply("```python\nclass ModelNew:\n    s = \"x```\"\n    t = 'y```'\n```\n");
-  EXPECT_TRUE(kept.has_code);
-  EXPECT_EQ(kept.code, "class ModelNew:\n    s = \"x```\"\n    t = 'y```'\n");
 }
 
 TEST(ReplyParser, CrlfLineEndings) {

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -112,7 +113,72 @@ void complete_and_stop(ServeProcess& serve, const std::string& id) {
   ASSERT_EQ(serve.terminate(), 0) << serve.err();
 }
 
-TEST(ServeApi, OpenApiFileListsExactlyTheRegisteredRoutes) {
+// A temp dir (m_dir) for each test, and in it the fake LLM server (m_llm) the
+// campaigns call and the daemon (m_serve) on m_db with the token k_token, for
+// the tests that start them.
+class ServeApi : public ::testing::Test {
+ protected:
+  // Starts m_llm: `script` replies, each after `latency_ms`.
+  void start_llm(const std::string& script, int latency_ms) {
+    ASSERT_TRUE(
+        m_llm.start(m_dir, {"--script", script, "--latency-ms", std::to_string(latency_ms)}));
+  }
+
+  // Starts m_serve with the flags `extra`.
+  void start_serve(const std::vector<std::string>& extra = {}) {
+    ASSERT_TRUE(start_with_token(m_serve, m_dir, m_db, extra)) << m_serve.err();
+  }
+
+  TempDir m_temp;
+  const std::string m_dir = m_temp.path().string();
+  const std::string m_db = m_dir + "/serve.db";
+  FakeLlmProcess m_llm;
+  ServeProcess m_serve;
+};
+
+// kill -9 of the daemon mid-campaign and restarts.
+class ServeKill : public ServeApi {
+ protected:
+  // Starts `korch serve` on `db` (SQLite path or PostgreSQL URL) with the
+  // flags `extra` again and again; the first daemon is posted the campaign
+  // `toml` (its id: m_id). While fewer than `max_kills` were killed, a daemon
+  // that `kill_point` (waiting in it) lets go before the campaign completed
+  // is killed with SIGKILL (counted in m_kills); the next daemon runs the
+  // campaign to "completed" and is stopped with SIGTERM.
+  void kill_and_restart(const std::string& db, const std::vector<std::string>& extra,
+                        const std::string& toml, int max_kills,
+                        const std::function<bool(ServeProcess&)>& kill_point) {
+    for (;;) {
+      ServeProcess serve;
+      ASSERT_TRUE(start_with_token(serve, m_dir, db, extra)) << serve.err();
+      auto cli = serve.client(k_token);
+      if (m_id.empty()) {
+        ASSERT_NO_FATAL_FAILURE(post_campaign(cli, toml, m_id));
+      }
+      if (m_kills < max_kills && kill_point(serve)) {
+        auto state = body_json(cli.Get(("/api/campaigns/" + m_id).c_str()));
+        if (state.value("state", "") != "completed") {
+          ASSERT_NO_FATAL_FAILURE(sigkill(serve));
+          ++m_kills;
+          continue;
+        }
+      }
+      ASSERT_NO_FATAL_FAILURE(complete_and_stop(serve, m_id));
+      return;
+    }
+  }
+
+  std::string m_id;
+  int m_kills = 0;
+};
+
+// Waits while `serve` runs until `turns()` has grown by 5.
+bool five_more_turns(ServeProcess& serve, const std::function<int()>& turns) {
+  const int start_turns = turns();
+  return wait_until(serve.process(), [&] { return turns() >= start_turns + 5; });
+}
+
+TEST_F(ServeApi, OpenApiFileListsExactlyTheRegisteredRoutes) {
   TempDir dir;
   auto [rc, out] = run_capture({KORCH_BIN, "serve", "--print-routes"}, dir.path().string());
   ASSERT_EQ(rc, 0) << out;
@@ -142,7 +208,7 @@ TEST(ServeApi, OpenApiFileListsExactlyTheRegisteredRoutes) {
 }
 
 // docs/config.md's table of serve keys lists every key with its flag.
-TEST(ServeApi, ConfigDocListsEveryServeKey) {
+TEST_F(ServeApi, ConfigDocListsEveryServeKey) {
   TempDir dir;
   auto [rc, out] = run_capture({KORCH_BIN, "serve", "--print-keys"}, dir.path().string());
   ASSERT_EQ(rc, 0) << out;
@@ -159,7 +225,7 @@ TEST(ServeApi, ConfigDocListsEveryServeKey) {
   EXPECT_GE(keys, 30);
 }
 
-TEST(ServeApi, RefusesANonLoopbackAddressWithoutAToken) {
+TEST_F(ServeApi, RefusesANonLoopbackAddressWithoutAToken) {
   TempDir dir;
   auto d = dir.path().string();
   auto [rc, out] = run_capture({KORCH_BIN, "serve", "--db", d + "/x.db", "--listen", "0.0.0.0:0"},
@@ -172,7 +238,7 @@ TEST(ServeApi, RefusesANonLoopbackAddressWithoutAToken) {
 // One token rule wherever the token comes from (issue 34): beyond loopback
 // at least 16 characters, from KORCH_API_TOKEN as from --token-file; on
 // loopback a short token is the user's business.
-TEST(ServeApi, OneTokenRuleWhereverTheTokenComesFrom) {
+TEST_F(ServeApi, OneTokenRuleWhereverTheTokenComesFrom) {
   TempDir dir;
   auto d = dir.path().string();
   write_text(d + "/short.token", "abc\n");
@@ -231,21 +297,16 @@ TEST(ServeApi, OneTokenRuleWhereverTheTokenComesFrom) {
 // Content-Type (application/x-www-form-urlencoded); both are answered at
 // once by the documented rules, and every request, rejected or not, is
 // counted in korch_http_requests_total by route and status.
-TEST(ServeApi, CurlHabitsBodiesAndCounting) {
-  TempDir dir;
-  auto d = dir.path().string();
-  FakeLlmProcess llm;
-  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "300"}));
-  ServeProcess serve;
-  ASSERT_TRUE(start_with_token(serve, d, d + "/k.db", {"--max-body-bytes", "65536"}))
-      << serve.err();
+TEST_F(ServeApi, CurlHabitsBodiesAndCounting) {
+  ASSERT_NO_FATAL_FAILURE(start_llm("kernel", 300));
+  ASSERT_NO_FATAL_FAILURE(start_serve({"--max-body-bytes", "65536"}));
   const std::string auth = std::string("Authorization: Bearer ") + k_token + "\r\n";
   auto post = [&](const std::string& path, const std::string& headers, const std::string& body) {
-    return raw_http(serve.port(), "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + auth +
-                                      "Connection: close\r\n" + headers + "\r\n" + body);
+    return raw_http(m_serve.port(), "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + auth +
+                                        "Connection: close\r\n" + headers + "\r\n" + body);
   };
   // A campaign TOML of ~12 KB with curl's default Content-Type: accepted (was 413 past 8 KB).
-  auto toml = campaign_toml("curl", llm.base_url(), 2, 3, 0.5);
+  auto toml = campaign_toml("curl", m_llm.base_url(), 2, 3, 0.5);
   toml += "# " + std::string(12000, 'x') + "\n";
   auto r = post("/api/campaigns",
                 "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: " +
@@ -272,21 +333,21 @@ TEST(ServeApi, CurlHabitsBodiesAndCounting) {
   r = post("/api/campaigns", "Transfer-Encoding: chunked\r\n", chunked);
   EXPECT_EQ(r.status, 413) << r.head;
   // No route, wrong method, wrong token: each answered and counted.
-  EXPECT_EQ(raw_http(serve.port(), "GET /api/nothing HTTP/1.1\r\nHost: x\r\n" + auth +
-                                       "Connection: close\r\n\r\n")
+  EXPECT_EQ(raw_http(m_serve.port(), "GET /api/nothing HTTP/1.1\r\nHost: x\r\n" + auth +
+                                         "Connection: close\r\n\r\n")
                 .status,
             404);
-  EXPECT_EQ(raw_http(serve.port(), "DELETE /api/campaigns HTTP/1.1\r\nHost: x\r\n" + auth +
-                                       "Connection: close\r\n\r\n")
+  EXPECT_EQ(raw_http(m_serve.port(), "DELETE /api/campaigns HTTP/1.1\r\nHost: x\r\n" + auth +
+                                         "Connection: close\r\n\r\n")
                 .status,
             405);
-  EXPECT_EQ(raw_http(serve.port(), "POST /api/campaigns/" + id +
-                                       "/resume HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-                                       "wrong\r\nConnection: close\r\n\r\n")
+  EXPECT_EQ(raw_http(m_serve.port(), "POST /api/campaigns/" + id +
+                                         "/resume HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                                         "wrong\r\nConnection: close\r\n\r\n")
                 .status,
             401);
-  EXPECT_EQ(raw_http(serve.port(), "NONSENSE\r\n\r\n").status, 400);
-  auto cli = serve.client(k_token);
+  EXPECT_EQ(raw_http(m_serve.port(), "NONSENSE\r\n\r\n").status, 400);
+  auto cli = m_serve.client(k_token);
   auto m = cli.Get("/metrics");
   ASSERT_TRUE(m);
   auto count = [&](const std::string& route, int status) {
@@ -302,40 +363,33 @@ TEST(ServeApi, CurlHabitsBodiesAndCounting) {
   EXPECT_EQ(count("unmatched", 400), 1) << m->body;
   EXPECT_EQ(count("/api/campaigns/{id}/pause", 200) + count("/api/campaigns/{id}/pause", 409), 1)
       << m->body;
-  EXPECT_EQ(serve.terminate(), 0) << serve.err();
+  EXPECT_EQ(m_serve.terminate(), 0) << m_serve.err();
 }
 
-TEST(ServeApi, EveryRouteAndBadInput) {
-  TempDir dir;
-  auto d = dir.path().string();
-  FakeLlmProcess llm;
-  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "20"}));
-  auto db = d + "/serve.db";
-  ServeProcess serve;
-  ASSERT_TRUE(
-      start_with_token(serve, d, db, {"--max-body-bytes", "65536", "--sse-interval-s", "0.2"}))
-      << serve.err();
-  auto cli = serve.client(k_token);
+TEST_F(ServeApi, EveryRouteAndBadInput) {
+  ASSERT_NO_FATAL_FAILURE(start_llm("kernel", 20));
+  ASSERT_NO_FATAL_FAILURE(start_serve({"--max-body-bytes", "65536", "--sse-interval-s", "0.2"}));
+  auto cli = m_serve.client(k_token);
 
   // /health needs no token; everything else does.
-  auto anon = serve.client();
+  auto anon = m_serve.client();
   ASSERT_NO_FATAL_FAILURE(expect_health(anon, "ok"));
   auto r = anon.Get("/api/campaigns");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
   EXPECT_EQ(body_json(r)["error"], "missing bearer token");
-  auto wrong = serve.client("wrong-token-0123456789");
+  auto wrong = m_serve.client("wrong-token-0123456789");
   r = wrong.Get("/metrics");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
   EXPECT_EQ(body_json(r)["error"], "wrong bearer token");
-  r = anon.Post("/api/campaigns", campaign_toml("sneaky", llm.base_url(), 1, 2, 0),
+  r = anon.Post("/api/campaigns", campaign_toml("sneaky", m_llm.base_url(), 1, 2, 0),
                 "application/toml");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
 
   // Submit a TOML campaign; it runs to the end.
-  r = cli.Post("/api/campaigns", campaign_toml("alpha", llm.base_url(), 2, 3, 0.01),
+  r = cli.Post("/api/campaigns", campaign_toml("alpha", m_llm.base_url(), 2, 3, 0.01),
                "application/toml");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 201) << r->body;
@@ -345,9 +399,9 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   EXPECT_EQ(alpha["tasks"], 4);
 
   // Bad input: each a clear 4xx; nothing stored changes.
-  ASSERT_TRUE(wait_state(serve, alpha_id, "completed")) << serve.err();
-  const auto before = std::vector<std::string>{rows(db, "campaigns"), rows(db, "episodes"),
-                                               rows(db, "turns"), rows(db, "evaluations")};
+  ASSERT_TRUE(wait_state(m_serve, alpha_id, "completed")) << m_serve.err();
+  const auto before = std::vector<std::string>{rows(m_db, "campaigns"), rows(m_db, "episodes"),
+                                               rows(m_db, "turns"), rows(m_db, "evaluations")};
   auto expect_4xx = [&](const httplib::Result& res, int status, const std::string& needle) {
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, status) << res->body;
@@ -356,7 +410,7 @@ TEST(ServeApi, EveryRouteAndBadInput) {
     EXPECT_NE(j.value("error", "").find(needle), std::string::npos) << res->body;
   };
   expect_4xx(cli.Post("/api/campaigns", "{\"name\": ", "application/json"), 400, "malformed JSON");
-  expect_4xx(cli.Post("/api/campaigns", campaign_toml("alpha", llm.base_url(), 2, 3, 0.01),
+  expect_4xx(cli.Post("/api/campaigns", campaign_toml("alpha", m_llm.base_url(), 2, 3, 0.01),
                       "application/toml"),
              409, "exists");
   expect_4xx(cli.Post("/api/campaigns", "name = \"bad\"\nmax_turnz = 3\n", "application/toml"), 400,
@@ -383,10 +437,10 @@ TEST(ServeApi, EveryRouteAndBadInput) {
              "code");
   expect_4xx(cli.Post(("/api/campaigns/" + alpha_id + "/pause").c_str(), "", "application/json"),
              409, "completed");
-  const auto after = std::vector<std::string>{rows(db, "campaigns"), rows(db, "episodes"),
-                                              rows(db, "turns"), rows(db, "evaluations")};
+  const auto after = std::vector<std::string>{rows(m_db, "campaigns"), rows(m_db, "episodes"),
+                                              rows(m_db, "turns"), rows(m_db, "evaluations")};
   EXPECT_EQ(before, after);
-  EXPECT_FALSE(serve.process().wait_for(std::chrono::milliseconds(1)))
+  EXPECT_FALSE(m_serve.process().wait_for(std::chrono::milliseconds(1)))
       << "the daemon died on bad input";
 
   // Episodes and their turns.
@@ -409,8 +463,8 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   EXPECT_TRUE(ep.contains("final"));
   // Same numbers as the store, read independently.
   EXPECT_EQ(std::to_string(ep["turns"].size()),
-            query(db, "SELECT COUNT(*) FROM turns WHERE episode_id = '" +
-                          ep["id"].get<std::string>() + "'")[0][0]);
+            query(m_db, "SELECT COUNT(*) FROM turns WHERE episode_id = '" +
+                            ep["id"].get<std::string>() + "'")[0][0]);
 
   // A JSON campaign; pause, resume, cancel.
   nlohmann::json js = {
@@ -420,7 +474,7 @@ TEST(ServeApi, EveryRouteAndBadInput) {
       {"log_level", "warn"},
       {"tasks", {{"kernelbench_dir", KORCH_EXAMPLES_DIR "/tasks"}, {"ids", "1-4"}}},
       {"evaluator", {{"mode", "mock"}, {"mock_latency_s", 0.3}}},
-      {"models", {{{"id", "m1"}, {"base_url", llm.base_url()}, {"model", "fake-1"}}}}};
+      {"models", {{{"id", "m1"}, {"base_url", m_llm.base_url()}, {"model", "fake-1"}}}}};
   r = cli.Post("/api/campaigns", js.dump(), "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 201) << r->body;
@@ -432,15 +486,15 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   // Paused before or after its thread first ran: idle, or stopping on the
   // way there -- never left "queued" (it once stayed so, and this waited 120 s).
   EXPECT_NE(body_json(r).value("phase", ""), "queued") << r->body;
-  ASSERT_TRUE(wait_until(serve.process(), [&] {
+  ASSERT_TRUE(wait_until(m_serve.process(), [&] {
     return body_json(cli.Get(("/api/campaigns/" + beta).c_str())).value("phase", "") == "idle";
   }));
-  auto turns_paused = rows(db, "turns");
+  auto turns_paused = rows(m_db, "turns");
   r = cli.Post(("/api/campaigns/" + beta + "/resume").c_str(), "", "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(body_json(r)["state"], "active");
-  ASSERT_TRUE(wait_until(serve.process(), [&] { return rows(db, "turns") != turns_paused; }));
+  ASSERT_TRUE(wait_until(m_serve.process(), [&] { return rows(m_db, "turns") != turns_paused; }));
   r = cli.Post(("/api/campaigns/beta/cancel"), "", "application/json");  // by name too
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
@@ -465,8 +519,8 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   ASSERT_EQ(r->status, 200) << r->body;
   auto report = body_json(r)["report"];
   EXPECT_TRUE(report.contains("status")) << r->body;
-  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE request_id = '" +
-                          body_json(r)["request_id"].get<std::string>() + "'")[0][0],
+  EXPECT_EQ(query(m_db, "SELECT COUNT(*) FROM evaluations WHERE request_id = '" +
+                            body_json(r)["request_id"].get<std::string>() + "'")[0][0],
             "1");
 
   // Metrics in Prometheus text format.
@@ -495,7 +549,7 @@ TEST(ServeApi, EveryRouteAndBadInput) {
   std::atomic<bool> stream_open{false};
   std::string streamed;
   std::thread reader([&] {
-    auto c2 = serve.client(k_token);
+    auto c2 = m_serve.client(k_token);
     c2.Get("/api/events", [&](const char* data, size_t n) {
       streamed.append(data, n);
       stream_open = true;
@@ -503,17 +557,17 @@ TEST(ServeApi, EveryRouteAndBadInput) {
     });
   });
   ASSERT_TRUE(wait_until(
-      serve.process(), [&] { return stream_open.load(); }, std::chrono::seconds(10)));
-  serve.process().signal(SIGTERM);
-  auto rc = serve.process().wait_for(std::chrono::seconds(30));
+      m_serve.process(), [&] { return stream_open.load(); }, std::chrono::seconds(10)));
+  m_serve.process().signal(SIGTERM);
+  auto rc = m_serve.process().wait_for(std::chrono::seconds(30));
   reader.join();
-  ASSERT_TRUE(rc) << "korch serve did not stop after SIGTERM\n" << serve.err();
-  EXPECT_EQ(*rc, 0) << serve.err();
+  ASSERT_TRUE(rc) << "korch serve did not stop after SIGTERM\n" << m_serve.err();
+  EXPECT_EQ(*rc, 0) << m_serve.err();
   EXPECT_NE(streamed.find("event: shutdown"), std::string::npos) << streamed;
-  EXPECT_EQ(serve.err().find(k_token), std::string::npos) << "the token was logged";
+  EXPECT_EQ(m_serve.err().find(k_token), std::string::npos) << "the token was logged";
 }
 
-TEST(ServeApi, SecondDaemonOnTheSameDatabaseIsRefused) {
+TEST_F(ServeApi, SecondDaemonOnTheSameDatabaseIsRefused) {
   TempDir dir;
   auto d = dir.path().string();
   ServeProcess a, b;
@@ -525,7 +579,7 @@ TEST(ServeApi, SecondDaemonOnTheSameDatabaseIsRefused) {
 
 // A state file whose state this korch does not know (a newer korch's, a hand
 // edit): the campaign is listed as paused and not driven.
-TEST(ServeApi, AnUnknownStoredCampaignStateStaysPaused) {
+TEST_F(ServeApi, AnUnknownStoredCampaignStateStaysPaused) {
   TempDir dir;
   auto d = dir.path().string();
   auto db = d + "/k.db";
@@ -579,103 +633,64 @@ TEST(ServeApi, AnUnknownStoredCampaignStateStaysPaused) {
 
 // kill -9 of the daemon mid-campaign, then a restart: the daemon resumes the
 // campaign at start and finishes it exactly as an uninterrupted run does.
-TEST(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
-  TempDir dir;
-  auto d = dir.path().string();
-  FakeLlmProcess llm;
-  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "40"}));
+TEST_F(ServeKill, SigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
+  ASSERT_NO_FATAL_FAILURE(start_llm("kernel", 40));
   std::vector<nlohmann::json> reference;
   ASSERT_NO_FATAL_FAILURE(run_reference(
-      d, "killed", campaign_toml("killed", llm.base_url(), 4, 4, 0.05, d + "/ref.db"), reference));
+      m_dir, "killed", campaign_toml("killed", m_llm.base_url(), 4, 4, 0.05, m_dir + "/ref.db"),
+      reference));
   ASSERT_GT(reference.size(), 30u);
 
-  auto db = d + "/serve.db";
-  std::string id;
-  int kills = 0;
-  for (int round = 0; round < 4; ++round) {
-    ServeProcess serve;
-    ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
-    auto cli = serve.client(k_token);
-    if (round == 0) {
-      ASSERT_NO_FATAL_FAILURE(
-          post_campaign(cli, campaign_toml("killed", llm.base_url(), 4, 4, 0.05), id));
-    }
-    if (round < 3) {
-      // Kill once this run has recorded a few more turns.
-      auto start_turns = std::stoi(poll_value(db, "SELECT COUNT(*) FROM turns").value_or("0"));
-      bool progressed = wait_until(serve.process(), [&] {
-        return std::stoi(poll_value(db, "SELECT COUNT(*) FROM turns").value_or("0")) >=
-               start_turns + 5;
-      });
-      auto state = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
-      if (!progressed || state.value("state", "") == "completed") break;
-      ASSERT_NO_FATAL_FAILURE(sigkill(serve));
-      ++kills;
-      continue;
-    }
-    ASSERT_NO_FATAL_FAILURE(complete_and_stop(serve, id));
-  }
-  EXPECT_GE(kills, 2) << "the campaign finished before the kills; make it longer";
-  ASSERT_NO_FATAL_FAILURE(expect_same_export(export_db(d, db, "killed"), reference));
-  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
+  // Kill each run once it has recorded a few more turns.
+  auto turns = [&] {
+    return std::stoi(poll_value(m_db, "SELECT COUNT(*) FROM turns").value_or("0"));
+  };
+  ASSERT_NO_FATAL_FAILURE(
+      kill_and_restart(m_db, {}, campaign_toml("killed", m_llm.base_url(), 4, 4, 0.05), 3,
+                       [&](ServeProcess& serve) { return five_more_turns(serve, turns); }));
+  EXPECT_GE(m_kills, 2) << "the campaign finished before the kills; make it longer";
+  ASSERT_NO_FATAL_FAILURE(expect_same_export(export_db(m_dir, m_db, "killed"), reference));
+  EXPECT_EQ(query(m_db, "SELECT COUNT(*) FROM episodes WHERE status != 'final'")[0][0], "0");
   EXPECT_TRUE(
-      query(db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1")
+      query(m_db, "SELECT request_id FROM evaluations GROUP BY request_id HAVING COUNT(*) > 1")
           .empty());
 }
 
 // Strategies run in `korch serve` as in `korch run` (issue #37): a refine
 // campaign posted to the daemon, SIGKILLed mid-campaign and restarted, ends
 // with korch run's export and the same strategy decisions.
-TEST(ServeKill, RefineCampaignUnderServeEqualsKorchRun) {
-  TempDir dir;
-  auto d = dir.path().string();
-  FakeLlmProcess llm;
-  ASSERT_TRUE(llm.start(d, {"--script", "refine", "--latency-ms", "40"}));
+TEST_F(ServeKill, RefineCampaignUnderServeEqualsKorchRun) {
+  ASSERT_NO_FATAL_FAILURE(start_llm("refine", 40));
   const std::string strategy = "[strategy]\nkind = \"refine\"\nrounds = 3\n";
   std::vector<nlohmann::json> reference;
   ASSERT_NO_FATAL_FAILURE(run_reference(
-      d, "refined", campaign_toml("refined", llm.base_url(), 2, 2, 0.05, d + "/ref.db") + strategy,
+      m_dir, "refined",
+      campaign_toml("refined", m_llm.base_url(), 2, 2, 0.05, m_dir + "/ref.db") + strategy,
       reference));
   auto decisions = [](const std::string& db) {
     return query(db,
                  "SELECT episode_id, detail FROM events WHERE kind = 'strategy' "
                  "ORDER BY episode_id, detail");
   };
-  const auto ref_decisions = decisions(d + "/ref.db");
+  const auto ref_decisions = decisions(m_dir + "/ref.db");
   ASSERT_EQ(reference.size(), 4u * 2 * 2 * 3 * 2) << "tasks x models x samples x rounds, "
                                                      "one attempt and one episode record each";
   ASSERT_FALSE(ref_decisions.empty());
 
-  auto db = d + "/serve.db";
-  std::string id;
-  int kills = 0;
-  for (int round = 0; round < 2; ++round) {
-    ServeProcess serve;
-    ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
-    auto cli = serve.client(k_token);
-    if (round == 0) {
-      ASSERT_NO_FATAL_FAILURE(
-          post_campaign(cli, campaign_toml("refined", llm.base_url(), 2, 2, 0.05) + strategy, id));
-      // Kill once a seeded round has started.
-      bool seeded = wait_until(serve.process(), [&] {
-        return poll_value(db,
-                          "SELECT COUNT(*) FROM events WHERE kind = 'strategy' AND "
-                          "detail LIKE '%\"round\":1%'")
-                   .value_or("0") != "0";
-      });
-      auto state = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
-      if (seeded && state.value("state", "") != "completed") {
-        ASSERT_NO_FATAL_FAILURE(sigkill(serve));
-        ++kills;
-        continue;
-      }
-    }
-    ASSERT_NO_FATAL_FAILURE(complete_and_stop(serve, id));
-    break;
-  }
-  EXPECT_EQ(kills, 1) << "the campaign finished before the kill";
-  EXPECT_EQ(decisions(db), ref_decisions);
-  auto resumed = export_db(d, db, "refined");
+  // Kill once a seeded round has started.
+  auto seeded = [&](ServeProcess& serve) {
+    return wait_until(serve.process(), [&] {
+      return poll_value(m_db,
+                        "SELECT COUNT(*) FROM events WHERE kind = 'strategy' AND "
+                        "detail LIKE '%\"round\":1%'")
+                 .value_or("0") != "0";
+    });
+  };
+  ASSERT_NO_FATAL_FAILURE(kill_and_restart(
+      m_db, {}, campaign_toml("refined", m_llm.base_url(), 2, 2, 0.05) + strategy, 1, seeded));
+  EXPECT_EQ(m_kills, 1) << "the campaign finished before the kill";
+  EXPECT_EQ(decisions(m_db), ref_decisions);
+  auto resumed = export_db(m_dir, m_db, "refined");
   ASSERT_NO_FATAL_FAILURE(expect_same_export(resumed, reference));
   int seeded_records = 0;
   for (auto& r : resumed)
@@ -686,67 +701,43 @@ TEST(ServeKill, RefineCampaignUnderServeEqualsKorchRun) {
 // The same on PostgreSQL (docs/postgres.md): `korch serve --db postgres://...`
 // (no lock file there; the campaign lease decides) killed twice mid-campaign
 // and restarted ends with the uninterrupted SQLite run's export.
-TEST(ServeKill, OnPostgresSigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
+TEST_F(ServeKill, OnPostgresSigkillMidCampaignAndRestartEqualsAnUninterruptedRun) {
   auto& pg = PostgresServer::shared();
   if (!pg.ok()) KORCH_SKIP_OR_FAIL(pg.error());
-  TempDir dir;
-  auto d = dir.path().string();
-  FakeLlmProcess llm;
-  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "40"}));
+  ASSERT_NO_FATAL_FAILURE(start_llm("kernel", 40));
   std::vector<nlohmann::json> reference;
   ASSERT_NO_FATAL_FAILURE(run_reference(
-      d, "pgkilled", campaign_toml("pgkilled", llm.base_url(), 4, 4, 0.05, d + "/ref.db"),
+      m_dir, "pgkilled", campaign_toml("pgkilled", m_llm.base_url(), 4, 4, 0.05, m_dir + "/ref.db"),
       reference));
 
   const std::string url = pg.fresh_database();
   ASSERT_FALSE(url.empty()) << pg.error();
   auto turns = [&] {
-    auto [rc, out] = run_capture({"psql", "-X", "-tA", url, "-c", "SELECT count(*) FROM turns"}, d);
+    auto [rc, out] =
+        run_capture({"psql", "-X", "-tA", url, "-c", "SELECT count(*) FROM turns"}, m_dir);
     return rc == 0 ? std::atoi(out.c_str()) : 0;
   };
-  const std::vector<std::string> state_dir = {"--state-dir", d + "/serve-state"};
-  std::string id;
-  int kills = 0;
-  for (int round = 0; round < 3; ++round) {
-    ServeProcess serve;
-    ASSERT_TRUE(start_with_token(serve, d, url, state_dir)) << serve.err();
-    auto cli = serve.client(k_token);
-    if (round == 0) {
-      ASSERT_NO_FATAL_FAILURE(
-          post_campaign(cli, campaign_toml("pgkilled", llm.base_url(), 4, 4, 0.05), id));
-    }
-    if (round < 2) {
-      const int start_turns = turns();
-      bool progressed = wait_until(serve.process(), [&] { return turns() >= start_turns + 5; });
-      auto state = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
-      if (!progressed || state.value("state", "") == "completed") break;
-      ASSERT_NO_FATAL_FAILURE(sigkill(serve));
-      ++kills;
-      continue;
-    }
-    ASSERT_NO_FATAL_FAILURE(complete_and_stop(serve, id));
-  }
-  EXPECT_GE(kills, 1) << "the campaign finished before the kills; make it longer";
-  ASSERT_NO_FATAL_FAILURE(expect_same_export(export_db(d, url, "pgkilled"), reference));
+  ASSERT_NO_FATAL_FAILURE(
+      kill_and_restart(url, {"--state-dir", m_dir + "/serve-state"},
+                       campaign_toml("pgkilled", m_llm.base_url(), 4, 4, 0.05), 2,
+                       [&](ServeProcess& serve) { return five_more_turns(serve, turns); }));
+  EXPECT_GE(m_kills, 1) << "the campaign finished before the kills; make it longer";
+  ASSERT_NO_FATAL_FAILURE(expect_same_export(export_db(m_dir, url, "pgkilled"), reference));
 }
 
 // Issue 34: after a kill -9 and a restart, a campaign's counters are the
 // store's (turns, tokens, finals), and elapsed_s is the time driven over
 // every run, not only since the restart.
-TEST(ServeKill, CountersAfterARestartReadFromTheStore) {
-  TempDir dir;
-  auto d = dir.path().string();
-  FakeLlmProcess llm;
-  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "40"}));
-  auto db = d + "/serve.db";
+TEST_F(ServeKill, CountersAfterARestartReadFromTheStore) {
+  ASSERT_NO_FATAL_FAILURE(start_llm("kernel", 40));
   std::string id;
   double before_kill = 0;
   {
     ServeProcess serve;
-    ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
+    ASSERT_TRUE(start_with_token(serve, m_dir, m_db)) << serve.err();
     auto cli = serve.client(k_token);
     ASSERT_NO_FATAL_FAILURE(
-        post_campaign(cli, campaign_toml("counted", llm.base_url(), 2, 4, 1.5), id));
+        post_campaign(cli, campaign_toml("counted", m_llm.base_url(), 2, 4, 1.5), id));
     ASSERT_TRUE(wait_until(serve.process(), [&] {
       auto j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
       before_kill = j["progress"].value("elapsed_s", 0.0);
@@ -754,54 +745,48 @@ TEST(ServeKill, CountersAfterARestartReadFromTheStore) {
     })) << serve.err();
     ASSERT_NO_FATAL_FAILURE(sigkill(serve));
   }
-  ServeProcess serve;
-  ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
-  auto cli = serve.client(k_token);
+  ASSERT_NO_FATAL_FAILURE(start_serve());
+  auto cli = m_serve.client(k_token);
   auto j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
   // The driven time is kept every 2 s: a kill loses at most that much.
   EXPECT_GE(j["progress"]["elapsed_s"].get<double>(), before_kill - 2.5) << j;
-  ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+  ASSERT_TRUE(wait_state(m_serve, id, "completed")) << m_serve.err();
   j = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
   auto& p = j["progress"];
   const std::string of_campaign =
       "episode_id IN (SELECT id FROM episodes WHERE campaign_id = '" + id + "')";
   EXPECT_EQ(std::to_string(p["turns"].get<long>()),
-            query(db, "SELECT COUNT(*) FROM turns WHERE " + of_campaign)[0][0])
+            query(m_db, "SELECT COUNT(*) FROM turns WHERE " + of_campaign)[0][0])
       << j;
   EXPECT_EQ(std::to_string(p["final"].get<long>()),
-            query(db, "SELECT COUNT(*) FROM finals WHERE " + of_campaign)[0][0])
+            query(m_db, "SELECT COUNT(*) FROM finals WHERE " + of_campaign)[0][0])
       << j;
   EXPECT_EQ(p["final"], p["episodes"]) << j;
   EXPECT_EQ(p["correct"].get<long>() + p["failed"].get<long>(), p["final"].get<long>()) << j;
   EXPECT_EQ(p["turns"], j["counts"]["turns"]) << j;
   EXPECT_GE(p["elapsed_s"].get<double>(), before_kill - 2.5) << j;
-  EXPECT_EQ(serve.terminate(), 0) << serve.err();
+  EXPECT_EQ(m_serve.terminate(), 0) << m_serve.err();
 }
 
 // Issue 34: GET /api/campaigns/{id}/export?format=jsonl|csv streams what
 // `korch export` writes for the same database (chunked: never one body in
 // the daemon's memory).
-TEST(ServeApi, ExportStreamsWhatKorchExportWrites) {
-  TempDir dir;
-  auto d = dir.path().string();
-  FakeLlmProcess llm;
-  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "10"}));
-  auto db = d + "/e.db";
-  ServeProcess serve;
-  ASSERT_TRUE(start_with_token(serve, d, db)) << serve.err();
-  auto cli = serve.client(k_token);
+TEST_F(ServeApi, ExportStreamsWhatKorchExportWrites) {
+  ASSERT_NO_FATAL_FAILURE(start_llm("kernel", 10));
+  ASSERT_NO_FATAL_FAILURE(start_serve());
+  auto cli = m_serve.client(k_token);
   std::string id;
   ASSERT_NO_FATAL_FAILURE(
-      post_campaign(cli, campaign_toml("exported", llm.base_url(), 2, 2, 0.01), id));
-  ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+      post_campaign(cli, campaign_toml("exported", m_llm.base_url(), 2, 2, 0.01), id));
+  ASSERT_TRUE(wait_state(m_serve, id, "completed")) << m_serve.err();
   for (auto* format : {"jsonl", "csv"}) {
     auto res = cli.Get(("/api/campaigns/exported/export?format=" + std::string(format)).c_str());
-    ASSERT_TRUE(res) << httplib::to_string(res.error()) << serve.err();
+    ASSERT_TRUE(res) << httplib::to_string(res.error()) << m_serve.err();
     ASSERT_EQ(res->status, 200) << res->body;
     EXPECT_EQ(res->get_header_value("Transfer-Encoding"), "chunked") << format;
     EXPECT_NE(res->get_header_value("Content-Disposition").find(id), std::string::npos);
     auto [rc, cli_out] = run_capture(
-        {KORCH_BIN, "export", "--db", db, "--campaign", "exported", "--format", format}, d);
+        {KORCH_BIN, "export", "--db", m_db, "--campaign", "exported", "--format", format}, m_dir);
     ASSERT_EQ(rc, 0) << cli_out;
     EXPECT_EQ(res->body, cli_out) << format;
     EXPECT_GT(std::count(res->body.begin(), res->body.end(), '\n'), 8) << res->body;
@@ -816,7 +801,7 @@ TEST(ServeApi, ExportStreamsWhatKorchExportWrites) {
   r = cli.Get("/api/campaigns/c-nope/export");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
-  EXPECT_EQ(serve.terminate(), 0) << serve.err();
+  EXPECT_EQ(m_serve.terminate(), 0) << m_serve.err();
 }
 
 // A JSON Schema check of the subset docs/openapi.json uses: $ref (local),
@@ -872,19 +857,15 @@ std::string schema_mismatch(const nlohmann::json& spec, const nlohmann::json& sc
 // Issue 34: docs/openapi.json describes what the daemon answers. A live
 // response of every registered route (and an error of each route with an
 // id) is checked against the schema the file gives for its status.
-TEST(ServeApi, LiveResponsesMatchTheirSchemas) {
-  TempDir dir;
-  auto d = dir.path().string();
+TEST_F(ServeApi, LiveResponsesMatchTheirSchemas) {
   auto spec = nlohmann::json::parse(slurp(KORCH_SOURCE_DIR "/docs/openapi.json"));
-  FakeLlmProcess llm;
-  ASSERT_TRUE(llm.start(d, {"--script", "kernel", "--latency-ms", "10"}));
-  auto slow_dir = d + "/slow";
+  ASSERT_NO_FATAL_FAILURE(start_llm("kernel", 10));
+  auto slow_dir = m_dir + "/slow";
   std::filesystem::create_directories(slow_dir);
   FakeLlmProcess slow;  // never answers in time: its campaign stays active
   ASSERT_TRUE(slow.start(slow_dir, {"--script", "kernel", "--latency-ms", "3600000"}));
-  ServeProcess serve;
-  ASSERT_TRUE(start_with_token(serve, d, d + "/s.db")) << serve.err();
-  auto cli = serve.client(k_token);
+  ASSERT_NO_FATAL_FAILURE(start_serve());
+  auto cli = m_serve.client(k_token);
   std::set<std::string> checked;
   // Checks one response of `method path` (path in OpenAPI form) against the spec.
   auto check = [&](const std::string& method, const std::string& path, const httplib::Result& r) {
@@ -912,7 +893,7 @@ TEST(ServeApi, LiveResponsesMatchTheirSchemas) {
   auto post = [&](const std::string& target, const std::string& body, const char* type) {
     return cli.Post(target.c_str(), body, type);
   };
-  auto r = post("/api/campaigns", campaign_toml("schemas", llm.base_url(), 2, 2, 0.01),
+  auto r = post("/api/campaigns", campaign_toml("schemas", m_llm.base_url(), 2, 2, 0.01),
                 "application/toml");
   check("POST", "/api/campaigns", r);
   std::string id = body_json(r)["id"];
@@ -921,7 +902,7 @@ TEST(ServeApi, LiveResponsesMatchTheirSchemas) {
   check("POST", "/api/campaigns", r);
   std::string slow_id = body_json(r)["id"];
   check("POST", "/api/campaigns", post("/api/campaigns", "name = 3", "application/toml"));
-  ASSERT_TRUE(wait_state(serve, id, "completed")) << serve.err();
+  ASSERT_TRUE(wait_state(m_serve, id, "completed")) << m_serve.err();
   check("GET", "/health", cli.Get("/health"));
   check("GET", "/metrics", cli.Get("/metrics"));
   check("GET", "/api/campaigns", cli.Get("/api/campaigns"));
@@ -956,11 +937,11 @@ TEST(ServeApi, LiveResponsesMatchTheirSchemas) {
   check("GET", "/", cli.Get("/"));
   for (auto* f : {"index.html", "style.css", "dashboard.js", "nope.js"})
     check("GET", "/dashboard/{file}", cli.Get(("/dashboard/" + std::string(f)).c_str()));
-  check("GET", "/api/campaigns", serve.client("wrong-token").Get("/api/campaigns"));  // 401
+  check("GET", "/api/campaigns", m_serve.client("wrong-token").Get("/api/campaigns"));  // 401
   // The progress stream: its first event's data against ProgressEvent.
   {
     std::string text;
-    auto events = serve.client(k_token);
+    auto events = m_serve.client(k_token);
     auto res = events.Get("/api/events", [&](const char* data, std::size_t n) {
       text.append(data, n);
       return text.find("\n\n") == std::string::npos;  // stop after the first event
@@ -974,7 +955,7 @@ TEST(ServeApi, LiveResponsesMatchTheirSchemas) {
     checked.insert("GET /api/events");
   }
   // Every registered route was checked.
-  auto [rc, routes] = run_capture({KORCH_BIN, "serve", "--print-routes"}, d);
+  auto [rc, routes] = run_capture({KORCH_BIN, "serve", "--print-routes"}, m_dir);
   ASSERT_EQ(rc, 0);
   std::istringstream in(routes);
   std::string port, method, path;
@@ -983,7 +964,7 @@ TEST(ServeApi, LiveResponsesMatchTheirSchemas) {
       EXPECT_TRUE(checked.count(method + " " + path)) << method << " " << path;
     }
   }
-  EXPECT_EQ(serve.terminate(), 0) << serve.err();
+  EXPECT_EQ(m_serve.terminate(), 0) << m_serve.err();
 }
 
 }  // namespace

@@ -18,19 +18,17 @@ namespace korch::llm::testing_util {
 // A model on `base_url` with test-sized timeouts and backoffs.
 inline config::ModelConfig fast_model(const std::string& id, const std::string& base_url,
                                       bool stream) {
-  config::ModelConfig m;
-  m.id = id;
-  m.base_url = base_url;
-  m.model = "fake-model";
-  m.stream = stream;
-  m.concurrency = 32;
-  m.max_attempts = 6;
-  m.retry_cap_s = 0.02;
-  m.connect_timeout_s = 2;
-  m.first_byte_timeout_s = 5;
-  m.total_timeout_s = 20;
-  m.stall_timeout_s = 5;
-  return m;
+  return {.id = id,
+          .base_url = base_url,
+          .model = "fake-model",
+          .concurrency = 32,
+          .stream = stream,
+          .max_attempts = 6,
+          .retry_cap_s = 0.02,
+          .connect_timeout_s = 2,
+          .first_byte_timeout_s = 5,
+          .total_timeout_s = 20,
+          .stall_timeout_s = 5};
 }
 
 // Submits one request and waits for its result (at most 60 s).

@@ -17,10 +17,8 @@
 namespace korch::llm {
 namespace {
 
-using korch::testing::AttemptRecord;
-using korch::testing::FakeOpenAIServer;
-using korch::testing::FakeServerOptions;
-using korch::testing::Fault;
+// The fake server, its faults and its log of attempts.
+using namespace korch::testing;
 
 constexpr int k_calls = 2000;
 constexpr int k_max_attempts = 6;
@@ -31,7 +29,7 @@ TEST(ClientFaults, TwoThousandCallsAtThirtyPercentFaults) {
   opts.slow_first_byte = std::chrono::milliseconds(1200);
   opts.faults.rate = 0.30;
   opts.faults.seed = 20240601;
-  opts.faults.weights = korch::testing::default_fault_weights();
+  opts.faults.weights = default_fault_weights();
   opts.faults.weights.emplace_back(Fault::context_overflow, 0.3);
   opts.faults.weights.emplace_back(Fault::unauthorized, 0.3);
   FakeOpenAIServer server(opts);
