@@ -4,10 +4,12 @@
 // at start (prompt, roofline, L2 size), a memory cgroup per job, the roofline
 // check (impossible_timing) and a GPU health check after a crash.
 //
+// Builds go through the compile cache (compile_cache.hpp: identical code is
+// never compiled twice); this file decides where and when its compile jobs
+// run (run_compile_role).
+//
 // Threads: evaluate() only enqueues. Pipeline threads each run one
-// evaluation at a time, end to end. Concurrent compiles of one cache key
-// serialise on an flock of <cache>/locks/<key>.lock, and the second finds the
-// first's manifest: identical code is never compiled twice.
+// evaluation at a time, end to end.
 //   cpu mode: cfg.workers threads. Compile jobs take m_timing shared; a
 //     submit-mode measure job (which times) takes it exclusively, so no
 //     compiler runs while anything is being timed.
@@ -44,8 +46,10 @@
 #include <thread>
 
 #include "config/gpus.hpp"
+#include "evaluator/compile_cache.hpp"
 #include "evaluator/gpu_facts.hpp"
 #include "evaluator/gpu_pool.hpp"
+#include "evaluator/job_dir.hpp"
 #include "evaluator/job_protocol.hpp"
 #include "evaluator/roofline.hpp"
 #include "evaluator/zygote.hpp"
@@ -69,9 +73,8 @@ constexpr double k_warm_timeout_s = 900;  // Triton compiles + autotuning of one
 constexpr double k_rules_timeout_s = 60;
 constexpr double k_compile_timeout_s = 900;  // a cold CPU compile is ~30 s, more under load
 constexpr double k_measure_grace_s = 15;     // the judge's own deadline comes first
-constexpr std::size_t k_tail = 4000;
-constexpr int k_timing_remeasures = 2;  // cpu: measure jobs again after distrusted timing
-constexpr int k_timing_pause_s = 5;     // cpu: before a re-measure the host is blamed for (5, 10 s)
+constexpr int k_timing_remeasures = 2;       // cpu: measure jobs again after distrusted timing
+constexpr int k_timing_pause_s = 5;  // cpu: before a re-measure the host is blamed for (5, 10 s)
 constexpr int k_gpu_runners_a_side = 4;  // gpu: a measure job's runners of each side
 constexpr int k_gpu_attempts = 2;        // runs of one evaluation on GPUs that then failed
 // Runs of one evaluation that the host's state failed (the judge's
@@ -96,41 +99,6 @@ std::vector<int> usable_cpus() {
       if (CPU_ISSET(c, &set)) v.push_back(c);
   return v;
 }
-
-std::string tail(const std::string& s, std::size_t n = k_tail) {
-  return s.size() > n ? s.substr(s.size() - n) : s;
-}
-
-std::string random_hex(std::size_t n) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (std::size_t i = 0; i < n; ++i) s += hex[rng() % 16];
-  return s;
-}
-
-// A job folder: created fresh, readable only by root (the job reads
-// job.json before it drops privileges), removed afterwards.
-class JobDir {
- public:
-  JobDir(const std::string& jobs_root, const std::string& tag) {
-    m_path = jobs_root + "/" + tag + "-" + random_hex(12);
-    std::error_code ec;
-    fs::create_directories(m_path, ec);
-    fs::permissions(m_path, fs::perms::owner_all, ec);
-  }
-  ~JobDir() {
-    std::error_code ec;
-    fs::remove_all(m_path, ec);
-  }
-  const std::string& path() const { return m_path; }
-  Result<void> write_job(const json& j) {
-    return write_file_atomic(m_path + "/job.json", j.dump());
-  }
-
- private:
-  std::string m_path;
-};
 
 // Where every korch process on this host keeps its per-GPU locks:
 // KORCH_GPU_LOCK_DIR, else /run/lock/korch (a tmpfs every user may write on
@@ -171,12 +139,6 @@ json read_env_knobs() {
   return k;
 }
 
-void chown_tree_to_root(const fs::path& root) {
-  std::error_code ec;
-  (void)lchown(root.c_str(), 0, 0);
-  for (auto& e : fs::recursive_directory_iterator(root, ec)) (void)lchown(e.path().c_str(), 0, 0);
-}
-
 class ProtectedEvaluator final : public Evaluator {
  public:
   ProtectedEvaluator(config::EvaluatorConfig cfg, std::string cache_dir, std::unique_ptr<Zygote> z,
@@ -187,6 +149,10 @@ class ProtectedEvaluator final : public Evaluator {
         m_daemon_nondumpable(daemon_nondumpable),
         m_gpu(std::move(gpu)),
         m_gpu_mode(m_cfg.mode == config::EvalMode::gpu),
+        m_compile_cache(m_cache,
+                        [this](const JobDir& job, const std::string& build_dir) {
+                          return run_compile_role(job, build_dir);
+                        }),
         m_knobs(read_env_knobs()) {
     if (!m_knobs.empty())
       KLOG_WARN("[eval] evaluator knobs from the environment: {}", m_knobs.dump());
@@ -557,8 +523,8 @@ class ProtectedEvaluator final : public Evaluator {
     json allow_extra = json::array();
     if (!rules.load_inline.empty() && rules.glue_probe) {
       // What load_inline's own binding glue imports (built once per versions).
-      auto probe = compile(rules.glue_probe->entry, rules.glue_probe->key, compile_ev,
-                           json::array(), true, "");
+      auto probe = m_compile_cache.get(rules.glue_probe->entry, rules.glue_probe->key, compile_ev,
+                                       json::array(), true, "");
       if (probe) allow_extra = probe->undefined;
     }
     // A cached build's symbol verdict holds only under the allowlist (and
@@ -573,7 +539,7 @@ class ProtectedEvaluator final : public Evaluator {
         finish(r, t0);
         return r;
       }
-      auto c = compile(li.entry, li.key, compile_ev, allow_extra, false, policy);
+      auto c = m_compile_cache.get(li.entry, li.key, compile_ev, allow_extra, false, policy);
       if (!c) {
         r.status = Verdict::worker_crash;
         r.error = c.error().message;
@@ -987,77 +953,6 @@ class ProtectedEvaluator final : public Evaluator {
     return m_stopping;
   }
 
-  // Returns the cache manifest for `key`, building it when absent. The
-  // build is keyed by what it is built from (korch_build.cache_key); its
-  // symbol verdict also depends on the allowlist: a manifest made under
-  // another `policy` is checked again from the cached objects (a recheck
-  // job, no compile) and rewritten. The glue probe (probe) has no verdict.
-  // (The compile job's result.json is the manifest plus its protections.)
-  Result<protocol::CompileManifest> compile(const json& entry, const std::string& key, json& ev,
-                                            const json& allow_extra, bool probe,
-                                            const std::string& policy) {
-    const std::string dir = m_cache + "/cache/" + key;
-    const std::string manifest = dir + "/korch-manifest.json";
-    auto load = [&]() -> std::optional<protocol::CompileManifest> {
-      auto t = read_file(manifest);
-      if (!t) return std::nullopt;
-      auto m = protocol::parse_manifest(*t);
-      if (!m) return std::nullopt;
-      return *m;
-    };
-    // A compile error does not depend on the allowlist.
-    auto current = [&](const protocol::CompileManifest& m) {
-      return probe || m.symbol_policy == policy ||
-             m.status == protocol::CompileStatus::compile_error;
-    };
-    if (auto m = load(); m && current(*m)) {
-      ev.push_back({{"key", key}, {"hit", true}, {"probe", probe}});
-      return *m;
-    }
-    std::error_code ec;
-    fs::create_directories(m_cache + "/locks", ec);
-    // Without the lock (a cache on a file system that refuses it) two
-    // requests may build the same entry; the rename keeps one.
-    auto lock = FileLock::acquire_blocking(m_cache + "/locks/" + key + ".lock");
-    if (!lock) KLOG_WARN("[eval] compile cache: {}", lock.error().message);
-    if (auto m = load()) {
-      if (current(*m)) {  // built (or rechecked) by a concurrent request while we waited
-        ev.push_back({{"key", key}, {"hit", true}, {"probe", probe}, {"waited", true}});
-        return *m;
-      }
-      return recheck(entry, key, dir, *m, ev, allow_extra, policy);
-    }
-    JobDir jdir(m_cache + "/jobs", "compile");
-    const std::string build = scratch_dir(key);
-    (void)jdir.write_job(protocol::compile_job(entry, key, build, allow_extra, probe, policy));
-    JobOutcome o = run_compile_role(jdir, build);
-    m_compiles.fetch_add(1);
-    auto res = protocol::parse_manifest(o.result_json);
-    if (!res || !fs::exists(build + "/korch-manifest.json")) {
-      fs::remove_all(build, ec);
-      return fail(o.timed_out
-                      ? "the compiler exceeded its time limit"
-                      : "the compile worker ended without a result: " + tail(o.worker_log, 500));
-    }
-    chown_tree_to_root(build);
-    fs::rename(build, dir, ec);
-    if (ec) {
-      fs::remove_all(build, ec);
-    }
-    ev.push_back({{"key", key},
-                  {"hit", false},
-                  {"probe", probe},
-                  {"compile_s", res->compile_s},
-                  {"protections", res->protections}});
-    if (auto m = load()) return *m;
-    return fail("the compile cache entry " + key + " is unreadable");
-  }
-
-  // A fresh folder for a compile-role job to build into, beside the cache.
-  std::string scratch_dir(const std::string& key) const {
-    return m_cache + "/cache/tmp-" + key.substr(0, 16) + "-" + random_hex(8);
-  }
-
   // Runs a compile-role job (a compile, or a symbol re-check) building into
   // `build_dir`: in gpu mode on a compile slot of the CPU pool (the GPUs keep
   // measuring meanwhile; the slot is returned however the job ends), in cpu
@@ -1079,37 +974,6 @@ class ProtectedEvaluator final : public Evaluator {
                          k_compile_timeout_s);
   }
 
-  // The symbol check of the cached build in `dir` under `policy` (the
-  // caller holds the entry's lock); rewrites its manifest.
-  Result<protocol::CompileManifest> recheck(const json& entry, const std::string& key,
-                                            const std::string& dir,
-                                            const protocol::CompileManifest& old, json& ev,
-                                            const json& allow_extra, const std::string& policy) {
-    const std::string path = dir + "/korch-manifest.json";
-    auto old_json = json::parse(read_file(path).value_or("{}"), nullptr, false);
-    if (old_json.is_discarded()) old_json = json::object();
-    JobDir jdir(m_cache + "/jobs", "recheck");
-    const std::string scratch = scratch_dir(key);
-    (void)jdir.write_job(
-        protocol::recheck_job(entry, key, scratch, dir, old_json, allow_extra, policy));
-    JobOutcome o = run_compile_role(jdir, scratch);
-    std::error_code ec;
-    fs::remove_all(scratch, ec);
-    auto res = protocol::parse_manifest(o.result_json);
-    if (!res) return fail("the symbol re-check ended without a result: " + tail(o.worker_log, 500));
-    json updated = json::parse(o.result_json, nullptr, false);
-    if (updated.is_discarded()) return fail("the symbol re-check's result is not JSON");
-    updated.erase("protections");
-    if (auto w = write_file_atomic(path, updated.dump()); !w) return fail(w.error().message);
-    ev.push_back({{"key", key},
-                  {"hit", true},
-                  {"probe", false},
-                  {"rechecked", true},
-                  {"policy_was", old.symbol_policy},
-                  {"wall_s", o.wall_s}});
-    return *res;
-  }
-
   config::EvaluatorConfig m_cfg;
   std::string m_cache;
   std::unique_ptr<Zygote> m_zygote;
@@ -1119,7 +983,7 @@ class ProtectedEvaluator final : public Evaluator {
   bool m_gpu_mode = false;
   std::optional<roofline::GpuPeaks> m_peaks;  // datasheet peaks of that GPU, when known
   std::shared_mutex m_timing;                 // cpu mode: timing excludes compiles
-  std::atomic<int> m_compiles{0};
+  CompileCache m_compile_cache;  // builds by content; compiles run through run_compile_role
   // gpu mode
   std::unique_ptr<GpuPool> m_pool;
   std::map<int, std::vector<int>> m_gpu_cpus;  // GPU -> the cores of its measure jobs
