@@ -28,6 +28,7 @@
 #include "store/apply_internal.hpp"
 #include "store/sqlite_internal.hpp"
 #include "store/store.hpp"
+#include "store/store_internal.hpp"
 
 namespace korch::store::detail {
 
@@ -158,8 +159,5 @@ class Writer {
   std::thread::id m_writer_id;  // set once in the constructor
   std::thread::id m_syncer_id;  // set once in the constructor
 };
-
-// Calls `done` with `result`; logs and swallows what it throws.
-void invoke_safely(const CommitCallback& done, Result<CommitInfo> result);
 
 }  // namespace korch::store::detail
