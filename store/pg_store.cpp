@@ -16,8 +16,6 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 
-#include <condition_variable>
-#include <deque>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -245,21 +243,13 @@ class PgWriter {
       body();
       return future.get();
     }
-    {
-      std::unique_lock lock(m_mutex);
-      if (m_stopping) return fail(closed_message());
-      m_queue.push_back(Job{{}, {}, body});
-    }
-    m_cv.notify_one();
+    Job job{{}, {}, body};
+    if (!m_queue.push(job)) return fail(closed_message());
     return future.get();
   }
 
   void close() {
-    {
-      std::lock_guard lock(m_mutex);
-      m_stopping = true;
-    }
-    m_cv.notify_all();
+    m_queue.stop();
     if (on_writer_thread()) return;  // the loop ends after draining; the destructor detaches
     std::lock_guard lock(m_join_mutex);
     if (m_thread.joinable()) m_thread.join();
@@ -276,16 +266,7 @@ class PgWriter {
   std::string closed_message() const { return detail::redacted(m_url) + ": store is closed"; }
 
   void enqueue(Job job) {
-    {
-      std::unique_lock lock(m_mutex);
-      if (!m_stopping) {
-        m_queue.push_back(std::move(job));
-        lock.unlock();
-        m_cv.notify_one();
-        return;
-      }
-    }
-    detail::invoke_safely(job.done, fail(closed_message()));
+    if (!m_queue.push(job)) detail::invoke_safely(job.done, fail(closed_message()));
   }
 
   // The write connection, reopened when the server dropped it (a restart):
@@ -384,16 +365,16 @@ class PgWriter {
       std::vector<Job> group;
       std::optional<Job> task;
       {
-        std::unique_lock lock(m_mutex);
-        m_cv.wait(lock, [&] { return !m_queue.empty() || m_stopping; });
-        if (m_queue.empty()) break;  // stopping, drained
-        if (m_queue.front().task) {
-          task = std::move(m_queue.front());
-          m_queue.pop_front();
+        std::unique_lock lock(m_queue.mutex);
+        m_queue.cv.wait(lock, [&] { return !m_queue.jobs.empty() || m_queue.stopping; });
+        if (m_queue.jobs.empty()) break;  // stopping, drained
+        if (m_queue.jobs.front().task) {
+          task = std::move(m_queue.jobs.front());
+          m_queue.jobs.pop_front();
         } else {
-          while (!m_queue.empty() && !m_queue.front().task && group.size() < limit) {
-            group.push_back(std::move(m_queue.front()));
-            m_queue.pop_front();
+          while (!m_queue.jobs.empty() && !m_queue.jobs.front().task && group.size() < limit) {
+            group.push_back(std::move(m_queue.jobs.front()));
+            m_queue.jobs.pop_front();
           }
         }
       }
@@ -419,10 +400,7 @@ class PgWriter {
   std::unique_ptr<PgConn> m_conn;
   std::optional<detail::BatchApplierT<PgConn>> m_applier;
 
-  std::mutex m_mutex;
-  std::condition_variable m_cv;
-  std::deque<Job> m_queue;
-  bool m_stopping = false;
+  detail::WriterQueue<Job> m_queue;
 
   std::mutex m_join_mutex;
   std::thread m_thread;

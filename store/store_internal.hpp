@@ -6,8 +6,11 @@
 // the backend's read pool. What a backend does its own way comes from the
 // functions declared below, overloaded on its connection type (SQLite's Db in
 // open.cpp, PostgreSQL's PgConn in pg_store.cpp).
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,6 +31,39 @@ class PgTxn;
 
 // Calls `done` with `result`; logs and swallows what it throws (write.cpp).
 void invoke_safely(const CommitCallback& done, Result<CommitInfo> result);
+
+// The queue a writer thread (Writer, PgWriter) serves: jobs in order, and
+// `stopping`, which close() sets once. `mutex` guards both (and may guard
+// more of the writer's state); the writer thread waits on `cv`.
+template <typename Job>
+struct WriterQueue {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<Job> jobs;
+  bool stopping = false;
+
+  // Queues `job` and wakes the writer thread; once stopping, returns false
+  // and leaves `job` alone.
+  bool push(Job& job) {
+    {
+      std::lock_guard lock(mutex);
+      if (stopping) return false;
+      jobs.push_back(std::move(job));
+    }
+    cv.notify_one();
+    return true;
+  }
+
+  // Sets `stopping` and wakes every waiter: the writer thread drains the
+  // queue and ends.
+  void stop() {
+    {
+      std::lock_guard lock(mutex);
+      stopping = true;
+    }
+    cv.notify_all();
+  }
+};
 
 // --- what each backend does its own way --------------------------------------
 
