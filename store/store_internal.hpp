@@ -1,9 +1,11 @@
 #pragma once
-// Internal to korch_store: the one Store implementation both backends use.
-// BackendStore hands writes to the backend's writer thread (absent when the
-// store is read-only), runs the lease statements both dialects share, and
-// answers every read with the queries of read_internal.hpp on a connection of
-// the backend's read pool. What a backend does its own way comes from the
+// Internal to korch_store: what the two backends share above their
+// connections. BackendStore is the one Store implementation: it hands writes
+// to the backend's writer thread (absent when the store is read-only), runs
+// the lease statements both dialects share, and answers every read with the
+// queries of read_internal.hpp on a connection of the backend's read pool.
+// WriterQueue is the queue both writer threads serve; apply_migrations runs
+// either dialect's migrations. What a backend does its own way comes from the
 // functions declared below, overloaded on its connection type (SQLite's Db in
 // open.cpp, PostgreSQL's PgConn in pg_store.cpp).
 #include <condition_variable>
