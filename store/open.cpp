@@ -2,7 +2,8 @@
 // sqlite:PATH: SQLite; postgres://: PostgreSQL, pg_store.cpp), and the
 // SQLite backend: checks on the file, pragmas, migrations, and SqliteStore,
 // which joins the write side (write.cpp) and the read side (read.cpp) behind
-// the Store interface.
+// the Store interface (store_internal.hpp's BackendStore, which PgStore
+// shares).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -15,17 +16,59 @@
 #include "store/schema_internal.hpp"
 #include "store/sqlite_internal.hpp"
 #include "store/store.hpp"
+#include "store/store_internal.hpp"
 #include "store/write_internal.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
 namespace korch::store {
+
+// --- the SQLite backend's own ways (store_internal.hpp) -----------------------
+
+namespace detail {
+
+// SQLite records the version in PRAGMA user_version and the
+// schema_migrations table: the larger of the two.
+int recorded_version(Db& db) {
+  auto version = db.query_i64("PRAGMA user_version");
+  bool has_table = db.query_i64(
+                       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
+                       "'schema_migrations'") > 0;
+  if (has_table)
+    version =
+        std::max(version, db.query_i64("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
+  return static_cast<int>(version);
+}
+
+Txn write_txn(Db& db) { return Txn(db, Txn::Kind::immediate); }
+
+// Reads the lease, then upserts it unless another owner's is live.
+std::optional<Lease> take_lease(Db& db, const std::string& campaign_id, const std::string& owner,
+                                double ttl_s) {
+  auto txn = write_txn(db);
+  double now = now_unix();
+  auto held = query_lease(db, campaign_id);
+  if (held && held->owner != owner && held->expires_at > now) return held;
+  auto lease = Lease{campaign_id, owner, now, now + ttl_s};
+  static const std::string upsert =
+      insert_sql(k_leases, "ON CONFLICT (campaign_id) DO UPDATE SET " + excluded_set(k_leases));
+  bind_row(db.stmt(upsert), k_leases, lease).run();
+  txn.commit();
+  return std::nullopt;
+}
+
+}  // namespace detail
+
 namespace {
 
 using detail::Db;
 using detail::SqliteError;
 using detail::Stmt;
 using detail::Txn;
+
+// The Store over one SQLite file: a Writer (absent when read-only) and a
+// pool of read connections.
+using SqliteStore = detail::BackendStore<Db, detail::Writer, detail::ReadPool>;
 
 // Page size of newly created databases (an existing file keeps its own: a
 // WAL database cannot change it). Each group commit rewrites one index leaf
@@ -43,24 +86,6 @@ constexpr int k_page_size = 4096;
 // pages; a smaller cache spills them to the WAL mid-transaction.
 constexpr int k_writer_cache_kib = 64 * 1024;
 
-// The largest schema version recorded in the file: PRAGMA user_version or
-// the schema_migrations table, whichever is larger.
-int recorded_version(Db& db) {
-  auto version = db.query_i64("PRAGMA user_version");
-  bool has_table = db.query_i64(
-                       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
-                       "'schema_migrations'") > 0;
-  if (has_table)
-    version =
-        std::max(version, db.query_i64("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
-  return static_cast<int>(version);
-}
-
-std::string newer_message(const std::string& path, int version) {
-  return path + ": schema version " + std::to_string(version) + " is newer than this korch (" +
-         std::to_string(k_schema_version) + "); upgrade korch";
-}
-
 // Applies the missing migrations in one write transaction.
 void migrate(Db& db) {
   Txn txn(db, Txn::Kind::immediate);
@@ -68,198 +93,10 @@ void migrate(Db& db) {
       "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL "
       "NOT NULL)",
       "creating schema_migrations");
-  int version = recorded_version(db);
-  if (version > k_schema_version) throw korch::Fatal(newer_message(db.path(), version));
-  if (version == k_schema_version) return;  // nothing to do; the txn rolls back
-  for (const auto& m : detail::migrations()) {
-    if (m.version <= version) continue;
-    db.exec(m.sql, "applying migration " + std::to_string(m.version));
-    db.stmt("INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)")
-        .bind(m.version, now_unix())
-        .run();
-    KLOG_INFO("[store] {}: applied schema migration {}", db.path(), m.version);
-  }
+  if (!detail::apply_migrations(db, detail::migrations())) return;  // the txn rolls back
   db.exec("PRAGMA user_version = " + std::to_string(k_schema_version), "setting user_version");
   txn.commit();
 }
-
-// The Store over one SQLite file: a Writer (absent when read-only) and a
-// pool of read connections.
-class SqliteStore final : public Store {
- public:
-  SqliteStore(Options options, std::unique_ptr<detail::Writer> writer)
-      : m_options(std::move(options)),
-        m_writer(std::move(writer)),
-        m_readers(m_options.path, m_options.busy_timeout_ms) {}
-
-  ~SqliteStore() override { close(); }
-
-  void commit(WriteBatch batch, CommitCallback done) override {
-    if (!m_writer) {
-      detail::invoke_safely(done, fail(read_only_message()));
-      return;
-    }
-    m_writer->commit(std::move(batch), std::move(done));
-  }
-
-  Result<CommitInfo> commit_sync(WriteBatch batch) override {
-    if (!m_writer) return fail(read_only_message());
-    return m_writer->commit_sync(std::move(batch));
-  }
-
-  void close() override {
-    if (m_writer) m_writer->close();
-  }
-
-  // --- leases ----------------------------------------------------------------
-
-  Result<std::optional<Lease>> acquire_lease(const std::string& campaign_id,
-                                             const std::string& owner, double ttl_s) override {
-    std::optional<Lease> held_by_other;
-    auto r = write_task([&](Db& db) {
-      Txn txn(db, Txn::Kind::immediate);
-      double now = now_unix();
-      auto held = detail::query_lease(db, campaign_id);
-      if (held && held->owner != owner && held->expires_at > now) {
-        held_by_other = std::move(held);
-        return;
-      }
-      auto lease = Lease{campaign_id, owner, now, now + ttl_s};
-      static const std::string upsert =
-          detail::insert_sql(detail::k_leases, "ON CONFLICT (campaign_id) DO UPDATE SET " +
-                                                   detail::excluded_set(detail::k_leases));
-      detail::bind_row(db.stmt(upsert), detail::k_leases, lease).run();
-      txn.commit();
-    });
-    if (!r) return std::unexpected(r.error());
-    return held_by_other;
-  }
-
-  Result<void> heartbeat_lease(const std::string& campaign_id, const std::string& owner,
-                               double ttl_s) override {
-    std::string lost;
-    auto r = write_task([&](Db& db) {
-      Txn txn(db, Txn::Kind::immediate);
-      double now = now_unix();
-      db.stmt(
-            "UPDATE leases SET heartbeat_at = ?3, expires_at = ?4 WHERE campaign_id = ?1 AND owner "
-            "= ?2")
-          .bind(campaign_id, owner, now, now + ttl_s)
-          .run();
-      if (db.changes() == 0) {
-        auto held = detail::query_lease(db, campaign_id);
-        lost = "campaign " + campaign_id + ": lease lost" +
-               (held ? " (now held by " + held->owner + ")" : "");
-        return;
-      }
-      txn.commit();
-    });
-    if (!r) return r;
-    if (!lost.empty()) return fail(lost);
-    return {};
-  }
-
-  Result<void> release_lease(const std::string& campaign_id, const std::string& owner) override {
-    return write_task([&](Db& db) {
-      Txn txn(db, Txn::Kind::immediate);
-      db.stmt("DELETE FROM leases WHERE campaign_id = ?1 AND owner = ?2")
-          .bind(campaign_id, owner)
-          .run();
-      txn.commit();
-    });
-  }
-
-  // --- reads -----------------------------------------------------------------
-
-  Result<std::optional<CampaignRow>> get_campaign(const std::string& id) override {
-    return read<std::optional<CampaignRow>>([&](Db& db) { return detail::query_campaign(db, id); });
-  }
-  Result<std::vector<CampaignRow>> list_campaigns() override {
-    return read<std::vector<CampaignRow>>([&](Db& db) { return detail::query_campaigns(db); });
-  }
-  Result<std::vector<TaskRow>> list_tasks(const std::string& campaign_id) override {
-    return read<std::vector<TaskRow>>([&](Db& db) { return detail::query_tasks(db, campaign_id); });
-  }
-  Result<std::vector<EpisodeSummary>> list_episodes(const std::string& campaign_id) override {
-    return read<std::vector<EpisodeSummary>>(
-        [&](Db& db) { return detail::query_episodes(db, campaign_id); });
-  }
-  Result<std::vector<EpisodeSnapshot>> load_unfinished(const std::string& campaign_id) override {
-    return read<std::vector<EpisodeSnapshot>>(
-        [&](Db& db) { return detail::query_unfinished(db, campaign_id); });
-  }
-  Result<std::optional<EpisodeSnapshot>> load_episode(const std::string& episode_id) override {
-    return read<std::optional<EpisodeSnapshot>>(
-        [&](Db& db) { return detail::query_episode(db, episode_id); });
-  }
-  Result<std::optional<EvaluationRow>> get_evaluation(const std::string& request_id) override {
-    return read<std::optional<EvaluationRow>>(
-        [&](Db& db) { return detail::query_evaluation(db, request_id); });
-  }
-  Result<std::optional<LlmCallRow>> get_llm_call(const std::string& request_id) override {
-    return read<std::optional<LlmCallRow>>(
-        [&](Db& db) { return detail::query_llm_call(db, request_id); });
-  }
-  Result<std::vector<TurnRow>> list_turns(const std::string& campaign_id) override {
-    return read<std::vector<TurnRow>>([&](Db& db) { return detail::query_turns(db, campaign_id); });
-  }
-  Result<std::vector<MessageRow>> list_messages(const std::string& campaign_id) override {
-    return read<std::vector<MessageRow>>(
-        [&](Db& db) { return detail::query_messages(db, campaign_id); });
-  }
-  Result<std::vector<LlmCallRow>> list_llm_calls(const std::string& campaign_id) override {
-    return read<std::vector<LlmCallRow>>(
-        [&](Db& db) { return detail::query_llm_calls(db, campaign_id); });
-  }
-  Result<std::vector<EvaluationRow>> list_evaluations(const std::string& campaign_id) override {
-    return read<std::vector<EvaluationRow>>(
-        [&](Db& db) { return detail::query_evaluations(db, campaign_id); });
-  }
-  Result<std::vector<FinalRow>> list_finals(const std::string& campaign_id) override {
-    return read<std::vector<FinalRow>>(
-        [&](Db& db) { return detail::query_finals(db, campaign_id); });
-  }
-  Result<std::vector<EventRow>> list_events(const std::string& campaign_id) override {
-    return read<std::vector<EventRow>>(
-        [&](Db& db) { return detail::query_events(db, campaign_id); });
-  }
-  Result<CampaignCounts> counts(const std::string& campaign_id) override {
-    return read<CampaignCounts>([&](Db& db) { return detail::query_counts(db, campaign_id); });
-  }
-  Result<int> schema_version() override {
-    return read<int>([&](Db& db) { return recorded_version(db); });
-  }
-
- private:
-  std::string read_only_message() const { return m_options.path + ": store is open read-only"; }
-
-  Result<void> write_task(const std::function<void(Db&)>& task) {
-    if (!m_writer) return fail(read_only_message());
-    return m_writer->run_task(task);
-  }
-
-  template <typename T, typename F>
-  Result<T> read(F&& fn) {
-    try {
-      auto handle = m_readers.take();
-      std::optional<T> out;
-      detail::retry_busy(
-          [&] {
-            Txn txn(handle.db(), Txn::Kind::deferred);
-            out.emplace(fn(handle.db()));
-            txn.commit();
-          },
-          m_options.busy_timeout_ms);
-      return std::move(*out);
-    } catch (const std::exception& e) {
-      return fail(e.what());
-    }
-  }
-
-  Options m_options;
-  std::unique_ptr<detail::Writer> m_writer;
-  detail::ReadPool m_readers;
-};
 
 std::string upper(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -307,17 +144,14 @@ Result<std::unique_ptr<Store>> open_sqlite(const Options& options) {
     }
     // Touches the file: a non-database fails here with SQLITE_NOTADB.
     int version = 0;
-    detail::retry_busy([&] { version = recorded_version(*db); }, options.busy_timeout_ms);
-    if (version > k_schema_version) return fail(newer_message(path, version));
+    detail::retry_busy([&] { version = detail::recorded_version(*db); }, options.busy_timeout_ms);
+    if (version > k_schema_version) return fail(detail::newer_message(path, version));
 
     if (options.read_only) {
-      if (version < k_schema_version) {
-        return fail(path + ": schema version " + std::to_string(version) +
-                    " is older than this korch (" + std::to_string(k_schema_version) +
-                    "); open it once for writing to migrate");
-      }
+      if (version < k_schema_version) return fail(detail::older_message(path, version));
       db.reset();
-      return std::unique_ptr<Store>(std::make_unique<SqliteStore>(options, nullptr));
+      return std::unique_ptr<Store>(
+          std::make_unique<SqliteStore>(path, nullptr, path, options.busy_timeout_ms));
     }
 
     db->exec("PRAGMA page_size = " + std::to_string(k_page_size), "setting page_size");
@@ -335,7 +169,8 @@ Result<std::unique_ptr<Store>> open_sqlite(const Options& options) {
     db->exec("PRAGMA cache_size = -" + std::to_string(k_writer_cache_kib), "setting cache_size");
     migrate(*db);
     auto writer = std::make_unique<detail::Writer>(options, std::move(db), own_sync);
-    return std::unique_ptr<Store>(std::make_unique<SqliteStore>(options, std::move(writer)));
+    return std::unique_ptr<Store>(
+        std::make_unique<SqliteStore>(path, std::move(writer), path, options.busy_timeout_ms));
   } catch (const SqliteError& e) {
     return fail(describe_open_error(path, e));
   } catch (const std::exception& e) {

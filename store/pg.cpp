@@ -233,26 +233,19 @@ void PgConn::exec(std::string_view sql, std::string_view context) {
 }
 
 PgStmt& PgConn::stmt(std::string_view sql) {
-  auto it = m_stmts.find(std::string(sql));
-  if (it != m_stmts.end()) return *it->second;
-  int params = 0;
-  std::string text = to_dollar_params(sql, &params);
-  std::string name = "k" + std::to_string(++m_next_stmt);
-  PGresult* r = PQprepare(m_conn, name.c_str(), text.c_str(), params, nullptr);
-  if (!succeeded(r)) throw_error(r, "preparing statement");
-  PQclear(r);
-  auto stmt = std::make_unique<PgStmt>(*this, name, params);
-  PgStmt& ref = *stmt;
-  m_stmts.emplace(std::string(sql), std::move(stmt));
-  return ref;
+  return m_stmts.get(sql, [&] {
+    int params = 0;
+    std::string text = to_dollar_params(sql, &params);
+    std::string name = "k" + std::to_string(++m_next_stmt);
+    PGresult* r = PQprepare(m_conn, name.c_str(), text.c_str(), params, nullptr);
+    if (!succeeded(r)) throw_error(r, "preparing statement");
+    PQclear(r);
+    return std::make_unique<PgStmt>(*this, name, params);
+  });
 }
 
 std::int64_t PgConn::query_i64(std::string_view sql) {
-  PgStmt& q = stmt(sql);
-  q.bind();
-  std::int64_t value = q.step() ? q.i64(0) : 0;
-  q.run();
-  return value;
+  return query_value<std::int64_t>(*this, sql, [](const PgStmt& q) { return q.i64(0); });
 }
 
 // --- PgTxn -------------------------------------------------------------------

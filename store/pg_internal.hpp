@@ -19,9 +19,9 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <unordered_map>
 #include <vector>
 
+#include "store/conn_internal.hpp"
 #include "util/enum_names.hpp"
 #include "util/error.hpp"
 
@@ -174,7 +174,7 @@ class PgConn {
   pg_conn* m_conn = nullptr;
   std::int64_t m_changes = 0;
   int m_next_stmt = 0;
-  std::unordered_map<std::string, std::unique_ptr<PgStmt>> m_stmts;
+  StmtCache<PgStmt> m_stmts;
 };
 
 // RAII transaction: BEGIN (READ COMMITTED, for writes) or BEGIN ISOLATION

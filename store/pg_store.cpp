@@ -16,8 +16,6 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 
-#include <condition_variable>
-#include <deque>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -28,15 +26,50 @@
 #include "store/read_internal.hpp"
 #include "store/schema_internal.hpp"
 #include "store/store.hpp"
+#include "store/store_internal.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
 namespace korch::store {
 
-// write.cpp
+// --- the PostgreSQL backend's own ways (store_internal.hpp) -------------------
+
 namespace detail {
-void invoke_safely(const CommitCallback& done, Result<CommitInfo> result);
+
+// The largest version recorded in schema_migrations (0 when the table does not exist).
+int recorded_version(PgConn& db) {
+  if (db.query_i64("SELECT CASE WHEN to_regclass('schema_migrations') IS NULL THEN 0 ELSE 1 END") ==
+      0)
+    return 0;
+  return static_cast<int>(db.query_i64("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
 }
+
+PgTxn write_txn(PgConn& db) { return PgTxn(db, PgTxn::Kind::write); }
+
+// One statement takes a free, expired or own lease atomically; when it took
+// nothing, the holder is read.
+std::optional<Lease> take_lease(PgConn& db, const std::string& campaign_id,
+                                const std::string& owner, double ttl_s) {
+  static const std::string take =
+      insert_sql(k_leases, "ON CONFLICT (campaign_id) DO UPDATE SET " + excluded_set(k_leases) +
+                               " WHERE leases.owner = excluded.owner OR "
+                               "leases.expires_at <= excluded.heartbeat_at");
+  for (;;) {
+    auto txn = write_txn(db);
+    double now = now_unix();
+    bind_row(db.stmt(take), k_leases, Lease{campaign_id, owner, now, now + ttl_s}).run();
+    if (db.changes() == 1) {
+      txn.commit();
+      return std::nullopt;
+    }
+    auto held_by_other = query_lease(db, campaign_id);
+    txn.commit();
+    if (held_by_other) return held_by_other;
+    // Released between the two statements: try again.
+  }
+}
+
+}  // namespace detail
 
 namespace {
 
@@ -49,19 +82,6 @@ constexpr std::size_t k_max_idle_readers = 16;
 // Serialises migrations of one database across processes (an arbitrary
 // constant for pg_advisory_xact_lock: "korch" in ASCII).
 constexpr std::int64_t k_migration_lock = 0x6b6f726368;
-
-// The largest version recorded in schema_migrations (0 when the table does not exist).
-int recorded_version(PgConn& db) {
-  if (db.query_i64("SELECT CASE WHEN to_regclass('schema_migrations') IS NULL THEN 0 ELSE 1 END") ==
-      0)
-    return 0;
-  return static_cast<int>(db.query_i64("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
-}
-
-std::string newer_message(const std::string& name, int version) {
-  return name + ": schema version " + std::to_string(version) + " is newer than this korch (" +
-         std::to_string(k_schema_version) + "); upgrade korch";
-}
 
 // Applies the missing migrations in one transaction, serialised across processes.
 void migrate(PgConn& db) {
@@ -79,17 +99,7 @@ void migrate(PgConn& db) {
       "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at DOUBLE "
       "PRECISION NOT NULL)",
       "creating schema_migrations");
-  int version = recorded_version(db);
-  if (version > k_schema_version) throw korch::Fatal(newer_message(db.path(), version));
-  if (version == k_schema_version) return;  // the txn rolls back
-  for (const auto& m : detail::pg_migrations()) {
-    if (m.version <= version) continue;
-    db.exec(m.sql, "applying migration " + std::to_string(m.version));
-    db.stmt("INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)")
-        .bind(m.version, now_unix())
-        .run();
-    KLOG_INFO("[store] {}: applied schema migration {}", db.path(), m.version);
-  }
+  if (!detail::apply_migrations(db, detail::pg_migrations())) return;  // the txn rolls back
   txn.commit();
 }
 
@@ -111,6 +121,27 @@ class PgReadPool {
     PgReadPool& m_pool;
     std::unique_ptr<PgConn> m_conn;
   };
+
+  // Runs fn(conn) on a checked-out connection in one snapshot (a REPEATABLE
+  // READ transaction). A connection the server dropped (a restart) is
+  // replaced once. Exceptions come back as errors.
+  template <typename T, typename F>
+  Result<T> read(F&& fn) {
+    for (int attempt = 0;; ++attempt) {
+      try {
+        auto handle = take();
+        PgTxn txn(handle.conn(), PgTxn::Kind::snapshot);
+        T out = fn(handle.conn());
+        txn.commit();
+        return out;
+      } catch (const PgError& e) {
+        if (!e.connection_lost() || attempt > 0) return fail(e.what());
+        clear();
+      } catch (const std::exception& e) {
+        return fail(e.what());
+      }
+    }
+  }
 
   // Closes every idle connection (after one was found dead: the server
   // restarted, and the others are dead too).
@@ -212,21 +243,13 @@ class PgWriter {
       body();
       return future.get();
     }
-    {
-      std::unique_lock lock(m_mutex);
-      if (m_stopping) return fail(closed_message());
-      m_queue.push_back(Job{{}, {}, body});
-    }
-    m_cv.notify_one();
+    Job job{{}, {}, body};
+    if (!m_queue.push(job)) return fail(closed_message());
     return future.get();
   }
 
   void close() {
-    {
-      std::lock_guard lock(m_mutex);
-      m_stopping = true;
-    }
-    m_cv.notify_all();
+    m_queue.stop();
     if (on_writer_thread()) return;  // the loop ends after draining; the destructor detaches
     std::lock_guard lock(m_join_mutex);
     if (m_thread.joinable()) m_thread.join();
@@ -243,16 +266,7 @@ class PgWriter {
   std::string closed_message() const { return detail::redacted(m_url) + ": store is closed"; }
 
   void enqueue(Job job) {
-    {
-      std::unique_lock lock(m_mutex);
-      if (!m_stopping) {
-        m_queue.push_back(std::move(job));
-        lock.unlock();
-        m_cv.notify_one();
-        return;
-      }
-    }
-    detail::invoke_safely(job.done, fail(closed_message()));
+    if (!m_queue.push(job)) detail::invoke_safely(job.done, fail(closed_message()));
   }
 
   // The write connection, reopened when the server dropped it (a restart):
@@ -351,16 +365,16 @@ class PgWriter {
       std::vector<Job> group;
       std::optional<Job> task;
       {
-        std::unique_lock lock(m_mutex);
-        m_cv.wait(lock, [&] { return !m_queue.empty() || m_stopping; });
-        if (m_queue.empty()) break;  // stopping, drained
-        if (m_queue.front().task) {
-          task = std::move(m_queue.front());
-          m_queue.pop_front();
+        std::unique_lock lock(m_queue.mutex);
+        m_queue.cv.wait(lock, [&] { return !m_queue.jobs.empty() || m_queue.stopping; });
+        if (m_queue.jobs.empty()) break;  // stopping, drained
+        if (m_queue.jobs.front().task) {
+          task = std::move(m_queue.jobs.front());
+          m_queue.jobs.pop_front();
         } else {
-          while (!m_queue.empty() && !m_queue.front().task && group.size() < limit) {
-            group.push_back(std::move(m_queue.front()));
-            m_queue.pop_front();
+          while (!m_queue.jobs.empty() && !m_queue.jobs.front().task && group.size() < limit) {
+            group.push_back(std::move(m_queue.jobs.front()));
+            m_queue.jobs.pop_front();
           }
         }
       }
@@ -386,206 +400,16 @@ class PgWriter {
   std::unique_ptr<PgConn> m_conn;
   std::optional<detail::BatchApplierT<PgConn>> m_applier;
 
-  std::mutex m_mutex;
-  std::condition_variable m_cv;
-  std::deque<Job> m_queue;
-  bool m_stopping = false;
+  detail::WriterQueue<Job> m_queue;
 
   std::mutex m_join_mutex;
   std::thread m_thread;
   std::thread::id m_thread_id;
 };
 
-class PgStore final : public Store {
- public:
-  PgStore(Options options, std::string url, std::unique_ptr<PgWriter> writer)
-      : m_options(std::move(options)),
-        m_name(detail::redacted(url)),
-        m_writer(std::move(writer)),
-        m_readers(url) {}
-
-  ~PgStore() override { close(); }
-
-  void commit(WriteBatch batch, CommitCallback done) override {
-    if (!m_writer) {
-      detail::invoke_safely(done, fail(read_only_message()));
-      return;
-    }
-    m_writer->commit(std::move(batch), std::move(done));
-  }
-
-  Result<CommitInfo> commit_sync(WriteBatch batch) override {
-    if (!m_writer) return fail(read_only_message());
-    return m_writer->commit_sync(std::move(batch));
-  }
-
-  void close() override {
-    if (m_writer) m_writer->close();
-  }
-
-  // --- leases ----------------------------------------------------------------
-
-  Result<std::optional<Lease>> acquire_lease(const std::string& campaign_id,
-                                             const std::string& owner, double ttl_s) override {
-    std::optional<Lease> held_by_other;
-    auto r = write_task([&](PgConn& db) {
-      // One statement: takes a free, expired or own lease atomically.
-      static const std::string take =
-          detail::insert_sql(detail::k_leases, "ON CONFLICT (campaign_id) DO UPDATE SET " +
-                                                   detail::excluded_set(detail::k_leases) +
-                                                   " WHERE leases.owner = excluded.owner OR "
-                                                   "leases.expires_at <= excluded.heartbeat_at");
-      for (;;) {
-        PgTxn txn(db, PgTxn::Kind::write);
-        double now = now_unix();
-        detail::bind_row(db.stmt(take), detail::k_leases,
-                         Lease{campaign_id, owner, now, now + ttl_s})
-            .run();
-        if (db.changes() == 1) {
-          txn.commit();
-          return;
-        }
-        held_by_other = detail::query_lease(db, campaign_id);
-        txn.commit();
-        if (held_by_other) return;
-        // Released between the two statements: try again.
-      }
-    });
-    if (!r) return std::unexpected(r.error());
-    return held_by_other;
-  }
-
-  Result<void> heartbeat_lease(const std::string& campaign_id, const std::string& owner,
-                               double ttl_s) override {
-    std::string lost;
-    auto r = write_task([&](PgConn& db) {
-      PgTxn txn(db, PgTxn::Kind::write);
-      double now = now_unix();
-      db.stmt(
-            "UPDATE leases SET heartbeat_at = ?3, expires_at = ?4 WHERE campaign_id = ?1 AND owner "
-            "= ?2")
-          .bind(campaign_id, owner, now, now + ttl_s)
-          .run();
-      if (db.changes() == 0) {
-        auto held = detail::query_lease(db, campaign_id);
-        lost = "campaign " + campaign_id + ": lease lost" +
-               (held ? " (now held by " + held->owner + ")" : "");
-        return;
-      }
-      txn.commit();
-    });
-    if (!r) return r;
-    if (!lost.empty()) return fail(lost);
-    return {};
-  }
-
-  Result<void> release_lease(const std::string& campaign_id, const std::string& owner) override {
-    return write_task([&](PgConn& db) {
-      PgTxn txn(db, PgTxn::Kind::write);
-      db.stmt("DELETE FROM leases WHERE campaign_id = ?1 AND owner = ?2")
-          .bind(campaign_id, owner)
-          .run();
-      txn.commit();
-    });
-  }
-
-  // --- reads -----------------------------------------------------------------
-
-  Result<std::optional<CampaignRow>> get_campaign(const std::string& id) override {
-    return read<std::optional<CampaignRow>>(
-        [&](PgConn& db) { return detail::query_campaign(db, id); });
-  }
-  Result<std::vector<CampaignRow>> list_campaigns() override {
-    return read<std::vector<CampaignRow>>([&](PgConn& db) { return detail::query_campaigns(db); });
-  }
-  Result<std::vector<TaskRow>> list_tasks(const std::string& campaign_id) override {
-    return read<std::vector<TaskRow>>(
-        [&](PgConn& db) { return detail::query_tasks(db, campaign_id); });
-  }
-  Result<std::vector<EpisodeSummary>> list_episodes(const std::string& campaign_id) override {
-    return read<std::vector<EpisodeSummary>>(
-        [&](PgConn& db) { return detail::query_episodes(db, campaign_id); });
-  }
-  Result<std::vector<EpisodeSnapshot>> load_unfinished(const std::string& campaign_id) override {
-    return read<std::vector<EpisodeSnapshot>>(
-        [&](PgConn& db) { return detail::query_unfinished(db, campaign_id); });
-  }
-  Result<std::optional<EpisodeSnapshot>> load_episode(const std::string& episode_id) override {
-    return read<std::optional<EpisodeSnapshot>>(
-        [&](PgConn& db) { return detail::query_episode(db, episode_id); });
-  }
-  Result<std::optional<EvaluationRow>> get_evaluation(const std::string& request_id) override {
-    return read<std::optional<EvaluationRow>>(
-        [&](PgConn& db) { return detail::query_evaluation(db, request_id); });
-  }
-  Result<std::optional<LlmCallRow>> get_llm_call(const std::string& request_id) override {
-    return read<std::optional<LlmCallRow>>(
-        [&](PgConn& db) { return detail::query_llm_call(db, request_id); });
-  }
-  Result<std::vector<TurnRow>> list_turns(const std::string& campaign_id) override {
-    return read<std::vector<TurnRow>>(
-        [&](PgConn& db) { return detail::query_turns(db, campaign_id); });
-  }
-  Result<std::vector<MessageRow>> list_messages(const std::string& campaign_id) override {
-    return read<std::vector<MessageRow>>(
-        [&](PgConn& db) { return detail::query_messages(db, campaign_id); });
-  }
-  Result<std::vector<LlmCallRow>> list_llm_calls(const std::string& campaign_id) override {
-    return read<std::vector<LlmCallRow>>(
-        [&](PgConn& db) { return detail::query_llm_calls(db, campaign_id); });
-  }
-  Result<std::vector<EvaluationRow>> list_evaluations(const std::string& campaign_id) override {
-    return read<std::vector<EvaluationRow>>(
-        [&](PgConn& db) { return detail::query_evaluations(db, campaign_id); });
-  }
-  Result<std::vector<FinalRow>> list_finals(const std::string& campaign_id) override {
-    return read<std::vector<FinalRow>>(
-        [&](PgConn& db) { return detail::query_finals(db, campaign_id); });
-  }
-  Result<std::vector<EventRow>> list_events(const std::string& campaign_id) override {
-    return read<std::vector<EventRow>>(
-        [&](PgConn& db) { return detail::query_events(db, campaign_id); });
-  }
-  Result<CampaignCounts> counts(const std::string& campaign_id) override {
-    return read<CampaignCounts>([&](PgConn& db) { return detail::query_counts(db, campaign_id); });
-  }
-  Result<int> schema_version() override {
-    return read<int>([&](PgConn& db) { return recorded_version(db); });
-  }
-
- private:
-  std::string read_only_message() const { return m_name + ": store is open read-only"; }
-
-  Result<void> write_task(const std::function<void(PgConn&)>& task) {
-    if (!m_writer) return fail(read_only_message());
-    return m_writer->run_task(task);
-  }
-
-  // One read in one snapshot. A connection the server dropped (a restart)
-  // is replaced once.
-  template <typename T, typename F>
-  Result<T> read(F&& fn) {
-    for (int attempt = 0;; ++attempt) {
-      try {
-        auto handle = m_readers.take();
-        PgTxn txn(handle.conn(), PgTxn::Kind::snapshot);
-        T out = fn(handle.conn());
-        txn.commit();
-        return out;
-      } catch (const PgError& e) {
-        if (!e.connection_lost() || attempt > 0) return fail(e.what());
-        m_readers.clear();
-      } catch (const std::exception& e) {
-        return fail(e.what());
-      }
-    }
-  }
-
-  Options m_options;
-  std::string m_name;
-  std::unique_ptr<PgWriter> m_writer;
-  PgReadPool m_readers;
-};
+// The Store over one PostgreSQL database: a PgWriter (absent when read-only)
+// and a pool of read connections.
+using PgStore = detail::BackendStore<PgConn, PgWriter, PgReadPool>;
 
 }  // namespace
 
@@ -618,20 +442,16 @@ Result<std::unique_ptr<Store>> open_postgres(const Options& options, const std::
   try {
     if (options.read_only) {
       PgConn db(url, true, true);
-      int version = recorded_version(db);
-      if (version > k_schema_version) return fail(newer_message(name, version));
+      int version = detail::recorded_version(db);
+      if (version > k_schema_version) return fail(detail::newer_message(name, version));
       if (version == 0) return fail(name + ": no korch store in this database");
-      if (version < k_schema_version) {
-        return fail(name + ": schema version " + std::to_string(version) +
-                    " is older than this korch (" + std::to_string(k_schema_version) +
-                    "); open it once for writing to migrate");
-      }
-      return std::unique_ptr<Store>(std::make_unique<PgStore>(options, url, nullptr));
+      if (version < k_schema_version) return fail(detail::older_message(name, version));
+      return std::unique_ptr<Store>(std::make_unique<PgStore>(name, nullptr, url));
     }
     auto db = std::make_unique<PgConn>(url, false, synchronous_commit);
     migrate(*db);
     auto writer = std::make_unique<PgWriter>(options, url, synchronous_commit, std::move(db));
-    return std::unique_ptr<Store>(std::make_unique<PgStore>(options, url, std::move(writer)));
+    return std::unique_ptr<Store>(std::make_unique<PgStore>(name, std::move(writer), url));
   } catch (const PgError& e) {
     return fail(e.connection_lost() ? ErrorKind::unavailable : ErrorKind::failure, e.what());
   } catch (const std::exception& e) {

@@ -37,6 +37,26 @@ class ReadPool {
   // Checks out an idle connection or opens a new one. Throws SqliteError.
   Handle take();
 
+  // Runs fn(db) on a checked-out connection in one deferred transaction (one
+  // snapshot), again while the database is busy. Exceptions come back as errors.
+  template <typename T, typename F>
+  Result<T> read(F&& fn) {
+    try {
+      auto handle = take();
+      std::optional<T> out;
+      retry_busy(
+          [&] {
+            Txn txn(handle.db(), Txn::Kind::deferred);
+            out.emplace(fn(handle.db()));
+            txn.commit();
+          },
+          m_busy_timeout_ms);
+      return std::move(*out);
+    } catch (const std::exception& e) {
+      return fail(e.what());
+    }
+  }
+
  private:
   void give_back(std::unique_ptr<Db> db);
 

@@ -1,3 +1,13 @@
+// The schema migrations of both backends, each written once: SQLite's text
+// as it shipped, PostgreSQL's derived from it (k_postgres_words below).
+#include <algorithm>
+#include <cctype>
+#include <iterator>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "store/schema_internal.hpp"
 #include "store/store.hpp"
 
@@ -173,12 +183,10 @@ constexpr std::string_view k_migration_3 = R"sql(
 DROP INDEX IF EXISTS evaluations_by_state;
 )sql";
 
-// Version 4: the evaluation work queue and the workers' rows (DESIGN §8,
-// store/work_queue.hpp). Only a PostgreSQL store uses them; a SQLite store
-// has them too, so that the two schemas stay one.
-constexpr std::string_view k_migration_4 = R"sql(
-CREATE TABLE eval_queue (
-  request_id         TEXT PRIMARY KEY,
+// eval_queue's columns after its key, as version 4 created them; version 5
+// copies the table with the same columns (a migration names it
+// {eval_queue_columns}: k_pieces below).
+constexpr std::string_view k_eval_queue_columns = R"sql(
   campaign_id        TEXT NOT NULL,
   evaluator_version  TEXT NOT NULL,
   request_json       TEXT NOT NULL,
@@ -190,7 +198,14 @@ CREATE TABLE eval_queue (
   result_json        TEXT NOT NULL,
   enqueued_at        REAL NOT NULL,
   claimed_at         REAL NOT NULL,
-  finished_at        REAL NOT NULL
+  finished_at        REAL NOT NULL)sql";
+
+// Version 4: the evaluation work queue and the workers' rows (DESIGN §8,
+// store/work_queue.hpp). Only a PostgreSQL store uses them; a SQLite store
+// has them too, so that the two schemas stay one.
+constexpr std::string_view k_migration_4 = R"sql(
+CREATE TABLE eval_queue (
+  request_id         TEXT PRIMARY KEY,{eval_queue_columns}
 );
 CREATE INDEX eval_queue_ready ON eval_queue (evaluator_version, state, enqueued_at);
 CREATE INDEX eval_queue_by_campaign ON eval_queue (campaign_id, state);
@@ -219,26 +234,10 @@ CREATE TABLE workers (
 // setting a verdict rests on) was handed the old version's result, and a row
 // queued under a version no worker runs any more kept the new request from
 // being queued at all (korch serve answered 504). SQLite cannot change a
-// primary key in place: the table is copied.
-// campaign_devices: the device a remote campaign's evaluations run on,
-// pinned at its first start (store/work_queue.hpp, CampaignDevice): its
-// system prompt's device text and, in gpu mode, the GPU model its queue
-// version names, so that a resumed campaign says and measures the same.
-constexpr std::string_view k_migration_5 = R"sql(
+// primary key in place: the table is copied; PostgreSQL changes it in place.
+constexpr std::string_view k_migration_5_sqlite = R"sql(
 CREATE TABLE eval_queue_v5 (
-  request_id         TEXT NOT NULL,
-  campaign_id        TEXT NOT NULL,
-  evaluator_version  TEXT NOT NULL,
-  request_json       TEXT NOT NULL,
-  state              TEXT NOT NULL CHECK (state IN ('queued', 'claimed', 'done')),
-  worker_id          TEXT NOT NULL,
-  lease_token        INTEGER NOT NULL,
-  claims             INTEGER NOT NULL,
-  lease_expires_at   REAL NOT NULL,
-  result_json        TEXT NOT NULL,
-  enqueued_at        REAL NOT NULL,
-  claimed_at         REAL NOT NULL,
-  finished_at        REAL NOT NULL,
+  request_id         TEXT NOT NULL,{eval_queue_columns},
   PRIMARY KEY (request_id, evaluator_version)
 );
 INSERT INTO eval_queue_v5 SELECT request_id, campaign_id, evaluator_version, request_json, state,
@@ -248,7 +247,16 @@ DROP TABLE eval_queue;
 ALTER TABLE eval_queue_v5 RENAME TO eval_queue;
 CREATE INDEX eval_queue_ready ON eval_queue (evaluator_version, state, enqueued_at);
 CREATE INDEX eval_queue_by_campaign ON eval_queue (campaign_id, state);
-
+)sql";
+constexpr std::string_view k_migration_5_postgres = R"sql(
+ALTER TABLE eval_queue DROP CONSTRAINT eval_queue_pkey;
+ALTER TABLE eval_queue ADD PRIMARY KEY (request_id, evaluator_version);
+)sql";
+// campaign_devices: the device a remote campaign's evaluations run on,
+// pinned at its first start (store/work_queue.hpp, CampaignDevice): its
+// system prompt's device text and, in gpu mode, the GPU model its queue
+// version names, so that a resumed campaign says and measures the same.
+constexpr std::string_view k_migration_5 = R"sql(
 CREATE TABLE campaign_devices (
   campaign_id         TEXT PRIMARY KEY,
   device_model        TEXT NOT NULL,
@@ -257,235 +265,107 @@ CREATE TABLE campaign_devices (
 );
 )sql";
 
-constexpr Migration k_migrations[] = {
-    {1, k_migration_1}, {2, k_migration_2}, {3, k_migration_3},
-    {4, k_migration_4}, {5, k_migration_5},
+// One migration as written: `sql`, in SQLite's words, serves both backends;
+// what one dialect does its own way comes before it, in that dialect's words.
+struct MigrationSource {
+  int version;
+  std::string_view sql;
+  std::string_view sqlite_only = {};
+  std::string_view postgres_only = {};
 };
 
-static_assert(sizeof(k_migrations) / sizeof(k_migrations[0]) == k_schema_version,
+constexpr MigrationSource k_sources[] = {
+    {1, k_migration_1},
+    {2, k_migration_2},
+    {3, k_migration_3},
+    {4, k_migration_4},
+    {5, k_migration_5, k_migration_5_sqlite, k_migration_5_postgres},
+};
+
+static_assert(std::size(k_sources) == k_schema_version,
               "k_schema_version must equal the number of the last migration");
 
-// --- PostgreSQL --------------------------------------------------------------
+// --- building each dialect's text ---------------------------------------------
 //
-// The same migrations for the PostgreSQL backend, numbered alike, with the
+// The migrations for the PostgreSQL backend are numbered alike, with the
 // types translated: INTEGER -> BIGINT (SQLite's integers are 64-bit), REAL ->
-// DOUBLE PRECISION, TEXT stays TEXT, the events rowid -> an identity column.
-// Tables go into the first schema of the connection's search_path. Like the
-// SQLite ones, never edit a shipped migration.
+// DOUBLE PRECISION, TEXT stays TEXT, the events rowid (INTEGER PRIMARY KEY)
+// -> an identity column. Tables go into the first schema of the connection's
+// search_path.
 
-constexpr std::string_view k_pg_migration_1 = R"sql(
-CREATE TABLE campaigns (
-  id           TEXT PRIMARY KEY,
-  name         TEXT NOT NULL,
-  config_json  TEXT NOT NULL,
-  secret_seed  BIGINT NOT NULL,
-  created_at   DOUBLE PRECISION NOT NULL
-);
+using Words = std::span<const std::pair<std::string_view, std::string_view>>;
 
-CREATE TABLE tasks (
-  campaign_id  TEXT NOT NULL REFERENCES campaigns(id),
-  task_id      TEXT NOT NULL,
-  level        BIGINT NOT NULL,
-  number       BIGINT NOT NULL,
-  name         TEXT NOT NULL,
-  path         TEXT NOT NULL,
-  source       TEXT NOT NULL,
-  PRIMARY KEY (campaign_id, task_id)
-);
-
-CREATE TABLE episodes (
-  id             TEXT PRIMARY KEY,
-  campaign_id    TEXT NOT NULL REFERENCES campaigns(id),
-  task_id        TEXT NOT NULL,
-  model_id       TEXT NOT NULL,
-  sample_index   BIGINT NOT NULL,
-  status         TEXT NOT NULL CHECK (status IN ('pending', 'running', 'final')),
-  active_s       DOUBLE PRECISION NOT NULL,
-  tokens_used    BIGINT NOT NULL,
-  cost_usd       DOUBLE PRECISION NOT NULL,
-  created_at     DOUBLE PRECISION NOT NULL,
-  updated_at     DOUBLE PRECISION NOT NULL
-);
-CREATE INDEX episodes_by_campaign ON episodes (campaign_id, status);
-
-CREATE TABLE episode_prompts (
-  episode_id     TEXT PRIMARY KEY REFERENCES episodes(id),
-  system_prompt  TEXT NOT NULL
-);
-
-CREATE TABLE messages (
-  episode_id  TEXT NOT NULL REFERENCES episodes(id),
-  epoch       BIGINT NOT NULL,
-  seq         BIGINT NOT NULL,
-  role        TEXT NOT NULL,
-  kind        TEXT NOT NULL,
-  turn        BIGINT NOT NULL,
-  content     TEXT NOT NULL,
-  PRIMARY KEY (episode_id, epoch, seq)
-);
-
-CREATE TABLE turns (
-  episode_id         TEXT NOT NULL REFERENCES episodes(id),
-  turn               BIGINT NOT NULL,
-  model_id           TEXT NOT NULL,
-  llm_request_id     TEXT NOT NULL,
-  action             TEXT NOT NULL,
-  parse_status       TEXT NOT NULL,
-  code               TEXT NOT NULL,
-  code_sha           TEXT NOT NULL,
-  eval_request_id    TEXT NOT NULL,
-  eval_status        TEXT NOT NULL,
-  finish_reason      TEXT NOT NULL,
-  prompt_tokens      BIGINT NOT NULL,
-  completion_tokens  BIGINT NOT NULL,
-  llm_latency_s      DOUBLE PRECISION NOT NULL,
-  at                 DOUBLE PRECISION NOT NULL,
-  PRIMARY KEY (episode_id, turn)
-);
-
-CREATE TABLE llm_calls (
-  request_id           TEXT PRIMARY KEY,
-  episode_id           TEXT NOT NULL,
-  turn                 BIGINT NOT NULL,
-  model_id             TEXT NOT NULL,
-  state                TEXT NOT NULL CHECK (state IN ('started', 'done', 'failed')),
-  started_at           DOUBLE PRECISION NOT NULL,
-  finished_at          DOUBLE PRECISION NOT NULL,
-  content              TEXT NOT NULL,
-  reasoning            TEXT NOT NULL,
-  finish_reason        TEXT NOT NULL,
-  prompt_tokens        BIGINT NOT NULL,
-  completion_tokens    BIGINT NOT NULL,
-  cached_tokens        BIGINT NOT NULL,
-  reasoning_tokens     BIGINT NOT NULL,
-  cost_usd             DOUBLE PRECISION NOT NULL,
-  latency_s            DOUBLE PRECISION NOT NULL,
-  http_attempts        BIGINT NOT NULL,
-  attempts_json        TEXT NOT NULL,
-  provider_request_id  TEXT NOT NULL,
-  failure              TEXT NOT NULL,
-  error                TEXT NOT NULL,
-  dup_possible         BIGINT NOT NULL,
-  sends                BIGINT NOT NULL
-);
-CREATE INDEX llm_calls_by_episode ON llm_calls (episode_id, turn);
-
-CREATE TABLE evaluations (
-  request_id         TEXT PRIMARY KEY,
-  episode_id         TEXT NOT NULL,
-  kind               TEXT NOT NULL,
-  code_sha           TEXT NOT NULL,
-  state              TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done')),
-  owner              TEXT NOT NULL,
-  attempts           BIGINT NOT NULL,
-  verdict            TEXT NOT NULL,
-  report_json        TEXT NOT NULL,
-  evaluator_version  TEXT NOT NULL,
-  created_at         DOUBLE PRECISION NOT NULL,
-  finished_at        DOUBLE PRECISION NOT NULL
-);
-CREATE INDEX evaluations_by_episode ON evaluations (episode_id);
-CREATE INDEX evaluations_by_state ON evaluations (state);
-
-CREATE TABLE events (
-  id          BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-  episode_id  TEXT NOT NULL,
-  turn        BIGINT NOT NULL,
-  kind        TEXT NOT NULL,
-  detail      TEXT NOT NULL,
-  at          DOUBLE PRECISION NOT NULL
-);
-CREATE INDEX events_by_episode ON events (episode_id, id);
-
-CREATE TABLE finals (
-  episode_id  TEXT PRIMARY KEY REFERENCES episodes(id),
-  reason      TEXT NOT NULL,
-  verdict     TEXT NOT NULL,
-  request_id  TEXT NOT NULL,
-  speedup     DOUBLE PRECISION,
-  reward      DOUBLE PRECISION NOT NULL,
-  correct     BIGINT NOT NULL,
-  at          DOUBLE PRECISION NOT NULL
-);
-
-CREATE TABLE leases (
-  campaign_id   TEXT PRIMARY KEY,
-  owner         TEXT NOT NULL,
-  heartbeat_at  DOUBLE PRECISION NOT NULL,
-  expires_at    DOUBLE PRECISION NOT NULL
-);
-)sql";
-
-constexpr std::string_view k_pg_migration_2 = R"sql(
-ALTER TABLE evaluations ADD COLUMN failures BIGINT NOT NULL DEFAULT 0;
-)sql";
-
-constexpr std::string_view k_pg_migration_3 = R"sql(
-DROP INDEX IF EXISTS evaluations_by_state;
-)sql";
-
-constexpr std::string_view k_pg_migration_4 = R"sql(
-CREATE TABLE eval_queue (
-  request_id         TEXT PRIMARY KEY,
-  campaign_id        TEXT NOT NULL,
-  evaluator_version  TEXT NOT NULL,
-  request_json       TEXT NOT NULL,
-  state              TEXT NOT NULL CHECK (state IN ('queued', 'claimed', 'done')),
-  worker_id          TEXT NOT NULL,
-  lease_token        BIGINT NOT NULL,
-  claims             BIGINT NOT NULL,
-  lease_expires_at   DOUBLE PRECISION NOT NULL,
-  result_json        TEXT NOT NULL,
-  enqueued_at        DOUBLE PRECISION NOT NULL,
-  claimed_at         DOUBLE PRECISION NOT NULL,
-  finished_at        DOUBLE PRECISION NOT NULL
-);
-CREATE INDEX eval_queue_ready ON eval_queue (evaluator_version, state, enqueued_at);
-CREATE INDEX eval_queue_by_campaign ON eval_queue (campaign_id, state);
-
-CREATE TABLE workers (
-  id                  TEXT PRIMARY KEY,
-  host                TEXT NOT NULL,
-  pid                 BIGINT NOT NULL,
-  gpus                TEXT NOT NULL,
-  slots               BIGINT NOT NULL,
-  korch_version       TEXT NOT NULL,
-  evaluator_version   TEXT NOT NULL,
-  mode                TEXT NOT NULL,
-  device_description  TEXT NOT NULL,
-  state               TEXT NOT NULL,
-  note                TEXT NOT NULL,
-  started_at          DOUBLE PRECISION NOT NULL,
-  heartbeat_at        DOUBLE PRECISION NOT NULL,
-  evaluations_done    BIGINT NOT NULL
-);
-)sql";
-
-// Version 5 (see k_migration_5): the queue's key is (request_id, evaluator_version);
-// campaign_devices.
-constexpr std::string_view k_pg_migration_5 = R"sql(
-ALTER TABLE eval_queue DROP CONSTRAINT eval_queue_pkey;
-ALTER TABLE eval_queue ADD PRIMARY KEY (request_id, evaluator_version);
-
-CREATE TABLE campaign_devices (
-  campaign_id         TEXT PRIMARY KEY,
-  device_model        TEXT NOT NULL,
-  device_description  TEXT NOT NULL,
-  pinned_at           DOUBLE PRECISION NOT NULL
-);
-)sql";
-
-constexpr Migration k_pg_migrations[] = {
-    {1, k_pg_migration_1}, {2, k_pg_migration_2}, {3, k_pg_migration_3},
-    {4, k_pg_migration_4}, {5, k_pg_migration_5},
+// The pieces that several migrations share, by the name a migration's text
+// gives them.
+constexpr std::pair<std::string_view, std::string_view> k_pieces[] = {
+    {"{eval_queue_columns}", k_eval_queue_columns},
 };
 
-static_assert(sizeof(k_pg_migrations) / sizeof(k_pg_migrations[0]) == k_schema_version,
-              "every SQLite migration has its PostgreSQL twin");
+// SQLite's words in a migration and PostgreSQL's for them, the longest first.
+constexpr std::pair<std::string_view, std::string_view> k_postgres_words[] = {
+    {"INTEGER PRIMARY KEY", "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY"},
+    {"INTEGER", "BIGINT"},
+    {"REAL", "DOUBLE PRECISION"},
+};
+
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+
+// `sql` with each whole word (or run of words) of `words` replaced by its
+// replacement; the first match at a place wins.
+std::string replace_words(std::string_view sql, Words words) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < sql.size()) {
+    bool word_start = i == 0 || !is_word_char(sql[i - 1]);
+    auto match = std::find_if(words.begin(), words.end(), [&](const auto& word) {
+      std::size_t end = i + word.first.size();
+      return word_start && sql.substr(i, word.first.size()) == word.first &&
+             (end == sql.size() || !is_word_char(sql[end]));
+    });
+    if (match == words.end()) {
+      out += sql[i++];
+      continue;
+    }
+    out += match->second;
+    i += match->first.size();
+  }
+  return out;
+}
+
+// Both dialects' migrations, built once from k_sources.
+class Migrations {
+ public:
+  Migrations() {
+    for (const auto& s : k_sources) {
+      std::string sql = replace_words(s.sql, k_pieces);
+      m_sqlite_text.push_back(replace_words(s.sqlite_only, k_pieces) + sql);
+      m_postgres_text.push_back(std::string(s.postgres_only) +
+                                replace_words(sql, k_postgres_words));
+    }
+    for (std::size_t i = 0; i < std::size(k_sources); ++i) {
+      m_sqlite.push_back({k_sources[i].version, m_sqlite_text[i]});
+      m_postgres.push_back({k_sources[i].version, m_postgres_text[i]});
+    }
+  }
+  Migrations(const Migrations&) = delete;
+  Migrations& operator=(const Migrations&) = delete;
+
+  std::span<const Migration> sqlite() const { return m_sqlite; }
+  std::span<const Migration> postgres() const { return m_postgres; }
+
+ private:
+  std::vector<std::string> m_sqlite_text, m_postgres_text;
+  std::vector<Migration> m_sqlite, m_postgres;  // views of the texts above
+};
+
+const Migrations& all_migrations() {
+  static const Migrations m;
+  return m;
+}
 
 }  // namespace
 
-std::span<const Migration> migrations() { return k_migrations; }
-std::span<const Migration> pg_migrations() { return k_pg_migrations; }
+std::span<const Migration> migrations() { return all_migrations().sqlite(); }
+std::span<const Migration> pg_migrations() { return all_migrations().postgres(); }
 
 }  // namespace korch::store::detail

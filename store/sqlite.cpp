@@ -145,28 +145,15 @@ void Db::exec(std::string_view sql, std::string_view context) {
 }
 
 Stmt& Db::stmt(std::string_view sql) {
-  auto it = m_stmts.find(std::string(sql));
-  if (it != m_stmts.end()) return *it->second;
-  auto stmt = std::make_unique<Stmt>(m_db, sql, m_path);
-  Stmt& ref = *stmt;
-  m_stmts.emplace(std::string(sql), std::move(stmt));
-  return ref;
+  return m_stmts.get(sql, [&] { return std::make_unique<Stmt>(m_db, sql, m_path); });
 }
 
 std::string Db::query_text(std::string_view sql) {
-  Stmt& q = stmt(sql);
-  q.bind();
-  std::string value = q.step() ? q.text(0) : std::string();
-  q.run();
-  return value;
+  return query_value<std::string>(*this, sql, [](const Stmt& q) { return q.text(0); });
 }
 
 std::int64_t Db::query_i64(std::string_view sql) {
-  Stmt& q = stmt(sql);
-  q.bind();
-  std::int64_t value = q.step() ? q.i64(0) : 0;
-  q.run();
-  return value;
+  return query_value<std::int64_t>(*this, sql, [](const Stmt& q) { return q.i64(0); });
 }
 
 // --- Txn ---------------------------------------------------------------------

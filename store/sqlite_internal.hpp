@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <unordered_map>
 
+#include "store/conn_internal.hpp"
 #include "util/enum_names.hpp"
 
 #include "util/error.hpp"
@@ -162,7 +162,7 @@ class Db {
   std::string m_path;
   sqlite3* m_db = nullptr;
   int m_busy_timeout_ms;
-  std::unordered_map<std::string, std::unique_ptr<Stmt>> m_stmts;
+  StmtCache<Stmt> m_stmts;
 };
 
 // Runs `fn` and retries it while it throws a busy SqliteError, with jittered

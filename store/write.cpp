@@ -149,16 +149,7 @@ int Writer::wal_hook(void* self, sqlite3*, const char*, int frames) {
 std::string Writer::closed_message() const { return m_options.path + ": store is closed"; }
 
 void Writer::enqueue(Job job) {
-  {
-    std::unique_lock lock(m_mutex);
-    if (!m_stopping) {
-      m_queue.push_back(std::move(job));
-      lock.unlock();
-      m_cv.notify_one();
-      return;
-    }
-  }
-  invoke_safely(job.done, fail(closed_message()));
+  if (!m_queue.push(job)) invoke_safely(job.done, fail(closed_message()));
 }
 
 void Writer::commit(WriteBatch batch, CommitCallback done) {
@@ -211,21 +202,13 @@ Result<void> Writer::run_task(const std::function<void(Db&)>& task) {
     body(*m_db);
     return future.get();
   }
-  {
-    std::unique_lock lock(m_mutex);
-    if (m_stopping) return fail(closed_message());
-    m_queue.push_back(Job{{}, {}, body, false});
-  }
-  m_cv.notify_one();
+  Job job{{}, {}, body, false};
+  if (!m_queue.push(job)) return fail(closed_message());
   return future.get();
 }
 
 void Writer::close() {
-  {
-    std::lock_guard lock(m_mutex);
-    m_stopping = true;
-  }
-  m_cv.notify_all();
+  m_queue.stop();
   if (on_writer_thread()) return;  // the loop ends after draining; the destructor joins
   std::lock_guard lock(m_join_mutex);
   if (m_writer.joinable()) m_writer.join();
@@ -336,7 +319,7 @@ void Writer::commit_open() {
   }
   if (synced.done.empty()) return;
   {
-    std::lock_guard lock(m_mutex);
+    std::lock_guard lock(m_queue.mutex);
     m_synced.push_back(std::move(synced));
   }
   m_sync_cv.notify_one();
@@ -368,21 +351,21 @@ void Writer::writer_main() {
     std::optional<Job> task;
     bool commit = false;
     {
-      std::unique_lock lock(m_mutex);
-      m_cv.wait(lock, [&] {
-        return !m_queue.empty() || m_stopping || (!m_open.jobs.empty() && sync_idle());
+      std::unique_lock lock(m_queue.mutex);
+      m_queue.cv.wait(lock, [&] {
+        return !m_queue.jobs.empty() || m_queue.stopping || (!m_open.jobs.empty() && sync_idle());
       });
-      if (m_queue.empty() && m_open.jobs.empty()) break;  // stopping, drained
-      if (!m_queue.empty() && m_queue.front().task) {
+      if (m_queue.jobs.empty() && m_open.jobs.empty()) break;  // stopping, drained
+      if (!m_queue.jobs.empty() && m_queue.jobs.front().task) {
         if (m_open.jobs.empty()) {
-          task = std::move(m_queue.front());
-          m_queue.pop_front();
+          task = std::move(m_queue.jobs.front());
+          m_queue.jobs.pop_front();
         }
       } else {
-        while (!m_queue.empty() && !m_queue.front().task &&
+        while (!m_queue.jobs.empty() && !m_queue.jobs.front().task &&
                m_open.jobs.size() + taken.size() < limit) {
-          taken.push_back(std::move(m_queue.front()));
-          m_queue.pop_front();
+          taken.push_back(std::move(m_queue.jobs.front()));
+          m_queue.jobs.pop_front();
         }
       }
     }
@@ -396,9 +379,9 @@ void Writer::writer_main() {
       for (auto& job : taken) m_open.jobs.push_back(std::move(job));
       if (first < m_open.jobs.size()) apply_open(first);
       {
-        std::lock_guard lock(m_mutex);
-        commit = !m_own_sync || sync_idle() || m_open.jobs.size() >= limit || m_stopping ||
-                 (!m_queue.empty() && m_queue.front().task);
+        std::lock_guard lock(m_queue.mutex);
+        commit = !m_own_sync || sync_idle() || m_open.jobs.size() >= limit || m_queue.stopping ||
+                 (!m_queue.jobs.empty() && m_queue.jobs.front().task);
       }
       if (commit) commit_open();
     } catch (const std::exception& e) {
@@ -415,7 +398,7 @@ void Writer::writer_main() {
   if (m_own_sync) {
     // The syncer drains what is left and closes the connection.
     {
-      std::lock_guard lock(m_mutex);
+      std::lock_guard lock(m_queue.mutex);
       m_writer_done = true;
     }
     m_sync_cv.notify_all();
@@ -429,7 +412,7 @@ void Writer::syncer_main() {
   for (;;) {
     std::deque<Synced> work;
     {
-      std::unique_lock lock(m_mutex);
+      std::unique_lock lock(m_queue.mutex);
       m_sync_cv.wait(lock, [&] { return !m_synced.empty() || m_writer_done; });
       if (m_synced.empty()) break;
       work.swap(m_synced);
@@ -438,10 +421,10 @@ void Writer::syncer_main() {
     // One fdatasync covers every group committed so far.
     std::string err = sync_wal();
     {
-      std::lock_guard lock(m_mutex);
+      std::lock_guard lock(m_queue.mutex);
       m_syncing = false;
     }
-    m_cv.notify_one();  // the writer may commit its open group now
+    m_queue.cv.notify_one();  // the writer may commit its open group now
     if (!err.empty()) KLOG_ERROR("[store] {}", err);
     for (auto& s : work) {
       for (std::size_t i = 0; i < s.done.size(); ++i) {

@@ -28,6 +28,7 @@
 #include "store/apply_internal.hpp"
 #include "store/sqlite_internal.hpp"
 #include "store/store.hpp"
+#include "store/store_internal.hpp"
 
 namespace korch::store::detail {
 
@@ -121,7 +122,7 @@ class Writer {
   Result<CommitInfo> run_alone(const WriteBatch& batch);
   void apply_open(std::size_t first);
   void commit_open();
-  bool sync_idle() const;  // m_mutex held
+  bool sync_idle() const;  // m_queue.mutex held
   void after_commit();
   // fdatasync of the WAL; "" on success, else the error.
   std::string sync_wal();
@@ -143,13 +144,12 @@ class Writer {
   OpenGroup m_open;
   Stats m_stats;
 
-  std::mutex m_mutex;                 // guards the queue, m_stopping and the syncer's state below
-  std::condition_variable m_cv;       // the writer waits: work, stop, or the syncer idle
+  // Its mutex also guards the syncer's state below; the writer waits on its
+  // cv for work, stop, or the syncer idle.
+  WriterQueue<Job> m_queue;
   std::condition_variable m_sync_cv;  // the syncer waits: committed groups or the writer done
-  std::deque<Job> m_queue;
-  bool m_stopping = false;
-  std::deque<Synced> m_synced;  // committed, not yet synced
-  bool m_syncing = false;       // an fdatasync is in progress
+  std::deque<Synced> m_synced;        // committed, not yet synced
+  bool m_syncing = false;             // an fdatasync is in progress
   bool m_writer_done = false;
 
   std::mutex m_join_mutex;
@@ -158,8 +158,5 @@ class Writer {
   std::thread::id m_writer_id;  // set once in the constructor
   std::thread::id m_syncer_id;  // set once in the constructor
 };
-
-// Calls `done` with `result`; logs and swallows what it throws.
-void invoke_safely(const CommitCallback& done, Result<CommitInfo> result);
 
 }  // namespace korch::store::detail
