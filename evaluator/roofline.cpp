@@ -191,8 +191,9 @@ Result<GpuPeaks> cpu_peaks(double mem_bw_bytes_s, double flops) {
   }
   // A CPU has no tensor cores: one rate for every precision, in the peaks
   // table's column order.
-  return GpuPeaks{"cpu", mem_bw_bytes_s, flops, flops, flops, flops, flops, flops,
-                  "measured or configured by the caller"};
+  return GpuPeaks{"cpu", mem_bw_bytes_s, flops,
+                  flops, flops,          flops,
+                  flops, flops,          "measured or configured by the caller"};
 }
 
 double compute_ceiling_flops(const GpuPeaks& p, Precision precision) {
