@@ -51,6 +51,7 @@
 #include "evaluator/gpu_pool.hpp"
 #include "evaluator/job_dir.hpp"
 #include "evaluator/job_protocol.hpp"
+#include "evaluator/knobs.hpp"
 #include "evaluator/roofline.hpp"
 #include "evaluator/zygote.hpp"
 #include "util/file_lock.hpp"
@@ -101,48 +102,19 @@ std::vector<int> usable_cpus() {
 }
 
 // Where every korch process on this host keeps its per-GPU locks:
-// KORCH_GPU_LOCK_DIR, else /run/lock/korch (a tmpfs every user may write on
-// Debian and Ubuntu), else /tmp/korch-gpu-locks.
-std::string host_gpu_lock_dir() {
-  if (const char* d = std::getenv("KORCH_GPU_LOCK_DIR"); d && *d) return d;
+// `configured` (KORCH_GPU_LOCK_DIR), else /run/lock/korch (a tmpfs every
+// user may write on Debian and Ubuntu), else /tmp/korch-gpu-locks.
+std::string host_gpu_lock_dir(const std::string& configured) {
+  if (!configured.empty()) return configured;
   std::error_code ec;
   if (fs::is_directory("/run/lock", ec)) return "/run/lock/korch";
   return "/tmp/korch-gpu-locks";
 }
 
-// The process environment's evaluator knobs (docs/config.md, "Evaluator
-// knobs"): A/B and benchmarking switches, not campaign settings. Read once
-// when the evaluator starts; the ones set are recorded in every report's
-// evidence (`env_knobs`), so a value inherited from a shell never changes a
-// verdict or a statistic unseen (issue #38).
-constexpr const char* k_env_knobs[] = {"KORCH_REFERENCE_RUNNERS",
-                                       "KORCH_CANDIDATE_RUNNERS",
-                                       "KORCH_JUDGE_SHARES_CORE",
-                                       "KORCH_TIMING_BATCHED_CAP",
-                                       "KORCH_TIMING_BLOCK_MS",
-                                       "KORCH_TIMING_CALIBRATIONS",
-                                       "KORCH_TIMING_BATCH_US",
-                                       "KORCH_TIMING_SPIN_US",
-                                       "KORCH_TIMING_HEAP_ONLY",
-                                       "KORCH_RUNNER_EXEC",
-                                       "KORCH_EVAL_COMPILE_UNDER_LEASE",
-                                       "KORCH_EVAL_FRESH_PROCESS",
-                                       "KORCH_WORKER_GLIBC_TUNABLES",
-                                       "KORCH_GPU_LOCK_DIR",
-                                       "KORCH_WORKER",
-                                       "KORCH_PROFILE_FIRST_CALL"};
-
-json read_env_knobs() {
-  json k = json::object();
-  for (const char* name : k_env_knobs)
-    if (const char* v = std::getenv(name); v && *v) k[name] = v;
-  return k;
-}
-
 class ProtectedEvaluator final : public Evaluator {
  public:
   ProtectedEvaluator(config::EvaluatorConfig cfg, std::string cache_dir, std::unique_ptr<Zygote> z,
-                     bool daemon_nondumpable, json gpu, std::vector<int> gpus)
+                     bool daemon_nondumpable, json gpu, std::vector<int> gpus, EnvKnobs knobs)
       : m_cfg(std::move(cfg)),
         m_cache(std::move(cache_dir)),
         m_zygote(std::move(z)),
@@ -153,9 +125,9 @@ class ProtectedEvaluator final : public Evaluator {
                         [this](const JobDir& job, const std::string& build_dir) {
                           return run_compile_role(job, build_dir);
                         }),
-        m_knobs(read_env_knobs()) {
-    if (!m_knobs.empty())
-      KLOG_WARN("[eval] evaluator knobs from the environment: {}", m_knobs.dump());
+        m_knobs(std::move(knobs)) {
+    if (!m_knobs.recorded.empty())
+      KLOG_WARN("[eval] evaluator knobs from the environment: {}", m_knobs.recorded.dump());
     json v = json::parse(m_zygote->versions_json(), nullptr, false);
     if (!v.is_discarded()) m_versions = v;
     if (const json pw = m_versions.value("prewarm", json::object()); pw.value("done", false)) {
@@ -175,9 +147,9 @@ class ProtectedEvaluator final : public Evaluator {
       m_peaks = roofline::find_gpu(m_gpu.value("name", ""));
       plan_gpu_host(gpus);
       n = std::max(n, m_compile_slot_count + 2 * static_cast<int>(gpus.size()));
-      m_compile_under_lease = knob("KORCH_EVAL_COMPILE_UNDER_LEASE") == "1";
+      m_compile_under_lease = m_knobs.compile_under_lease;
       GpuPool::Options po;
-      po.host_lock_dir = host_gpu_lock_dir();
+      po.host_lock_dir = host_gpu_lock_dir(m_knobs.gpu_lock_dir);
       m_pool = std::make_unique<GpuPool>(
           gpus, [this](int g) { return gpu_healthy(g); }, po);
     }
@@ -305,11 +277,7 @@ class ProtectedEvaluator final : public Evaluator {
     st.torch_ops = m_cfg.torch_ops;
     st.memory_budget_mb = budget_mb();
     st.gpu = m_gpu_mode;
-    // Developer knobs for A/B runs of the CPU timing (tools/bench/README.md):
-    // KORCH_REFERENCE_RUNNERS=1|2, KORCH_CANDIDATE_RUNNERS=1|2,
-    // KORCH_JUDGE_SHARES_CORE=1, KORCH_TIMING_BATCHED_CAP=1, KORCH_TIMING_BLOCK_MS=MS,
-    // KORCH_TIMING_CALIBRATIONS=N, KORCH_TIMING_BATCH_US=US, KORCH_TIMING_SPIN_US=US,
-    // KORCH_TIMING_HEAP_ONLY=0|1.
+    // The knobs (knobs.hpp) override what is chosen here.
     // Runners a side: 2 on the CPU, 4 for a GPU SUBMIT, where a 3.8 us
     // kernel's time moves by up to 5% from one process to another (sd
     // 1.45-2%; the speedup carries sd * sqrt(1/n_ref + 1/n_cand) of it;
@@ -319,27 +287,23 @@ class ProtectedEvaluator final : public Evaluator {
       st.reference_runners = st.candidate_runners =
           req.mode == Mode::submit ? k_gpu_runners_a_side : 1;
     }
-    if (auto v = knob("KORCH_REFERENCE_RUNNERS"); !v.empty())
-      st.reference_runners = std::atoi(v.c_str());
-    if (auto v = knob("KORCH_CANDIDATE_RUNNERS"); !v.empty())
-      st.candidate_runners = std::atoi(v.c_str());
-    if (auto v = knob("KORCH_JUDGE_SHARES_CORE"); !v.empty()) st.judge_shares_core = v == "1";
-    if (auto v = knob("KORCH_TIMING_BATCHED_CAP"); !v.empty()) st.timing_batched_cap = v == "1";
-    if (auto v = knob("KORCH_TIMING_BLOCK_MS"); !v.empty())
-      st.timing_block_ms = std::atof(v.c_str());
-    if (auto v = knob("KORCH_TIMING_CALIBRATIONS"); !v.empty())
-      st.timing_calibrations = std::atoi(v.c_str());
-    if (auto v = knob("KORCH_TIMING_BATCH_US"); !v.empty())
-      st.timing_batch_us = std::atof(v.c_str());
-    if (auto v = knob("KORCH_TIMING_SPIN_US"); !v.empty()) st.timing_spin_us = std::atof(v.c_str());
-    if (auto v = knob("KORCH_TIMING_HEAP_ONLY"); !v.empty()) st.timing_heap_only = v == "1" ? 1 : 0;
-    st.profile_first_call = knob("KORCH_PROFILE_FIRST_CALL") == "1";
+    const EnvKnobs& k = m_knobs;
+    if (k.reference_runners) st.reference_runners = *k.reference_runners;
+    if (k.candidate_runners) st.candidate_runners = *k.candidate_runners;
+    if (k.judge_shares_core) st.judge_shares_core = *k.judge_shares_core;
+    if (k.timing_batched_cap) st.timing_batched_cap = *k.timing_batched_cap;
+    if (k.timing_block_ms) st.timing_block_ms = *k.timing_block_ms;
+    if (k.timing_calibrations) st.timing_calibrations = *k.timing_calibrations;
+    if (k.timing_batch_us) st.timing_batch_us = *k.timing_batch_us;
+    if (k.timing_spin_us) st.timing_spin_us = *k.timing_spin_us;
+    if (k.timing_heap_only) st.timing_heap_only = *k.timing_heap_only;
+    st.profile_first_call = k.profile_first_call;
     if (m_gpu_mode) {
       st.l2_bytes = m_gpu.value("l2_bytes", 0);
       st.runner_env = runner_env(req.code);
       // KORCH_RUNNER_EXEC=1 lets every runner exec; by default only a
       // Triton candidate's runners may (see measure()).
-      st.runner_exec = knob("KORCH_RUNNER_EXEC") == "1";
+      st.runner_exec = k.runner_exec;
     }
     return st;
   }
@@ -427,7 +391,7 @@ class ProtectedEvaluator final : public Evaluator {
   void finish(Report& r, const std::chrono::steady_clock::time_point t0) const {
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (m_daemon_nondumpable) r.evidence["daemon_nondumpable"] = true;
-    if (!m_knobs.empty()) r.evidence["env_knobs"] = m_knobs;
+    if (!m_knobs.recorded.empty()) r.evidence["env_knobs"] = m_knobs.recorded;
     r.reward = reward_for(m_cfg.reward, r);
   }
 
@@ -997,8 +961,7 @@ class ProtectedEvaluator final : public Evaluator {
   std::mutex m_mu;
   std::condition_variable m_cv;
   bool m_stopping = false;
-  const json m_knobs;  // read_env_knobs(), once
-  std::string knob(const char* name) const { return m_knobs.value(name, ""); }
+  const EnvKnobs m_knobs;  // read once, by make_protected_evaluator
   std::deque<std::pair<Request, Callback>> m_queue;
   std::vector<std::thread> m_threads;
 };
@@ -1037,7 +1000,7 @@ Result<std::unique_ptr<Evaluator>> make_protected_evaluator(const config::Evalua
   const bool nondumpable = prctl(PR_SET_DUMPABLE, 0) == 0;
   const int reaped = reap_orphans(abs + "/run");
   if (reaped > 0) KLOG_WARN("[eval] reaped {} worker zygote(s) left by a killed daemon", reaped);
-  const char* fresh = getenv("KORCH_EVAL_FRESH_PROCESS");
+  EnvKnobs knobs = EnvKnobs::read();
   // The workers' GLIBC_TUNABLES. CPU mode: no per-thread cache of small
   // freed blocks (tcache). The timing processes keep the memory they free in
   // their heap (korch_runner.keep_freed_memory), but torch's 64-byte-aligned
@@ -1053,9 +1016,8 @@ Result<std::unique_ptr<Evaluator>> make_protected_evaluator(const config::Evalua
   // at 64x256 and 1024^2 it got worse -- whether a process gets huge pages
   // is one more per-process difference).
   std::string tunables = cfg.mode == config::EvalMode::cpu ? "glibc.malloc.tcache_count=0" : "";
-  if (const char* t = getenv("KORCH_WORKER_GLIBC_TUNABLES")) tunables = t;
-  auto z =
-      Zygote::start(find_worker_path(), abs + "/run", fresh && std::string(fresh) == "1", tunables);
+  if (knobs.worker_glibc_tunables) tunables = *knobs.worker_glibc_tunables;
+  auto z = Zygote::start(find_worker_path(), abs + "/run", knobs.fresh_process, tunables);
   if (!z) return std::unexpected(z.error());
   json gpu = json::object();
   std::vector<int> gpus;
@@ -1073,8 +1035,8 @@ Result<std::unique_ptr<Evaluator>> make_protected_evaluator(const config::Evalua
     if (!list) return fail("evaluator.gpus: " + list.error().message);
     gpus = *list;
   }
-  return std::unique_ptr<Evaluator>(
-      new ProtectedEvaluator(cfg, abs, std::move(*z), nondumpable, gpu, std::move(gpus)));
+  return std::unique_ptr<Evaluator>(new ProtectedEvaluator(cfg, abs, std::move(*z), nondumpable,
+                                                           gpu, std::move(gpus), std::move(knobs)));
 }
 
 }  // namespace korch::evaluator
