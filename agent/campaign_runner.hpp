@@ -38,7 +38,7 @@ struct Progress {
 
 struct RunOptions {
   std::string owner;  // "<host>:<pid>:<nonce>", holder of the campaign lease
-  // The caller holds the database's file lock (store/file_lock.hpp): a lease
+  // The caller holds the database's file lock (util/file_lock.hpp): a lease
   // held by another process on this host is then stale (its holder died,
   // e.g. after kill -9) and is taken over.
   bool holds_db_lock = false;

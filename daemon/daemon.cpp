@@ -181,7 +181,7 @@ Result<std::unique_ptr<Daemon>> Daemon::open(const ServeConfig& cfg_in) {
   cfg.state_dir = fs::absolute(cfg.state_dir, ec).string();
   std::unique_ptr<Daemon> d(new Daemon(cfg));
   if (sqlite) {
-    auto lock = store::FileLock::acquire(store::FileLock::path_for_db(cfg.db));
+    auto lock = FileLock::acquire(FileLock::path_for_db(cfg.db));
     if (!lock) return std::unexpected(lock.error());
     d->m_lock.emplace(std::move(*lock));
   }

@@ -22,9 +22,9 @@
 #include "daemon/metrics.hpp"
 #include "daemon/serve_config.hpp"
 #include "evaluator/evaluator.hpp"
-#include "store/file_lock.hpp"
 #include "store/store.hpp"
 #include "util/error.hpp"
+#include "util/file_lock.hpp"
 
 namespace korch::daemon {
 
@@ -117,7 +117,7 @@ class Daemon {
 
   ServeConfig m_cfg;
   Metrics m_metrics;  // first built, last destroyed: decorators point into it
-  std::optional<store::FileLock> m_lock;
+  std::optional<FileLock> m_lock;
   std::unique_ptr<store::Store> m_store;
   std::unique_ptr<evaluator::Evaluator> m_evaluator;
   std::string m_owner;

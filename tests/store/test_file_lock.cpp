@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "store/file_lock.hpp"
+#include "util/file_lock.hpp"
 
 namespace korch::store {
 namespace {

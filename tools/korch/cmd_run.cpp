@@ -13,10 +13,10 @@
 #include "config/loader.hpp"
 #include "daemon/runner.hpp"
 #include "evaluator/evaluator.hpp"
-#include "store/file_lock.hpp"
 #include "store/store.hpp"
 #include "tools/korch/cli.hpp"
 #include "tools/korch/common.hpp"
+#include "util/file_lock.hpp"
 #include "util/ids.hpp"
 #include "util/log.hpp"
 
@@ -71,9 +71,9 @@ int cmd_run(const Args& args, bool resume_only) {
   // A SQLite file is locked for this process; a PostgreSQL store relies on
   // the campaign lease alone (its holders may live on other hosts).
   bool sqlite = location->backend == store::Backend::sqlite;
-  std::optional<store::FileLock> lock;
+  std::optional<FileLock> lock;
   if (sqlite) {
-    auto taken = store::FileLock::acquire(store::FileLock::path_for_db(location->target));
+    auto taken = FileLock::acquire(FileLock::path_for_db(location->target));
     if (!taken) return report_failure(verb, taken.error());
     lock.emplace(std::move(*taken));
   }

@@ -5,9 +5,9 @@
 #include <optional>
 
 #include "store/copy.hpp"
-#include "store/file_lock.hpp"
 #include "store/store.hpp"
 #include "tools/korch/cli.hpp"
+#include "util/file_lock.hpp"
 #include "util/ids.hpp"
 
 namespace korch::cli {
@@ -31,9 +31,9 @@ int cmd_store(const Args& args) {
 
   // A SQLite destination is locked as korch run locks it: no campaign runs
   // in it meanwhile.
-  std::optional<store::FileLock> lock;
+  std::optional<FileLock> lock;
   if (dst->backend == store::Backend::sqlite) {
-    auto taken = store::FileLock::acquire(store::FileLock::path_for_db(dst->target));
+    auto taken = FileLock::acquire(FileLock::path_for_db(dst->target));
     if (!taken) return report_failure(verb, taken.error());
     lock.emplace(std::move(*taken));
   }
