@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "config/loader.hpp"
 #include "reports/export.hpp"
 #include "reports/web_assets.hpp"
 #include "util/exact_sum.hpp"
@@ -233,11 +234,11 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
   CampaignReport report;
   report.campaign_id = campaign_id;
   report.campaign_name = *camp ? (*camp)->name : "";
-  if (*camp) {
-    auto cfg = json::parse((*camp)->config_json, nullptr, false);
-    if (cfg.is_object() && cfg.contains("strategy") && cfg["strategy"].is_object())
-      report.strategy.kind = cfg["strategy"].value("kind", "grid");
-  }
+  // The stored config, read as a resume reads it (a config it cannot read
+  // leaves the default, "grid").
+  if (*camp)
+    if (auto cfg = config::config_from_json((*camp)->config_json))
+      report.strategy.kind = std::string(to_string(cfg->strategy.kind));
   // Rounds and seeds, from the strategy's decisions (agent/strategy.cpp).
   const auto origins = strategy_origins(*events);
   {
