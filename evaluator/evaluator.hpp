@@ -67,7 +67,8 @@ inline constexpr std::pair<const char*, std::optional<double> Measured::*> k_mea
     {"mismatch_frac", &Measured::mismatch_frac}};
 
 // One evaluation's outcome. Its JSON encoding (to_json/from_json, the
-// stored form) names every field once, in report_fields() (evaluator.cpp).
+// stored form) names every field once: k_measured_fields and k_report_fields
+// (evaluator.cpp).
 struct Report : Measured {
   std::string request_id;
   Verdict status = Verdict::worker_crash;
