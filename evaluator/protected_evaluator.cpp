@@ -147,7 +147,6 @@ class ProtectedEvaluator final : public Evaluator {
       m_peaks = roofline::find_gpu(m_gpu.value("name", ""));
       plan_gpu_host(gpus);
       n = std::max(n, m_compile_slot_count + 2 * static_cast<int>(gpus.size()));
-      m_compile_under_lease = m_knobs.compile_under_lease;
       GpuPool::Options po;
       po.host_lock_dir = host_gpu_lock_dir(m_knobs.gpu_lock_dir);
       m_pool = std::make_unique<GpuPool>(
@@ -471,7 +470,7 @@ class ProtectedEvaluator final : public Evaluator {
     // gpu, KORCH_EVAL_COMPILE_UNDER_LEASE=1: the GPU is held from here, as in
     // harnesses that compile inside the evaluation (the benchmark's baseline).
     std::optional<GpuPool::Lease> early;
-    if (m_gpu_mode && m_compile_under_lease) {
+    if (m_gpu_mode && m_knobs.compile_under_lease) {
       early = wait_for_gpu(req, stages, r);
       if (!early) {
         finish(r, t0);
@@ -954,7 +953,6 @@ class ProtectedEvaluator final : public Evaluator {
   std::vector<int> m_cpu_job_cpus;             // cores of compile and rules jobs
   int m_compile_slot_count = 1;
   std::unique_ptr<std::counting_semaphore<>> m_compile_slots;
-  bool m_compile_under_lease = false;  // the benchmark's baseline
   std::mutex m_work_mu;
   std::map<std::string, json> m_work;  // work_path -> the task's counted work
 
