@@ -19,13 +19,13 @@ namespace {
 using json = nlohmann::json;
 
 int misses(const Report& r) {
-  json e = r.evidence;
+  const json& e = r.evidence;
   int n = 0;
   for (auto& c : e.value("compile", json::array())) n += c.value("hit", true) ? 0 : 1;
   return n;
 }
 int hits(const Report& r) {
-  json e = r.evidence;
+  const json& e = r.evidence;
   int n = 0;
   for (auto& c : e.value("compile", json::array())) n += c.value("hit", false) ? 1 : 0;
   return n;
@@ -72,7 +72,7 @@ TEST(CompileCache, ConcurrentCompilesOfOneKeyDoNotRace) {
   EXPECT_FALSE(ra.compile_log.empty());
   // Exactly one of them ran the compiler for the candidate's key.
   auto cand_misses = [](const Report& r) {
-    json e = r.evidence;
+    const json& e = r.evidence;
     int n = 0;
     for (auto& c : e.value("compile", json::array()))
       n += (!c.value("hit", true) && !c.value("probe", false)) ? 1 : 0;

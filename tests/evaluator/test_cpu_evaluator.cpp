@@ -22,7 +22,7 @@ namespace {
 // at the Welch-Satterthwaite dof, between 1.96 and t(2) = 4.303), never
 // narrower than the bootstrap's.
 void expect_two_runners_per_side(const std::string& name, const Report& r) {
-  const auto ev = r.evidence;
+  const auto& ev = r.evidence;
   ASSERT_TRUE(ev.is_object()) << name;
   const auto t =
       ev.value("measure", nlohmann::json::object()).value("timing", nlohmann::json::object());
@@ -194,7 +194,7 @@ TEST(CpuEvaluatorCorpus, ReferenceRunnersSlowerThanTheJudgeAreMeasuredAgainThenB
   EXPECT_NE(r.error.find("could not be trusted in 3 measurements"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("not the candidate's fault"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("the judge's own time for the reference"), std::string::npos) << r.error;
-  const auto evj = r.evidence;
+  const auto& evj = r.evidence;
   ASSERT_TRUE(evj.is_object());
   ASSERT_TRUE(evj.contains("timing_remeasured")) << r.evidence.dump().substr(0, 500);
   EXPECT_EQ(evj["timing_remeasured"].size(), 2u);
@@ -222,7 +222,7 @@ TEST(CpuEvaluatorCorpus, EnvironmentKnobsAreReadOnceAndRecorded) {
   Report r = submit(**ev, make_request(f, *task, Mode::submit)).get();
   (*ev)->shutdown();
   ASSERT_EQ(r.status, Verdict::ok) << r.error << r.runtime_detail;
-  const auto evj = r.evidence;
+  const auto& evj = r.evidence;
   ASSERT_TRUE(evj.is_object());
   EXPECT_EQ(evj.value("env_knobs", nlohmann::json::object()),
             (nlohmann::json{{"KORCH_CANDIDATE_RUNNERS", "1"}, {"KORCH_REFERENCE_RUNNERS", "1"}}));
@@ -299,7 +299,7 @@ TEST(CpuEvaluatorCorpus, CheckPredictsSubmitsNoKernel) {
 // the current one allows it), and accepted (then the current one refuses).
 namespace {
 nlohmann::json compile_evidence(const Report& r) {
-  const auto ev = r.evidence;
+  const auto& ev = r.evidence;
   return ev.is_object() ? ev.value("compile", nlohmann::json::array()) : nlohmann::json::array();
 }
 // The candidate's own cache entry (not the glue probe's).

@@ -74,7 +74,7 @@ TEST(GpuEvaluatorCorpus, GpuFilesGetTheirVerdictsOnLeasedGpus) {
     EXPECT_EQ(to_string(r.status), f.expect) << f.name << ": " << r.error.substr(0, 600);
     EXPECT_EQ(r.mode, "gpu");
     auto ev_json = r.evidence;
-    ASSERT_FALSE(ev_json.is_discarded()) << f.name;
+    ASSERT_TRUE(ev_json.is_object()) << f.name;
     if (ev_json.contains("measure")) {
       EXPECT_TRUE(ev_json.contains("gpu")) << f.name;
       EXPECT_GT(ev_json["stages"].value("lease_s", 0.0), 0.0) << f.name;
@@ -130,7 +130,7 @@ TEST(GpuEvaluatorCorpus, MemoryHeldByAnotherProcessIsRetriedNotCharged) {
   close(out[0]);
   EXPECT_EQ(r.status, Verdict::ok) << r.error << "\n" << r.runtime_detail.substr(0, 1500);
   auto evj = r.evidence;
-  ASSERT_FALSE(evj.is_discarded());
+  ASSERT_TRUE(evj.is_object());
   ASSERT_TRUE(evj.contains("infrastructure"))
       << "the held memory met no run: " << r.evidence.dump().substr(0, 800);
   const std::string first = evj["infrastructure"][0].value("why", "");
