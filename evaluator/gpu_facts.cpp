@@ -1,13 +1,11 @@
 #include "evaluator/gpu_facts.hpp"
 
 #include <algorithm>
-#include <filesystem>
-#include <random>
 #include <utility>
 
+#include "evaluator/job_dir.hpp"
 #include "evaluator/job_protocol.hpp"
 #include "evaluator/zygote.hpp"
-#include "util/fs.hpp"
 
 namespace korch::evaluator {
 namespace {
@@ -16,18 +14,13 @@ constexpr double k_gpuinfo_timeout_s = 120;
 // One gpuinfo job (trusted code only) in a fresh folder under `jobs_root`.
 std::pair<protocol::GpuInfo, JobOutcome> run_gpuinfo(Zygote& zygote, const std::string& jobs_root,
                                                      const std::string& spawn_json) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const std::string dir = jobs_root + "/gpuinfo-" + std::to_string(std::random_device{}());
-  fs::create_directories(dir, ec);
-  fs::permissions(dir, fs::perms::owner_all, ec);
+  JobDir dir(jobs_root, "gpuinfo");
   JobOutcome o;
-  if (auto w = write_file_atomic(dir + "/job.json", protocol::gpuinfo_job().dump()); !w) {
+  if (auto w = dir.write_job(protocol::gpuinfo_job()); !w) {
     o.worker_log = w.error().message;
   } else {
-    o = zygote.run(JobRole::gpuinfo, dir, spawn_json, std::nullopt, k_gpuinfo_timeout_s);
+    o = zygote.run(JobRole::gpuinfo, dir.path(), spawn_json, std::nullopt, k_gpuinfo_timeout_s);
   }
-  fs::remove_all(dir, ec);
   return {protocol::parse_gpuinfo(o.result_json), std::move(o)};
 }
 }  // namespace

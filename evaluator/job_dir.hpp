@@ -1,6 +1,7 @@
 #pragma once
-// A job's folder, and the small helpers the evaluation pipeline
-// (protected_evaluator.cpp) and the compile cache (compile_cache.cpp) share.
+// A job's folder, and the small helpers the evaluator's files share: every
+// job (the pipeline's stages, the compile cache's builds, a task's
+// validation, the GPU's facts) runs in a JobDir.
 #include <cstddef>
 #include <filesystem>
 #include <string>

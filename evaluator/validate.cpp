@@ -1,10 +1,10 @@
 #include "evaluator/validate.hpp"
 
 #include <filesystem>
-#include <random>
 
 #include "config/gpus.hpp"
 #include "evaluator/gpu_facts.hpp"
+#include "evaluator/job_dir.hpp"
 #include "evaluator/job_protocol.hpp"
 #include "evaluator/zygote.hpp"
 #include "util/fs.hpp"
@@ -47,16 +47,9 @@ TaskValidator::~TaskValidator() {
 }
 
 Result<TaskValidation> TaskValidator::validate(const config::Task& task) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
   const bool gpu = m_cfg.mode == config::EvalMode::gpu;
-  const std::string dir = m_cache + "/jobs/validate-" + std::to_string(std::random_device{}());
-  fs::create_directories(dir, ec);
-  fs::permissions(dir, fs::perms::owner_all, ec);
-  if (auto w = write_file_atomic(
-          dir + "/job.json",
-          protocol::validate_job(task.source, task.name, m_budget_mb, gpu).dump());
-      !w)
+  JobDir dir(m_cache + "/jobs", "validate");
+  if (auto w = dir.write_job(protocol::validate_job(task.source, task.name, m_budget_mb, gpu)); !w)
     return std::unexpected(w.error());
   protocol::Spawn sp;
   sp.memory_budget_mb = m_cfg.memory_budget_mb;
@@ -64,9 +57,8 @@ Result<TaskValidation> TaskValidator::validate(const config::Task& task) {
     sp.memory_limit_mb = gpu_job_host_limit_mb(1, m_cfg.memory_budget_mb);
     sp.gpu = m_gpu;
   }
-  JobOutcome o = m_zygote->run(JobRole::validate, dir, sp.dump(), std::nullopt,
+  JobOutcome o = m_zygote->run(JobRole::validate, dir.path(), sp.dump(), std::nullopt,
                                std::max(m_cfg.timeout_s, k_validate_timeout_s));
-  fs::remove_all(dir, ec);
 
   TaskValidation v;
   v.task_id = task.id;

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "evaluator/job_dir.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
@@ -37,10 +38,7 @@ constexpr std::size_t k_log_tail = 4000;
 constexpr std::size_t k_max_message = 1 << 20;
 
 std::string tail_of(const std::string& path, std::size_t n = k_log_tail) {
-  auto r = read_file(path);
-  if (!r) return {};
-  const std::string& s = *r;
-  return s.size() > n ? s.substr(s.size() - n) : s;
+  return tail(read_file(path).value_or(""), n);
 }
 
 // Field 22 of /proc/<pid>/stat (start time in clock ticks), 0 when gone.
