@@ -10,7 +10,7 @@ PACKAGES=(
   libtomlplusplus-dev libssl-dev libseccomp-dev libgoogle-perftools-dev
   prometheus-cpp-dev libboost-dev python3-websockets python3-jsonschema
   python3 python3-dev pybind11-dev libtorch-dev python3-torch python3-numpy
-  chromium libpq-dev postgresql-15 python3-yaml
+  chromium libpq-dev postgresql-15 python3-yaml ccache
 )
 # chromium: the headless browser of the dashboard and HTML report tests
 # (they skip without it). libgoogle-perftools-dev: tcmalloc, the allocator of
@@ -20,6 +20,8 @@ PACKAGES=(
 # libpq-dev: the PostgreSQL store backend (store/pg*.cpp). postgresql-15: the
 # server binaries the store tests start as throwaway servers of their own
 # (scripts/pg-test-server.sh); korch needs no system PostgreSQL service.
+# ccache: scripts/build.sh compiles through it when present, so a second
+# checkout (a worktree, a fresh clone) reuses the objects of the first.
 # python3-yaml: the schema test of examples/k8s/ (tests/tools/test_k8s_manifests.py).
 # Slurm (munge, slurmctld, slurmd) is not here: scripts/slurm-test.sh, which
 # is opt-in, installs it.
