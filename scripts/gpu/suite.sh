@@ -34,9 +34,13 @@
 #                                    prepare.sh), `korch worker --evaluator gpu` and a `korch run`
 #                                    coordinator with evaluator.remote = true over the GPU campaign;
 #                                    verdicts compared with the same campaign in in-process gpu mode
+#   scripts/gpu/suite.sh evidence [STEPS]  builds, then ctest -L gpu, mix, worker, public in one call, one
+#                                    summary table (scripts/gpu/evidence.sh)
 # KORCH_GPUS selects the GPUs of bench/throughput/fidelity/validate (default: all).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+# `suite.sh evidence [STEPS]`: build, then the GPU evidence steps (evidence.sh).
+[[ ${1:-} == evidence ]] && exec bash scripts/gpu/evidence.sh "${@:2}"
 OUT=${OUT:-/tmp/korch-gpu-out}
 mkdir -p "$OUT"
 B=${KORCH_BUILD_DIR:-build-gpu}
