@@ -55,6 +55,8 @@ echo "evidence: $(date -u +%FT%TZ) on $(nvidia-smi --query-gpu=name,memory.total
 
 # --- build, version, one evaluation ---
 t0=$(date +%s.%N)
+# The targets the steps use (KORCH_BUILD_TARGETS= builds everything).
+export KORCH_BUILD_TARGETS=${KORCH_BUILD_TARGETS-korch korch-worker korch-fake-llm test_gpu_evaluator}
 KORCH_BUILD_DIR=${KORCH_BUILD_DIR:-build-gpu} bash scripts/gpu/build.sh >"$EVW/build.log" 2>&1
 rc=$?
 tail -4 "$EVW/build.log"
