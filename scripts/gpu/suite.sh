@@ -351,6 +351,7 @@ PYEOF
     grep -q '^KORCH_WITH_POSTGRES:BOOL=ON' "$B/CMakeCache.txt" ||
       { echo "worker: $B was built without PostgreSQL (libpq-dev missing: run prepare.sh, build.sh)"; exit 1; }
     W=$(mktemp -d /var/tmp/korch-worker.XXXX)
+    chmod 711 "$W"  # as root the PostgreSQL server runs as another user, who must enter it
     URL=$(scripts/pg-test-server.sh start "$W/pg" $$) || { echo "worker: no PostgreSQL server"; exit 1; }
     echo "worker: PostgreSQL at $URL"
     start_replay "examples/gpu/replay.json" "$W"
