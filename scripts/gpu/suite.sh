@@ -393,8 +393,10 @@ for k in sorted(set(a) | set(b)):
 print("worker: %d of %d attempts and finals with the same verdict (remote has %d)" % (same, len(a), len(b)))
 sys.exit(0 if a and same == len(a) == len(b) else 1)
 PYEOF
-    echo "worker: comparison rc=$?"
+    cmp=$?
+    echo "worker: comparison rc=$cmp"
     scripts/pg-test-server.sh stop "$W/pg"
+    exit $cmp
     ;;
   ctest)
     (cd "$B" && ctest --output-on-failure --timeout 900 -j 4 "${@:2}") 2>&1
