@@ -340,8 +340,12 @@ class Timing:
         # Is the candidate faster on inputs it has seen? (korch_replay)
         replay = self.replay_probe(sets, refs, batch, flush)
         self.evidence["trials"] = [t for t in self.evidence["trials"]
-                                   if not t["label"].startswith(("timed call", "reference runner"))] + \
+                                   if not t["label"].startswith(("timed call", "reference runner",
+                                                                  "replay probe"))] + \
             [{"label": "timed calls", "ok": True, "count": sum(map(len, samples["cand"]))}]
+        if replay.get("run"):
+            self.evidence["trials"].append({"label": "replay probe calls", "ok": True,
+                                            "count": 2 * replay["rounds"] * replay["batch"]})
         if ref_disagree:
             # A reference that disagrees with itself is the task's problem
             # (korch tasks validate flags it), never the candidate's.
