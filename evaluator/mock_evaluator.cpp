@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "util/ids.hpp"
+#include "util/sha256.hpp"
 
 namespace korch::evaluator {
 namespace {
@@ -84,6 +85,15 @@ Report mock_report(const config::EvaluatorConfig& cfg, const Request& req) {
   }
   r.reward = reward_for(cfg.reward, r);
   r.wall_s = cfg.mock_latency_s;
+  // What a real verdict rests on besides the code and the mode, which the
+  // mock does not use: echoed as a digest, so that a request that lost its
+  // seed, task, rules flag or device on the way to a worker is seen
+  // (EvalQueue.TheWorkerEvaluatesTheRequestTheCoordinatorSent, issue #47).
+  r.evidence["request_digest"] = sha256_hex(
+      std::to_string(req.secret_seed) + '\n' + req.task.id + '\n' + req.task.name + '\n' +
+      req.task.path + '\n' + std::to_string(req.task.level) + '.' +
+      std::to_string(req.task.number) + '\n' + (req.rules ? "rules" : "no rules") + '\n' +
+      (req.device ? std::string(enum_name(*req.device)) : "own device") + '\n' + req.task.source);
   return r;
 }
 
