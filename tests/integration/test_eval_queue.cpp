@@ -595,6 +595,43 @@ TEST_F(EvalQueue, TheWorkerEvaluatesTheRequestTheCoordinatorSent) {
             "w-digest");
 }
 
+// An evaluation the host failed on a worker (the evaluator's
+// "infrastructure: ..." outcome) goes back to the queue and runs again; the
+// result is the re-run's (issue #47: the episode's re-run found the stored
+// row and got the same outcome in milliseconds). The mock's
+// MOCK_INFRASTRUCTURE marker fails the request's first run on this worker.
+TEST_F(EvalQueue, AnEvaluationTheHostFailedRunsAgainAndTheResultIsTheRerun) {
+  config::EvaluatorConfig cfg;
+  cfg.mode = config::EvalMode::mock;
+  auto worker = start_worker("w-host", 0, 30);
+  evaluator::Request r;
+  r.request_id = "kernel|host|1";
+  r.mode = evaluator::Mode::submit;
+  r.task.id = "L1/1";
+  r.code = "class ModelNew: pass  # MOCK_INFRASTRUCTURE: 1 MOCK_SPEEDUP: 1.5\n";
+  auto ev = daemon::make_queue_evaluator(cfg, m_url, "camp-host");
+  ASSERT_TRUE(ev) << ev.error().message;
+  std::promise<evaluator::Report> done;
+  (*ev)->evaluate(r, [&](evaluator::Report rep) { done.set_value(std::move(rep)); });
+  auto f = done.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  const auto rep = f.get();
+  (*ev)->shutdown();
+  worker.signal(SIGTERM);
+  worker.wait_for(std::chrono::seconds(60));
+  EXPECT_EQ(rep.status, evaluator::Verdict::ok) << rep.error;
+  ASSERT_TRUE(rep.speedup.has_value());
+  EXPECT_DOUBLE_EQ(*rep.speedup, 1.5);
+  // Two runs (the hand-back counted as a claim), one result, written once.
+  EXPECT_EQ(
+      psql("SELECT claims || ' ' || state FROM eval_queue WHERE request_id = 'kernel|host|1'"),
+      "2 done");
+  EXPECT_EQ(psql("SELECT evaluations_done FROM workers WHERE id = 'w-host'"), "1");
+  const auto log = slurp(m_dir.path().string() + "/w-host.err");
+  EXPECT_NE(log.find("infrastructure: mock: the host failed run 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("handed back to run again"), std::string::npos) << log;
+}
+
 // A `korch worker --evaluator cpu` process evaluates a real candidate
 // through the queue (issue #47: every other queue test runs the mock): the
 // corpus's cpp_relu (its library in the shared test cache), CHECK on the
