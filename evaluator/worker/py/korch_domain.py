@@ -118,6 +118,13 @@ class InputFacts:
         return self
 
     @property
+    def magnitude(self):
+        """The largest |value| the task's generator drew here (1 when it
+        drew only zeros or non-finite values): the families' scale."""
+        m = max(abs(self.lo), abs(self.hi))
+        return m if 0 < m < float("inf") else 1.0
+
+    @property
     def discrete(self):
         """Left as the task drew it by every family."""
         return self.float and (self.integral or self.values is not None)
@@ -187,7 +194,8 @@ def _keep_structure(f, value, keep_sign):
 
 
 def apply_family(facts, base, fn, keep_sign):
-    """The family's input set: fn(v) for each float input, made to keep the
+    """The family's input set: fn(v, f) for each float input v (f: its
+    facts), made to keep the
     facts' invariants; inputs it cannot change keep the task's own values.
     Returns (args, changed input indices, [(index, reason) left as drawn])."""
     args, changed, kept = [], [], []
@@ -199,7 +207,7 @@ def apply_family(facts, base, fn, keep_sign):
             args.append(v)
             kept.append((f.index, "value set" if f.values is not None else "integral values"))
             continue
-        value = _keep_structure(f, fn(v), keep_sign)
+        value = _keep_structure(f, fn(v, f), keep_sign)
         if value is None:
             args.append(v)
             kept.append((f.index, "rows must sum to 1"))
