@@ -30,6 +30,18 @@ constexpr auto k_retry_pause = std::chrono::seconds(1);
 constexpr int k_complete_tries = 60;
 // An idle slot checks `stop` at least this often while it waits for NOTIFY.
 constexpr double k_idle_slice_s = 0.5;
+// After handing back an evaluation the host failed, the slot pauses before
+// it claims again: 5 s, doubling with the row's claims, at most 60 s.
+constexpr int k_host_fault_pause_s = 5;
+constexpr int k_host_fault_pause_max_s = 60;
+
+// The host's fault, not a verdict: the evaluator's "infrastructure: ..."
+// outcome (memory held outside the evaluation, a device that refused a
+// context, a host too loaded to time on).
+bool host_fault(const evaluator::Report& r) {
+  return r.status == evaluator::Verdict::worker_crash && !r.interrupted &&
+         r.error.rfind("infrastructure: ", 0) == 0;
+}
 
 std::string host_name() {
   char host[256] = {};
@@ -245,6 +257,29 @@ class Worker {
       auto r = q.release(claim);
       if (r && *r) m_summary.released.fetch_add(1);
       return;
+    }
+    // The host failed it (issue #47): back to the queue, the claim counted,
+    // to run again on whichever worker claims it next -- another host, or
+    // this one after a pause -- until --max-claims, where the last run's
+    // outcome is the result. (A re-run by the episode would only find the
+    // stored row.)
+    if (host_fault(report) && claim.claims < m_options.max_claims && !m_stop.load()) {
+      auto r = q.release(claim, /*counted=*/true);
+      if (r && *r) {
+        m_summary.released.fetch_add(1);
+        const int pause = std::min<std::int64_t>(
+            k_host_fault_pause_max_s,
+            k_host_fault_pause_s << std::min<std::int64_t>(claim.claims - 1, 4));
+        KLOG_WARN(
+            "[worker {}] {}: {}; handed back to run again (claim {} of at most {}), "
+            "pausing {} s",
+            m_row.id, claim.request_id, report.error.substr(0, 300), claim.claims,
+            m_options.max_claims, pause);
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(pause);
+        while (!m_stop.load() && std::chrono::steady_clock::now() < until)
+          std::this_thread::sleep_for(std::chrono::duration<double>(k_idle_slice_s));
+        return;
+      }
     }
     report.request_id = claim.request_id;
     const std::string json = report.to_json();

@@ -62,6 +62,10 @@ json common(const Settings& s) {
   if (s.timing_spin_us >= 0) j["timing_spin_us"] = s.timing_spin_us;
   if (s.timing_heap_only >= 0) j["timing_heap_only"] = s.timing_heap_only == 1;
   if (s.profile_first_call) j["profile_first_call"] = true;
+  if (!s.gpu && !s.fake_cuda.empty()) {
+    json fake = json::parse(s.fake_cuda, nullptr, false);
+    if (fake.is_object()) j["fake_cuda"] = fake;
+  }
   if (s.gpu) {
     j["l2_bytes"] = s.l2_bytes;
     j["runner_env"] = s.runner_env;

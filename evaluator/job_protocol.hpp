@@ -76,6 +76,10 @@ struct Settings {
   // and the judge keeps the top of it in evidence.runners_warmed (a
   // diagnostic: where a runner's first call goes; tools/bench/triton_first_call.py).
   bool profile_first_call = false;
+  // cpu, tests only: the fake CUDA layer (KORCH_FAKE_CUDA, a JSON object:
+  // total_mb, foreign_mb, runner_init_error) under which the judge runs the
+  // GPU's fault rules on the CPU (korch_device.DeviceMemory). Empty: none.
+  std::string fake_cuda;
 };
 
 json rules_job(const Settings& s, const std::string& code);

@@ -25,6 +25,7 @@ EnvKnobs EnvKnobs::read() {
   if (auto v = knob("KORCH_TIMING_SPIN_US")) k.timing_spin_us = std::atof(v->c_str());
   if (auto v = knob("KORCH_TIMING_HEAP_ONLY")) k.timing_heap_only = *v == "1" ? 1 : 0;
   k.profile_first_call = knob("KORCH_PROFILE_FIRST_CALL") == "1";
+  k.fake_cuda = knob("KORCH_FAKE_CUDA").value_or("");
   k.runner_exec = knob("KORCH_RUNNER_EXEC") == "1";
   k.compile_under_lease = knob("KORCH_EVAL_COMPILE_UNDER_LEASE") == "1";
   k.gpu_lock_dir = knob("KORCH_GPU_LOCK_DIR").value_or("");

@@ -24,6 +24,8 @@ struct EnvKnobs {
   std::optional<double> timing_spin_us;    // KORCH_TIMING_SPIN_US=US
   std::optional<int> timing_heap_only;     // KORCH_TIMING_HEAP_ONLY=0|1
   bool profile_first_call = false;         // KORCH_PROFILE_FIRST_CALL=1
+  // KORCH_FAKE_CUDA={"foreign_mb":4096,...}: tests only, cpu mode (job_protocol.hpp).
+  std::string fake_cuda;
   // gpu mode
   bool runner_exec = false;          // KORCH_RUNNER_EXEC=1: every runner may exec
   bool compile_under_lease = false;  // KORCH_EVAL_COMPILE_UNDER_LEASE=1: the benchmark's baseline

@@ -4,13 +4,17 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <queue>
 #include <string_view>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "util/ids.hpp"
+#include "util/sha256.hpp"
 
 namespace korch::evaluator {
 namespace {
@@ -18,6 +22,7 @@ namespace {
 // mock-2: a code's MOCK_SPEEDUP marker scripts its verdict (ok) and speedup.
 constexpr const char* k_mock_version = "mock-2";
 constexpr std::string_view k_verdict_marker = "MOCK_VERDICT:";
+constexpr std::string_view k_infrastructure_marker = "MOCK_INFRASTRUCTURE:";
 constexpr std::string_view k_speedup_marker = "MOCK_SPEEDUP:";
 constexpr int k_ok_percent = 70;  // share of unmarked codes that pass
 
@@ -84,6 +89,15 @@ Report mock_report(const config::EvaluatorConfig& cfg, const Request& req) {
   }
   r.reward = reward_for(cfg.reward, r);
   r.wall_s = cfg.mock_latency_s;
+  // What a real verdict rests on besides the code and the mode, which the
+  // mock does not use: echoed as a digest, so that a request that lost its
+  // seed, task, rules flag or device on the way to a worker is seen
+  // (EvalQueue.TheWorkerEvaluatesTheRequestTheCoordinatorSent, issue #47).
+  r.evidence["request_digest"] = sha256_hex(
+      std::to_string(req.secret_seed) + '\n' + req.task.id + '\n' + req.task.name + '\n' +
+      req.task.path + '\n' + std::to_string(req.task.level) + '.' +
+      std::to_string(req.task.number) + '\n' + (req.rules ? "rules" : "no rules") + '\n' +
+      (req.device ? std::string(enum_name(*req.device)) : "own device") + '\n' + req.task.source);
   return r;
 }
 
@@ -168,6 +182,7 @@ class MockEvaluator final : public Evaluator {
       // On shutdown, evaluations not yet due are answered at once, as
       // interrupted (like a real evaluator's killed workers).
       auto report = early ? interrupted_report(job.request) : mock_report(m_cfg, job.request);
+      if (!early) host_fault(job.request, report);
       try {
         job.done(std::move(report));
       } catch (...) {
@@ -177,7 +192,23 @@ class MockEvaluator final : public Evaluator {
     }
   }
 
+  // MOCK_INFRASTRUCTURE: n: the request's first n evaluations here are the
+  // host's fault (counted per request id; the dispatcher thread alone).
+  void host_fault(const Request& req, Report& r) {
+    const auto n = marker(req.code, k_infrastructure_marker);
+    if (!n) return;
+    const int run = ++m_host_faults[req.request_id];
+    if (run > std::atoi(n->c_str())) return;
+    r.status = Verdict::worker_crash;
+    r.correct = false;
+    r.reward = 0;
+    r.speedup.reset();
+    r.error = fmt::format("infrastructure: mock: the host failed run {}", run);
+    r.evidence["infrastructure"].push_back({{"run", run}, {"why", "mock: the host failed"}});
+  }
+
   config::EvaluatorConfig m_cfg;
+  std::map<std::string, int> m_host_faults;
   std::mutex m_mutex;
   std::condition_variable m_cv;
   std::priority_queue<Job, std::vector<Job>, std::greater<>> m_jobs;

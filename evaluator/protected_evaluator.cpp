@@ -297,6 +297,7 @@ class ProtectedEvaluator final : public Evaluator {
     if (k.timing_spin_us) st.timing_spin_us = *k.timing_spin_us;
     if (k.timing_heap_only) st.timing_heap_only = *k.timing_heap_only;
     st.profile_first_call = k.profile_first_call;
+    st.fake_cuda = k.fake_cuda;
     if (m_gpu_mode) {
       st.l2_bytes = m_gpu.value("l2_bytes", 0);
       st.runner_env = runner_env(req.code);

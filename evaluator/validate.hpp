@@ -18,7 +18,10 @@ struct TaskValidation {
   bool ok = false;  // no issues
   // One line each, prefixed by a stable tag: "nondeterministic: ...",
   // "nearly_constant: ...", "input_independent: ...", "over_budget: ...",
-  // "non_finite: ...", "error: ...".
+  // "non_finite: ...", "rounding_noise: ..." (the float32 output differs
+  // from the same reference in float64 by more than the strict rtol, 1e-4:
+  // a correct kernel that rounds differently fails it; issue #47),
+  // "error: ...".
   std::vector<std::string> issues;
   std::int64_t estimated_bytes = 0;  // inputs + pristine copies + outputs
   double ref_time_ms = 0;            // one reference call, one thread

@@ -174,7 +174,10 @@ class WorkQueue {
   virtual Result<bool> complete(const Claim& claim, const std::string& worker_id,
                                 const std::string& result_json) = 0;
   // Hands the row back (queued); false when the lease was no longer ours.
-  virtual Result<bool> release(const Claim& claim) = 0;
+  // `counted`: the claim stays counted (a run the host failed, run again
+  // by whichever worker claims it next; korch worker's --max-claims caps
+  // them with the losses); else it is not (a draining worker's hand-back).
+  virtual Result<bool> release(const Claim& claim, bool counted = false) = 0;
   // Queued rows of other evaluator versions than `evaluator_version`.
   virtual Result<std::vector<ForeignWork>> foreign_work(const std::string& evaluator_version) = 0;
 

@@ -212,14 +212,15 @@ class PgWorkQueue final : public WorkQueue {
     });
   }
 
-  Result<bool> release(const Claim& claim) override {
+  Result<bool> release(const Claim& claim, bool counted) override {
     return m_db.run<bool>([&](PgConn& db) {
       PgTxn txn(db, PgTxn::Kind::write);
       db.stmt(
-            "UPDATE eval_queue SET state = 'queued', lease_expires_at = 0, claims = claims - 1 "
-            "WHERE request_id = ?1 AND lease_token = ?2 AND state = 'claimed' AND "
-            "evaluator_version = ?3")
-          .bind(claim.request_id, claim.lease_token, claim.evaluator_version)
+            "UPDATE eval_queue SET state = 'queued', lease_expires_at = 0, "
+            "claims = claims - ?4 WHERE request_id = ?1 AND lease_token = ?2 AND "
+            "state = 'claimed' AND evaluator_version = ?3")
+          .bind(claim.request_id, claim.lease_token, claim.evaluator_version,
+                static_cast<std::int64_t>(counted ? 0 : 1))
           .run();
       if (db.changes() != 1) return false;
       db.exec(std::string("NOTIFY ") + k_channel_queued, "notifying");

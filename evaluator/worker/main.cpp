@@ -319,6 +319,8 @@ std::uint64_t mapped_bytes() {
         cctx["which"] = which;
         cctx["device"] = gpu_job ? "cuda" : "cpu";
         cctx["env"] = job_json.value("runner_env", json::object());
+        if (!gpu_job && job_json.is_object() && job_json.contains("fake_cuda"))
+          cctx["fake_cuda"] = job_json["fake_cuda"];  // tests only (korch_runner.runner_main)
         // Trusted preparation as root, before the sandbox closes and before
         // any candidate code: imports that read files the sandbox hides
         // (torch.utils.cpp_extension) and Triton's ptxas version query.

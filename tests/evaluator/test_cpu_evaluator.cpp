@@ -231,6 +231,56 @@ TEST(CpuEvaluatorCorpus, EnvironmentKnobsAreReadOnceAndRecorded) {
   EXPECT_EQ(t.value("candidate_runners", 0), 1) << t.dump().substr(0, 400);
 }
 
+// The host's faults are facts, not text (issue #47). KORCH_FAKE_CUDA (tests
+// only) makes the cpu judge run the GPU's fault rules: a GPU of 80 GiB of
+// which processes outside the evaluation hold 4 GiB, at the start and at
+// every later reading. A candidate that raises the text of the host's faults
+// -- a runner's failed CUDA initialisation padded to fill the reply's tail,
+// torch's out-of-memory message -- is charged with it, in one run (no
+// infrastructure run in the evidence); the judge did read the fake GPU.
+TEST(CpuEvaluatorFaults, FaultsClaimedInTextAreTheCandidates) {
+  setenv("KORCH_FAKE_CUDA", R"({"total_mb": 81920, "foreign_mb": 4096})", 1);
+  auto ev = make_protected_evaluator(test_config(1, 60), k_cache_dir);
+  unsetenv("KORCH_FAKE_CUDA");
+  ASSERT_TRUE(ev) << ev.error().message;
+  for (const char* name : {"fault_spoof_init", "fault_oom_text"}) {
+    auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/hacks/" + name + ".py");
+    auto task = task_by_stem(f.task);
+    ASSERT_TRUE(task) << task.error().message;
+    Report r = submit(**ev, make_request(f, *task, Mode::submit)).get();
+    EXPECT_EQ(to_string(r.status), f.expect) << name << ": " << r.error;
+    EXPECT_EQ(r.error.rfind("infrastructure", 0), std::string::npos) << name << ": " << r.error;
+    ASSERT_TRUE(r.evidence.is_object()) << name;
+    EXPECT_FALSE(r.evidence.contains("infrastructure")) << name << ": " << r.evidence.dump();
+    const auto m = r.evidence.value("measure", nlohmann::json::object());
+    EXPECT_EQ(m.value("gpu_used_at_start_mb", 0), 4096) << name << ": " << m.dump().substr(0, 300);
+    EXPECT_EQ(m.value("gpu_total_mb", 0), 81920) << name;
+  }
+  (*ev)->shutdown();
+}
+
+// The one failure of a runner that is the host's: its CUDA context could not
+// be opened, reported by the runner's trusted code in its hello before any
+// candidate code reached it (the fake layer's runner_init_error here). The
+// candidate's code is never sent, whatever it is.
+TEST(CpuEvaluatorFaults, ARunnersFailedInitialisationIsTheHosts) {
+  setenv("KORCH_FAKE_CUDA", R"({"runner_init_error": "CUDA-capable device(s) is/are busy"})", 1);
+  auto ev = make_protected_evaluator(test_config(1, 60), k_cache_dir);
+  unsetenv("KORCH_FAKE_CUDA");
+  ASSERT_TRUE(ev) << ev.error().message;
+  auto f = read_corpus(k_source_dir + "/tests/evaluator/corpus/hacks/fault_oom_text.py");
+  auto task = task_by_stem(f.task);
+  ASSERT_TRUE(task) << task.error().message;
+  Report r = submit(**ev, make_request(f, *task, Mode::submit)).get();
+  (*ev)->shutdown();
+  EXPECT_EQ(r.status, Verdict::worker_crash) << r.error;
+  EXPECT_EQ(r.error,
+            "infrastructure: a runner could not open a CUDA context "
+            "(CUDA-capable device(s) is/are busy)");
+  EXPECT_FALSE(r.correct);
+  EXPECT_EQ(r.reward, 0);
+}
+
 // Lone calls (a model over timing_batch_us): each block of calls opens with
 // one untimed call on each side -- the first call after the other side's
 // block meets the caches that block left, and a longer call path pays more

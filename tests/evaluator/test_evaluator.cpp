@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <future>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace korch::evaluator {
 namespace {
@@ -136,6 +139,45 @@ TEST(MakeEvaluator, MockModeIsLabelledMock) {
   // lies above 1 (derived by hand from the report, not by reward_for).
   ASSERT_TRUE(r.speedup_ci_low.has_value());
   EXPECT_DOUBLE_EQ(r.reward, r.correct && *r.speedup_ci_low > 1.0 ? 1.0 : 0.0);
+}
+
+// The mock runs no code but echoes a digest of what a verdict rests on
+// besides the code (issue #47): equal requests give equal digests, and each
+// of the seed, the task's source, id and path, the rules flag and the device
+// changes it.
+TEST(MakeEvaluator, MockEchoesADigestOfTheRequest) {
+  config::EvaluatorConfig cfg;
+  cfg.mode = config::EvalMode::mock;
+  auto ev = make_evaluator(cfg, "");
+  ASSERT_TRUE(ev) << ev.error().message;
+  auto digest = [&](const Request& req) {
+    std::promise<Report> done;
+    (*ev)->evaluate(req, [&](Report r) { done.set_value(std::move(r)); });
+    return done.get_future().get().evidence.value("request_digest", "");
+  };
+  Request base;
+  base.request_id = "kernel|digest";
+  base.code = "class ModelNew: pass\n";
+  base.secret_seed = 7;
+  base.task = {"L1/19_ReLU", 1, 19, "ReLU", "/k/level1/19_ReLU.py", "class Model: pass\n"};
+  const std::string d0 = digest(base);
+  EXPECT_EQ(d0.size(), 64u);
+  EXPECT_EQ(digest(base), d0);
+  std::vector<std::function<void(Request&)>> changes = {
+      [](Request& r) { r.secret_seed = 8; },
+      [](Request& r) { r.task.source += " "; },
+      [](Request& r) { r.task.id = "L1/20_LeakyReLU"; },
+      [](Request& r) { r.task.path = "/other/19_ReLU.py"; },
+      [](Request& r) { r.rules = false; },
+      [](Request& r) { r.device = config::EvalMode::cpu; },
+  };
+  std::set<std::string> seen = {d0};
+  for (auto& change : changes) {
+    Request r = base;
+    change(r);
+    EXPECT_TRUE(seen.insert(digest(r)).second) << seen.size();
+  }
+  (*ev)->shutdown();
 }
 
 // The markers tests and benchmarks script the mock with

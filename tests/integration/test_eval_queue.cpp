@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
+#include <future>
 #include <map>
 #include <random>
 #include <string>
@@ -544,6 +546,183 @@ TEST_F(EvalQueue, RemoteEvaluatorOnSqliteIsAClearError) {
   auto [wrc, wout] = run_capture({KORCH_BIN, "worker", "--store", d + "/x.db"}, d);
   EXPECT_EQ(wrc, 2) << wout;
   EXPECT_NE(wout.find("--store must name the PostgreSQL store"), std::string::npos) << wout;
+}
+
+// A worker evaluates the request the coordinator sent, not the code and
+// mode alone (issue #47): the mock echoes a digest of the seed, the task,
+// the rules flag and the device, and a `korch worker` process's report
+// through the queue carries the digest of the same request evaluated in
+// process.
+TEST_F(EvalQueue, TheWorkerEvaluatesTheRequestTheCoordinatorSent) {
+  config::EvaluatorConfig cfg;
+  cfg.mode = config::EvalMode::mock;
+  auto worker = start_worker("w-digest", 0, 30);
+  evaluator::Request r;
+  r.request_id = "kernel|digest|1";
+  r.mode = evaluator::Mode::submit;
+  r.task = {"L2/23_Conv3d_GroupNorm_Mean",
+            2,
+            23,
+            "Conv3d_GroupNorm_Mean",
+            "/k/level2/23_Conv3d_GroupNorm_Mean.py",
+            "class Model:\n    pass\n"};
+  r.code = "class ModelNew: pass  # MOCK_SPEEDUP: 1.5\n";
+  r.secret_seed = 0xF00DCAFE12345678ULL;
+  r.rules = false;
+  r.device = config::EvalMode::cpu;
+  auto evaluate = [&](evaluator::Evaluator& ev) {
+    std::promise<evaluator::Report> done;
+    ev.evaluate(r, [&](evaluator::Report rep) { done.set_value(std::move(rep)); });
+    auto f = done.get_future();
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(120)), std::future_status::ready);
+    return f.get();
+  };
+  auto queued = daemon::make_queue_evaluator(cfg, m_url, "camp-digest");
+  ASSERT_TRUE(queued) << queued.error().message;
+  const auto remote = evaluate(**queued);
+  (*queued)->shutdown();
+  auto local = evaluator::make_evaluator(cfg, "");
+  ASSERT_TRUE(local) << local.error().message;
+  const auto here = evaluate(**local);
+  (*local)->shutdown();
+  worker.signal(SIGTERM);
+  worker.wait_for(std::chrono::seconds(60));
+  EXPECT_EQ(remote.status, evaluator::Verdict::ok) << remote.error;
+  const std::string want = here.evidence.value("request_digest", "");
+  ASSERT_EQ(want.size(), 64u);
+  EXPECT_EQ(remote.evidence.value("request_digest", ""), want) << remote.evidence.dump();
+  EXPECT_EQ(psql("SELECT worker_id FROM eval_queue WHERE request_id = 'kernel|digest|1'"),
+            "w-digest");
+}
+
+// An evaluation the host failed on a worker (the evaluator's
+// "infrastructure: ..." outcome) goes back to the queue and runs again; the
+// result is the re-run's (issue #47: the episode's re-run found the stored
+// row and got the same outcome in milliseconds). The mock's
+// MOCK_INFRASTRUCTURE marker fails the request's first run on this worker.
+TEST_F(EvalQueue, AnEvaluationTheHostFailedRunsAgainAndTheResultIsTheRerun) {
+  config::EvaluatorConfig cfg;
+  cfg.mode = config::EvalMode::mock;
+  auto worker = start_worker("w-host", 0, 30);
+  evaluator::Request r;
+  r.request_id = "kernel|host|1";
+  r.mode = evaluator::Mode::submit;
+  r.task.id = "L1/1";
+  r.code = "class ModelNew: pass  # MOCK_INFRASTRUCTURE: 1 MOCK_SPEEDUP: 1.5\n";
+  auto ev = daemon::make_queue_evaluator(cfg, m_url, "camp-host");
+  ASSERT_TRUE(ev) << ev.error().message;
+  std::promise<evaluator::Report> done;
+  (*ev)->evaluate(r, [&](evaluator::Report rep) { done.set_value(std::move(rep)); });
+  auto f = done.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  const auto rep = f.get();
+  (*ev)->shutdown();
+  worker.signal(SIGTERM);
+  worker.wait_for(std::chrono::seconds(60));
+  EXPECT_EQ(rep.status, evaluator::Verdict::ok) << rep.error;
+  ASSERT_TRUE(rep.speedup.has_value());
+  EXPECT_DOUBLE_EQ(*rep.speedup, 1.5);
+  // Two runs (the hand-back counted as a claim), one result, written once.
+  EXPECT_EQ(
+      psql("SELECT claims || ' ' || state FROM eval_queue WHERE request_id = 'kernel|host|1'"),
+      "2 done");
+  EXPECT_EQ(psql("SELECT evaluations_done FROM workers WHERE id = 'w-host'"), "1");
+  const auto log = slurp(m_dir.path().string() + "/w-host.err");
+  EXPECT_NE(log.find("infrastructure: mock: the host failed run 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("handed back to run again"), std::string::npos) << log;
+}
+
+// A `korch worker --evaluator cpu` process evaluates a real candidate
+// through the queue (issue #47: every other queue test runs the mock): the
+// corpus's cpp_relu (its library in the shared test cache), CHECK on the
+// ReLU task, is `ok`, run by the CPU evaluator with its rules.
+TEST_F(EvalQueue, ACpuWorkerEvaluatesARealCandidate) {
+  if (!std::filesystem::exists(KORCH_WORKER_BIN)) KORCH_SKIP_OR_FAIL("korch-worker was not built");
+  const auto d = m_dir.path().string();
+  auto worker =
+      Process::start({KORCH_BIN, "worker", "--store", m_url, "--evaluator", "cpu", "--cache-dir",
+                      KORCH_TEST_CACHE, "--lease-s", "60", "--id", "w-cpu"},
+                     d + "/w-cpu.out", d + "/w-cpu.err");
+  config::EvaluatorConfig cfg;
+  cfg.mode = config::EvalMode::cpu;
+  auto task = config::load_task_file(KORCH_SOURCE_DIR "/examples/tasks/1_ReLU_small.py");
+  ASSERT_TRUE(task) << task.error().message;
+  evaluator::Request r;
+  r.request_id = "check|cpp_relu|1";
+  r.mode = evaluator::Mode::check;
+  r.task = *task;
+  r.code = slurp(KORCH_SOURCE_DIR "/tests/evaluator/corpus/good/cpp_relu.py");
+  r.secret_seed = 20261206;
+  auto ev = daemon::make_queue_evaluator(cfg, m_url, "camp-cpu");
+  ASSERT_TRUE(ev) << ev.error().message;
+  std::promise<evaluator::Report> done;
+  (*ev)->evaluate(r, [&](evaluator::Report rep) { done.set_value(std::move(rep)); });
+  auto f = done.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(240)), std::future_status::ready)
+      << slurp(d + "/w-cpu.err");
+  const auto rep = f.get();
+  (*ev)->shutdown();
+  worker.signal(SIGTERM);
+  worker.wait_for(std::chrono::seconds(60));
+  EXPECT_EQ(rep.status, evaluator::Verdict::ok) << rep.error << "\n" << rep.runtime_detail;
+  EXPECT_EQ(rep.mode, "cpu");
+  EXPECT_FALSE(rep.mock);
+  EXPECT_FALSE(rep.rules_skipped);
+  EXPECT_TRUE(rep.correct);
+  EXPECT_EQ(psql("SELECT worker_id FROM eval_queue WHERE request_id = 'check|cpp_relu|1'"),
+            "w-cpu");
+}
+
+// The queue carries every field of a Request to the worker (issue #47): the
+// queue tests above run the mock evaluator, which reads only the code and the
+// mode, so a secret_seed, a task source, a rules flag or a device lost on
+// the way would pass all of them. Each field is set to a value unlike its
+// default (the seed above 2^63) and compared after the round trip. The
+// structured bindings stop the build when Request or Task gains a field,
+// until this test sets it too.
+TEST(EvalQueueCodec, EveryRequestFieldTravelsToTheWorker) {
+  evaluator::Request r;
+  r.request_id = "kernel|5e3d";
+  r.mode = evaluator::Mode::submit;
+  r.task = {"L2/23_Conv3d_GroupNorm_Mean",
+            2,
+            23,
+            "Conv3d_GroupNorm_Mean",
+            "/k/level2/23_Conv3d_GroupNorm_Mean.py",
+            "class Model:\n    \"\u00e9\"\n"};
+  r.code = "class ModelNew:\n    pass  # \"quoted\" \\ \u00fc\n";
+  r.secret_seed = 0xF00DCAFE12345678ULL;
+  r.rules = false;
+  r.device = config::EvalMode::gpu;
+  const auto& [id, mode, task, code, seed, rules, device] = r;
+  const auto& [task_id, level, number, name, path, source] = r.task;
+
+  auto back = daemon::decode_request(daemon::encode_request(r));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->request_id, id);
+  EXPECT_EQ(back->mode, mode);
+  EXPECT_EQ(back->task.id, task_id);
+  EXPECT_EQ(back->task.level, level);
+  EXPECT_EQ(back->task.number, number);
+  EXPECT_EQ(back->task.name, name);
+  EXPECT_EQ(back->task.path, path);
+  EXPECT_EQ(back->task.source, source);
+  EXPECT_EQ(back->code, code);
+  EXPECT_EQ(back->secret_seed, seed);
+  EXPECT_EQ(back->rules, rules);
+  EXPECT_EQ(back->device, device);
+
+  // The other values of the flags and the device: each travels as set.
+  r.mode = evaluator::Mode::check;
+  r.rules = true;
+  r.device.reset();
+  back = daemon::decode_request(daemon::encode_request(r));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->mode, evaluator::Mode::check);
+  EXPECT_TRUE(back->rules);
+  EXPECT_FALSE(back->device.has_value());
+  r.device = config::EvalMode::cpu;
+  EXPECT_EQ(daemon::decode_request(daemon::encode_request(r))->device, config::EvalMode::cpu);
 }
 
 }  // namespace

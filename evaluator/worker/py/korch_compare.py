@@ -3,12 +3,12 @@ task is integral, else the tolerance profile's atol/rtol with the reference's
 own scale (Judge.compare). A mixin of korch_judge.Judge."""
 import torch
 
+from korch_chunks import all_finite, equal, flat, row_reduce, spans, sum_squares
 from korch_tasks import as_outputs
 from korch_verdict import Verdict
 
 
 _INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
 
 def bitwise_equal(a, b):
     """True when a and b hold the same bytes: a fast sufficient test for
@@ -20,7 +20,7 @@ def bitwise_equal(a, b):
     for width in ((8, a.element_size()) if nbytes % 8 == 0 else (a.element_size(),)):
         try:
             iv = _INT_VIEW[width]
-            return torch.equal(a.view(iv), b.view(iv))
+            return equal(a.view(iv), b.view(iv))
         except (KeyError, RuntimeError):  # unaligned, or no integer view of that width
             continue
     return False
@@ -29,9 +29,16 @@ def bitwise_equal(a, b):
 def same(a, b):
     if bitwise_equal(a, b):
         return True
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
     if a.is_floating_point() or a.is_complex():
-        return torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
-    return torch.equal(a, b)
+        fa, fb = flat(a), flat(b)
+        for i, j in spans(fa.numel()):
+            x, y = fa[i:j], fb[i:j]
+            if not (torch.equal(x.isnan(), y.isnan()) and torch.equal(x.nan_to_num(), y.nan_to_num())):
+                return False
+        return True
+    return equal(a, b)
 
 
 class Comparing:
@@ -83,15 +90,18 @@ class Comparing:
             return self._compare_tensor(r, c)
         if c.device != r.device:
             c = c.to(r.device)
-        if torch.equal(c, r):
+        if equal(c, r):
             return None
         if not (r.is_floating_point() or r.is_complex()):
             return "values differ (exact dtype %s)" % r.dtype
         atol, rtol = self.atol, self.rtol
         if r.dtype in (torch.float16, torch.bfloat16):
             atol = rtol = max(atol, self.low_precision_tol)
-        if not torch.allclose(c, r, atol=atol * max(1.0, self._ref_rms(r)), rtol=rtol, equal_nan=True):
-            return self._compare_tensor(r, c)  # the full check says why
+        atol_eff = atol * max(1.0, self._ref_rms(r))
+        fr, fc = flat(r), flat(c)
+        for i, j in spans(fr.numel()):
+            if not torch.allclose(fc[i:j], fr[i:j], atol=atol_eff, rtol=rtol, equal_nan=True):
+                return self._compare_tensor(r, c)  # the full check says why
         return None
 
 
@@ -113,9 +123,7 @@ class Comparing:
         n = r.numel()
         if n == 0:
             return 0.0
-        norm = torch.linalg.vector_norm(torch.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0),
-                                        dtype=torch.float64)
-        return float(norm) / n ** 0.5
+        return (sum_squares(r) / n) ** 0.5
 
 
     def _compare_tensor(self, r, c):
@@ -140,8 +148,10 @@ class Comparing:
         if c.device != r.device:
             c = c.to(r.device)
         if not (r.is_floating_point() or r.is_complex()):
-            if not torch.equal(c, r):
-                self.mismatch = max(self.mismatch, float((c != r).double().mean()))
+            if not equal(c, r):
+                fc, fr = flat(c), flat(r)
+                differ = sum(int((fc[i:j] != fr[i:j]).sum()) for i, j in spans(fr.numel()))
+                self.mismatch = max(self.mismatch, differ / max(1, fr.numel()))
                 return "values differ (exact dtype %s)" % r.dtype
             return None
         atol, rtol = self.atol, self.rtol
@@ -151,18 +161,17 @@ class Comparing:
         n = rflat.numel()
         if n == 0:
             return None
-        if torch.equal(rflat, cflat) and bool(torch.isfinite(rflat).all()):
+        if equal(rflat, cflat) and all_finite(rflat):
             return None  # identical: every check below passes
-        chunk = 1 << 24
         sq_diff = 0.0
         rms = self._rms(r)
         sq_ref = rms * rms * n
         atol_eff = atol * max(1.0, rms)
         bad_total = 0
         max_diff = 0.0
-        for i in range(0, n, chunk):
-            rf = rflat[i:i + chunk].double()
-            cf = cflat[i:i + chunk].double()
+        for i, j in spans(n):
+            rf = rflat[i:j].double()
+            cf = cflat[i:j].double()
             finite = torch.isfinite(rf)
             if not torch.equal(torch.isfinite(cf), finite):
                 return "non-finite values where the reference is finite (or vice versa)"
@@ -189,17 +198,22 @@ class Comparing:
             if rel > rtol:
                 return "relative error norm %.3g > %.0e (||out-ref||/||ref||)" % (rel, rtol)
         # Normalisation implied by the reference (softmax rows, unit vectors).
-        if r.dim() >= 1 and r.shape[-1] > 1 and bool(torch.isfinite(r).all()):
-            rs = torch.sum(r, dim=-1, dtype=torch.float64)
+        # (A row at a time in float64: each block of rows is one chunk.)
+        if r.dim() >= 1 and r.shape[-1] > 1 and all_finite(r):
+            def row_sums(rows):
+                return rows.double().sum(dim=-1)
+
+            def row_norms(rows):
+                return rows.double().square().sum(dim=-1).sqrt()
+            rs = row_reduce(r, row_sums)
             if torch.allclose(rs, torch.ones_like(rs), atol=1e-4):
-                cs = torch.sum(c, dim=-1, dtype=torch.float64)
+                cs = row_reduce(c, row_sums)
                 if not torch.allclose(cs, torch.ones_like(cs), atol=max(1e-3, 10 * atol)):
                     return "rows do not sum to 1 as the reference's do"
-            rn = torch.linalg.vector_norm(r, dim=-1, dtype=torch.float64) \
-                if hasattr(torch, "linalg") and hasattr(torch.linalg, "vector_norm") \
-                else r.double().norm(dim=-1)
+            del rs
+            rn = row_reduce(r, row_norms)
             if torch.allclose(rn, torch.ones_like(rn), atol=1e-4):
-                cn = torch.linalg.vector_norm(c, dim=-1, dtype=torch.float64)
+                cn = row_reduce(c, row_norms)
                 if not torch.allclose(cn, torch.ones_like(cn), atol=max(1e-3, 10 * atol)):
                     return "rows are not unit-norm as the reference's are"
         return None

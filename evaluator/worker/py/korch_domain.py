@@ -27,6 +27,8 @@ time (an input set can be gigabytes) to per-input summaries.
 """
 import torch
 
+from korch_chunks import CHUNK, all_finite, equal, spans
+
 # Draws of get_inputs() the facts are read from (the trial's first set is one).
 DRAWS = 3
 # A float input with at most this many distinct values is a value set
@@ -75,27 +77,35 @@ class InputFacts:
         elif self.zero_mask is not None:
             self.zero_mask &= zeros
         del zeros
-        finite = bool(torch.isfinite(v).all())
+        finite = all_finite(v)
         self.lo = min(self.lo, float(v.min()))
         self.hi = max(self.hi, float(v.max()))
         self.nonneg = self.nonneg and self.lo >= 0
         self.nonpos = self.nonpos and self.hi <= 0
         if self.symmetric:
             self.symmetric = torch.equal(v, v.transpose(-1, -2))
+        # (Chunk by chunk: an input can be gigabytes; issue #47.)
+        fv = v.reshape(-1)
         if self.integral:
-            self.integral = finite and torch.equal(v, v.round())
+            self.integral = finite and all(equal(fv[i:j], fv[i:j].round())
+                                           for i, j in spans(fv.numel()))
         if self.integral and self.values is not None:
-            self.values |= set(torch.unique(v).tolist())
-            if len(self.values) > VALUE_SET_MAX:
-                self.values = None
+            for i, j in spans(fv.numel()):
+                self.values |= set(torch.unique(fv[i:j]).tolist())
+                if len(self.values) > VALUE_SET_MAX:
+                    self.values = None
+                    break
         else:
             self.values = None
         if self.rows_sum_to_one:
             if not (finite and self.nonneg):
                 self.rows_sum_to_one = False
             else:
-                s = v.sum(dim=-1, dtype=torch.float64)
-                self.rows_sum_to_one = bool(((s - 1).abs() <= ROW_SUM_ATOL).all())
+                rows = v.reshape(-1, v.shape[-1])
+                per = max(1, CHUNK // v.shape[-1])
+                self.rows_sum_to_one = all(
+                    bool(((rows[i:i + per].double().sum(dim=-1) - 1).abs() <= ROW_SUM_ATOL).all())
+                    for i in range(0, rows.shape[0], per))
 
     def finish(self):
         if self.zero_mask is not None:
@@ -106,6 +116,13 @@ class InputFacts:
         if self.draws == 0:
             self.float = False
         return self
+
+    @property
+    def magnitude(self):
+        """The largest |value| the task's generator drew here (1 when it
+        drew only zeros or non-finite values): the families' scale."""
+        m = max(abs(self.lo), abs(self.hi))
+        return m if 0 < m < float("inf") else 1.0
 
     @property
     def discrete(self):
@@ -158,25 +175,27 @@ def infer(draws):
 def _keep_structure(f, value, keep_sign):
     """`value` (a family's draw for input f) made to keep f's invariants;
     None when it cannot."""
+    # In place where it can be (`value` is the family's own new tensor).
     if f.rows_sum_to_one:
-        value = value.abs()
+        value = value.abs_()
         s = value.sum(dim=-1, keepdim=True)
         if bool((s == 0).any()):
             return None  # an all-zero row cannot sum to 1
-        value = value / s
+        value = value.div_(s)
     elif keep_sign and f.nonneg:
-        value = value.abs()
+        value = value.abs_()
     elif keep_sign and f.nonpos:
-        value = -value.abs()
+        value = value.abs_().neg_()
     if f.symmetric:
         value = (value + value.transpose(-1, -2)) / 2
     if f.zero_mask is not None:
-        value = value.masked_fill(f.zero_mask, 0)
+        value = value.masked_fill_(f.zero_mask, 0)
     return value
 
 
 def apply_family(facts, base, fn, keep_sign):
-    """The family's input set: fn(v) for each float input, made to keep the
+    """The family's input set: fn(v, f) for each float input v (f: its
+    facts), made to keep the
     facts' invariants; inputs it cannot change keep the task's own values.
     Returns (args, changed input indices, [(index, reason) left as drawn])."""
     args, changed, kept = [], [], []
@@ -188,7 +207,7 @@ def apply_family(facts, base, fn, keep_sign):
             args.append(v)
             kept.append((f.index, "value set" if f.values is not None else "integral values"))
             continue
-        value = _keep_structure(f, fn(v), keep_sign)
+        value = _keep_structure(f, fn(v, f), keep_sign)
         if value is None:
             args.append(v)
             kept.append((f.index, "rows must sum to 1"))
@@ -218,16 +237,21 @@ def perturb(facts, args, generator, rel, abs_):
         # In the input's own dtype (an input can be gigabytes); never below
         # a few units of its rounding.
         r = max(rel, 4 * torch.finfo(v.dtype).eps)
-        rms = float(torch.linalg.vector_norm(v, dtype=torch.float64)) / v.numel() ** 0.5
-        noise = torch.randn(v.shape, generator=generator, device=v.device).to(v.dtype)
-        x = v + noise * (r * v.abs() + abs_ * max(1.0, rms))
+        fv = v.reshape(-1)
+        rms = (sum(float(fv[i:j].double().square().sum()) for i, j in spans(fv.numel()))
+               / v.numel()) ** 0.5
+        # x = v + noise * (r |v| + abs_ max(1, rms)), in x's own storage, a
+        # chunk of temporaries at a time.
+        x = torch.randn(v.shape, generator=generator, device=v.device).to(v.dtype)
+        fx = x.view(-1)
+        for i, j in spans(fv.numel()):
+            fx[i:j].mul_(fv[i:j].abs().mul_(r).add_(abs_ * max(1.0, rms))).add_(fv[i:j])
         if f.rows_sum_to_one:
-            x = x.clamp_min(0)
-            x = x / x.sum(dim=-1, keepdim=True).clamp_min(1e-30)
+            x = x.clamp_min_(0)
+            x = x.div_(x.sum(dim=-1, keepdim=True).clamp_min(1e-30))
         if f.symmetric:
             x = (x + x.transpose(-1, -2)) / 2
         if f.zero_mask is not None:
-            x = x.masked_fill(f.zero_mask, 0)
+            x = x.masked_fill_(f.zero_mask, 0)
         out.append(x)
-        del noise
     return out

@@ -20,6 +20,7 @@ import torch
 
 import korch_transport as kt
 from korch_compare import Comparing, same
+from korch_device import DeviceFacts, DeviceMemory
 from korch_families import Families
 from korch_replay import ReplayProbe
 from korch_runner import keep_freed_memory
@@ -31,20 +32,6 @@ from korch_verdict import Verdict, derive, out_of_memory  # noqa: F401
 
 # The tolerance profile (atol, rtol, low_precision_tol, allow_tf32) arrives in
 # the job from korch's one table (config/vocabulary.hpp); no copy lives here.
-
-
-# GPU memory an evaluation's own CUDA processes (the judge and its runners)
-# may hold before the judge has allocated anything: one CUDA context each, with
-# room to spare (a torch context on the H200 is ~0.5 GB; see docs/gpu.md).
-CONTEXT_ALLOWANCE = 1 << 30
-# Held by processes outside the evaluation at its start, from this much on a
-# failed allocation is charged to them, not to the candidate (issue #32).
-FOREIGN_MEMORY_MIN = 1 << 30
-# A runner's CUDA initialisation that failed before any candidate code ran
-# (korch_runner.runner_main sends this prefix): the device's state, not the
-# code. Matched only with the prefix, so a candidate cannot raise its way
-# into a retry.
-RUNNER_INIT_FAILED = "CUDA initialisation failed before any candidate code ran"
 
 
 class Runner:
@@ -89,9 +76,10 @@ class Runner:
         raise Verdict("worker_crash", "the candidate runner crashed: " + detail, exit=detail)
 
 
-class Judge(Comparing, Families, Timing, ReplayProbe):
+class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
     """One measure job's judge. Its jobs live by room: comparing outputs
-    (korch_compare.Comparing), the input families (korch_families.Families)
+    (korch_compare.Comparing), the device's memory and the host's faults
+    (korch_device.DeviceFacts), the input families (korch_families.Families)
     and the timing (korch_timing.Timing); this class holds the runners, the
     calls and the order of the whole job (run)."""
 
@@ -122,6 +110,7 @@ class Judge(Comparing, Families, Timing, ReplayProbe):
         self.kernel_calls = 0
         self.notes = []  # for the agent's feedback: facts that are not a verdict
         self.foreign_bytes = 0  # GPU memory held outside this evaluation at its start
+        self.device_memory = DeviceMemory(self.dev, job.get("fake_cuda"))
         self.cand = self.refr = None
         self.ref_more = []   # further reference runners, for timing only
         self.cand_more = []  # further candidate runners, for timing only
@@ -130,47 +119,6 @@ class Judge(Comparing, Families, Timing, ReplayProbe):
 
     def remaining(self):
         return max(0.5, self.deadline - time.monotonic())
-
-    def note_foreign_memory(self):
-        """Device memory in use before this evaluation allocated anything,
-        less one context allowance per process of the evaluation: what other
-        processes on the host hold (evidence gpu_used_at_start_mb)."""
-        if self.dev == "cpu":
-            return
-        try:
-            free, total = torch.cuda.mem_get_info()  # the judge's own context
-        except RuntimeError as ex:  # no candidate code has run yet: the host's fault
-            raise Verdict("worker_crash", "infrastructure: the judge could not open a CUDA "
-                          "context: %s" % str(ex)[:300],
-                          infrastructure="the GPU had no room for a CUDA context (%s)" % str(ex)[:200])
-        procs = 1 + 2 + len(self.ctx.get("ref_more", [])) + len(self.ctx.get("cand_more", []))
-        used = total - free
-        self.foreign_bytes = max(0, used - procs * CONTEXT_ALLOWANCE)
-        self.evidence["gpu_used_at_start_mb"] = used >> 20
-        self.evidence["gpu_total_mb"] = total >> 20
-
-    def infrastructure(self, text, setup=False):
-        """Why a failure in this evaluation is the host's, not the code's
-        (None when it is the code's): a failed GPU allocation while other
-        processes held memory, or (in a runner's setup reply) a CUDA context
-        that could not be opened. The second is a runner's word, taken only
-        where it speaks before any candidate code (worth no reward either
-        way: the evaluation only runs again)."""
-        if self.dev == "cpu":
-            return None
-        t = str(text)
-        if setup and t.startswith(RUNNER_INIT_FAILED):
-            return "a runner could not open a CUDA context (%s)" % t[len(RUNNER_INIT_FAILED):][:200].strip(": ")
-        if "out of memory" in t.lower() and self.foreign_bytes >= FOREIGN_MEMORY_MIN:
-            return ("a GPU allocation failed while processes outside this evaluation held "
-                    "%.1f GiB of the GPU" % (self.foreign_bytes / 2**30))
-        return None
-
-    def raise_if_infrastructure(self, text, setup=False):
-        why = self.infrastructure(text, setup)
-        if why:
-            raise Verdict("worker_crash", "infrastructure: " + why, infrastructure=why,
-                          traceback=str(text)[-4000:])
 
     def reference_runners(self):
         return [r for r in [self.refr] + self.ref_more if r is not None]
@@ -420,7 +368,9 @@ class Judge(Comparing, Families, Timing, ReplayProbe):
 
     def _check_reply(self, runner, reply):
         if not reply.get("ok"):
-            self.raise_if_infrastructure(reply.get("error", ""))
+            # A runner's failure is never the host's: candidate code ran in
+            # the candidate runner, and the reference runner's is a
+            # worker_crash (no verdict) already.
             if runner.name == "reference":
                 raise Verdict("worker_crash", "the reference runner failed",
                               traceback=str(reply.get("error", ""))[-4000:])
@@ -464,7 +414,7 @@ class Judge(Comparing, Families, Timing, ReplayProbe):
         try:
             return task_inputs(self.task, seed, self.dev)
         except (MemoryError, RuntimeError) as ex:
-            self.raise_if_infrastructure(ex)
+            self.raise_if_host_fault(ex)
             if out_of_memory(ex):
                 raise Verdict("task_too_large", "the task's inputs do not fit the memory budget "
                               "(%d MB): %s" % (self.budget >> 20, str(ex)[:200])) from None
@@ -475,7 +425,7 @@ class Judge(Comparing, Families, Timing, ReplayProbe):
             try:
                 return self.ref(*args)
             except (MemoryError, RuntimeError) as ex:
-                self.raise_if_infrastructure(ex)
+                self.raise_if_host_fault(ex)
                 if out_of_memory(ex):
                     raise Verdict("task_too_large", "the reference does not fit the memory "
                                   "budget: %s" % str(ex)[:200]) from None
@@ -518,13 +468,19 @@ class Judge(Comparing, Families, Timing, ReplayProbe):
 
     def _send_setup(self, runner, msg):
         hello, _ = runner.recv()
+        # The runner's CUDA initialisation, reported in its hello before any
+        # candidate code reached it (korch_runner.runner_main): the one
+        # failure of a runner that is the host's.
+        init_error = hello.get("cuda_init_error")
+        if init_error and self.device_memory.present:
+            why = "a runner could not open a CUDA context (%s)" % str(init_error)[:200]
+            raise Verdict("worker_crash", "infrastructure: " + why, infrastructure=why)
         runner.protections = hello.get("protections", [])
         runner.ch.send(msg)
 
     def _setup_reply(self, runner):
         reply, _ = runner.recv()
         if not reply.get("ok"):
-            self.raise_if_infrastructure(reply.get("error", ""), setup=True)
             if runner.name == "reference":
                 raise Verdict("worker_crash", "the reference runner could not build Model",
                               traceback=str(reply.get("error", ""))[-4000:])
@@ -566,7 +522,8 @@ class Judge(Comparing, Families, Timing, ReplayProbe):
         first_ref = self.ref_forward(first)
         est = 2 * nbytes_of(first) + 2 * nbytes_of(as_outputs(first_ref))
         self.evidence["estimated_bytes"] = est
-        if est > self.budget:
+        self.check_fits(first, first_ref)
+        if self.dev == "cpu" and est > self.budget:
             raise Verdict("task_too_large", "inputs, pristine copies and outputs need %.1f MB, "
                           "over the %d MB budget" % (est / 2**20, self.budget >> 20))
         self.first, self.first_ref = first, first_ref
@@ -588,6 +545,15 @@ class Judge(Comparing, Families, Timing, ReplayProbe):
         n_more = self._more_runners_fit(public, est, max(map(len, forked.values())))
         self.ref_more = [Runner(self, "reference", fd, pid) for pid, fd in forked["ref"][:n_more]]
         self.cand_more = [Runner(self, "candidate", fd, pid) for pid, fd in forked["cand"][:n_more]]
+        # The others leave now: each holds a CUDA context the evaluation's
+        # memory bound does not count (Judge.check_fits).
+        idle = forked["ref"][n_more:] + forked["cand"][n_more:]
+        for pid, fd in idle:
+            try:
+                Runner(self, "idle", fd, pid).ch.send({"op": "exit"})
+            except OSError:
+                pass
+        self.evidence["idle_runners_released"] = len(idle)
         setup = {"op": "setup", "prebuilt": job.get("prebuilt", {}), "device": self.dev,
                  "tf32": tf32,
                  "init_inputs": [v for v in init_inputs if not isinstance(v, torch.Tensor)]
@@ -617,12 +583,7 @@ class Judge(Comparing, Families, Timing, ReplayProbe):
             self.mark("runners_warm")
 
         # Correctness.
-        n_trials = 1 if public else int(job.get("trials", 5))
-        for i in range(n_trials):
-            args = first if i == 0 else self.gen_inputs(derive(seed, "trial:%d" % i))
-            ref_out = first_ref if i == 0 else self.ref_forward(args)
-            outs, info = self.call_candidate(args)
-            self.compare(ref_out, outs, info, "trial %d" % i)
+        self.run_trials(first, first_ref, 1 if public else int(job.get("trials", 5)))
         self.mark("trials")
         # no_kernel's cheap tests, in CHECK as in SUBMIT: a CHECK that says
         # ok is never followed by a SUBMIT no_kernel for the same code.
@@ -637,20 +598,18 @@ class Judge(Comparing, Families, Timing, ReplayProbe):
         if any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in first):
             self.run_families(self.input_domain(first), first)
 
-        # no_kernel by ablation.
-        ablation_passed = True
-        for i in range(2):
-            args = self.gen_inputs(derive(seed, "ablate:%d" % i))
-            ref_out = self.ref_forward(args)
-            outs, info = self.call_candidate(args, ablate=True)
-            if self.compare(ref_out, outs, info, "ablation %d" % i, raise_on_fail=False) is not None:
-                ablation_passed = False
-        if ablation_passed:
+        if self.run_ablation():
             raise Verdict("no_kernel", "outputs stay correct with the candidate's kernels "
                           "poisoned: the kernels do no real work")
 
         self.mark("families_ablation")
+        # The first set is done with: the timing's sets take its room.
+        self.set_bytes = nbytes_of(first) + nbytes_of(as_outputs(first_ref))
+        del first, first_ref
+        self.first = self.first_ref = None
         timing = self.time_both()
+        self.timing_sets = None  # (and the reference outputs the fast compare kept)
+        self._rms_cache.clear()
         self.mark("timing")
 
         # Correctness again on a fresh seed.
@@ -660,6 +619,29 @@ class Judge(Comparing, Families, Timing, ReplayProbe):
         self.mark("after_timing")
         timing.update({"verdict": "ok", "correct": True})
         return timing
+
+    def run_trials(self, first, first_ref, n_trials):
+        """The candidate on the first set and n_trials - 1 further draws,
+        each compared with the reference (`incorrect` on a mismatch)."""
+        for i in range(n_trials):
+            args = first if i == 0 else self.gen_inputs(derive(self.seed, "trial:%d" % i))
+            ref_out = first_ref if i == 0 else self.ref_forward(args)
+            outs, info = self.call_candidate(args)
+            self.compare(ref_out, outs, info, "trial %d" % i)
+            del args, ref_out, outs  # one trial's inputs at a time
+
+    def run_ablation(self):
+        """no_kernel by ablation: True when the outputs stay correct with
+        the candidate's kernels poisoned (two draws)."""
+        ablation_passed = True
+        for i in range(2):
+            args = self.gen_inputs(derive(self.seed, "ablate:%d" % i))
+            ref_out = self.ref_forward(args)
+            outs, info = self.call_candidate(args, ablate=True)
+            if self.compare(ref_out, outs, info, "ablation %d" % i, raise_on_fail=False) is not None:
+                ablation_passed = False
+            del args, ref_out, outs
+        return ablation_passed
 
     def _more_runners_fit(self, public, est, forked):
         """How many of the further runners the worker forked (up to `forked`
@@ -701,6 +683,10 @@ class Judge(Comparing, Families, Timing, ReplayProbe):
 def reference_main(ctx_json):
     ctx = json.loads(ctx_json)
     job = json.loads(ctx["job"])
+    # Blocks over 1 GiB are never split for smaller requests, so a freed
+    # input set's block serves the next set whole (Judge.MEMORY_MULTIPLE
+    # counts sets, not fragments). Read when the allocator first allocates.
+    os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:1024")
     judge = Judge(ctx, job)
     result = {}
     try:
@@ -712,12 +698,12 @@ def reference_main(ctx_json):
         if "traceback" in v.evidence:
             result["runtime_detail"] = v.evidence.pop("traceback")
         judge.evidence.update(v.evidence)
-    except BaseException:  # noqa: BLE001
+    except BaseException as ex:  # noqa: BLE001
         detail = traceback.format_exc()
         verdict = "worker_crash"
         # The judge's own allocations (the L2 flush buffer, the exchange
         # regions) meet memory held outside the evaluation too.
-        why = judge.infrastructure(detail)
+        why = judge.host_allocation_fault(ex)
         if "CUDA error" in detail or "illegal" in detail.lower():
             # A sticky CUDA error in the judge's context came from the
             # candidate's kernels (same GPU): the daemon health-checks the GPU.
@@ -729,6 +715,12 @@ def reference_main(ctx_json):
             result["infrastructure"] = why
     if judge.notes:
         result["notes"] = judge.notes
+    if judge.dev != "cpu":
+        try:  # the judge's peak on the device, beside its bound (judge_memory_bound_bytes)
+            judge.evidence["judge_peak_device_bytes"] = \
+                torch.cuda.max_memory_reserved() + kt.DeviceBuffers.total
+        except Exception:  # noqa: BLE001
+            pass
     result.update({"max_abs_diff": judge.max_abs, "max_rel_diff": judge.max_rel,
                    "mismatch_frac": judge.mismatch, "evidence": judge.evidence,
                    "candidate_protections": judge.cand_protections,

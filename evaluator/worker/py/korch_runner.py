@@ -525,20 +525,29 @@ def runner_main(ctx_json):
     device = "cpu"
     bufs = out_bufs = None
     input_ranges = []
-    ch.send({"op": "hello", "protections": ctx.get("protections", [])})
+    # The runner's CUDA initialisation, before any candidate code exists in
+    # this process (the judge sends the code only after this hello). Its
+    # outcome is a field of the hello, set here by trusted code: a failure is
+    # the host's (measured on the H200 with another process holding the
+    # GPU's memory: "CUDA-capable device(s) is/are busy or unavailable"), and
+    # the judge reads it only from this field (Judge._send_setup), never from
+    # the text of a later reply, which candidate code could write (issue #47).
     init_error = None
     if ctx.get("device", "cpu") != "cpu":
-        # Initialise CUDA while the judge makes its inputs, not after. No
-        # candidate code has run yet: a failure here is the host's (measured
-        # on the H200 with another process holding the GPU's memory:
-        # "CUDA-capable device(s) is/are busy or unavailable"), and the judge
-        # hears it in the setup reply (Judge.infrastructure), not as a crash.
+        # Initialise CUDA while the judge makes its inputs, not after.
         try:
             torch.cuda.init()
             torch.empty(1, device="cuda")
         except Exception as ex:  # noqa: BLE001
-            # The judge matches this prefix (korch_judge.RUNNER_INIT_FAILED).
-            init_error = "CUDA initialisation failed before any candidate code ran: %s" % ex
+            init_error = str(ex)[:300] or type(ex).__name__
+    elif isinstance(ctx.get("fake_cuda"), dict):
+        # The test-only fake CUDA layer (KORCH_FAKE_CUDA, cpu mode): a runner
+        # whose context "could not be opened".
+        init_error = ctx["fake_cuda"].get("runner_init_error") or None
+    ch.send({"op": "hello", "protections": ctx.get("protections", []),
+             "cuda_init_error": init_error})
+    if init_error:
+        return ""  # the judge ends the evaluation on the hello
     spin_ns = 0
     while True:
         try:
@@ -554,9 +563,6 @@ def runner_main(ctx_json):
         spin_ns = int(float(msg.get("spin_us", 0)) * 1e3) if op == "call" else 0
         if op == "exit":
             return ""
-        if op == "setup" and init_error:
-            ch.send({"ok": False, "error": init_error})
-            continue
         if op == "setup":
             try:
                 device = msg.get("device", "cpu")

@@ -9,7 +9,6 @@ import time
 
 import torch
 
-from korch_tasks import as_outputs, nbytes_of
 from korch_verdict import Verdict, derive, median
 
 
@@ -150,8 +149,10 @@ class Timing:
         job = self.job
         # Up to 4 input sets, as many as the memory budget holds (a
         # KernelBench level-1 input set can be 6 GB).
-        per_set = max(1, nbytes_of(self.first) + nbytes_of(as_outputs(self.first_ref)))
+        per_set = max(1, self.set_bytes)  # (the first set's, freed by now)
         n_sets = max(2, min(int(job.get("timing_sets", 4)), self.budget // (2 * per_set)))
+        if self.dev != "cpu":  # within the judge's memory bound (Judge.MEMORY_MULTIPLE)
+            n_sets = min(n_sets, max(2, self.MEMORY_MULTIPLE - 1))
         min_blocks = int(job.get("timing_blocks", 10))
         # (CPU: more blocks fit the time cap since calls go through regions; a
         # 1 ms model needs ~200 to hold equal work within 3%, issue #7)

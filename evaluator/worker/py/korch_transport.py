@@ -155,6 +155,8 @@ def wrap_device(ptr, nbytes, dtype, shape, device):
 class DeviceBuffers:
     """Judge side: device allocations shared with the runners by IPC handle."""
 
+    total = 0  # bytes allocated by every instance (the judge's own device memory)
+
     def __init__(self, device):
         import _korch_cuda  # trusted, built into korch-worker
         self.kc = _korch_cuda
@@ -165,6 +167,7 @@ class DeviceBuffers:
     def add(self, nbytes):
         nbytes = max(int(nbytes), ALIGN)
         self.ptrs.append(self.kc.alloc(nbytes))
+        DeviceBuffers.total += nbytes
         self.sizes.append(nbytes)
         return len(self.ptrs) - 1
 

@@ -63,6 +63,19 @@ def get_init_inputs():
     return []
 """
 
+# A tanh epilogue on randn inputs (the fused kernels of issue #47, small).
+TANH = """
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return 2 * torch.tanh(x)
+def get_inputs():
+    return [torch.randn(64, 64)]
+def get_init_inputs():
+    return []
+"""
+
 HINGE = """
 import torch
 import torch.nn as nn
@@ -249,6 +262,26 @@ class Families(unittest.TestCase):
                            lambda a: torch.triu(a[0].clamp(0, 1) @ a[1].clamp(0, 1)))
         self.assertIn("family 'signed'", err)
 
+    def test_an_epilogue_right_on_every_value_the_task_draws_is_correct(self):
+        # Issue #47: fused kernels whose tanh epilogue is wrong only far
+        # beyond what the task draws (randn) failed the 'signed' family on
+        # +-32. The families keep the draws' magnitude.
+        j = judge_for(TANH)
+        err = run_families(j, lambda a: torch.where(a[0].abs() < 9, 2 * torch.tanh(a[0]),
+                                                     torch.zeros_like(a[0])))
+        self.assertIsNone(err)
+        used = [e["family"] for e in j.evidence["families"] if e.get("used")]
+        self.assertIn("signed", used)
+        self.assertIn("sparse", used)
+
+    def test_a_kernel_wrong_inside_the_drawn_magnitude_is_incorrect(self):
+        # The relaxation's own attack: wrong beyond |x| = 2.5, which the task
+        # draws (rarely: 1.2% of randn); the signed family, uniform on the
+        # draws' range, refuses it.
+        err = run_families(judge_for(TANH), lambda a: torch.where(
+            a[0].abs() < 2.5, 2 * torch.tanh(a[0]), torch.zeros_like(a[0])))
+        self.assertIn("family 'signed'", err)
+
     def test_nonnegative_domain_is_not_structure(self):
         # The identity "ReLU" is right only for the task's nonnegative draws:
         # the signed family still refuses it (corpus hack rt_identity_nonneg).
@@ -289,6 +322,32 @@ class Conditioning(unittest.TestCase):
         self.assertTrue(any("fragile on constant inputs" in n for n in j.notes), j.notes)
         # The statistics the report carries are those of the stable families.
         self.assertLess(j.max_abs, 1e-3)
+        # Excused within the bound: the output's distance from the reference
+        # beside the reference's own under the perturbation.
+        frag = [e["fragile"] for e in j.evidence["families"] if "fragile" in e]
+        for f in frag:
+            self.assertLessEqual(f["candidate_max_abs"],
+                                 j.FRAGILE_MULTIPLE * f["reference_perturbed_max_abs"])
+
+    def test_the_fragile_excuse_is_bounded(self):
+        # Issue #47: the excuse had no bound. A kernel right on every stable
+        # family that adds 1, or writes NaN, where the reference is fragile
+        # (the zeros and constant families, on which batch statistics divide
+        # noise by noise) is refused: finite, and within FRAGILE_MULTIPLE x the
+        # reference's own perturbed spread, or incorrect.
+        for junk, why in ((lambda y: y + 1, "from it, over 10 x"),
+                          (lambda y: torch.full_like(y, float("nan")), "not finite")):
+            j = judge_for(GEMM_BN)
+            honest = self.candidate(j, -1.0)
+
+            def kernel(args, junk=junk, honest=honest):
+                x = args[0]
+                return junk(honest(args)) if bool((x == x.reshape(-1)[0]).all()) else honest(args)
+            err = run_families(j, kernel)
+            self.assertIsNotNone(err, why)
+            self.assertRegex(err, "^family '(zeros|constant)'")  # (both are constant inputs)
+            self.assertIn("the reference is fragile there", err)
+            self.assertIn(why, err)
 
     def test_a_wrong_kernel_is_still_incorrect_where_the_reference_is_stable(self):
         j = judge_for(GEMM_BN)
