@@ -233,6 +233,7 @@ TEST_F(Report, EveryFormatSaysMockAndCountsVerdictsAsTheStoreDoes) {
   EXPECT_EQ(c["label"], label);
 
   // Verdict counts: the store's, by the test's own SQL.
+  using Counts = std::map<std::string, std::int64_t>;
   auto counts = [](const std::vector<std::vector<std::string>>& rows) {
     std::map<std::string, std::map<std::string, std::int64_t>> out;
     for (auto& r : rows) out[r[0]][r[1]] = std::stoll(r[2]);
@@ -248,14 +249,14 @@ TEST_F(Report, EveryFormatSaysMockAndCountsVerdictsAsTheStoreDoes) {
                                         ", COUNT(*) FROM finals f JOIN episodes e ON e.id = "
                                         "f.episode_id GROUP BY 1, 2"));
   ASSERT_FALSE(by_campaign["c"].empty());
-  EXPECT_EQ(j["verdicts"].get<std::map<std::string, std::int64_t>>(), by_campaign["c"]);
+  EXPECT_EQ(j["verdicts"].get<Counts>(), by_campaign["c"]);
   ASSERT_EQ(j["models"].size(), by_model.size());
   for (auto& [model, v] : by_model)
-    EXPECT_EQ(j["models"][model]["verdicts"].get<std::map<std::string, std::int64_t>>(), v)
+    EXPECT_EQ(j["models"][model]["verdicts"].get<Counts>(), v)
         << model;
   ASSERT_EQ(j["task_verdicts"].size(), by_task.size());
   for (auto& [task, v] : by_task)
-    EXPECT_EQ(j["task_verdicts"][task].get<std::map<std::string, std::int64_t>>(), v) << task;
+    EXPECT_EQ(j["task_verdicts"][task].get<Counts>(), v) << task;
   // The text names each count, as `korch status` does.
   std::string line;
   for (auto& [name, n] : by_campaign["c"])
@@ -513,7 +514,7 @@ TEST_F(Report, RlExportHasOneRecordPerDistinctCodeTurn) {
 TEST_F(Report, RejectsAnUnknownFormat) {
   auto [rc, out] = run_capture({KORCH_BIN, "report", s_toml, "--format", "pdf"}, dir());
   EXPECT_EQ(rc, 2);
-  EXPECT_NE(out.find("--format must be text, json or html"), std::string::npos) << out;
+  EXPECT_NE(out.find("--format takes text, json, html, not 'pdf'"), std::string::npos) << out;
 }
 
 }  // namespace

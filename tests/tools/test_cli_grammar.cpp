@@ -170,11 +170,15 @@ TEST(CliGrammar, EveryCommandWithSettingsTakesSetAndEveryStoreCommandTakesDb) {
       return std::find(names.begin(), names.end(), n) != names.end();
     };
     for (const char* cmd : {"run", "resume", "status", "export", "report", "serve", "worker"}) {
-      if (c.name == cmd) EXPECT_TRUE(has("--db")) << c.name;
+      if (c.name == cmd) {
+        EXPECT_TRUE(has("--db")) << c.name;
+      }
     }
     for (const char* cmd :
          {"run", "resume", "status", "export", "report", "config show", "serve", "worker"}) {
-      if (c.name == cmd) EXPECT_TRUE(has("--set")) << c.name;
+      if (c.name == cmd) {
+        EXPECT_TRUE(has("--set")) << c.name;
+      }
     }
   }
 }
