@@ -785,6 +785,7 @@ nlohmann::json Daemon::progress_snapshot() {
                    {"name", c->name},
                    {"state", to_string(c->state)},
                    {"phase", to_string(c->phase)},
+                   {"evaluator", std::string(config::to_string(c->cfg.evaluator.mode))},
                    {"progress", progress_json(p)}});
     m_metrics.set_campaign(c->name, c->state, p);
   }

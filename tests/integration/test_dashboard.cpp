@@ -241,6 +241,8 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   EXPECT_GT(plots["mock_header"]["height"].get<double>(), 0);
   EXPECT_LT(plots["mock_header"]["top"].get<double>(), 900);
   EXPECT_EQ(plots["mock_banner"], label);
+  // Both campaigns of the list (mock ones) carry the tag.
+  EXPECT_EQ(plots["campaign_cards_mock"], nlohmann::json({true, true}));
   ASSERT_GE(plots["panels"].size(), 9u) << plots["panels"];
   for (auto& p : plots["panels"]) EXPECT_TRUE(p["mock"].get<bool>()) << p;
   // Verdict counts per campaign, model and task: the store's, by own SQL.

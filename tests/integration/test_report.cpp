@@ -252,11 +252,9 @@ TEST_F(Report, EveryFormatSaysMockAndCountsVerdictsAsTheStoreDoes) {
   EXPECT_EQ(j["verdicts"].get<Counts>(), by_campaign["c"]);
   ASSERT_EQ(j["models"].size(), by_model.size());
   for (auto& [model, v] : by_model)
-    EXPECT_EQ(j["models"][model]["verdicts"].get<Counts>(), v)
-        << model;
+    EXPECT_EQ(j["models"][model]["verdicts"].get<Counts>(), v) << model;
   ASSERT_EQ(j["task_verdicts"].size(), by_task.size());
-  for (auto& [task, v] : by_task)
-    EXPECT_EQ(j["task_verdicts"][task].get<Counts>(), v) << task;
+  for (auto& [task, v] : by_task) EXPECT_EQ(j["task_verdicts"][task].get<Counts>(), v) << task;
   // The text names each count, as `korch status` does.
   std::string line;
   for (auto& [name, n] : by_campaign["c"])

@@ -235,6 +235,34 @@ TEST_F(ServeApi, RefusesANonLoopbackAddressWithoutAToken) {
   EXPECT_FALSE(std::filesystem::exists(d + "/x.db"));
 }
 
+// Issue 48: `korch serve` makes its db's folder, and a port it cannot take
+// is refused with the reason (exit 3: the address may be right, later).
+TEST_F(ServeApi, MakesTheDbFolderAndSaysWhyItCannotListen) {
+  TempDir dir;
+  auto d = dir.path().string();
+  const auto db = d + "/runs/today/k.db";
+  auto out = d + "/serve.out", err = d + "/serve.err";
+  auto p = Process::start({KORCH_BIN, "serve", "--db", db, "--listen", "127.0.0.1:0"}, out, err,
+                          {{"KORCH_API_TOKEN", ""}});
+  ASSERT_TRUE(wait_until(
+      p, [&] { return slurp(out).find("LISTEN api ") != std::string::npos; },
+      std::chrono::seconds(30)))
+      << slurp(err);
+  EXPECT_TRUE(std::filesystem::exists(db));
+  // A second daemon on that port (another db): the reason, not just "cannot listen".
+  const auto text = slurp(out);
+  const auto port = text.substr(text.find("LISTEN api ") + 11, text.find('\n') - 11);
+  auto [rc, second] =
+      run_capture({KORCH_BIN, "serve", "--db", d + "/other.db", "--listen", "127.0.0.1:" + port}, d,
+                  {{"KORCH_API_TOKEN", ""}});
+  EXPECT_EQ(rc, 3) << second;
+  EXPECT_NE(second.find("cannot listen on 127.0.0.1:" + port + ": Address already in use"),
+            std::string::npos)
+      << second;
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << slurp(err);
+}
+
 // One token rule wherever the token comes from (issue 34): beyond loopback
 // at least 16 characters, from KORCH_API_TOKEN as from --token-file; on
 // loopback a short token is the user's business.

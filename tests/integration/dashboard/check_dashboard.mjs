@@ -152,6 +152,7 @@ try {
                             const r = m.getBoundingClientRect();
                             return {text: m.textContent, hidden: m.hidden, height: r.height, top: r.top}; })(),
       mock_banner: (q("#report > .mock-banner")[0] || {}).textContent || null,
+      campaign_cards_mock: q(".campaign").map((c) => !!c.querySelector(".mock-tag")),
       panels: q("#report section.panel > h2").map((h) => ({title: h.firstChild.textContent,
                                                            mock: !!h.querySelector(".mock-tag")})),
       verdicts: q('[data-plot="verdicts"] tbody tr').flatMap((tr) =>
