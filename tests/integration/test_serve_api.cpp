@@ -242,10 +242,12 @@ TEST_F(ServeApi, MakesTheDbFolderAndSaysWhyItCannotListen) {
   auto d = dir.path().string();
   const auto db = d + "/runs/today/k.db";
   auto out = d + "/serve.out", err = d + "/serve.err";
-  auto p = Process::start({KORCH_BIN, "serve", "--db", db, "--listen", "127.0.0.1:0"}, out, err,
-                          {{"KORCH_API_TOKEN", ""}});
+  // --set takes a serve key as every other command takes a config key.
+  auto p = Process::start({KORCH_BIN, "serve", "--db", db, "--listen", "127.0.0.1:0", "--set",
+                           "env_listen=127.0.0.1:0"},
+                          out, err, {{"KORCH_API_TOKEN", ""}});
   ASSERT_TRUE(wait_until(
-      p, [&] { return slurp(out).find("LISTEN api ") != std::string::npos; },
+      p, [&] { return slurp(out).find("LISTEN env ") != std::string::npos; },
       std::chrono::seconds(30)))
       << slurp(err);
   EXPECT_TRUE(std::filesystem::exists(db));
