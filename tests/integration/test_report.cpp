@@ -5,7 +5,10 @@
 // headless and its plots are read back.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -275,6 +278,45 @@ TEST_F(Report, EveryFormatSaysMockAndCountsVerdictsAsTheStoreDoes) {
     EXPECT_EQ(e["evaluator"], it == mode_of.end() ? "" : it->second) << e;
   }
   EXPECT_EQ(j["evaluators"], nlohmann::json({{"mock", modes.size()}}));
+}
+
+// A campaign whose results came from two evaluators says which came from
+// which: one final submission's evaluation row rewritten as a cpu evaluator
+// writes it (mode "cpu", mock false), in a copy of the store.
+TEST_F(Report, MixedEvaluatorsSayWhichResultCameFromWhich) {
+  const std::string copy = dir() + "/mixed.db";
+  std::filesystem::remove(copy);
+  sqlite3* h = nullptr;
+  auto exec = [&](const std::string& db, int flags, const std::string& sql) {
+    ASSERT_EQ(sqlite3_open_v2(db.c_str(), &h, flags, nullptr), SQLITE_OK);
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(h);
+  };
+  exec(s_db, SQLITE_OPEN_READONLY, "VACUUM INTO '" + copy + "'");
+  const auto judged = query(copy,
+                            "SELECT f.episode_id, f.request_id FROM finals f JOIN evaluations v ON "
+                            "v.request_id = f.request_id WHERE v.state = 'done' ORDER BY 1");
+  ASSERT_GE(judged.size(), 2u);
+  exec(copy, SQLITE_OPEN_READWRITE,
+       "UPDATE evaluations SET report_json = json_set(report_json, '$.mode', 'cpu', '$.mock', "
+       "json('false')) WHERE request_id = '" +
+           judged[0][1] + "'");
+  auto [jrc, jtext] = run_capture({KORCH_BIN, "report", "--db", copy, "--format", "json"}, dir());
+  ASSERT_EQ(jrc, 0) << jtext;
+  auto j = nlohmann::json::parse(jtext);
+  EXPECT_EQ(j["evaluators"], nlohmann::json({{"cpu", 1}, {"mock", judged.size() - 1}}));
+  EXPECT_EQ(j["mock"], true);  // the others are still made up
+  for (auto& e : j["episodes"]) {
+    if (e["id"] == judged[0][0]) EXPECT_EQ(e["evaluator"], "cpu");
+    if (e["id"] == judged[1][0]) EXPECT_EQ(e["evaluator"], "mock");
+  }
+  auto [trc, text] = run_capture({KORCH_BIN, "report", "--db", copy}, dir());
+  ASSERT_EQ(trc, 0) << text;
+  EXPECT_NE(text.find("results by evaluator: cpu 1, mock " + std::to_string(judged.size() - 1)),
+            std::string::npos)
+      << text;
 }
 
 TEST_F(Report, HtmlIsOneSelfContainedFileWithTheData) {
