@@ -264,6 +264,15 @@ std::string flag_usage(const FlagSpec& f) {
   }
 }
 
+// "korch lint FILE... [--json] ...": the usage on one line, for messages.
+std::string usage_words(const CommandSpec& c) {
+  std::string words = "korch " + c.name + (c.operands.empty() ? "" : " " + c.operands);
+  for (const auto& f : c.flags)
+    if (f.in_synopsis) words += " " + flag_usage(f);
+  if (!c.synopsis_tail.empty()) words += " " + c.synopsis_tail;
+  return words;
+}
+
 std::string synopsis(const CommandSpec& c) {
   // A flag and its value stay on one line: joined by '\x01' while wrapping.
   constexpr char k_glue = '\x01';
@@ -427,6 +436,8 @@ Result<Args> parse_command(const CommandSpec& spec, int argc, char** argv, int f
   }
   return args;
 }
+
+std::string usage_line(const CommandSpec& spec) { return usage_words(spec); }
 
 std::string usage_text() {
   std::string out = "korch — durable campaigns of LLM agents writing GPU kernels\n\nUsage:\n";

@@ -57,6 +57,8 @@ const CommandSpec* find_command(int argc, char** argv, int* words, std::string* 
 // or choice (did you mean) and the valid ones.
 Result<Args> parse_command(const CommandSpec& spec, int argc, char** argv, int first);
 
+// "korch lint FILE... [--json] ...": the command's usage on one line.
+std::string usage_line(const CommandSpec& spec);
 // `korch --help`: every command's usage block.
 std::string usage_text();
 // `korch CMD --help`: its usage block and each flag with its doc.

@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
   auto args = parse_command(*spec, argc, argv, 1 + words);
   if (!args) {
     return report_failure(spec->name, args.error().kind,
-                          args.error().message + " (korch " + spec->name + " --help)");
+                          args.error().message + "\nusage: " + usage_line(*spec) + " (korch " +
+                              spec->name + " --help)");
   }
   try {
     return spec->run(*args);
