@@ -285,8 +285,6 @@ Result<ServeConfig> load_serve_config(const std::string& file,
     return fail(ErrorKind::invalid, "'max_body_bytes' must be >= 1024");
   if (cfg.env_max_sessions < 1) return fail(ErrorKind::invalid, "'env.max_sessions' must be >= 1");
   if (cfg.env_max_turns < 1) return fail(ErrorKind::invalid, "'env.max_turns' must be >= 1");
-  if (cfg.env_order != "sequential" && cfg.env_order != "random")
-    return fail(ErrorKind::invalid, "'env.order' must be sequential or random");
   // Beside a SQLite file; "korch.serve" in the working directory for a URL.
   if (cfg.state_dir.empty())
     cfg.state_dir = cfg.db.find("://") == std::string::npos ? cfg.db + ".serve" : "korch.serve";
