@@ -832,7 +832,18 @@ TEST_F(ServeApi, ExportStreamsWhatKorchExportWrites) {
   r = cli.Get("/api/campaigns/c-nope/export");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
+  auto eta = [](httplib::Client& c, const std::string& campaign) {
+    return body_json(c.Get(("/api/campaigns/" + campaign).c_str()))["progress"]["eta_s"];
+  };
+  EXPECT_EQ(eta(cli, id), 0.0);
   EXPECT_EQ(m_serve.terminate(), 0) << m_serve.err();
+  // A finished campaign's eta_s is 0 in a daemon that did not run it too
+  // (issue 48: it read -1, "unknown", there).
+  ServeProcess again;
+  ASSERT_TRUE(start_with_token(again, m_dir, m_db, {})) << again.err();
+  auto cli2 = again.client(k_token);
+  EXPECT_EQ(eta(cli2, id), 0.0);
+  EXPECT_EQ(again.terminate(), 0) << again.err();
 }
 
 // A JSON Schema check of the subset docs/openapi.json uses: $ref (local),
