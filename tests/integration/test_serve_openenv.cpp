@@ -158,11 +158,11 @@ TEST(ServeOpenEnv, Base64TokenFromAFileWorksInTheClientUrlAndCurl) {
   const auto token_file = d + "/token";
   write_text(token_file, token + "\n");
   ServeProcess serve;
-  ASSERT_TRUE(serve.start(
-      d, d + "/env.db",
-      {"--env-listen", "127.0.0.1:0", "--token-file", token_file, "--env-tasks-dir",
-       KORCH_EXAMPLES_DIR "/tasks", "--env-ids", "1-3", "--evaluator-mock-latency-s", "0.05"},
-      {{"KORCH_API_TOKEN", env_token}}))
+  ASSERT_TRUE(serve.start(d, d + "/env.db",
+                          {"--env-listen", "127.0.0.1:0", "--token-file", token_file,
+                           "--env-tasks-dir", KORCH_EXAMPLES_DIR "/tasks", "--env-ids", "1-3",
+                           "--evaluator-mock-latency-s", "0.05", "--log-level", "debug"},
+                          {{"KORCH_API_TOKEN", env_token}}))
       << serve.err();
   auto log = serve.err();
   EXPECT_NE(log.find("bearer token required, from " + token_file), std::string::npos) << log;
@@ -214,7 +214,10 @@ TEST(ServeOpenEnv, Base64TokenFromAFileWorksInTheClientUrlAndCurl) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400) << r->body;
   EXPECT_EQ(serve.terminate(), 0) << serve.err();
+  // Logged at debug, the URLs carry it redacted: no piece of it ("+", "/" included).
   EXPECT_EQ(serve.err().find(token), std::string::npos);
+  EXPECT_EQ(serve.err().find("Cd0Ef12"), std::string::npos);
+  EXPECT_NE(serve.err().find("token=[redacted]"), std::string::npos);
 }
 
 TEST(ServeOpenEnv, HttpRoutes) {
