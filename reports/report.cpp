@@ -262,7 +262,9 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
     eval_s_of[e.episode_id] += rep.value("wall_s", 0.0);
     const bool mock = rep.value("mock", false);
     report.mock = report.mock || mock;
-    mode_of_request[e.request_id] = mock ? std::string("mock") : rep.value("mode", std::string());
+    // A report of an older korch may name no mode: "unknown", never "".
+    std::string mode = mock ? std::string("mock") : rep.value("mode", std::string());
+    mode_of_request[e.request_id] = mode.empty() ? "unknown" : mode;
   }
 
   std::map<std::string, const store::FinalRow*> final_by_ep;
