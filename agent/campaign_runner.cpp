@@ -352,8 +352,9 @@ class Runner {
     m_progress.elapsed_s = now_mono() - m_start_mono;
     auto done_now = m_progress.final - m_final_at_start;
     auto remaining = m_progress.episodes - m_progress.final;
-    m_progress.eta_s =
-        done_now > 0 ? m_progress.elapsed_s / static_cast<double>(done_now) * remaining : -1;
+    m_progress.eta_s = eta_of(
+        m_progress,
+        done_now > 0 ? m_progress.elapsed_s / static_cast<double>(done_now) * remaining : -1);
     if (m_options.on_progress) m_options.on_progress(m_progress);
   }
 

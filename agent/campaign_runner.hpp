@@ -33,8 +33,15 @@ struct Progress {
   std::int64_t tokens = 0;
   double cost_usd = 0;
   double elapsed_s = 0;  // this run
-  double eta_s = -1;     // -1 = unknown
+  double eta_s = -1;     // -1 = unknown; 0 once every episode is final (eta_of)
 };
+
+// The estimate a progress report carries: 0 once every episode is final
+// (whichever process finished them), else `estimate` (-1 = unknown). The
+// runner's progress and the daemon's merged one both go through it.
+inline double eta_of(const Progress& p, double estimate) {
+  return p.episodes > 0 && p.final >= p.episodes ? 0.0 : estimate;
+}
 
 struct RunOptions {
   std::string owner;  // "<host>:<pid>:<nonce>", holder of the campaign lease

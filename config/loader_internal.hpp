@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/loader.hpp"
+#include "util/did_you_mean.hpp"
 
 namespace korch::config::detail {
 
@@ -84,12 +85,9 @@ const Spec<Struct>* find_spec(const std::vector<Spec<Struct>>& specs, std::strin
   return nullptr;
 }
 
-// The closest candidate to `key`, or "" when none is close. A candidate whose
-// last dotted segment equals `key` ("mode" -> "evaluator.mode") also counts.
-std::string closest(std::string_view key, const std::vector<std::string>& candidates);
-
-// " (did you mean 'x'?)" for the closest candidate, or "".
-std::string suggestion(std::string_view key, const std::vector<std::string>& candidates);
+// Did-you-mean (util/did_you_mean.hpp), the one rule for every name.
+using korch::closest;
+using korch::suggestion;
 
 // What a value of type `t` must be, for messages: "an integer", ...
 const char* type_phrase(KeyType t);

@@ -1,7 +1,9 @@
 #include "daemon/daemon.hpp"
 
 #include <fmt/format.h>
+
 #include <unistd.h>
+#include <regex>
 
 #include <chrono>
 #include <cstdlib>
@@ -387,7 +389,7 @@ agent::Progress Daemon::merged_progress(const Campaign& c) const {
   // this process knows (episodes in flight, the estimate) from its own.
   agent::Progress p = c.stored_at >= 0 ? progress_of(c.stored) : c.progress;
   p.running = c.progress.running;
-  p.eta_s = c.progress.eta_s;
+  p.eta_s = agent::eta_of(p, c.progress.eta_s);
   p.elapsed_s = c.driven_before_s + (c.run_started >= 0 ? now_mono() - c.run_started : 0);
   return p;
 }
@@ -666,12 +668,25 @@ Reply Daemon::episode(const std::string& episode_id) {
 Result<config::Task> Daemon::resolve_task(const nlohmann::json& spec) {
   std::string path;
   int level = 0, number = 0;
+  std::string id;  // "L1/19_ReLU", the id an observation names: the task must be that one
   if (spec.is_string()) {
     auto s = spec.get<std::string>();
-    auto slash = s.find('/');
-    if (slash != std::string::npos && s.find_first_not_of("0123456789/") == std::string::npos) {
-      level = std::atoi(s.substr(0, slash).c_str());
-      number = std::atoi(s.substr(slash + 1).c_str());
+    static const std::regex k_level_number(R"(L?(\d+)/(\d+)(_[^/]*)?)");
+    std::smatch m;
+    if (std::regex_match(s, m, k_level_number)) {
+      level = std::atoi(m[1].str().c_str());
+      number = std::atoi(m[2].str().c_str());
+      if (m[3].matched) id = s;
+    } else if (!std::filesystem::exists(s) && !m_cfg.env_tasks_dir.empty()) {
+      // A task id of the pool's folder without a level ("1_ReLU_small").
+      config::TaskSelection sel;
+      sel.kernelbench_dir = m_cfg.env_tasks_dir;
+      sel.levels = m_cfg.env_levels;
+      if (auto tasks = config::load_tasks(sel)) {
+        for (auto& t : *tasks)
+          if (t.id == s) return t;
+      }
+      path = s;
     } else {
       path = s;
     }
@@ -687,7 +702,8 @@ Result<config::Task> Daemon::resolve_task(const nlohmann::json& spec) {
   if (!path.empty()) return config::load_task_file(path);
   if (level <= 0 || number <= 0) {
     return fail(ErrorKind::invalid,
-                "task: give {\"path\": FILE}, {\"level\": L, \"number\": N} or \"L/N\"");
+                "task: give {\"path\": FILE}, {\"level\": L, \"number\": N}, \"L/N\" or a task "
+                "id (\"L1/19_ReLU\")");
   }
   if (m_cfg.env_tasks_dir.empty()) {
     return fail(ErrorKind::invalid,
@@ -702,6 +718,12 @@ Result<config::Task> Daemon::resolve_task(const nlohmann::json& spec) {
   if (tasks->empty())
     return fail(ErrorKind::invalid,
                 fmt::format("task: no task {}/{} in {}", level, number, sel.kernelbench_dir));
+  auto stem = [](const std::string& x) { return x.substr(x.rfind('/') + 1); };
+  if (!id.empty() && stem(tasks->front().id) != stem(id)) {
+    return fail(ErrorKind::invalid,
+                fmt::format("task: no task {} in {} ({}/{} is {})", id, sel.kernelbench_dir, level,
+                            number, tasks->front().id));
+  }
   return tasks->front();
 }
 
@@ -763,6 +785,7 @@ nlohmann::json Daemon::progress_snapshot() {
                    {"name", c->name},
                    {"state", to_string(c->state)},
                    {"phase", to_string(c->phase)},
+                   {"evaluator", std::string(config::to_string(c->cfg.evaluator.mode))},
                    {"progress", progress_json(p)}});
     m_metrics.set_campaign(c->name, c->state, p);
   }

@@ -4,7 +4,9 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <optional>
 #include <regex>
@@ -101,13 +103,6 @@ class SinkBuf final : public std::streambuf {
   httplib::DataSink& m_sink;
   std::vector<char> m_buf;
 };
-
-bool constant_time_equal(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char d = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return d == 0;
-}
 
 // "/api/campaigns/{id}" -> R"(/api/campaigns/([^/]+))"
 std::string to_regex(const std::string& path) {
@@ -210,7 +205,8 @@ struct HttpApi::Impl {
   std::optional<Reply> refuse_unauthorized(const httplib::Request& req) const {
     if (token.empty() || is_public(req.path)) return std::nullopt;
     auto h = req.get_header_value("Authorization");
-    if (h.rfind("Bearer ", 0) == 0 && constant_time_equal(h.substr(7), token)) return std::nullopt;
+    if (auto given = bearer_credentials(h); given && token_equal(*given, token))
+      return std::nullopt;
     return Reply::error(401, h.empty() ? "missing bearer token" : "wrong bearer token");
   }
 
@@ -339,12 +335,15 @@ struct HttpApi::Impl {
   // body is read (or skipped) first, as for a route.
   void fallbacks() {
     auto answer = [this](const httplib::Request& req, httplib::Response& res) {
-      bool other_method = false;
+      std::string allow;  // the path's methods, for the 405's Allow header (RFC 9110)
       for (auto& r : api_routes()) {
-        if (r.method != req.method && std::regex_match(req.path, std::regex(to_regex(r.path))))
-          other_method = true;
+        if (r.method != req.method && std::regex_match(req.path, std::regex(to_regex(r.path))) &&
+            allow.find(r.method) == std::string::npos)
+          allow += (allow.empty() ? "" : ", ") + r.method;
       }
+      const bool other_method = !allow.empty();
       if (auto denied = refuse_unauthorized(req); denied && other_method) return send(res, *denied);
+      if (other_method) res.set_header("Allow", allow);
       send(res, other_method
                     ? Reply::error(405, "method " + req.method + " not allowed on " + req.path)
                     : Reply::error(404, "no route " + req.method + " " + req.path));
@@ -531,9 +530,17 @@ Result<std::unique_ptr<HttpApi>> HttpApi::bind(Daemon& daemon, const std::string
       }));
   m.routes();
   m.fallbacks();
+  errno = 0;
   int port = at.port == 0 ? s.bind_to_any_port(at.host)
                           : (s.bind_to_port(at.host, at.port) ? at.port : -1);
-  if (port < 0) return fail(ErrorKind::unavailable, "cannot listen on " + cfg.listen);
+  if (port < 0) {
+    const int err = errno;  // httplib's bind() left it
+    return fail(
+        ErrorKind::unavailable,
+        "cannot listen on " + cfg.listen + ": " +
+            (err ? std::string(std::strerror(err)) : std::string("cannot bind")) +
+            (err == EADDRINUSE ? " (another process holds the port; pick one with --listen)" : ""));
+  }
   // httplib compiles in a backlog of 5; listen() again on the bound socket
   // raises it (Linux updates the backlog of a listening socket).
   if (m.listen_fd >= 0) ::listen(m.listen_fd, cfg.listen_backlog);

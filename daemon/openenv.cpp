@@ -99,8 +99,9 @@ struct EnvEpisode {
   nlohmann::json pick;  // how reset chose the task (the observation's metadata says it)
 };
 
-// "%2F" -> "/", "+" -> " " (a query value).
-std::string url_decode(const std::string& s) {
+// "%2F" -> "/", "+" -> " " (a query value); with plus_is_space false a "+"
+// stays "+" (a token: base64 has "+" and never a space).
+std::string url_decode(const std::string& s, bool plus_is_space = true) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
@@ -108,7 +109,7 @@ std::string url_decode(const std::string& s) {
       out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
       i += 2;
     } else {
-      out += s[i] == '+' ? ' ' : s[i];
+      out += s[i] == '+' && plus_is_space ? ' ' : s[i];
     }
   }
   return out;
@@ -135,9 +136,13 @@ Target parse_target(const std::string& target) {
       auto amp = query.find('&', pos);
       auto part = query.substr(pos, amp == std::string::npos ? query.npos : amp - pos);
       auto eq = part.find('=');
-      if (!part.empty())
-        t.params[url_decode(part.substr(0, eq))] =
-            eq == std::string::npos ? "" : url_decode(part.substr(eq + 1));
+      // The token as people write it: a base64 token's "+" is itself, not a
+      // space ("%2B" reads as "+" too), its "/" and "=" pass as they are.
+      if (!part.empty()) {
+        std::string name = url_decode(part.substr(0, eq));
+        t.params[name] =
+            eq == std::string::npos ? "" : url_decode(part.substr(eq + 1), name != "token");
+      }
       if (amp == std::string::npos) break;
       pos = amp + 1;
     }
@@ -557,7 +562,7 @@ struct EnvServer::Impl {
   bool authorized(const http::request<http::string_body>& req, const Target& t) const {
     if (token.empty()) return true;
     auto h = std::string(req[http::field::authorization]);
-    if (h.rfind("Bearer ", 0) == 0 && same(h.substr(7))) return true;
+    if (auto given = bearer_credentials(h); given && same(*given)) return true;
     if (t.token && same(*t.token)) return true;
     if (auto p = bearer_subprotocol(req); p && same(p->substr(7))) return true;
     return false;
@@ -580,12 +585,7 @@ struct EnvServer::Impl {
     return std::nullopt;
   }
 
-  bool same(const std::string& t) const {
-    if (t.size() != token.size()) return false;
-    unsigned char diff = 0;
-    for (std::size_t i = 0; i < t.size(); ++i) diff |= static_cast<unsigned char>(t[i] ^ token[i]);
-    return diff == 0;
-  }
+  bool same(const std::string& t) const { return token_equal(t, token); }
 
   void accept();
 };

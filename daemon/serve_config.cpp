@@ -3,12 +3,15 @@
 #include <arpa/inet.h>
 
 #include <toml++/toml.h>
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <type_traits>
 
 #include "config/vocabulary.hpp"
+#include "util/did_you_mean.hpp"
 #include "util/fs.hpp"
 
 namespace korch::daemon {
@@ -49,14 +52,15 @@ Result<void> to_double(const std::string& v, double& out) {
       return {};                                                                \
     }                                                                           \
   }
-#define KENUM(name, field, doc)                                                 \
-  Setter {                                                                      \
-    {name, "", doc}, [](ServeConfig& c, const std::string& v) -> Result<void> { \
-      auto e = config::from_string<std::remove_cvref_t<decltype(c.field)>>(v);  \
-      if (!e) return fail(ErrorKind::invalid, "unknown value '" + v + "'");     \
-      c.field = *e;                                                             \
-      return {};                                                                \
-    }                                                                           \
+#define KENUM(name, field, doc)                                                            \
+  Setter {                                                                                 \
+    {name, "", doc, enum_name_list<std::remove_cvref_t<decltype(ServeConfig{}.field)>>()}, \
+        [](ServeConfig& c, const std::string& v) -> Result<void> {                         \
+          auto e = config::from_string<std::remove_cvref_t<decltype(c.field)>>(v);         \
+          if (!e) return fail(ErrorKind::invalid, "unknown value '" + v + "'");            \
+          c.field = *e;                                                                    \
+          return {};                                                                       \
+        }                                                                                  \
   }
 #define KINT(name, field, doc)                                                                  \
   Setter {                                                                                      \
@@ -69,14 +73,14 @@ Result<void> to_double(const std::string& v, double& out) {
         [](ServeConfig& c, const std::string& v) -> Result<void> { return to_double(v, c.field); } \
   }
 
-#define KBOOL(name, field, doc)                                                     \
-  Setter {                                                                          \
-    {name, "", doc}, [](ServeConfig& c, const std::string& v) -> Result<void> {     \
-      if (v != "true" && v != "false")                                              \
-        return fail(ErrorKind::invalid, "must be true or false (got '" + v + "')"); \
-      c.field = v == "true";                                                        \
-      return {};                                                                    \
-    }                                                                               \
+#define KBOOL(name, field, doc)                                                                    \
+  Setter {                                                                                         \
+    {name, "", doc, {"true", "false"}}, [](ServeConfig& c, const std::string& v) -> Result<void> { \
+      if (v != "true" && v != "false")                                                             \
+        return fail(ErrorKind::invalid, "must be true or false (got '" + v + "')");                \
+      c.field = v == "true";                                                                       \
+      return {};                                                                                   \
+    }                                                                                              \
   }
 
 const std::vector<Setter>& setters() {
@@ -160,6 +164,8 @@ const std::vector<Setter>& setters() {
               "(postgres:// db); a submitted campaign follows its own evaluator.remote."),
     };
     for (auto& s : t) {
+      if (s.key.name == "log_level") s.key.choices = enum_name_list<config::LogLevel>();
+      if (s.key.name == "env.order") s.key.choices = {"sequential", "random"};
       std::string f = "--" + s.key.name;
       for (auto& ch : f) {
         if (ch == '_' || ch == '.') ch = '-';
@@ -176,6 +182,25 @@ const Setter* find_setter(const std::string& name) {
     if (s.key.name == name || s.key.flag == name) return &s;
   }
   return nullptr;
+}
+
+// " (did you mean 'x'?)" among the keys, or the flags for a "--" name.
+std::string key_suggestion(const std::string& name) {
+  std::vector<std::string> names;
+  for (auto& s : setters()) names.push_back(name.starts_with("--") ? s.key.flag : s.key.name);
+  return suggestion(name, names);
+}
+
+// Sets one key; a key with a closed list of values names them.
+Result<void> set_value(const Setter& s, ServeConfig& cfg, const std::string& value) {
+  const auto& choices = s.key.choices;
+  if (!choices.empty() && std::find(choices.begin(), choices.end(), value) == choices.end()) {
+    std::string list;
+    for (auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+    return fail(ErrorKind::invalid,
+                "must be one of " + list + ", not '" + value + "'" + suggestion(value, choices));
+  }
+  return s.set(cfg, value);
 }
 
 std::string node_text(const toml::node& n) {
@@ -202,9 +227,9 @@ Result<void> walk(const toml::table& t, const std::string& prefix, const std::st
     auto* s = find_setter(name);
     if (!s) {
       return fail(ErrorKind::invalid, file + ":" + std::to_string(v.source().begin.line) +
-                                          ": unknown key '" + name + "'");
+                                          ": unknown key '" + name + "'" + key_suggestion(name));
     }
-    if (auto r = s->set(cfg, node_text(v)); !r) {
+    if (auto r = set_value(*s, cfg, node_text(v)); !r) {
       return fail(ErrorKind::invalid, file + ":" + std::to_string(v.source().begin.line) + ": '" +
                                           name + "' " + r.error().message);
     }
@@ -241,9 +266,15 @@ Result<ServeConfig> load_serve_config(const std::string& file,
   for (auto& [flag, value] : flags) {
     if (flag == "--config" || flag == "--help") continue;
     auto* s = find_setter(flag);
-    if (!s) return fail(ErrorKind::invalid, "unknown flag " + flag);
-    if (auto r = s->set(cfg, value); !r)
-      return fail(ErrorKind::invalid, flag + ": " + r.error().message);
+    const bool is_flag = flag.starts_with("--");
+    if (!s) {
+      return fail(ErrorKind::invalid, (is_flag ? "unknown flag " : "unknown key '") + flag +
+                                          (is_flag ? "" : "'") + key_suggestion(flag) +
+                                          " (korch serve --print-keys lists them)");
+    }
+    if (auto r = set_value(*s, cfg, value); !r)
+      return fail(ErrorKind::invalid,
+                  (is_flag ? flag : "'" + flag + "'") + " " + r.error().message);
   }
   if (cfg.http_threads < 2) return fail(ErrorKind::invalid, "'http_threads' must be >= 2");
   if (cfg.sse_max_clients >= cfg.http_threads) {
@@ -254,8 +285,6 @@ Result<ServeConfig> load_serve_config(const std::string& file,
     return fail(ErrorKind::invalid, "'max_body_bytes' must be >= 1024");
   if (cfg.env_max_sessions < 1) return fail(ErrorKind::invalid, "'env.max_sessions' must be >= 1");
   if (cfg.env_max_turns < 1) return fail(ErrorKind::invalid, "'env.max_turns' must be >= 1");
-  if (cfg.env_order != "sequential" && cfg.env_order != "random")
-    return fail(ErrorKind::invalid, "'env.order' must be sequential or random");
   // Beside a SQLite file; "korch.serve" in the working directory for a URL.
   if (cfg.state_dir.empty())
     cfg.state_dir = cfg.db.find("://") == std::string::npos ? cfg.db + ".serve" : "korch.serve";
@@ -271,9 +300,11 @@ Result<ServeConfig> load_serve_config(const std::string& file,
 }
 
 Result<Token> load_token(const ServeConfig& cfg) {
-  if (const char* t = std::getenv("KORCH_API_TOKEN"); t && *t)
-    return Token{std::string(t), "KORCH_API_TOKEN"};
-  if (cfg.token_file.empty()) return Token{};
+  if (cfg.token_file.empty()) {
+    if (const char* t = std::getenv("KORCH_API_TOKEN"); t && *t)
+      return Token{std::string(t), "KORCH_API_TOKEN"};
+    return Token{};
+  }
   std::ifstream in(cfg.token_file);
   if (!in) return fail(ErrorKind::invalid, cfg.token_file + ": cannot read the token file");
   std::string line;
@@ -301,6 +332,25 @@ Result<void> check_token(const ServeConfig& cfg, const Token& token) {
                     std::to_string(k_min_token_chars) + " or more");
   }
   return {};
+}
+
+std::optional<std::string> bearer_credentials(std::string_view h) {
+  constexpr std::string_view k_scheme = "bearer";
+  if (h.size() <= k_scheme.size() || h[k_scheme.size()] != ' ') return std::nullopt;
+  for (std::size_t i = 0; i < k_scheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(h[i])) != k_scheme[i]) return std::nullopt;
+  }
+  auto rest = h.substr(k_scheme.size());
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  while (!rest.empty() && rest.back() == ' ') rest.remove_suffix(1);
+  return std::string(rest);
+}
+
+bool token_equal(std::string_view given, std::string_view token) {
+  unsigned char diff = given.size() == token.size() ? 0 : 1;
+  for (std::size_t i = 0; i < token.size(); ++i)
+    diff |= static_cast<unsigned char>((i < given.size() ? given[i] : 0) ^ token[i]);
+  return diff == 0;
 }
 
 Result<HostPort> split_host_port(const std::string& address) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/campaign.hpp"
@@ -63,11 +64,14 @@ struct ServeKey {
   std::string name;  // "listen", "env.max_sessions", "evaluator.mode"
   std::string flag;  // "--listen", "--env-max-sessions", "--evaluator-mode"
   std::string doc;
+  std::vector<std::string> choices;  // the values it takes, when a closed list
 };
 const std::vector<ServeKey>& serve_keys();
 
-// Loads `file` (if not empty) then applies `flags` (flag name -> value).
-// Fails with one line naming the file, the key or the flag.
+// Loads `file` (if not empty) then applies `flags` (a flag "--env-max-sessions"
+// or a key "env.max_sessions", as `--set KEY=VALUE` gives it -> value). Fails
+// with one line naming the file, the key or the flag, the closest key of an
+// unknown one and the choices of a closed list.
 Result<ServeConfig> load_serve_config(const std::string& file,
                                       const std::multimap<std::string, std::string>& flags);
 
@@ -81,14 +85,22 @@ struct Token {
 // The shortest token a daemon listening beyond loopback accepts.
 inline constexpr std::size_t k_min_token_chars = 16;
 
-// The token: KORCH_API_TOKEN, else the first line of token_file (an empty
-// first line is an error). No token at all is Token{}.
+// The token: the first line of token_file when one is set (an empty first
+// line is an error), else KORCH_API_TOKEN; the flag beats the environment,
+// as everywhere. No token at all is Token{}.
 Result<Token> load_token(const ServeConfig& cfg);
 
 // One rule, wherever the token came from: a daemon with a listener beyond
 // loopback (API or OpenEnv) needs a token of at least k_min_token_chars; on
 // loopback any token, or none, will do.
 Result<void> check_token(const ServeConfig& cfg, const Token& token);
+
+// The credentials of an Authorization header value of the Bearer scheme
+// ("Bearer T", "bearer T": RFC 7235 schemes are case-insensitive), or nullopt.
+std::optional<std::string> bearer_credentials(std::string_view authorization);
+
+// Whether `given` is the token, compared in constant time (of the token's length).
+bool token_equal(std::string_view given, std::string_view token);
 
 // "127.0.0.1:8765" -> host, port. Fails on a bad address.
 Result<HostPort> split_host_port(const std::string& address);

@@ -64,6 +64,7 @@ json model_json(const ModelReport& m) {
   jm["completion_tokens"] = m.completion_tokens;
   jm["cost_usd"] = m.cost_usd;
   jm["speedups"] = m.speedups;
+  jm["verdicts"] = m.verdicts;
   return jm;
 }
 
@@ -80,6 +81,11 @@ json point_json(const CurvePoint& p) {
 json report_json(const CampaignReport& r) {
   json j;
   j["campaign"] = {{"id", r.campaign_id}, {"name", r.campaign_name}};
+  j["mock"] = r.mock;
+  j["label"] = r.mock ? k_mock_label : "";
+  j["evaluators"] = r.evaluators;
+  j["verdicts"] = r.verdicts;
+  j["task_verdicts"] = r.task_verdicts;
   j["thresholds"] = report_thresholds();
   json models = json::object();
   for (auto& m : r.models) models[m.model_id] = model_json(m);
@@ -87,17 +93,10 @@ json report_json(const CampaignReport& r) {
   j["tasks"] = r.tasks;
   json eps = json::array();
   for (auto& e : r.episodes) {
-    json je = {{"id", e.id},
-               {"task_id", e.task_id},
-               {"model_id", e.model_id},
-               {"sample", e.sample},
-               {"status", e.status},
-               {"reason", e.reason},
-               {"verdict", e.verdict},
-               {"correct", e.correct},
-               {"tokens", e.tokens},
-               {"cost_usd", e.cost_usd},
-               {"round", e.round}};
+    json je = {{"id", e.id},           {"task_id", e.task_id},     {"model_id", e.model_id},
+               {"sample", e.sample},   {"status", e.status},       {"reason", e.reason},
+               {"verdict", e.verdict}, {"evaluator", e.evaluator}, {"correct", e.correct},
+               {"tokens", e.tokens},   {"cost_usd", e.cost_usd},   {"round", e.round}};
     je["speedup"] = e.speedup ? json(*e.speedup) : json(nullptr);
     je["seed_episode_id"] = e.seed_episode_id.empty() ? json(nullptr) : json(e.seed_episode_id);
     eps.push_back(std::move(je));
@@ -254,11 +253,18 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
     report.strategy.decisions = static_cast<int>(keys.size());
   }
   std::map<std::string, double> cost_of, eval_s_of;
+  std::map<std::string, std::string> mode_of_request;  // request id -> the evaluator that judged it
   for (auto& c : *calls) cost_of[c.episode_id] += c.cost_usd;
   for (auto& e : *evals) {
     if (e.state != store::EvalState::done) continue;
     auto rep = json::parse(e.report_json, nullptr, false);
-    if (rep.is_object()) eval_s_of[e.episode_id] += rep.value("wall_s", 0.0);
+    if (!rep.is_object()) continue;
+    eval_s_of[e.episode_id] += rep.value("wall_s", 0.0);
+    const bool mock = rep.value("mock", false);
+    report.mock = report.mock || mock;
+    // A report of an older korch may name no mode: "unknown", never "".
+    std::string mode = mock ? std::string("mock") : rep.value("mode", std::string());
+    mode_of_request[e.request_id] = mode.empty() ? "unknown" : mode;
   }
 
   std::map<std::string, const store::FinalRow*> final_by_ep;
@@ -298,6 +304,14 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
       es.verdict = f.verdict;
       es.correct = f.correct;
       es.speedup = f.speedup;
+      if (auto mode = mode_of_request.find(f.request_id); mode != mode_of_request.end()) {
+        es.evaluator = mode->second;
+        ++report.evaluators[mode->second];
+      }
+      const std::string verdict = f.verdict.empty() ? "none" : f.verdict;
+      ++m.verdicts[verdict];
+      ++report.verdicts[verdict];
+      ++report.task_verdicts[ep.task_id][verdict];
       if (f.correct) {
         ++m.correct;
         ++task.second;
@@ -364,11 +378,23 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
   return report;
 }
 
+namespace {
+
+// "compile_error 2, ok 3"
+std::string verdict_text(const VerdictCounts& v) {
+  std::string out;
+  for (auto& [name, n] : v) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, n);
+  return out.empty() ? "none yet" : out;
+}
+
+}  // namespace
+
 std::string render_text(const CampaignReport& report) {
   std::string text;
   for (auto& m : report.models) {
     text += fmt::format("model {}: {} episodes, {} finished, {} correct\n", m.model_id, m.episodes,
                         m.finished, m.correct);
+    text += "  verdicts: " + verdict_text(m.verdicts) + "\n";
     text += "  fast_p:";
     for (auto& [p, v] : m.fast_p) text += fmt::format(" {}={:.3f}", fast_key(p), v);
     text += "\n";
@@ -382,6 +408,16 @@ std::string render_text(const CampaignReport& report) {
                         m.cost_usd);
   }
   if (text.empty()) return "no episodes\n";
+  std::string head;
+  if (report.mock) head += std::string(k_mock_label) + "\n";
+  std::string by_evaluator;
+  for (auto& [mode, n] : report.evaluators)
+    by_evaluator += fmt::format("{}{} {}", by_evaluator.empty() ? "" : ", ", mode, n);
+  if (!by_evaluator.empty()) head += "results by evaluator: " + by_evaluator + "\n";
+  head += "verdicts: " + verdict_text(report.verdicts) + "\n";
+  text = head + text;
+  for (auto& [task, v] : report.task_verdicts)
+    text += fmt::format("task {}: verdicts {}\n", task, verdict_text(v));
   const auto& st = report.strategy;
   // Numbers only after "|" and "fast_1:": the model blocks' "fast_p=" pairs stay the only ones.
   text += fmt::format(
@@ -417,14 +453,20 @@ std::string render_text(const CampaignReport& report) {
 std::string render_json(const CampaignReport& report) { return report_json(report).dump(2); }
 
 std::string render_html(const CampaignReport& report) {
-  auto title =
-      "korch report: " + (report.campaign_name.empty() ? report.campaign_id : report.campaign_name);
+  auto title = "korch report: " +
+               (report.campaign_name.empty() ? report.campaign_id : report.campaign_name) +
+               (report.mock ? " (MOCK)" : "");
   std::string page;
   page += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   page += "<title>" + html_escape(title) + "</title>\n";
   page += "<style>\n" + asset_text("style.css") + "\n</style>\n</head>\n<body>\n";
   page += "<h1>" + html_escape(title) + "</h1>\n";
+  // In the page itself, not only drawn by the script: a reader without
+  // JavaScript (or grep) sees it too.
+  if (report.mock)
+    page +=
+        "<p class=\"mock-banner\" id=\"korch-mock-label\">" + std::string(k_mock_label) + "</p>\n";
   page += "<div id=\"korch-report\"></div>\n";
   page += "<noscript><pre>" + html_escape(render_text(report)) + "</pre></noscript>\n";
   page += "<script id=\"korch-report-data\" type=\"application/json\">" +

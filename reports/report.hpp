@@ -6,6 +6,7 @@
 // rendered as text, JSON or one self-contained HTML page; the JSON form is
 // what the HTML page and the dashboard plot (reports/web/plots.js).
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,6 +17,15 @@
 #include "util/error.hpp"
 
 namespace korch::reports {
+
+// How many episodes ended with each verdict: the verdict names of
+// evaluator/protocol/protocol.json (docs/rules.md's words: ok, compile_error,
+// incorrect, timeout, no_kernel, rule_violation, ...); "none" for an episode
+// that ended without a judged submission (its end reason says why).
+using VerdictCounts = std::map<std::string, std::int64_t>;
+
+// The word every rendering puts beside numbers a mock evaluator made up.
+inline constexpr const char* k_mock_label = "MOCK evaluator: fake verdicts and speedups";
 
 struct ModelReport {
   std::string model_id;
@@ -28,6 +38,7 @@ struct ModelReport {
   std::int64_t llm_calls = 0, dup_possible_calls = 0, prompt_tokens = 0, completion_tokens = 0;
   double cost_usd = 0;
   std::vector<double> speedups;  // correct submissions, ascending
+  VerdictCounts verdicts;
 };
 
 struct EpisodeStatus {
@@ -37,6 +48,7 @@ struct EpisodeStatus {
   std::string reason, verdict;  // of the final row; "" before it
   bool correct = false;
   std::optional<double> speedup;
+  std::string evaluator;  // the mode that judged the final submission (mock|cpu|gpu); "" if none
   std::int64_t tokens = 0;
   double cost_usd = 0;
   // Strategies (agent/strategy.hpp): the round that started the episode (0
@@ -77,6 +89,10 @@ struct CampaignReport {
   std::vector<std::string> tasks;       // natural order ("2" before "10")
   std::vector<EpisodeStatus> episodes;  // by task, model, sample
   StrategyReport strategy;
+  VerdictCounts verdicts;                              // the whole campaign
+  std::map<std::string, VerdictCounts> task_verdicts;  // by task
+  std::map<std::string, std::int64_t> evaluators;      // final results by evaluator mode
+  bool mock = false;  // a mock evaluator judged any of its evaluations
 };
 
 // The usual fast_p thresholds: 0, 0.5, 0.8, 1, 1.5, 2.
@@ -84,11 +100,13 @@ const std::vector<double>& report_thresholds();
 
 Result<CampaignReport> build_report(store::Store& store, const std::string& campaign_id);
 
-// The text report (unchanged format: one block per model).
+// The text report: one block per model; a mock campaign's first line is
+// k_mock_label.
 std::string render_text(const CampaignReport& report);
-// {"campaign", "thresholds", "models": {id: {...}}, "tasks", "episodes",
+// {"campaign", "mock", "label", "evaluators", "verdicts", "task_verdicts",
+// "thresholds", "models": {id: {..., "verdicts"}}, "tasks", "episodes",
 // "strategy": {"kind", "decisions", "by_round": [...], "by_episode": [...]}};
-// docs/api.md describes it.
+// docs/api.md describes it. A mock campaign's "label" is k_mock_label.
 std::string render_json(const CampaignReport& report);
 // One self-contained page (inline CSS and JS, no external resource): the
 // speedup distribution, the fast_p curve, cost per model and the task grid.

@@ -1,5 +1,7 @@
 #include "reports/training_export.hpp"
 
+#include "reports/report.hpp"
+
 #include "reports/export.hpp"
 
 #include <algorithm>
@@ -174,11 +176,13 @@ Result<std::string> training_card(store::Store& store, const std::string& campai
   auto evals = store.list_evaluations(campaign_id);
   if (!evals) return std::unexpected(evals.error());
   std::set<std::string> versions, modes;
+  bool mock = false;
   for (const auto& e : *evals) {
     if (e.state != store::EvalState::done) continue;
     versions.insert(e.evaluator_version);
     auto rep = json::parse(e.report_json, nullptr, false);
     if (rep.is_object()) modes.insert(rep.value("mode", ""));
+    if (rep.is_object()) mock = mock || rep.value("mock", false);
   }
   json config = json::parse((*c)->config_json, nullptr, false);
   // The target device as the system prompt named it (every episode's is the same).
@@ -195,6 +199,9 @@ Result<std::string> training_card(store::Store& store, const std::string& campai
   json card = {
       {"campaign_id", campaign_id},
       {"campaign", (*c)->name},
+      // A mock evaluator's verdicts and speedups are made up: the card says so first.
+      {"mock", mock},
+      {"label", mock ? k_mock_label : ""},
       {"format", o.format == TrainingFormat::sft ? "sft" : "rl"},
       {"filters",
        {{"correct_only", o.correct_only},

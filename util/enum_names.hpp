@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace korch {
 
@@ -71,6 +72,14 @@ constexpr std::optional<E> enum_from_name(std::string_view name) {
   for (const auto& [v, n] : EnumNames<E>::k_names)
     if (n == name) return v;
   return std::nullopt;
+}
+
+// The names in order, for a list of choices (a flag's, a help text's).
+template <NamedEnum E>
+std::vector<std::string> enum_name_list() {
+  std::vector<std::string> out;
+  for (const auto& [v, n] : EnumNames<E>::k_names) out.emplace_back(n);
+  return out;
 }
 
 // The names, quoted, for a message: "\"a\", \"b\" or \"c\"".

@@ -102,7 +102,9 @@
       div.dataset.state = c.state;
       div.dataset.final = p.final || 0;
       div.dataset.episodes = p.episodes || 0;
-      div.appendChild(h("div", "name", c.name));
+      const name = h("div", "name", c.name);
+      if (c.evaluator === "mock") name.appendChild(h("span", "mock-tag", "MOCK"));
+      div.appendChild(name);
       div.appendChild(h("div", "stats", `${c.state} · ${c.phase}`));
       const bar = h("div", "progress");
       const fill = h("div", "bar");
@@ -187,6 +189,9 @@
       if (id !== state.selected) return;
       state.reportVersion = version;
       KorchPlots.renderReport($("report"), report, {onEpisode: openEpisode});
+      // The header says it too, above every number of a mock campaign.
+      $("mock-label").hidden = !report.mock;
+      $("mock-label").textContent = report.mock ? report.label : "";
       $("report").dataset.version = String(version);  // the progress version it shows
     } catch (e) {
       $("report").textContent = `report: ${e.message}`;

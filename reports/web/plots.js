@@ -287,9 +287,10 @@
           const label = state === "fast" || state === "correct" ? (e.speedup != null ? `${fmt(e.speedup, 2)}×` : "✓")
                       : state === "incorrect" ? "✗" : state === "nosubmit" ? "–" : state === "running" ? "…" : "";
           const td = html("td", {class: `cell ${state}`, "data-episode": e.id, "data-status": e.status,
-                                 "data-state": state}, tr, label);
+                                 "data-state": state, "data-verdict": e.verdict || ""}, tr, label);
           td.title = `${e.id}\n${e.task_id} · ${e.model_id} · sample ${e.sample}\n${e.status}` +
                      (e.status === "final" ? ` · ${e.reason}${e.verdict ? " · " + e.verdict : ""}` : "") +
+                     (e.evaluator ? ` · ${e.evaluator} evaluator` : "") +
                      (e.speedup != null ? ` · ${fmt(e.speedup, 3)}×` : "");
           if (onEpisode) {
             td.classList.add("clickable");
@@ -299,7 +300,7 @@
       }
     }
     const key = html("div", {class: "grid-key"}, wrap);
-    for (const [cls, text] of [["fast", "correct, faster"], ["correct", "correct"], ["incorrect", "wrong"],
+    for (const [cls, text] of [["fast", "correct, faster"], ["correct", "correct"], ["incorrect", "not correct (Verdicts says why)"],
                                ["nosubmit", "no submission"], ["running", "running"], ["pending", "pending"]]) {
       html("span", {class: `cell ${cls}`}, key, " ");
       html("span", {class: "key-text"}, key, text);
@@ -307,11 +308,55 @@
     return wrap;
   }
 
-  function section(parent, title, content) {
+  // A section of the report; a mock campaign's says so in its title, so no
+  // plot or table of made-up numbers stands without the word.
+  function section(parent, title, content, report) {
     const s = html("section", {class: "panel"}, parent);
-    html("h2", {}, s, title);
+    const h2 = html("h2", {}, s, title);
+    if (report && report.mock) html("span", {class: "mock-tag", "data-mock-label": ""}, h2, "MOCK");
     s.appendChild(content);
     return s;
+  }
+
+  // Verdict counts (the names of docs/rules.md; "none": ended without a
+  // judged submission) for the campaign, each model and each task; a count
+  // is a link to the episodes that ended so, listed under the table.
+  function verdictTable(report, onEpisode) {
+    const wrap = html("div", {class: "verdicts", "data-plot": "verdicts"});
+    const names = Object.keys(report.verdicts || {}).sort();
+    if (!names.length) { html("p", {class: "muted"}, wrap, "no episode has ended yet"); return wrap; }
+    const t = html("table", {class: "summary verdict-table"}, wrap);
+    const head = html("tr", {}, html("thead", {}, t));
+    for (const h of ["", ...names]) html("th", {}, head, h);
+    const body = html("tbody", {}, t);
+    const list = html("div", {class: "verdict-episodes"}, wrap);
+    const show = (scope, key, verdict) => {
+      list.textContent = "";
+      const eps = (report.episodes || []).filter((e) => e.status === "final" &&
+        (e.verdict || "none") === verdict && (scope === "campaign" || e[scope === "model" ? "model_id" : "task_id"] === key));
+      html("div", {class: "stats"}, list, `${verdict}: ${eps.length} episode(s)${scope === "campaign" ? "" : " of " + key}`);
+      for (const e of eps) {
+        const b = html("button", {type: "button", class: "verdict-episode", "data-episode": e.id}, list,
+                       `${e.task_id} · ${e.model_id} · sample ${e.sample} · ${e.reason}` +
+                       (e.evaluator ? ` · ${e.evaluator}` : ""));
+        if (onEpisode) b.addEventListener("click", () => onEpisode(e.id));
+      }
+    };
+    const row = (scope, key, label, counts) => {
+      const tr = html("tr", {"data-scope": scope, "data-key": key}, body);
+      html("th", {}, tr, label);
+      for (const v of names) {
+        const n = (counts || {})[v] || 0;
+        const td = html("td", {class: "num", "data-verdict": v, "data-count": String(n)}, tr);
+        if (!n) { td.textContent = "0"; continue; }
+        const a = html("button", {type: "button", class: "link"}, td, String(n));
+        a.addEventListener("click", () => show(scope, key, v));
+      }
+    };
+    row("campaign", "", "campaign", report.verdicts);
+    for (const m of modelIds(report)) row("model", m, `model ${m}`, report.models[m].verdicts);
+    for (const task of report.tasks || []) row("task", task, `task ${task}`, (report.task_verdicts || {})[task]);
+    return wrap;
   }
 
   // The whole report into `root` (emptied first).
@@ -319,18 +364,25 @@
     opts = opts || {};
     root.textContent = "";
     root.classList.add("korch-report");
+    if (report.mock) html("p", {class: "mock-banner", "data-mock-label": ""}, root, report.label);
+    const evaluators = Object.entries(report.evaluators || {});
+    if (evaluators.length > 1)
+      html("p", {class: "stats", "data-evaluators": ""}, root,
+           "results by evaluator: " + evaluators.map(([m, n]) => `${m} ${n}`).join(", "));
     const plots = html("div", {class: "plots"}, root);
-    section(plots, "Speedup distribution", speedupHistogram(report));
-    section(plots, "fast_p", fastPCurve(report));
-    section(plots, "Cost", costBars(report));
+    section(plots, "Speedup distribution", speedupHistogram(report), report);
+    section(plots, "fast_p", fastPCurve(report), report);
+    section(plots, "Cost", costBars(report), report);
     for (const [axis, title] of [["cost_usd", "fast_1 against spend"], ["gpu_hours", "fast_1 against GPU-hours"],
                                  ["round", "fast_1 against rounds"]])
-      section(plots, title, strategyCurve(report, axis));
-    section(root, "Per model", summaryTable(report));
-    section(root, "Tasks", taskGrid(report, opts.onEpisode));
+      section(plots, title, strategyCurve(report, axis), report);
+    section(root, "Verdicts", verdictTable(report, opts.onEpisode), report);
+    section(root, "Per model", summaryTable(report), report);
+    section(root, "Tasks", taskGrid(report, opts.onEpisode), report);
     root.setAttribute("data-rendered", String((Number(root.getAttribute("data-rendered")) || 0) + 1));
   }
 
   global.KorchPlots = {renderReport, speedupHistogram, fastPCurve, costBars, strategyCurve, summaryTable, taskGrid,
+                       verdictTable,
                        cellState, fmt};
 })(typeof window !== "undefined" ? window : globalThis);

@@ -24,7 +24,10 @@ What that source does, and this client does the same:
 On Debian's python3-websockets (10.x: websockets.connect; OpenEnv imports the
 same function as websockets.asyncio.client.connect from websockets >= 13).
 
-usage: openenv_protocol_client.py BASE_URL TOKEN
+usage: openenv_protocol_client.py BASE_URL TOKEN [WAYS]
+WAYS: the ways to send the token, comma-separated (default: query, ws_query,
+header, subprotocol; header_lower sends "Authorization: bearer T"). The token
+goes into the URLs as it is, never URL-encoded, as a user pastes it.
 Prints one JSON line with what it saw; exits non-zero on the first surprise."""
 import asyncio
 import json
@@ -159,17 +162,27 @@ async def episode(client, seen, key):
 
 async def main():
     base, token = sys.argv[1].rstrip("/"), sys.argv[2]
+    ways = sys.argv[3].split(",") if len(sys.argv) > 3 else ["query", "ws_query", "header", "subprotocol"]
     seen = {"openenv_commit": OPENENV_COMMIT}
-    # 1. As OpenEnv's client is: the token in base_url's query. The client
-    #    appends "/ws", so the request target is "/?token=T/ws".
-    await episode(ProtocolClient(f"{base}/?token={token}"), seen, "query")
-    # 2. The explicit form of the same: /ws?token=T (a client that sets its URL).
-    c = ProtocolClient(base)
-    c._ws_url = f"{convert_to_ws_url(base)}/ws?token={token}"
-    await episode(c, seen, "ws_query")
-    # 3. A header, 4. a subprotocol.
-    await episode(ProtocolClient(base, extra_headers={"Authorization": f"Bearer {token}"}), seen, "header")
-    await episode(ProtocolClient(base, subprotocols=[f"bearer.{token}"]), seen, "subprotocol")
+    for way in ways:
+        if way == "query":
+            # 1. As OpenEnv's client is: the token in base_url's query. The
+            #    client appends "/ws", so the request target is "/?token=T/ws".
+            await episode(ProtocolClient(f"{base}/?token={token}"), seen, "query")
+        elif way == "ws_query":
+            # 2. The explicit form of the same: /ws?token=T (a client that sets its URL).
+            c = ProtocolClient(base)
+            c._ws_url = f"{convert_to_ws_url(base)}/ws?token={token}"
+            await episode(c, seen, "ws_query")
+        elif way in ("header", "header_lower"):
+            # 3. A header (the scheme in either case, RFC 7235).
+            scheme = "Bearer" if way == "header" else "bearer"
+            await episode(ProtocolClient(base, extra_headers={"Authorization": f"{scheme} {token}"}), seen, way)
+        elif way == "subprotocol":
+            # 4. A subprotocol.
+            await episode(ProtocolClient(base, subprotocols=[f"bearer.{token}"]), seen, "subprotocol")
+        else:
+            expect(False, f"unknown way {way}")
     # Without a token, or with a wrong one: refused at the handshake (HTTP 401).
     for key, url in (("no_token", base), ("wrong_token", f"{base}/?token=wrong-{token}")):
         try:

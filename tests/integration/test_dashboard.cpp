@@ -8,6 +8,8 @@
 // without a token, embedded, with a CSP that allows no other origin.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <regex>
 #include <set>
 
@@ -230,6 +232,38 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   }
   EXPECT_EQ(plots["cost_bars"].size(), 2u);
   EXPECT_EQ(plots["summary_rows"], 2);
+
+  // Issue 48: a mock campaign says so in the header (shown, in the
+  // screenshots' first screen), above the report and on every panel.
+  const std::string label = "MOCK evaluator: fake verdicts and speedups";
+  EXPECT_EQ(plots["mock_header"]["text"], label) << plots["mock_header"];
+  EXPECT_FALSE(plots["mock_header"]["hidden"].get<bool>());
+  EXPECT_GT(plots["mock_header"]["height"].get<double>(), 0);
+  EXPECT_LT(plots["mock_header"]["top"].get<double>(), 900);
+  EXPECT_EQ(plots["mock_banner"], label);
+  // Both campaigns of the list (mock ones) carry the tag.
+  EXPECT_EQ(plots["campaign_cards_mock"], nlohmann::json({true, true}));
+  ASSERT_GE(plots["panels"].size(), 9u) << plots["panels"];
+  for (auto& p : plots["panels"]) EXPECT_TRUE(p["mock"].get<bool>()) << p;
+  // Verdict counts per campaign, model and task: the store's, by own SQL.
+  std::map<std::string, std::map<std::string, std::int64_t>> shown_counts, stored_counts;
+  for (auto& v : plots["verdicts"]) {
+    const std::string scope = v["scope"].get<std::string>() + ":" + v["key"].get<std::string>();
+    if (v["count"].get<std::int64_t>() > 0) shown_counts[scope][v["verdict"]] = v["count"];
+  }
+  const std::string verdict = "CASE WHEN f.verdict = '' THEN 'none' ELSE f.verdict END";
+  const std::string of_watched =
+      " FROM finals f JOIN episodes e ON e.id = f.episode_id JOIN campaigns c ON c.id = "
+      "e.campaign_id WHERE c.name = 'watched' GROUP BY 1, 2";
+  for (auto& [scope, column] :
+       {std::pair{"campaign:", "''"}, {"model:", "e.model_id"}, std::pair{"task:", "e.task_id"}}) {
+    for (auto& row : query(d + "/dash.db", std::string("SELECT ") + column + ", " + verdict +
+                                               ", COUNT(*)" + of_watched))
+      stored_counts[scope + row[0]][row[1]] = std::stoll(row[2]);
+  }
+  EXPECT_EQ(shown_counts, stored_counts);
+  EXPECT_EQ(seen["verdict_click"]["listed"], seen["verdict_click"]["count"])
+      << seen["verdict_click"];
   auto eps = body_json(cli.Get(("/api/campaigns/" + id + "/episodes").c_str()))["episodes"];
   ASSERT_EQ(eps.size(), 24u);
   std::set<std::string> api_ids, grid_ids;
@@ -281,7 +315,9 @@ TEST(Dashboard, ShowsARunningCampaignInHeadlessChromium) {
   }
   // The campaign completed (the page waited for it); the report route serves
   // what `korch report` prints for the same database, as JSON and as the page.
-  EXPECT_EQ(body_json(cli.Get(("/api/campaigns/" + id).c_str()))["state"], "completed");
+  auto done = body_json(cli.Get(("/api/campaigns/" + id).c_str()));
+  EXPECT_EQ(done["state"], "completed");
+  EXPECT_EQ(done["progress"]["eta_s"], 0.0) << done;  // finished: nothing left, not "unknown"
   auto api_report = body_json(cli.Get(("/api/campaigns/" + id + "/report").c_str()));
   auto [jrc, jtext] = run_capture(
       {KORCH_BIN, "report", "--db", d + "/dash.db", "--campaign", "watched", "--format", "json"},

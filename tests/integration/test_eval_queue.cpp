@@ -545,7 +545,7 @@ TEST_F(EvalQueue, RemoteEvaluatorOnSqliteIsAClearError) {
   EXPECT_NE(out.find("needs a PostgreSQL store"), std::string::npos) << out;
   auto [wrc, wout] = run_capture({KORCH_BIN, "worker", "--store", d + "/x.db"}, d);
   EXPECT_EQ(wrc, 2) << wout;
-  EXPECT_NE(wout.find("--store must name the PostgreSQL store"), std::string::npos) << wout;
+  EXPECT_NE(wout.find("--db must name the PostgreSQL store"), std::string::npos) << wout;
 }
 
 // A worker evaluates the request the coordinator sent, not the code and

@@ -5,7 +5,11 @@
 // headless and its plots are read back.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
 #include <cmath>
+#include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -110,7 +114,13 @@ TEST_F(Report, JsonCarriesTheTextNumbersAndTheStores) {
       EXPECT_EQ(jm["correct"].get<int>(), std::stoi(m[4]));
       continue;
     }
-    ASSERT_FALSE(model.empty()) << line;
+    if (model.empty()) {
+      // Before the model blocks: the campaign's label and counts only.
+      EXPECT_TRUE(line.rfind("MOCK evaluator", 0) == 0 ||
+                  line.rfind("results by evaluator: ", 0) == 0 || line.rfind("verdicts: ", 0) == 0)
+          << line;
+      continue;
+    }
     auto& jm = j["models"][model];
     for (auto it = std::sregex_iterator(line.begin(), line.end(), kv); it != std::sregex_iterator();
          ++it) {
@@ -189,6 +199,126 @@ TEST_F(Report, JsonCarriesTheTextNumbersAndTheStores) {
   EXPECT_EQ(j["tasks"].size(), 4u);
 }
 
+// Issue 48: a mock campaign says so in every format (its numbers are made
+// up), and its verdict counts per campaign, model and task are the store's,
+// counted here with the test's own SQL.
+TEST_F(Report, EveryFormatSaysMockAndCountsVerdictsAsTheStoreDoes) {
+  const std::string label = "MOCK evaluator: fake verdicts and speedups";
+  auto [trc, text] = run_capture({KORCH_BIN, "report", s_toml}, dir());
+  ASSERT_EQ(trc, 0) << text;
+  EXPECT_EQ(text.substr(0, text.find('\n')), label) << text;
+  auto [jrc, jtext] = run_capture({KORCH_BIN, "report", s_toml, "--format", "json"}, dir());
+  ASSERT_EQ(jrc, 0) << jtext;
+  auto j = nlohmann::json::parse(jtext);
+  EXPECT_EQ(j["mock"], true);
+  EXPECT_EQ(j["label"], label);
+  const std::string page_path = dir() + "/mock.html";
+  auto [hrc, hout] =
+      run_capture({KORCH_BIN, "report", s_toml, "--format", "html", "--out", page_path}, dir());
+  ASSERT_EQ(hrc, 0) << hout;
+  const auto page = slurp(page_path);
+  EXPECT_NE(page.find("<p class=\"mock-banner\" id=\"korch-mock-label\">" + label + "</p>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<title>korch report: reported (MOCK)</title>"), std::string::npos);
+  auto [src, status] = run_capture({KORCH_BIN, "status", s_toml}, dir());
+  ASSERT_EQ(src, 0) << status;
+  EXPECT_NE(status.find("campaign reported (" + j["campaign"]["id"].get<std::string>() + ") [" +
+                        label + "]"),
+            std::string::npos)
+      << status;
+  const std::string card = dir() + "/mock-card.json";
+  auto [erc, eout] = run_capture({KORCH_BIN, "export", s_toml, "--format", "rl", "--out",
+                                  dir() + "/mock-rl.jsonl", "--card", card},
+                                 dir());
+  ASSERT_EQ(erc, 0) << eout;
+  auto c = nlohmann::json::parse(korch::read_file(card).value_or("{}"));
+  EXPECT_EQ(c["mock"], true);
+  EXPECT_EQ(c["label"], label);
+
+  // Verdict counts: the store's, by the test's own SQL.
+  using Counts = std::map<std::string, std::int64_t>;
+  auto counts = [](const std::vector<std::vector<std::string>>& rows) {
+    std::map<std::string, std::map<std::string, std::int64_t>> out;
+    for (auto& r : rows) out[r[0]][r[1]] = std::stoll(r[2]);
+    return out;
+  };
+  const std::string verdict = "CASE WHEN f.verdict = '' THEN 'none' ELSE f.verdict END";
+  auto by_campaign =
+      counts(query(s_db, "SELECT 'c', " + verdict + ", COUNT(*) FROM finals f GROUP BY 1, 2"));
+  auto by_model = counts(query(s_db, "SELECT e.model_id, " + verdict +
+                                         ", COUNT(*) FROM finals f JOIN episodes e ON e.id = "
+                                         "f.episode_id GROUP BY 1, 2"));
+  auto by_task = counts(query(s_db, "SELECT e.task_id, " + verdict +
+                                        ", COUNT(*) FROM finals f JOIN episodes e ON e.id = "
+                                        "f.episode_id GROUP BY 1, 2"));
+  ASSERT_FALSE(by_campaign["c"].empty());
+  EXPECT_EQ(j["verdicts"].get<Counts>(), by_campaign["c"]);
+  ASSERT_EQ(j["models"].size(), by_model.size());
+  for (auto& [model, v] : by_model)
+    EXPECT_EQ(j["models"][model]["verdicts"].get<Counts>(), v) << model;
+  ASSERT_EQ(j["task_verdicts"].size(), by_task.size());
+  for (auto& [task, v] : by_task) EXPECT_EQ(j["task_verdicts"][task].get<Counts>(), v) << task;
+  // The text names each count, as `korch status` does.
+  std::string line;
+  for (auto& [name, n] : by_campaign["c"])
+    line += (line.empty() ? "" : ", ") + name + " " + std::to_string(n);
+  EXPECT_NE(text.find("\nverdicts: " + line + "\n"), std::string::npos) << text;
+  EXPECT_NE(status.find("  verdicts: " + line + "\n"), std::string::npos) << status;
+
+  // Which evaluator judged each result: the store's evaluation report says.
+  auto modes = query(s_db,
+                     "SELECT f.episode_id, CASE WHEN json_extract(v.report_json, '$.mock') THEN "
+                     "'mock' ELSE json_extract(v.report_json, '$.mode') END FROM finals f JOIN "
+                     "evaluations v ON v.request_id = f.request_id WHERE v.state = 'done'");
+  ASSERT_FALSE(modes.empty());
+  std::map<std::string, std::string> mode_of;
+  for (auto& r : modes) mode_of[r[0]] = r[1];
+  for (auto& e : j["episodes"]) {
+    auto it = mode_of.find(e["id"].get<std::string>());
+    EXPECT_EQ(e["evaluator"], it == mode_of.end() ? "" : it->second) << e;
+  }
+  EXPECT_EQ(j["evaluators"], nlohmann::json({{"mock", modes.size()}}));
+}
+
+// A campaign whose results came from two evaluators says which came from
+// which: one final submission's evaluation row rewritten as a cpu evaluator
+// writes it (mode "cpu", mock false), in a copy of the store.
+TEST_F(Report, MixedEvaluatorsSayWhichResultCameFromWhich) {
+  const std::string copy = dir() + "/mixed.db";
+  std::filesystem::remove(copy);
+  sqlite3* h = nullptr;
+  auto exec = [&](const std::string& db, int flags, const std::string& sql) {
+    ASSERT_EQ(sqlite3_open_v2(db.c_str(), &h, flags, nullptr), SQLITE_OK);
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(h);
+  };
+  exec(s_db, SQLITE_OPEN_READONLY, "VACUUM INTO '" + copy + "'");
+  const auto judged = query(copy,
+                            "SELECT f.episode_id, f.request_id FROM finals f JOIN evaluations v ON "
+                            "v.request_id = f.request_id WHERE v.state = 'done' ORDER BY 1");
+  ASSERT_GE(judged.size(), 2u);
+  exec(copy, SQLITE_OPEN_READWRITE,
+       "UPDATE evaluations SET report_json = json_set(report_json, '$.mode', 'cpu', '$.mock', "
+       "json('false')) WHERE request_id = '" +
+           judged[0][1] + "'");
+  auto [jrc, jtext] = run_capture({KORCH_BIN, "report", "--db", copy, "--format", "json"}, dir());
+  ASSERT_EQ(jrc, 0) << jtext;
+  auto j = nlohmann::json::parse(jtext);
+  EXPECT_EQ(j["evaluators"], nlohmann::json({{"cpu", 1}, {"mock", judged.size() - 1}}));
+  EXPECT_EQ(j["mock"], true);  // the others are still made up
+  for (auto& e : j["episodes"]) {
+    if (e["id"] == judged[0][0]) EXPECT_EQ(e["evaluator"], "cpu");
+    if (e["id"] == judged[1][0]) EXPECT_EQ(e["evaluator"], "mock");
+  }
+  auto [trc, text] = run_capture({KORCH_BIN, "report", "--db", copy}, dir());
+  ASSERT_EQ(trc, 0) << text;
+  EXPECT_NE(text.find("results by evaluator: cpu 1, mock " + std::to_string(judged.size() - 1)),
+            std::string::npos)
+      << text;
+}
+
 TEST_F(Report, HtmlIsOneSelfContainedFileWithTheData) {
   auto out = dir() + "/report.html";
   auto [rc, text] =
@@ -235,9 +365,9 @@ TEST_F(Report, HtmlIsOneSelfContainedFileWithTheData) {
                    "--user-data-dir=" + dir() + "/chromium-profile", "--dump-dom", "file://" + out},
                   dir());
   ASSERT_EQ(crc, 0) << dom.substr(0, 2000);
-  for (const char* plot :
-       {"data-plot=\"speedup-histogram\"", "data-plot=\"fast-p\"", "data-plot=\"cost\"",
-        "data-plot=\"task-grid\"", "data-plot=\"summary\""}) {
+  for (const char* plot : {"data-plot=\"speedup-histogram\"", "data-plot=\"fast-p\"",
+                           "data-plot=\"cost\"", "data-plot=\"task-grid\"", "data-plot=\"summary\"",
+                           "data-plot=\"verdicts\"", "class=\"mock-tag\""}) {
     EXPECT_NE(dom.find(plot), std::string::npos) << plot;
   }
   std::size_t cells = 0;
@@ -424,7 +554,7 @@ TEST_F(Report, RlExportHasOneRecordPerDistinctCodeTurn) {
 TEST_F(Report, RejectsAnUnknownFormat) {
   auto [rc, out] = run_capture({KORCH_BIN, "report", s_toml, "--format", "pdf"}, dir());
   EXPECT_EQ(rc, 2);
-  EXPECT_NE(out.find("--format must be text, json or html"), std::string::npos) << out;
+  EXPECT_NE(out.find("--format takes text, json, html, not 'pdf'"), std::string::npos) << out;
 }
 
 }  // namespace

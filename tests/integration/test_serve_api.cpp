@@ -235,6 +235,36 @@ TEST_F(ServeApi, RefusesANonLoopbackAddressWithoutAToken) {
   EXPECT_FALSE(std::filesystem::exists(d + "/x.db"));
 }
 
+// Issue 48: `korch serve` makes its db's folder, and a port it cannot take
+// is refused with the reason (exit 3: the address may be right, later).
+TEST_F(ServeApi, MakesTheDbFolderAndSaysWhyItCannotListen) {
+  TempDir dir;
+  auto d = dir.path().string();
+  const auto db = d + "/runs/today/k.db";
+  auto out = d + "/serve.out", err = d + "/serve.err";
+  // --set takes a serve key as every other command takes a config key.
+  auto p = Process::start({KORCH_BIN, "serve", "--db", db, "--listen", "127.0.0.1:0", "--set",
+                           "env_listen=127.0.0.1:0"},
+                          out, err, {{"KORCH_API_TOKEN", ""}});
+  ASSERT_TRUE(wait_until(
+      p, [&] { return slurp(out).find("LISTEN env ") != std::string::npos; },
+      std::chrono::seconds(30)))
+      << slurp(err);
+  EXPECT_TRUE(std::filesystem::exists(db));
+  // A second daemon on that port (another db): the reason, not just "cannot listen".
+  const auto text = slurp(out);
+  const auto port = text.substr(text.find("LISTEN api ") + 11, text.find('\n') - 11);
+  auto [rc, second] =
+      run_capture({KORCH_BIN, "serve", "--db", d + "/other.db", "--listen", "127.0.0.1:" + port}, d,
+                  {{"KORCH_API_TOKEN", ""}});
+  EXPECT_EQ(rc, 3) << second;
+  EXPECT_NE(second.find("cannot listen on 127.0.0.1:" + port + ": Address already in use"),
+            std::string::npos)
+      << second;
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << slurp(err);
+}
+
 // One token rule wherever the token comes from (issue 34): beyond loopback
 // at least 16 characters, from KORCH_API_TOKEN as from --token-file; on
 // loopback a short token is the user's business.
@@ -337,10 +367,11 @@ TEST_F(ServeApi, CurlHabitsBodiesAndCounting) {
                                          "Connection: close\r\n\r\n")
                 .status,
             404);
-  EXPECT_EQ(raw_http(m_serve.port(), "DELETE /api/campaigns HTTP/1.1\r\nHost: x\r\n" + auth +
-                                         "Connection: close\r\n\r\n")
-                .status,
-            405);
+  auto not_allowed = raw_http(m_serve.port(), "DELETE /api/campaigns HTTP/1.1\r\nHost: x\r\n" +
+                                                  auth + "Connection: close\r\n\r\n");
+  EXPECT_EQ(not_allowed.status, 405);
+  // With the methods the path takes (RFC 9110 §15.5.6).
+  EXPECT_NE(not_allowed.head.find("Allow: GET, POST\r\n"), std::string::npos) << not_allowed.head;
   EXPECT_EQ(raw_http(m_serve.port(), "POST /api/campaigns/" + id +
                                          "/resume HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
                                          "wrong\r\nConnection: close\r\n\r\n")
@@ -801,7 +832,18 @@ TEST_F(ServeApi, ExportStreamsWhatKorchExportWrites) {
   r = cli.Get("/api/campaigns/c-nope/export");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
+  auto eta = [](httplib::Client& c, const std::string& campaign) {
+    return body_json(c.Get(("/api/campaigns/" + campaign).c_str()))["progress"]["eta_s"];
+  };
+  EXPECT_EQ(eta(cli, id), 0.0);
   EXPECT_EQ(m_serve.terminate(), 0) << m_serve.err();
+  // A finished campaign's eta_s is 0 in a daemon that did not run it too
+  // (issue 48: it read -1, "unknown", there).
+  ServeProcess again;
+  ASSERT_TRUE(start_with_token(again, m_dir, m_db, {})) << again.err();
+  auto cli2 = again.client(k_token);
+  EXPECT_EQ(eta(cli2, id), 0.0);
+  EXPECT_EQ(again.terminate(), 0) << again.err();
 }
 
 // A JSON Schema check of the subset docs/openapi.json uses: $ref (local),

@@ -144,6 +144,82 @@ TEST(ServeOpenEnv, OpenEnvClientProtocolFromATokenProtectedDaemon) {
   EXPECT_NE(log.find("token=[redacted]"), std::string::npos) << log;
 }
 
+// Issue 48: a token as `openssl rand -base64` writes it ("+", "/", "=")
+// works pasted as it is into OpenEnv's client URL and into curl; a token
+// file beats KORCH_API_TOKEN, and the start line names where the token came
+// from (never the token); the bearer scheme is case-insensitive.
+TEST(ServeOpenEnv, Base64TokenFromAFileWorksInTheClientUrlAndCurl) {
+  if (!have_python_websockets())
+    KORCH_SKIP_OR_FAIL("python3-websockets is not installed (scripts/install-deps.sh)");
+  const std::string token = "kQ+7/xZ9m+Ab/Cd0Ef12==";
+  const std::string env_token = "env-token-that-must-lose-0123";
+  TempDir dir;
+  const auto d = dir.path().string();
+  const auto token_file = d + "/token";
+  write_text(token_file, token + "\n");
+  ServeProcess serve;
+  ASSERT_TRUE(serve.start(d, d + "/env.db",
+                          {"--env-listen", "127.0.0.1:0", "--token-file", token_file,
+                           "--env-tasks-dir", KORCH_EXAMPLES_DIR "/tasks", "--env-ids", "1-3",
+                           "--evaluator-mock-latency-s", "0.05", "--log-level", "debug"},
+                          {{"KORCH_API_TOKEN", env_token}}))
+      << serve.err();
+  auto log = serve.err();
+  EXPECT_NE(log.find("bearer token required, from " + token_file), std::string::npos) << log;
+  EXPECT_NE(log.find("OpenEnv base_url: http://127.0.0.1:" + std::to_string(serve.env_port()) +
+                     "/?token=<the token>"),
+            std::string::npos)
+      << log;
+  const std::string base = "http://127.0.0.1:" + std::to_string(serve.env_port());
+  auto [rc, out] = run_capture(
+      {"/usr/bin/python3", KORCH_SOURCE_DIR "/tests/integration/openenv_protocol_client.py", base,
+       token, "query,ws_query,header,header_lower"},
+      d);
+  ASSERT_EQ(rc, 0) << out << "\n" << serve.err();
+  auto seen = nlohmann::json::parse(out.substr(out.rfind("{\"openenv_commit")));
+  for (const char* way : {"query", "ws_query", "header", "header_lower"})
+    EXPECT_TRUE(seen[way].contains("episode_id")) << way << ": " << seen;
+  // The environment's token lost to the file's: refused.
+  auto [erc, eout] = run_capture(
+      {"/usr/bin/python3", KORCH_SOURCE_DIR "/tests/integration/openenv_protocol_client.py", base,
+       env_token, "query"},
+      d);
+  EXPECT_NE(erc, 0) << eout;
+  // curl, the token pasted as it is: the API with a lowercase scheme, the
+  // OpenEnv HTTP routes with ?token=.
+  auto code = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_capture(argv, d).second;
+  };
+  const std::string api = "http://127.0.0.1:" + std::to_string(serve.port());
+  EXPECT_EQ(code({"-H", "Authorization: bearer " + token, api + "/api/campaigns"}), "200");
+  EXPECT_EQ(code({"-H", "Authorization: BEARER " + token, api + "/api/campaigns"}), "200");
+  EXPECT_EQ(code({"-H", "Authorization: Bearer " + env_token, api + "/api/campaigns"}), "401");
+  EXPECT_EQ(code({base + "/schema?token=" + token}), "200");
+  EXPECT_EQ(code({base + "/schema?token=" + env_token}), "401");
+  // reset(task_id=...) takes the task_id its own observation names ("L1/2_Add_small").
+  httplib::Client c("127.0.0.1", serve.env_port());
+  c.set_read_timeout(60, 0);
+  c.set_bearer_token_auth(token);
+  auto r = c.Post("/reset", "{}", "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string task_id = body_json(r)["observation"]["task_id"];
+  r = c.Post("/reset", nlohmann::json{{"task_id", task_id}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << task_id << ": " << r->body;
+  EXPECT_EQ(body_json(r)["observation"]["task_id"], task_id);
+  r = c.Post("/reset", nlohmann::json{{"task_id", task_id + "x"}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
+  // Logged at debug, the URLs carry it redacted: no piece of it ("+", "/" included).
+  EXPECT_EQ(serve.err().find(token), std::string::npos);
+  EXPECT_EQ(serve.err().find("Cd0Ef12"), std::string::npos);
+  EXPECT_NE(serve.err().find("token=[redacted]"), std::string::npos);
+}
+
 TEST(ServeOpenEnv, HttpRoutes) {
   EnvDaemon env;
   auto& [dir, d, db, serve] = env;

@@ -132,6 +132,30 @@ TEST_F(StorePostgres, CampaignRunsOnPostgresLikeOnSqlite) {
   expect_no_password_in(d);
 }
 
+// `korch run CAMPAIGN.toml --db URL` runs on that store, as --db means on
+// every command (issue 48: it was accepted and ignored, and the campaign went
+// to the TOML's db_path); given with --set store.url= as well it is refused.
+TEST_F(StorePostgres, RunDbFlagRunsOnThatStore) {
+  const auto d = m_dir.path().string();
+  auto toml = d + "/c.toml";
+  write_text(toml,
+             campaign_toml("dbflag", "db_path = \"" + d + "/not-here.db\"", m_llm.base_url()));
+  const auto url = fresh_url();
+  auto [rc, out] = run_capture({KORCH_BIN, "run", toml, "--db", url, "--no-progress"}, d);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_FALSE(std::filesystem::exists(d + "/not-here.db"));
+  EXPECT_EQ(psql(url, "SELECT count(*) FROM episodes WHERE status = 'final'"), "8");
+  // resume takes it too: nothing left to do.
+  auto [rrc, rout] = run_capture({KORCH_BIN, "resume", toml, "--db", url, "--no-progress"}, d);
+  EXPECT_EQ(rrc, 0) << rout;
+  EXPECT_FALSE(std::filesystem::exists(d + "/not-here.db"));
+  auto [brc, bout] = run_capture(
+      {KORCH_BIN, "run", toml, "--db", url, "--set", "store.url=" + url, "--no-progress"}, d);
+  EXPECT_EQ(brc, 2) << bout;
+  EXPECT_NE(bout.find("--db or --set store.url="), std::string::npos) << bout;
+  expect_no_password_in(d);
+}
+
 TEST_F(StorePostgres, CopyToPostgresAndBackKeepsTheExportByteIdentical) {
   const auto d = m_dir.path().string();
   auto toml = d + "/c.toml";

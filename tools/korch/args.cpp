@@ -1,6 +1,5 @@
 #include "tools/korch/cli.hpp"
 
-#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -53,32 +52,5 @@ Result<std::optional<T>> get_number(const Args& args, const std::string& name) {
 template Result<std::optional<double>> get_number(const Args&, const std::string&);
 template Result<std::optional<std::int64_t>> get_number(const Args&, const std::string&);
 template Result<std::optional<std::uint64_t>> get_number(const Args&, const std::string&);
-
-std::optional<Args> parse_args(int argc, char** argv, int first,
-                               const std::vector<std::string>& switches, std::string* error) {
-  Args args;
-  for (int i = first; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.starts_with("--")) {
-      auto eq = a.find('=');
-      std::string name = a.substr(0, eq);
-      if (std::find(switches.begin(), switches.end(), name) != switches.end()) {
-        args.flags.emplace(name, "true");
-        continue;
-      }
-      if (eq != std::string::npos) {
-        args.flags.emplace(name, a.substr(eq + 1));
-      } else if (i + 1 < argc) {
-        args.flags.emplace(name, argv[++i]);
-      } else {
-        *error = "flag " + name + " needs a value";
-        return std::nullopt;
-      }
-    } else {
-      args.positional.push_back(std::move(a));
-    }
-  }
-  return args;
-}
 
 }  // namespace korch::cli

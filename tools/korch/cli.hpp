@@ -1,7 +1,7 @@
 #pragma once
 // The `korch` command line: one function per subcommand, each returning the
-// process exit code. Parsing is deliberately simple (no framework): flags are
-// `--name value` or `--name=value`.
+// process exit code. The grammar (which flags a command takes, their values)
+// is the table in grammar.hpp; a command reads flags that parsed already.
 #include <map>
 #include <optional>
 #include <string>
@@ -62,10 +62,6 @@ std::optional<E> get_enum(const Args& args, const std::string& name, E fallback)
 template <class T>
 Result<std::optional<T>> get_number(const Args& args, const std::string& name);
 
-// Parses argv[first..]. Boolean flags are those in `switches` (no value).
-std::optional<Args> parse_args(int argc, char** argv, int first,
-                               const std::vector<std::string>& switches, std::string* error);
-
 int cmd_run(const Args& args, bool resume_only);
 int cmd_status(const Args& args);
 int cmd_export(const Args& args);
@@ -73,7 +69,8 @@ int cmd_report(const Args& args);
 int cmd_config_show(const Args& args);
 // `korch store copy SRC DST [--campaign NAME]`.
 int cmd_store(const Args& args);
-int cmd_tasks(const Args& args);
+// `korch tasks list DIR` / `korch tasks validate DIR`.
+int cmd_tasks(const Args& args, bool validate);
 int cmd_eval(const Args& args);
 // `korch lint FILE...`: the static rules alone; 0 all pass, 1 a violation,
 // 2 bad usage, unreadable file or a checker that could not run.
@@ -83,10 +80,8 @@ int cmd_worker(const Args& args);
 // For `korch status` on a PostgreSQL store: the evaluation queue of each of
 // `campaign_ids` and the workers' rows (nothing for a SQLite store).
 void print_fleet(const Args& args, const std::vector<std::string>& campaign_ids);
-// `korch serve`: parses its own flags (argv[2..]); returns when stopped.
-int cmd_serve(int argc, char** argv);
-// The part of `korch serve --help` after its usage line: every key as a flag.
-std::string serve_help();
+// `korch serve`: returns when stopped.
+int cmd_serve(const Args& args);
 
 }  // namespace korch::cli
 

@@ -124,14 +124,13 @@ int cmd_eval(const Args& args) {
   return report.status == evaluator::Verdict::ok ? k_exit_ok : exit_code(ErrorKind::failure);
 }
 
-int cmd_tasks(const Args& args) {
-  if (args.positional.size() != 2 ||
-      (args.positional[0] != "list" && args.positional[0] != "validate")) {
+int cmd_tasks(const Args& args, bool validate) {
+  if (args.positional.size() != 1) {
     return report_failure("tasks", ErrorKind::invalid,
                           "usage: korch tasks list|validate DIR [--levels 1,2] [--ids 1-10]");
   }
   config::TaskSelection sel;
-  sel.kernelbench_dir = args.positional[1];
+  sel.kernelbench_dir = args.positional[0];
   if (auto lv = args.get("--levels")) {
     auto parsed = config::parse_id_ranges(*lv);
     if (!parsed) {
@@ -145,7 +144,7 @@ int cmd_tasks(const Args& args) {
   if (!tasks) {
     return report_failure("tasks", ErrorKind::invalid, tasks.error().message);
   }
-  if (args.positional[0] == "list") {
+  if (!validate) {
     for (auto& t : *tasks) std::printf("%s\t%s\n", t.id.c_str(), t.path.c_str());
     std::fprintf(stderr, "%zu task(s)\n", tasks->size());
     return k_exit_ok;

@@ -101,13 +101,6 @@ std::string unreadable(const std::string& path) {
 }  // namespace
 
 int cmd_lint(const Args& args) {
-  static const std::set<std::string> k_flags = {"--json", "--tolerance", "--torch-ops"};
-  for (const auto& [name, value] : args.flags) {
-    if (!k_flags.count(name)) {
-      return report_failure("lint", ErrorKind::invalid,
-                            fmt::format("unknown flag {}\n{}", name, k_lint_usage));
-    }
-  }
   const auto tolerance_choice = get_enum(args, "--tolerance", config::Tolerance::strict);
   const auto torch_ops_choice = get_enum(args, "--torch-ops", config::TorchOps::allow);
   if (!tolerance_choice || !torch_ops_choice) {

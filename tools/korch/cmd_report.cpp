@@ -34,7 +34,11 @@ int cmd_status(const Args& args) {
     if (!n) {
       return report_failure("status", ErrorKind::failure, n.error().message);
     }
-    std::printf("campaign %s (%s)\n", c.name.c_str(), c.id.c_str());
+    // The report's own reading: its mock label, its verdict counts.
+    auto report = reports::build_report(store, c.id);
+    if (!report) return report_failure("status", ErrorKind::failure, report.error().message);
+    std::printf("campaign %s (%s)%s\n", c.name.c_str(), c.id.c_str(),
+                report->mock ? fmt::format(" [{}]", reports::k_mock_label).c_str() : "");
     std::printf(
         "  episodes %lld: %lld final (%lld submitted, %lld correct), %lld running, %lld pending\n",
         static_cast<long long>(n->episodes), static_cast<long long>(n->final),
@@ -44,6 +48,10 @@ int cmd_status(const Args& args) {
                 static_cast<long long>(n->turns), static_cast<long long>(n->llm_calls),
                 static_cast<long long>(n->prompt_tokens),
                 static_cast<long long>(n->completion_tokens), n->cost_usd);
+    std::string verdicts;
+    for (const auto& [name, count] : report->verdicts)
+      verdicts += fmt::format("{}{} {}", verdicts.empty() ? "" : ", ", name, count);
+    std::printf("  verdicts: %s\n", verdicts.empty() ? "none yet" : verdicts.c_str());
   }
   print_fleet(args, shown);
   return k_exit_ok;

@@ -56,8 +56,20 @@ int cmd_run(const Args& args, bool resume_only) {
     return report_failure(verb, ErrorKind::invalid,
                           "expected one CAMPAIGN.toml (see korch --help)");
   }
-  auto loaded =
-      config::load_campaign(args.positional[0], config::process_environment(), args.all("--set"));
+  // --db is the store, as on every command that opens one: the key
+  // store.url, set as a --set would set it (it wins over the TOML's db_path).
+  auto overrides = args.all("--set");
+  if (auto db = args.get("--db")) {
+    for (const auto& o : overrides) {
+      if (o.starts_with("store.url=") || o.starts_with("db_path=")) {
+        return report_failure(
+            verb, ErrorKind::invalid,
+            "give the store once: --db or --set " + o.substr(0, o.find('=')) + "=, not both");
+      }
+    }
+    overrides.push_back("store.url=" + *db);
+  }
+  auto loaded = config::load_campaign(args.positional[0], config::process_environment(), overrides);
   // Every failure of the loader is bad configuration.
   if (!loaded) return report_failure(verb, with_kind(loaded.error(), ErrorKind::invalid));
   const auto& cfg = loaded->config;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "daemon/daemon.hpp"
@@ -17,23 +18,8 @@
 
 namespace korch::cli {
 
-std::string serve_help() {
-  std::string out =
-      "\nThe token comes from KORCH_API_TOKEN or the first line of --token-file; beyond\n"
-      "loopback it is required and must have at least 16 characters.\n\nSettings "
-      "(defaults < --config FILE < flags):\n";
-  for (auto& k : daemon::serve_keys()) out += fmt::format("  {:<30} {}\n", k.flag, k.doc);
-  return out;
-}
-
-int cmd_serve(int argc, char** argv) {
-  static const std::vector<std::string> k_switches = {"--print-routes", "--print-keys", "--help"};
-  std::string error;
-  auto args = parse_args(argc, argv, 2, k_switches, &error);
-  if (!args) {
-    std::fprintf(stderr, "korch serve: %s (see korch --help)\n", error.c_str());
-    return k_exit_usage;
-  }
+int cmd_serve(const Args& parsed) {
+  const Args* args = &parsed;
   if (args->has("--print-routes")) {
     for (auto& r : daemon::api_routes())
       std::printf("api %s %s\n", r.method.c_str(), r.path.c_str());
@@ -52,7 +38,17 @@ int cmd_serve(int argc, char** argv) {
                  args->positional[0].c_str());
     return k_exit_usage;
   }
-  std::multimap<std::string, std::string> flags = args->flags;
+  // Every key is a flag (--env-max-sessions) and a --set (env.max_sessions=N).
+  std::multimap<std::string, std::string> flags;
+  for (const auto& [flag, value] : args->flags) {
+    if (flag == "--print-keys" || flag == "--print-routes" || flag == "--config") continue;
+    if (flag != "--set") {
+      flags.emplace(flag, value);
+      continue;
+    }
+    auto eq = value.find('=');
+    flags.emplace(value.substr(0, eq), value.substr(eq + 1));
+  }
   auto cfg = daemon::load_serve_config(args->get("--config").value_or(""), flags);
   if (!cfg) return report_failure("serve", cfg.error());
   log::init(cfg->log_level);
@@ -72,6 +68,17 @@ int cmd_serve(int argc, char** argv) {
   ::pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
+  // The store's folder is made (a first `--db runs/k.db` needs no mkdir).
+  if (auto loc = store::parse_location(cfg->db); loc && loc->backend == store::Backend::sqlite) {
+    auto folder = std::filesystem::path(loc->target).parent_path();
+    std::error_code ec;
+    if (!folder.empty()) std::filesystem::create_directories(folder, ec);
+    if (ec) {
+      return report_failure(
+          "serve", ErrorKind::invalid,
+          fmt::format("cannot create {}, the folder of --db: {}", folder.string(), ec.message()));
+    }
+  }
   auto d = daemon::Daemon::open(*cfg);
   if (!d) return report_failure("serve", d.error());
   auto& dm = **d;
@@ -90,12 +97,20 @@ int cmd_serve(int argc, char** argv) {
   std::thread api_thread([&] { (*api)->serve(); });
   if (env) env->start();
   const std::string& host = cfg->api_address.host;
+  // Where the token came from, never the token itself.
+  const std::string auth = token->empty() ? std::string("no token: loopback only")
+                                          : "bearer token required, from " + loaded_token->source;
   std::fprintf(
       stderr, "korch serve: API on http://%s:%d (db %s, %s)%s\n", host.c_str(), (*api)->port(),
-      store::redact_url(dm.config().db).c_str(),
-      token->empty() ? "no token: loopback only" : "bearer token required",
+      store::redact_url(dm.config().db).c_str(), auth.c_str(),
       env ? fmt::format(", OpenEnv on ws://{}:{}/ws", cfg->env_address->host, env->port()).c_str()
           : "");
+  // OpenEnv's client sends no header: its base URL carries the token, taken
+  // literally (a base64 token's "+", "/" and "=" included).
+  if (env && !token->empty()) {
+    std::fprintf(stderr, "korch serve: OpenEnv base_url: http://%s:%d/?token=<the token>\n",
+                 cfg->env_address->host.c_str(), env->port());
+  }
   // Machine-readable, for scripts and tests.
   std::printf("LISTEN api %d\n", (*api)->port());
   if (env) std::printf("LISTEN env %d\n", env->port());

@@ -102,10 +102,13 @@ int cmd_worker(const Args& args) {
     std::fprintf(stderr, "korch worker: warning: %s\n", w.c_str());
   log::init(args.get("--log-level").value_or(std::string(to_string(cfg.log_level))));
   ::prctl(PR_SET_DUMPABLE, 0);
-  std::string store_url = args.get("--store").value_or(cfg.db_path);
+  // --db, as every command names its store (--store is its older spelling).
+  if (args.has("--db") && args.has("--store"))
+    return report_failure(k_verb, ErrorKind::invalid, "give the store once: --db or --store");
+  std::string store_url = args.get("--db").value_or(args.get("--store").value_or(cfg.db_path));
   if (!store::is_postgres_url(store_url)) {
     return report_failure(k_verb, ErrorKind::invalid,
-                          "--store must name the PostgreSQL store of the coordinator "
+                          "--db must name the PostgreSQL store of the coordinator "
                           "(postgres://...; or store.url in --config, or KORCH_STORE_URL), not '" +
                               store::redact_url(store_url) + "'");
   }

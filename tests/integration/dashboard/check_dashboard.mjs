@@ -147,8 +147,31 @@ try {
       grid_cells: q('table[data-plot="task-grid"] td.cell[data-episode]').map((c) => ({id: c.dataset.episode, status: c.dataset.status})),
       summary_rows: q('table[data-plot="summary"] tbody tr').length,
       rendered: Number(document.getElementById("report").dataset.rendered || 0),
+      // The mock label: in the header (shown), above the report, on every panel of it.
+      mock_header: (() => { const m = document.getElementById("mock-label");
+                            const r = m.getBoundingClientRect();
+                            return {text: m.textContent, hidden: m.hidden, height: r.height, top: r.top}; })(),
+      mock_banner: (q("#report > .mock-banner")[0] || {}).textContent || null,
+      campaign_cards_mock: q(".campaign").map((c) => !!c.querySelector(".mock-tag")),
+      panels: q("#report section.panel > h2").map((h) => ({title: h.firstChild.textContent,
+                                                           mock: !!h.querySelector(".mock-tag")})),
+      verdicts: q('[data-plot="verdicts"] tbody tr').flatMap((tr) =>
+        [...tr.querySelectorAll("td[data-verdict]")].map((td) => ({
+          scope: tr.dataset.scope, key: tr.dataset.key, verdict: td.dataset.verdict, count: Number(td.dataset.count)}))),
     };
   });
+  // A verdict count is one click from its episodes: the campaign's first
+  // non-zero count lists that many.
+  {
+    const first = page.locator('[data-plot="verdicts"] tr[data-scope="campaign"] td[data-count]:not([data-count="0"]) button').first();
+    const td = first.locator("xpath=..");
+    const want = Number(await td.getAttribute("data-count"));
+    await first.click();
+    await page.waitForSelector(".verdict-episodes button.verdict-episode");
+    result.verdict_click = {verdict: await td.getAttribute("data-verdict"), count: want,
+                            listed: await page.locator(".verdict-episodes button.verdict-episode").count()};
+  }
+  await shot(page, "dashboard-mock-verdicts.png");
 
   // Widths: 1,280 and 1,920 px without a horizontal scroll bar (screenshots
   // of each); 900 px stacks the campaign list above the campaign.
