@@ -59,7 +59,12 @@ case $cmd in
     dir=$(cd "$dir" && pwd)
     # The socket path must fit in sun_path (107 bytes).
     ((${#dir} + 20 < 107)) || die "$dir: path too long for a unix socket"
-    if [[ $(id -u) -eq 0 ]]; then chown "$SERVER_USER" "$dir"; fi
+    if [[ $(id -u) -eq 0 ]]; then
+      chown "$SERVER_USER" "$dir"
+      # As root the server runs as another user, who must be able to reach DIR.
+      as_server test -x "$(dirname "$dir")" ||
+        die "$SERVER_USER cannot enter $(dirname "$dir") (mode $(stat -c %a "$(dirname "$dir")")): make it searchable (chmod o+x) or use another folder"
+    fi
     chmod 0700 "$dir"
     as_server "$PG_BIN/initdb" -D "$dir/data" -A trust -U korch -E UTF8 --locale=C --no-sync \
       >"$dir/initdb.log" 2>&1 || die "initdb failed: $(tail -n 5 "$dir/initdb.log")"

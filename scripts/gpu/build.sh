@@ -24,6 +24,7 @@ TORCH_CMAKE=$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 echo "gpu/build: python $PY, torch $("$PY" -c 'import torch; print(torch.__version__)'), cmake $TORCH_CMAKE"
 
 PREFIXES="$TORCH_CMAKE"
+RPATH=()
 if [[ -d .gpu-deps/debs ]]; then
   ROOT=$REPO/.gpu-deps/root
   rm -rf "$ROOT" && mkdir -p "$ROOT"
@@ -42,6 +43,22 @@ if [[ -d .gpu-deps/debs ]]; then
   done
   export PKG_CONFIG_PATH="$LIB/pkgconfig:$ROOT/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
   PREFIXES="$PREFIXES;$ROOT/usr"
+  # The runtime path of the binaries: a folder of links to the carried shared
+  # libraries this machine lacks (libpq5 and what it needs: libldap, libsasl2,
+  # ...), and to none it has, so a carried copy never shadows the host's own.
+  # DT_RPATH (not RUNPATH) because the loader applies it to the libraries'
+  # own needs too (libpq -> libldap), which RUNPATH does not.
+  RT=$REPO/.gpu-deps/rt
+  rm -rf "$RT" && mkdir -p "$RT"
+  for so in "$LIB"/lib*.so.*; do
+    [[ -e $so ]] || continue
+    soname=$(basename "$so")
+    ldconfig -p | grep -q "^[[:space:]]*$soname " && continue
+    ln -sf "$so" "$RT/$soname"
+  done
+  echo "gpu/build: $(ls "$RT" | wc -l) carried libraries this machine lacks, on the binaries' runtime path ($RT)"
+  RPATH=(-DCMAKE_BUILD_RPATH="$RT" "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags"
+         "-DCMAKE_SHARED_LINKER_FLAGS=-Wl,--disable-new-dtags" "-DCMAKE_MODULE_LINKER_FLAGS=-Wl,--disable-new-dtags")
 fi
 
 GEN=()
@@ -53,7 +70,7 @@ pg=OFF
 pkg-config --exists libpq 2>/dev/null && pg=ON
 cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_PREFIX_PATH="$PREFIXES" -DPython3_EXECUTABLE="$PY" -DKORCH_BUILD_TESTS=$tests \
-  -DKORCH_WITH_POSTGRES=$pg "$@" \
+  -DKORCH_WITH_POSTGRES=$pg "${RPATH[@]}" "$@" \
   >"$BUILD_DIR.configure.log" 2>&1 || {
     echo "gpu/build: configure failed; last lines:" >&2; tail -30 "$BUILD_DIR.configure.log" >&2; exit 1; }
 # KORCH_BUILD_TARGETS="korch korch-worker ...": only those (the suites need
@@ -63,4 +80,17 @@ if [[ -n ${KORCH_BUILD_TARGETS:-} ]]; then
 else
   cmake --build "$BUILD_DIR" -j "$(nproc)"
 fi
+# Check that what was built runs here: every library found, korch starts.
+bad=0
+for bin in "$BUILD_DIR"/bin/* "$BUILD_DIR"/tests/support/korch-fake-llm; do
+  [[ -f $bin && -x $bin ]] || continue
+  if missing=$(ldd "$bin" 2>&1 | grep "not found"); [[ -n $missing ]]; then
+    echo "gpu/build: $bin cannot start here, libraries not found:" >&2; echo "$missing" >&2; bad=1
+  fi
+done
+if [[ -x $BUILD_DIR/bin/korch ]]; then
+  v=$("$BUILD_DIR/bin/korch" --version 2>&1) || { echo "gpu/build: korch --version failed: $v" >&2; bad=1; }
+  [[ $bad == 0 ]] && echo "gpu/build: $v"
+fi
+((bad == 0)) || { echo "gpu/build: FAILED: the binaries built do not run on this machine" >&2; exit 1; }
 echo "gpu/build: built into $BUILD_DIR"

@@ -34,9 +34,13 @@
 #                                    prepare.sh), `korch worker --evaluator gpu` and a `korch run`
 #                                    coordinator with evaluator.remote = true over the GPU campaign;
 #                                    verdicts compared with the same campaign in in-process gpu mode
+#   scripts/gpu/suite.sh evidence [STEPS]  builds, then ctest -L gpu, mix, worker, public in one call, one
+#                                    summary table (scripts/gpu/evidence.sh)
 # KORCH_GPUS selects the GPUs of bench/throughput/fidelity/validate (default: all).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+# `suite.sh evidence [STEPS]`: build, then the GPU evidence steps (evidence.sh).
+[[ ${1:-} == evidence ]] && exec bash scripts/gpu/evidence.sh "${@:2}"
 OUT=${OUT:-/tmp/korch-gpu-out}
 mkdir -p "$OUT"
 B=${KORCH_BUILD_DIR:-build-gpu}
@@ -347,6 +351,7 @@ PYEOF
     grep -q '^KORCH_WITH_POSTGRES:BOOL=ON' "$B/CMakeCache.txt" ||
       { echo "worker: $B was built without PostgreSQL (libpq-dev missing: run prepare.sh, build.sh)"; exit 1; }
     W=$(mktemp -d /var/tmp/korch-worker.XXXX)
+    chmod 711 "$W"  # as root the PostgreSQL server runs as another user, who must enter it
     URL=$(scripts/pg-test-server.sh start "$W/pg" $$) || { echo "worker: no PostgreSQL server"; exit 1; }
     echo "worker: PostgreSQL at $URL"
     start_replay "examples/gpu/replay.json" "$W"
@@ -388,8 +393,10 @@ for k in sorted(set(a) | set(b)):
 print("worker: %d of %d attempts and finals with the same verdict (remote has %d)" % (same, len(a), len(b)))
 sys.exit(0 if a and same == len(a) == len(b) else 1)
 PYEOF
-    echo "worker: comparison rc=$?"
+    cmp=$?
+    echo "worker: comparison rc=$cmp"
     scripts/pg-test-server.sh stop "$W/pg"
+    exit $cmp
     ;;
   ctest)
     (cd "$B" && ctest --output-on-failure --timeout 900 -j 4 "${@:2}") 2>&1

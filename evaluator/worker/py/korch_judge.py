@@ -21,6 +21,7 @@ import torch
 import korch_transport as kt
 from korch_compare import Comparing, same
 from korch_families import Families
+from korch_replay import ReplayProbe
 from korch_runner import keep_freed_memory
 from korch_tasks import load_task, task_inputs, tensors_of, nbytes_of, as_outputs  # noqa: F401
 from korch_timing import Timing
@@ -88,7 +89,7 @@ class Runner:
         raise Verdict("worker_crash", "the candidate runner crashed: " + detail, exit=detail)
 
 
-class Judge(Comparing, Families, Timing):
+class Judge(Comparing, Families, Timing, ReplayProbe):
     """One measure job's judge. Its jobs live by room: comparing outputs
     (korch_compare.Comparing), the input families (korch_families.Families)
     and the timing (korch_timing.Timing); this class holds the runners, the

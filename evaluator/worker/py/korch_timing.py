@@ -337,9 +337,15 @@ class Timing:
             lo, hi, s = self._interval(samples, 200)
             if s > 0 and (hi - lo) / 2 / s <= target:
                 break
+        # Is the candidate faster on inputs it has seen? (korch_replay)
+        replay = self.replay_probe(sets, refs, batch, flush)
         self.evidence["trials"] = [t for t in self.evidence["trials"]
-                                   if not t["label"].startswith(("timed call", "reference runner"))] + \
+                                   if not t["label"].startswith(("timed call", "reference runner",
+                                                                  "replay probe"))] + \
             [{"label": "timed calls", "ok": True, "count": sum(map(len, samples["cand"]))}]
+        if replay.get("run"):
+            self.evidence["trials"].append({"label": "replay probe calls", "ok": True,
+                                            "count": 2 * replay["rounds"] * replay["batch"]})
         if ref_disagree:
             # A reference that disagrees with itself is the task's problem
             # (korch tasks validate flags it), never the candidate's.
@@ -372,6 +378,7 @@ class Timing:
                      "context_switches_per_call": {s: sum(v) / len(v)
                                                    for s, v in switches.items() if v},
                      "speedup_ci_bootstrap": boot}
+        timing_ev["replay_probe"] = replay
         if process is not None:
             timing_ev["process_spread"] = process
         if self.dev == "cpu":

@@ -1,0 +1,103 @@
+"""The replay probe (a mixin of korch_judge.Judge, run by Timing.time_both
+after its timed blocks): is the candidate faster on inputs it has seen?
+
+The timing rotates a handful of input sets (2-4: a KernelBench input set can
+be gigabytes), and every timed output is checked against the reference. A
+candidate that recognises an input it has seen -- by a few sampled elements,
+a hash of its content, its address -- can return the output it computed
+before without computing anything, and that output is correct: measured on
+the CPU, tests/evaluator/corpus/hacks/rt_replay_content_key.py read `ok` at
+12.7x on ReLU 1024x1024 before this probe (output replay: GPU MODE's replay
+reports, CUDA-L1's address-keyed cache).
+
+So after the timed blocks each side's first runner makes calls on input sets
+it has never seen (a fresh seed each, written where the timing's sets are
+written, by the same path), interleaved with calls on a timing set, and the
+outputs are checked as every timed call's are. An honest model takes the same
+time on both (the same code on the same distribution of inputs through the
+same memory); a replaying one must compute on the unseen sets. The candidate
+is charged only relative to the reference, measured alike in the same rounds:
+its unseen/seen ratio above REPLAY_FACTOR x the reference's is
+`impossible_timing`."""
+import korch_transport as kt
+from korch_tasks import as_outputs, nbytes_of
+from korch_verdict import Verdict, derive, median
+
+REPLAY_ROUNDS = 6
+# The candidate's median unseen/seen time ratio, over the reference's, above
+# which its speed depends on having seen the inputs. An honest model's ratio
+# is the reference's within noise (lone calls on a loaded 2-core VM: within
+# 1.3x of each other); a replay gains at least the work it skips.
+REPLAY_FACTOR = 2.0
+
+
+class ReplayProbe:
+    """The replay probe (a mixin of Judge: self is the Judge)."""
+
+    def replay_probe(self, sets, refs, batch, flush):
+        job = self.job
+        rounds = int(job.get("replay_rounds", REPLAY_ROUNDS))
+        if rounds <= 0:
+            return {"run": False, "why": "replay_rounds is 0"}
+        n_sets = len(sets)
+        per_set = nbytes_of(sets[0]) + nbytes_of(as_outputs(refs[0]))
+        if self.dev != "cpu" and (n_sets + 1) * 2 * per_set > self.budget:
+            # (the timing's sets already fill what the budget allows: one
+            # more set and its output might not fit beside them)
+            return {"run": False, "why": "an input set more does not fit the memory budget"}
+        times = {("ref", "seen"): [], ("ref", "unseen"): [], ("cand", "seen"): [], ("cand", "unseen"): []}
+        k = 0
+        for r in range(rounds):
+            # `batch` unseen sets (CPU batches time all but a batch's first call:
+            # every call of a probe batch must be on a set not seen before).
+            fresh = [self.gen_inputs(derive(self.seed, "replay:%d:%d" % (r, i))) for i in range(batch)]
+            fresh_refs = [self.ref_forward(s) for s in fresh]
+            seen_idx = [(k + i) % n_sets for i in range(batch)]
+            k += batch
+            for side, runner in (("ref", self.refr), ("cand", self.cand)):
+                # (which goes first alternates, so cache state favours neither)
+                order = ("seen", "unseen") if (r + (side == "cand")) % 2 == 0 else ("unseen", "seen")
+                for which in order:
+                    if which == "seen":
+                        t = self._probe_call(runner, side, seen_idx, sets, refs, flush, "replay probe (seen)")
+                    else:
+                        t = self._probe_call(runner, side, None, fresh, fresh_refs, flush,
+                                             "replay probe (unseen input %d)" % r)
+                    times[(side, which)].append(t)
+            del fresh, fresh_refs
+        med = {"%s_%s_ns" % key: median(v) for key, v in times.items()}
+        ref_ratio = med["ref_unseen_ns"] / max(med["ref_seen_ns"], 1)
+        cand_ratio = med["cand_unseen_ns"] / max(med["cand_seen_ns"], 1)
+        factor = float(job.get("replay_factor", REPLAY_FACTOR))
+        out = dict(med, run=True, rounds=rounds, batch=batch, reference_ratio=ref_ratio,
+                   candidate_ratio=cand_ratio, factor=factor)
+        if cand_ratio > factor * max(1.0, ref_ratio):
+            self.evidence["replay_probe"] = out
+            raise Verdict("impossible_timing",
+                          "the candidate took %.1fx as long on inputs it had not seen as on the timing's "
+                          "input sets (the reference %.2fx): its speed depends on recognising inputs "
+                          "(output replay), not on computing them" % (cand_ratio, ref_ratio))
+        return out
+
+    def _probe_call(self, runner, side, idx, sets, refs, flush, label):
+        """One probe call on `sets[idx]` (idx None: every set of `sets`, the
+        unseen ones), its outputs checked as a timed call's; its time per call."""
+        if self.dev == "cpu":
+            if idx is None:
+                # The unseen sets go where the timing's sets go (call_sets
+                # writes timing_sets[j] into the runner's input region).
+                base = len(self.timing_sets)
+                self.timing_sets.extend(sets)
+                self.layouts.extend(kt.layout(s) for s in sets)
+                try:
+                    idx_all = list(range(base, base + len(sets)))
+                    info, _ = self.checked_call(runner, idx_all, [None] * base + list(refs), label)
+                finally:
+                    del self.timing_sets[base:], self.layouts[base:]
+            else:
+                info, _ = self.checked_call(runner, idx, refs, label)
+            return info["t_ns"]
+        i = 0 if idx is None else idx[0]
+        outs, info = self.call(runner, sets[i], flush=flush, timed=True)
+        self.check_outputs(side == "ref", [i], [outs], info, refs, label)
+        return info["t_ns"]
