@@ -158,6 +158,8 @@ Result<RulesResult> parse_rules(const std::string& result_json) {
   r.ok = j.value("ok", false);
   r.violations_json = j.value("violations", json::array());
   r.violations = violations(r.violations_json);
+  if (j.contains("rules_version") && j["rules_version"].is_string())
+    r.rules_version = j["rules_version"].get<std::string>();
   r.protections = strings(j.value("protections", json::array()));
   // (an unknown word stays `unknown`: the rules' verdict, not the language,
   // decides whether the candidate runs)

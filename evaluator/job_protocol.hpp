@@ -132,6 +132,7 @@ struct RulesResult {
   bool ok = false;
   std::vector<Violation> violations;
   json violations_json = json::array();  // as reported (the evidence keeps them)
+  std::string rules_version;              // korch_rules.RULES_VERSION (the evidence keeps it)
   std::vector<std::string> protections;
   CandidateLanguage language = CandidateLanguage::unknown;
   std::vector<LoadInline> load_inline;

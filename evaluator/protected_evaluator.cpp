@@ -450,6 +450,7 @@ class ProtectedEvaluator final : public Evaluator {
       stages["rules_s"] = o.wall_s;
       evidence["rules"] = {{"ok", rules.ok},
                            {"violations", rules.violations_json},
+                           {"rules_version", rules.rules_version},
                            {"wall_s", o.wall_s},
                            {"skipped", !req.rules}};
       if (req.rules && !rules.ok) {

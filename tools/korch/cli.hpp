@@ -72,6 +72,8 @@ int cmd_store(const Args& args);
 // `korch tasks list DIR` / `korch tasks validate DIR`.
 int cmd_tasks(const Args& args, bool validate);
 int cmd_eval(const Args& args);
+// `korch audit`: the verdict card (attack success, false rejection) of a corpus.
+int cmd_audit(const Args& args);
 // `korch lint FILE...`: the static rules alone; 0 all pass, 1 a violation,
 // 2 bad usage, unreadable file or a checker that could not run.
 int cmd_lint(const Args& args);

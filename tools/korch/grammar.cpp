@@ -175,6 +175,24 @@ std::vector<CommandSpec> build_table() {
                 on_off("--json", "the report as JSON"), log_level_flag()},
                "",
                cmd_eval});
+  t.push_back({"audit",
+               "",
+               "The verdict card: runs a corpus of honest kernels and of attacks through the "
+               "evaluator and prints attack success x/N and false rejection y/M with 95% Wilson "
+               "intervals, per attack class and overall (docs/rules.md). Exit 1 when an attack "
+               "was accepted or an honest kernel rejected.",
+               {choice("--mode", {"cpu", "gpu"}, "which evaluator and which corpus"),
+                text("--corpus", "DIR", "the corpus (default tests/evaluator/corpus)"),
+                text("--kernelbench", "DIR", "gpu mode: the KernelBench problems"),
+                text("--only", "TEXT", "only entries whose name contains TEXT"),
+                whole("--workers", "concurrent evaluations (cpu mode)"),
+                number("--timeout", "S", "wall clock per evaluation"),
+                text("--gpus", "all|0,1", "gpu mode: the GPUs"),
+                text("--cache-dir", "DIR", "the compile cache"),
+                on_off("--json", "the card as JSON, with every entry's verdict"), out_flag(),
+                log_level_flag()},
+               "",
+               cmd_audit});
   t.push_back({"lint",
                "FILE...",
                "The static rules alone (no compile, no torch): `file:line: [rule] message` and how "

@@ -147,6 +147,7 @@ def rules_main(ctx_json):
             "load_inline": entries,
             "entry_points": res.get("entry_points", []),
             "language": res.get("language"),
+            "rules_version": res.get("rules_version", ""),
         })
     except Exception:  # noqa: BLE001
         write_result(ctx, {"error": "rule checker failed", "detail": tail(traceback.format_exc())})
