@@ -22,10 +22,11 @@ Usage:
       Episodes, turns, tokens and cost per campaign in the store.
   korch export (CAMPAIGN.toml | --db PATH) --format jsonl|csv|sft|rl [--campaign NAME] [--out FILE]
                [--correct-only] [--min-speedup X] [--level N] [--model ID] [--card FILE] [--openai-only]
+               [--gamma G]
       jsonl|csv: one record per attempt (turn) and one per episode. sft: one chat
-      record per episode (OpenAI fine-tuning shape); rl: one record per turn with
-      its verdict and reward; deduplicated by code, filtered, --card writes the
-      dataset card (docs/export.md).
+      record per episode (OpenAI fine-tuning shape), deduplicated by code; rl: one
+      record per scored action with its verdict, reward and return discounted by
+      --gamma; filtered, --card writes the dataset card (docs/export.md).
   korch report (CAMPAIGN.toml | --db PATH) [--campaign NAME] [--format text|json|html] [--out FILE]
       fast_p, geometric-mean speedup, pass@k, cost and tokens per model;
       html: one self-contained page with the plots and the task grid.
