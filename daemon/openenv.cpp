@@ -197,6 +197,7 @@ struct EnvServer::Impl {
   // second session attaching to an episode gets the same one (issue 46).
   std::mutex episodes_mutex;
   std::map<std::string, std::weak_ptr<LiveEpisode>> episodes;
+  std::size_t remembered = 0;  // entries added to `episodes`
 
   explicit Impl(Daemon& d) : daemon(d), max_turns(d.config().env_max_turns) {
     campaign_id = ids::campaign_id(d.config().env_name);
@@ -340,6 +341,16 @@ struct EnvServer::Impl {
             {"last_verdict", ep->verdict}};
   }
 
+  // Enters `ep` as the episode `id` in memory (episodes_mutex held); the
+  // entries of episodes no session or step holds any more go, a pass per
+  // k_prune_every entries added.
+  void remember(const std::string& id, const LivePtr& ep) {
+    static constexpr std::size_t k_prune_every = 256;
+    episodes[id] = ep;
+    if (++remembered % k_prune_every != 0) return;
+    std::erase_if(episodes, [](const auto& e) { return e.second.expired(); });
+  }
+
   // The episode `id` in memory: the one sessions share, else rebuilt from the
   // store by the engine (agent::resume). A step that was in flight when the
   // daemon stopped or died runs again under its request id. Null when the
@@ -381,7 +392,7 @@ struct EnvServer::Impl {
       ep->speedup = s.final->speedup;
       ep->reward = s.final->reward;
     }
-    episodes[id] = ep;
+    remember(id, ep);
     if (std::holds_alternative<agent::RunEval>(step.next) || !step.batch.empty()) {
       ep->busy = true;
       drive(ep, std::move(step), nullptr);
@@ -542,7 +553,7 @@ struct EnvServer::Impl {
     }
     {
       std::lock_guard lock(episodes_mutex);
-      episodes[id] = ep;
+      remember(id, ep);
     }
     daemon.metrics().count_env_step("reset");
     json obs;
