@@ -17,6 +17,13 @@
 // resume() rebuilds the state from a store snapshot and returns the step an
 // uninterrupted run would have taken next; a step whose outcome is already
 // stored is never repeated.
+//
+// An external episode (EpisodeSpec::external: an OpenEnv client writes the
+// code, no LLM is called) runs the same machine: where an LLM episode would
+// send its request, it waits for on_action (Phase::awaiting_action), which
+// records the action as the turn's reply and goes on exactly as
+// on_llm_result does with a reply (one last-turn rule, one id scheme, one
+// end-reason table, the reward the evaluator's report carries).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -33,6 +40,7 @@
 #include "evaluator/evaluator.hpp"
 #include "llm_clients/client.hpp"
 #include "store/store.hpp"
+#include "util/error.hpp"
 
 namespace korch::agent {
 
@@ -52,6 +60,9 @@ struct EpisodeSpec {
   // For a new episode; resume uses the stored one. Shared: the campaign's
   // episodes hold one copy of the rendered prompt (~7 KB), not one each.
   std::shared_ptr<const std::string> system_prompt;
+  // The turns' code comes from outside (OpenEnv) through on_action; no LLM
+  // call is made, and no system message is stored when system_prompt is unset.
+  bool external = false;
   // The prompt's text ("" when none is set).
   const std::string& system_prompt_text() const;
 };
@@ -83,7 +94,7 @@ struct Attempt {
   bool passed = false;
 };
 
-enum class Phase { idle, awaiting_llm, awaiting_eval, final };
+enum class Phase { idle, awaiting_llm, awaiting_action, awaiting_eval, final };
 
 struct EpisodeState {
   std::shared_ptr<const EpisodeSpec> spec;  // its system prompt is the episode's
@@ -164,6 +175,39 @@ Step resume(EpisodeState& state, std::shared_ptr<const EpisodeSpec> spec,
             const store::EpisodeSnapshot& snapshot, const Env& env);
 
 Step on_llm_result(EpisodeState& state, const llm::ChatResult& result, const Env& env);
+
+// The reply an external action is recorded as: the code in a python block and
+// its ACTION line. Fails (the reason) when the code would not read back from
+// it as itself, up to a final newline (a line of three backticks inside it).
+Result<std::string> action_reply(const std::string& code, Action action);
+
+// An external episode's action for its current turn (state.phase must be
+// Phase::awaiting_action): stores the action as the turn's reply and starts
+// its evaluation, as on_llm_result does with a reply that holds code. The
+// code is the one action_reply's text reads back (a final newline added).
+Result<Step> on_action(EpisodeState& state, const std::string& code, Action action, const Env& env);
+
+// A one-off evaluation (the API's POST /api/evaluate): no episode and no
+// turn, the same evaluation row and write-ahead rule as an episode's. Its
+// request id is ids::api_request_id_of_digest; a repeated request is the
+// stored row's (the store keeps the first `done` row of an id).
+struct OneOffEval {
+  evaluator::Request request;
+  std::string code_sha;
+  int attempts = 0;
+};
+
+// Names the evaluation of `code` on `task` in `mode` and asks for it: the
+// batch holds its `running` row, to commit before RunEval starts.
+Step start_one_off(OneOffEval& eval, const config::Task& task, std::string code,
+                   evaluator::Mode mode, const Env& env);
+
+// Records its report (the `done` row); next is Finished. A report marked
+// interrupted records nothing (the row stays `running`).
+Step on_one_off_result(OneOffEval& eval, const evaluator::Report& report, const Env& env);
+
+// The number of the turns whose outcome is recorded.
+int turns_done(const EpisodeState& state);
 
 // Records the evaluation's result and moves on. A worker_crash report counts
 // as an observed failure and, below the cap, runs the evaluation again. A

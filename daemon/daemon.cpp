@@ -11,6 +11,7 @@
 #include <future>
 #include <random>
 
+#include "agent/episode.hpp"
 #include "config/loader.hpp"
 #include "config/tasks.hpp"
 #include "daemon/queue_evaluator.hpp"
@@ -738,41 +739,38 @@ Reply Daemon::evaluate(const nlohmann::json& req) {
   if (!eval_mode) return Reply::error(400, "'mode' must be check or submit");
   auto task = resolve_task(req["task"]);
   if (!task) return Reply::error(400, task.error().message);
-  evaluator::Request r;
-  auto code = req["code"].get<std::string>();
-  r.request_id = fmt::format("api|{}|{}|{}", mode, task->id, ids::code_digest(code));
-  r.mode = *eval_mode;
-  r.task = *task;
-  r.code = code;
-  r.secret_seed = ids::stable_hash64(r.request_id);
+  // An event of the engine's one-off evaluation (agent/episode.hpp): its
+  // `running` row commits before the evaluator sees the code.
+  agent::Env env;
+  env.now = now_unix();
+  env.owner = m_owner;
+  agent::OneOffEval eval;
+  auto step = agent::start_one_off(eval, *task, req["code"].get<std::string>(), *eval_mode, env);
+  auto reply_of = [&](const std::string& report_json) -> Reply {
+    auto j = nlohmann::json::parse(report_json, nullptr, false);
+    return {200, {{"request_id", eval.request.request_id}, {"task_id", task->id}, {"report", j}}};
+  };
+  // A repeated request is answered from its stored row.
+  auto stored = m_store->get_evaluation(eval.request.request_id);
+  if (!stored) return Reply::error(stored.error());
+  if (*stored && (*stored)->state == store::EvalState::done)
+    return reply_of((*stored)->report_json);
+  if (auto c = m_store->commit_sync(std::move(step.batch)); !c) return Reply::error(c.error());
   auto promise = std::make_shared<std::promise<evaluator::Report>>();
   auto future = promise->get_future();
-  m_evaluator->evaluate(r,
+  m_evaluator->evaluate(eval.request,
                         [promise](evaluator::Report rep) { promise->set_value(std::move(rep)); });
   if (future.wait_for(std::chrono::duration<double>(m_cfg.eval_timeout_s)) !=
       std::future_status::ready) {
     return Reply::error(504, "the evaluation did not finish within eval_timeout_s");
   }
   auto rep = future.get();
-  if (rep.interrupted)
+  env.now = now_unix();
+  auto done = agent::on_one_off_result(eval, rep, env);
+  if (std::holds_alternative<agent::AbortCampaign>(done.next))
     return Reply::error(503, "the evaluation was interrupted (the daemon is stopping)");
-  store::WriteBatch b;
-  store::EvaluationRow row;
-  row.request_id = r.request_id;
-  row.kind = mode;
-  row.code_sha = ids::code_digest(code);
-  row.state = store::EvalState::done;
-  row.owner = m_owner;
-  row.attempts = 1;
-  row.verdict = evaluator::to_string(rep.status);
-  row.report_json = rep.to_json();
-  row.evaluator_version = rep.evaluator_version;
-  row.created_at = now_unix();
-  row.finished_at = row.created_at;
-  b.put(row);
-  if (auto c = m_store->commit_sync(std::move(b)); !c) return Reply::error(c.error());
-  auto j = nlohmann::json::parse(rep.to_json(), nullptr, false);
-  return {200, {{"request_id", r.request_id}, {"task_id", task->id}, {"report", j}}};
+  if (auto c = m_store->commit_sync(std::move(done.batch)); !c) return Reply::error(c.error());
+  return reply_of(rep.to_json());
 }
 
 nlohmann::json Daemon::progress_snapshot() {

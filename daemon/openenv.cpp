@@ -6,12 +6,14 @@
 #include <boost/beast.hpp>
 #include <boost/beast/websocket.hpp>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
 #include <set>
 #include <thread>
 
+#include "agent/episode.hpp"
 #include "prompts/prompts.hpp"
 #include "util/fs.hpp"
 #include "util/ids.hpp"
@@ -54,7 +56,8 @@ enum class EnvCode {
   validation_error,
   execution_error,
   capacity_reached,
-  session_error
+  session_error,
+  episode_busy  // korch's own: a step of the episode is in flight (docs/api.md)
 };
 
 }  // namespace
@@ -67,7 +70,8 @@ struct EnumNames<daemon::EnvCode> {
   static constexpr std::pair<C, std::string_view> k_names[] = {
       {C::invalid_json, "INVALID_JSON"},         {C::unknown_type, "UNKNOWN_TYPE"},
       {C::validation_error, "VALIDATION_ERROR"}, {C::execution_error, "EXECUTION_ERROR"},
-      {C::capacity_reached, "CAPACITY_REACHED"}, {C::session_error, "SESSION_ERROR"}};
+      {C::capacity_reached, "CAPACITY_REACHED"}, {C::session_error, "SESSION_ERROR"},
+      {C::episode_busy, "EPISODE_BUSY"}};
 };
 }  // namespace korch
 
@@ -86,18 +90,25 @@ json error_frame(const EnvError& e) {
   return {{"type", "error"}, {"data", {{"message", e.message}, {"code", e.code_name()}}}};
 }
 
-// One environment episode: a stored episode of the env campaign.
-struct EnvEpisode {
-  std::string id;
-  config::Task task;
-  int turns = 0;
-  int next_seq = 0;
-  bool done = false;
-  std::string last_verdict;
-  std::optional<double> last_speedup;
-  double last_reward = 0;
+// One environment episode in memory: the engine's state (agent/episode.hpp,
+// an external episode) and the sessions waiting on it. Shared by every
+// session attached to the episode, and held by its step in flight; `mutex`
+// guards every field.
+struct LiveEpisode {
+  std::mutex mutex;
+  agent::EpisodeState state;
   nlohmann::json pick;  // how reset chose the task (the observation's metadata says it)
+  bool busy = false;    // a step is in flight: its evaluation runs or commits
+  bool stale = false;   // dropped after a failure: the store is the truth, attach again
+  // Resets that attached while a step was in flight: answered with its result.
+  std::vector<std::function<void()>> waiters;
+  // The last step's outcome, for observations.
+  std::string verdict;
+  std::optional<double> speedup;
+  double reward = 0;
+  std::string feedback;
 };
+using LivePtr = std::shared_ptr<LiveEpisode>;
 
 // "%2F" -> "/", "+" -> " " (a query value); with plus_is_space false a "+"
 // stays "+" (a token: base64 has "+" and never a space).
@@ -174,6 +185,7 @@ struct EnvServer::Impl {
   Daemon& daemon;
   std::string token;
   std::string campaign_id;
+  std::uint64_t secret_seed = 0;
   int max_turns;
   std::atomic<int> sessions{0};
   std::atomic<bool> stopping{false};
@@ -186,9 +198,15 @@ struct EnvServer::Impl {
   std::mutex pool_mutex;  // pool, picks
   std::optional<std::vector<config::Task>> pool;
   std::uint64_t picks = 0;  // resets that picked from the pool (starts at the stored episodes)
+  // One LiveEpisode per episode id while a session or a step holds it: a
+  // second session attaching to an episode gets the same one (issue 46).
+  std::mutex episodes_mutex;
+  std::map<std::string, std::weak_ptr<LiveEpisode>> episodes;
+  std::size_t remembered = 0;  // entries added to `episodes`
 
   explicit Impl(Daemon& d) : daemon(d), max_turns(d.config().env_max_turns) {
     campaign_id = ids::campaign_id(d.config().env_name);
+    secret_seed = ids::stable_hash64("openenv|" + d.config().env_name);
   }
 
   Result<void> ensure_campaign() {
@@ -200,7 +218,7 @@ struct EnvServer::Impl {
                          {"max_turns", max_turns},
                          {"evaluator", std::string(config::to_string(daemon.evaluator().mode()))}}
                         .dump();
-    c.secret_seed = ids::stable_hash64("openenv|" + c.name);
+    c.secret_seed = secret_seed;
     c.created_at = now_unix();
     b.put(c);
     auto r = daemon.store().commit_sync(std::move(b));
@@ -208,26 +226,59 @@ struct EnvServer::Impl {
     return {};
   }
 
-  json observation(const EnvEpisode& ep, const std::string& prompt, const std::string& feedback,
-                   double reward) {
-    json obs = {{"episode_id", ep.id},
-                {"task_id", ep.task.id},
-                {"turn", ep.turns},
+  // What the engine is told with each event.
+  agent::Env engine_env() const {
+    agent::Env env;
+    env.now = now_unix();
+    env.owner = daemon.owner();
+    env.secret_seed = secret_seed;
+    return env;
+  }
+
+  std::shared_ptr<const agent::EpisodeSpec> spec_for(const std::string& id,
+                                                     const config::Task& task) const {
+    auto spec = std::make_shared<agent::EpisodeSpec>();
+    spec->campaign_id = campaign_id;
+    spec->episode_id = id;
+    spec->task = std::make_shared<const config::Task>(task);
+    spec->model_id = "env";
+    spec->max_turns = max_turns;
+    spec->external = true;
+    return spec;
+  }
+
+  // The observation of `ep` (its lock held).
+  json observation(const LiveEpisode& ep, const std::string& prompt, const std::string& feedback,
+                   double reward) const {
+    const auto& task = *ep.state.spec->task;
+    json obs = {{"episode_id", ep.state.spec->episode_id},
+                {"task_id", task.id},
+                {"turn", agent::turns_done(ep.state)},
                 {"max_turns", max_turns},
                 {"prompt", prompt},
                 {"feedback", feedback},
-                {"verdict", ep.last_verdict.empty() ? json() : json(ep.last_verdict)},
-                {"speedup", ep.last_speedup ? json(*ep.last_speedup) : json()},
+                {"verdict", ep.verdict.empty() ? json() : json(ep.verdict)},
+                {"speedup", ep.speedup ? json(*ep.speedup) : json()},
                 {"metadata", metadata_of(ep)}};
-    return {{"observation", obs}, {"reward", reward}, {"done", ep.done}};
+    return {
+        {"observation", obs}, {"reward", reward}, {"done", ep.state.phase == agent::Phase::final}};
+  }
+
+  // The observation a reset answers with: the task's prompt, and the last
+  // step's outcome (a reconnecting client learns what its step did).
+  json reset_observation(const LiveEpisode& ep) const {
+    const int left = std::max(1, max_turns - agent::turns_done(ep.state));
+    return observation(ep, prompts::task_prompt(*ep.state.spec->task, left), ep.feedback,
+                       ep.reward);
   }
 
   // The observation's metadata: the task, and how reset chose it.
-  static json metadata_of(const EnvEpisode& ep) {
-    json m = {{"task_id", ep.task.id},
-              {"task_name", ep.task.name},
-              {"level", ep.task.level},
-              {"number", ep.task.number}};
+  static json metadata_of(const LiveEpisode& ep) {
+    const auto& task = *ep.state.spec->task;
+    json m = {{"task_id", task.id},
+              {"task_name", task.name},
+              {"level", task.level},
+              {"number", task.number}};
     m["pick"] = ep.pick.is_null() ? json{{"picked_by", "episode_id"}} : ep.pick;
     return m;
   }
@@ -284,17 +335,42 @@ struct EnvServer::Impl {
     return std::pair{(*pool)[index], pick};
   }
 
-  json state(const EnvEpisode* ep) {
+  json state(const LivePtr& ep) {
     if (!ep) return {{"episode_id", nullptr}, {"step_count", 0}};
-    return {{"episode_id", ep->id}, {"step_count", ep->turns}, {"task_id", ep->task.id},
-            {"done", ep->done},     {"max_turns", max_turns},  {"last_verdict", ep->last_verdict}};
+    std::lock_guard lock(ep->mutex);
+    return {{"episode_id", ep->state.spec->episode_id},
+            {"step_count", agent::turns_done(ep->state)},
+            {"task_id", ep->state.spec->task->id},
+            {"done", ep->state.phase == agent::Phase::final},
+            {"max_turns", max_turns},
+            {"last_verdict", ep->verdict}};
   }
 
-  // Rebuilds a stored environment episode.
-  std::expected<std::optional<EnvEpisode>, EnvError> load(const std::string& id) {
+  // Enters `ep` as the episode `id` in memory (episodes_mutex held); the
+  // entries of episodes no session or step holds any more go, a pass per
+  // k_prune_every entries added.
+  void remember(const std::string& id, const LivePtr& ep) {
+    static constexpr std::size_t k_prune_every = 256;
+    episodes[id] = ep;
+    if (++remembered % k_prune_every != 0) return;
+    std::erase_if(episodes, [](const auto& e) { return e.second.expired(); });
+  }
+
+  // The episode `id` in memory: the one sessions share, else rebuilt from the
+  // store by the engine (agent::resume). A step that was in flight when the
+  // daemon stopped or died runs again under its request id. Null when the
+  // store has no such episode.
+  std::expected<LivePtr, EnvError> attach(const std::string& id) {
+    std::lock_guard lock(episodes_mutex);
+    if (auto it = episodes.find(id); it != episodes.end()) {
+      if (auto ep = it->second.lock()) {
+        std::lock_guard ep_lock(ep->mutex);
+        if (!ep->stale) return ep;
+      }
+    }
     auto snap = daemon.store().load_episode(id);
     if (!snap) return std::unexpected(EnvError{EnvCode::execution_error, snap.error().message});
-    if (!*snap) return std::optional<EnvEpisode>();
+    if (!*snap) return LivePtr();
     auto& s = **snap;
     if (s.episode.campaign_id != campaign_id) {
       return std::unexpected(
@@ -303,96 +379,200 @@ struct EnvServer::Impl {
     }
     auto tasks = daemon.store().list_tasks(campaign_id);
     if (!tasks) return std::unexpected(EnvError{EnvCode::execution_error, tasks.error().message});
-    EnvEpisode ep;
-    ep.id = id;
+    std::optional<config::Task> task;
     for (auto& t : *tasks) {
-      if (t.task_id == s.episode.task_id) {
-        ep.task = {t.task_id, t.level, t.number, t.name, t.path, t.source};
-      }
+      if (t.task_id == s.episode.task_id)
+        task = config::Task{t.task_id, t.level, t.number, t.name, t.path, t.source};
     }
-    ep.turns = static_cast<int>(s.turns.size());
-    ep.next_seq = static_cast<int>(s.messages.size());
-    ep.done = s.final.has_value();
-    if (!s.turns.empty()) ep.last_verdict = s.turns.back().eval_status;
-    return std::optional<EnvEpisode>(std::move(ep));
+    if (!task)
+      return std::unexpected(
+          EnvError{EnvCode::execution_error, "episode '" + id + "': its task is not stored"});
+    auto ep = std::make_shared<LiveEpisode>();
+    auto step = agent::resume(ep->state, spec_for(id, *task), s, engine_env());
+    if (!s.turns.empty()) ep->verdict = s.turns.back().eval_status;
+    const auto& conv = ep->state.conversation;
+    if (!s.turns.empty() && !conv.empty() && conv.back().role == "user")
+      ep->feedback = conv.back().content;  // the last CHECK's
+    if (s.final) {
+      ep->speedup = s.final->speedup;
+      ep->reward = s.final->reward;
+    }
+    remember(id, ep);
+    if (std::holds_alternative<agent::RunEval>(step.next) || !step.batch.empty()) {
+      ep->busy = true;
+      drive(ep, std::move(step), nullptr);
+    }
+    return ep;
   }
 
-  // reset: {"seed"?, "task_id"?, "episode_id"?}
-  std::expected<std::pair<EnvEpisode, json>, EnvError> reset(const json& data) {
+  // What a step's caller gets: the observation data, or an error.
+  using StepDone = std::function<void(std::expected<json, EnvError>)>;
+
+  // Runs a step of the engine: commits its rows, then starts what it asks
+  // for (the write-ahead rule: the evaluation's `running` row is durable
+  // before the evaluator sees the code) and feeds the result back to the
+  // engine, until the engine waits for the next action or the episode ends.
+  // `ep->busy` is set by the caller; `done` (may be null) and the waiting
+  // resets are answered at the end, on the store's or the evaluator's thread.
+  void drive(LivePtr ep, agent::Step step, StepDone done) {
+    auto next = std::move(step.next);
+    daemon.store().commit(std::move(step.batch), [this, ep, next = std::move(next),
+                                                  done = std::move(done)](
+                                                     Result<store::CommitInfo> r) mutable {
+      if (!r)
+        return give_up(ep, EnvError{EnvCode::execution_error, "store: " + r.error().message}, done);
+      auto* run = std::get_if<agent::RunEval>(&next);
+      if (!run) return finish(ep, done);
+      auto mode = run->request.mode;
+      daemon.evaluator().evaluate(
+          run->request, [this, ep, mode, done = std::move(done)](evaluator::Report rep) mutable {
+            agent::Step after;
+            {
+              std::lock_guard lock(ep->mutex);
+              after = agent::on_eval_result(ep->state, rep, engine_env());
+              if (std::holds_alternative<agent::AbortCampaign>(after.next)) {
+                // The evaluator stopped under it: nothing recorded; the
+                // step runs again when the episode is attached next.
+                after.next = std::monostate{};
+              } else if (!std::holds_alternative<agent::RunEval>(after.next)) {
+                ep->verdict = evaluator::to_string(rep.status);
+                ep->speedup = rep.speedup;
+                ep->reward = mode == evaluator::Mode::submit ? rep.reward : 0.0;
+                const auto& conv = ep->state.conversation;
+                ep->feedback =
+                    mode == evaluator::Mode::check && !conv.empty() && conv.back().role == "user"
+                        ? conv.back().content
+                        : prompts::render_report(rep, evaluator::Mode::submit);
+              }
+            }
+            if (rep.interrupted)
+              return give_up(ep,
+                             EnvError{EnvCode::execution_error,
+                                      "the evaluation was interrupted (the daemon is stopping)"},
+                             done);
+            drive(ep, std::move(after), std::move(done));
+          });
+    });
+  }
+
+  // The step is over: the episode waits for its next action (or is final).
+  void finish(const LivePtr& ep, const StepDone& done) {
+    json obs;
+    std::vector<std::function<void()>> waiters;
+    {
+      std::lock_guard lock(ep->mutex);
+      ep->busy = false;
+      obs = observation(*ep, "", ep->feedback, ep->reward);
+      waiters.swap(ep->waiters);
+    }
+    if (done) done(obs);
+    for (auto& w : waiters) w();
+  }
+
+  // The step failed outside the engine (the store, a stopping evaluator):
+  // this copy of the episode is dropped; the next attach rebuilds it from
+  // the store, which holds every step that committed.
+  void give_up(const LivePtr& ep, const EnvError& e, const StepDone& done) {
+    std::vector<std::function<void()>> waiters;
+    {
+      std::lock_guard lock(ep->mutex);
+      ep->busy = false;
+      ep->stale = true;
+      waiters.swap(ep->waiters);
+    }
+    KLOG_WARN("openenv: episode {}: {}", ep->state.spec->episode_id, e.message);
+    if (done) done(std::unexpected(e));
+    for (auto& w : waiters) w();
+  }
+
+  using ResetDone = std::function<void(std::expected<std::pair<LivePtr, json>, EnvError>)>;
+
+  // reset: {"seed"?, "task_id"?, "episode_id"?}. An existing episode is
+  // attached (one per id, shared by its sessions); while one of its steps is
+  // in flight, `done` is called once that step's result is in (docs/api.md).
+  void reset(const json& data, ResetDone done) {
     if (!data.is_null() && !data.is_object())
-      return std::unexpected(EnvError{EnvCode::validation_error, "reset data must be an object"});
+      return done(
+          std::unexpected(EnvError{EnvCode::validation_error, "reset data must be an object"}));
     json d = data.is_object() ? data : json::object();
     std::optional<std::uint64_t> seed;
     if (d.contains("seed") && !d["seed"].is_null()) {
       if (!d["seed"].is_number_integer() || d["seed"].get<std::int64_t>() < 0)
-        return std::unexpected(
-            EnvError{EnvCode::validation_error, "'seed' must be an integer >= 0"});
+        return done(
+            std::unexpected(EnvError{EnvCode::validation_error, "'seed' must be an integer >= 0"}));
       seed = d["seed"].get<std::uint64_t>();
     }
     std::string id;
     if (d.contains("episode_id") && !d["episode_id"].is_null()) {
       if (!d["episode_id"].is_string() || !valid_episode_id(d["episode_id"].get<std::string>())) {
-        return std::unexpected(
-            EnvError{EnvCode::validation_error, "'episode_id' must be 1-100 of [A-Za-z0-9._-]"});
+        return done(std::unexpected(
+            EnvError{EnvCode::validation_error, "'episode_id' must be 1-100 of [A-Za-z0-9._-]"}));
       }
       id = d["episode_id"].get<std::string>();
-      auto existing = load(id);
-      if (!existing) return std::unexpected(existing.error());
-      if (*existing) {
-        auto& ep = **existing;
-        auto obs = observation(ep, prompts::task_prompt(ep.task, std::max(1, max_turns - ep.turns)),
-                               "", 0);
-        return std::pair{std::move(ep), std::move(obs)};
+      auto existing = attach(id);
+      if (!existing) return done(std::unexpected(existing.error()));
+      if (auto ep = *existing) {
+        std::unique_lock lock(ep->mutex);
+        if (ep->busy) {
+          ep->waiters.push_back([this, ep, done] {
+            std::unique_lock l(ep->mutex);
+            if (ep->stale) {
+              l.unlock();
+              return done(std::unexpected(
+                  EnvError{EnvCode::execution_error,
+                           "the step in flight did not finish; send reset(episode_id) again"}));
+            }
+            auto obs = reset_observation(*ep);
+            l.unlock();
+            done(std::pair{ep, std::move(obs)});
+          });
+          return;
+        }
+        auto obs = reset_observation(*ep);
+        lock.unlock();
+        return done(std::pair{ep, std::move(obs)});
       }
     } else {
       id = fmt::format("env-{:016x}", (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
                                           std::random_device{}());
     }
     auto picked = pick_task(d, seed);
-    if (!picked) return std::unexpected(picked.error());
-    EnvEpisode ep;
-    ep.id = id;
-    ep.task = picked->first;
-    ep.pick = picked->second;
-    auto prompt = prompts::task_prompt(ep.task, max_turns);
+    if (!picked) return done(std::unexpected(picked.error()));
+    auto ep = std::make_shared<LiveEpisode>();
+    ep->pick = picked->second;
+    const config::Task& task = picked->first;
     store::WriteBatch b;
     store::TaskRow t;
     t.campaign_id = campaign_id;
-    t.task_id = ep.task.id;
-    t.level = ep.task.level;
-    t.number = ep.task.number;
-    t.name = ep.task.name;
-    t.path = ep.task.path;
-    t.source = ep.task.source;
+    t.task_id = task.id;
+    t.level = task.level;
+    t.number = task.number;
+    t.name = task.name;
+    t.path = task.path;
+    t.source = task.source;
     b.put(t);
-    store::EpisodeRow e;
-    e.id = id;
-    e.campaign_id = campaign_id;
-    e.task_id = ep.task.id;
-    e.model_id = "env";
-    e.status = store::EpisodeStatus::running;
-    e.created_at = e.updated_at = now_unix();
-    b.put(e);
-    store::MessageRow m;
-    m.episode_id = id;
-    m.seq = ep.next_seq++;
-    m.role = store::Role::user;
-    m.kind = store::MessageKind::task;
-    m.turn = 1;
-    m.content = prompt;
-    b.put(m);
+    auto step = agent::start(ep->state, spec_for(id, task), engine_env());
+    b.append(std::move(step.batch));
     if (auto r = daemon.store().commit_sync(std::move(b)); !r) {
-      return std::unexpected(EnvError{EnvCode::execution_error, r.error().message});
+      return done(std::unexpected(EnvError{EnvCode::execution_error, r.error().message}));
+    }
+    {
+      std::lock_guard lock(episodes_mutex);
+      remember(id, ep);
     }
     daemon.metrics().count_env_step("reset");
-    auto obs = observation(ep, prompt, "", 0);
-    return std::pair{std::move(ep), std::move(obs)};
+    json obs;
+    {
+      std::lock_guard lock(ep->mutex);
+      obs = observation(*ep, prompts::task_prompt(task, max_turns), "", 0);
+    }
+    done(std::pair{ep, std::move(obs)});
   }
 
-  // step: {"code": "...", "action": "CHECK"|"SUBMIT"} (or the same inside "action").
-  // `done` gets the reply JSON (observation data) or an error; on any thread.
-  void step(EnvEpisode& ep, const json& data,
-            std::function<void(std::expected<json, EnvError>)> done) {
+  // step: {"code": "...", "action": "CHECK"|"SUBMIT"} (or the same inside
+  // "action"): an action event of the engine. `done` gets the observation
+  // data or an error; on any thread.
+  void step(const LivePtr& ep, const json& data, StepDone done) {
     json a = data;
     if (a.is_object() && a.contains("action") && a["action"].is_object()) a = a["action"];
     if (!a.is_object() || !a.contains("code") || !a["code"].is_string()) {
@@ -407,119 +587,35 @@ struct EnvServer::Impl {
       return done(
           std::unexpected(EnvError{EnvCode::validation_error, "'action' must be CHECK or SUBMIT"}));
     }
-    if (ep.done)
-      return done(
-          std::unexpected(EnvError{EnvCode::validation_error, "the episode is done; send reset"}));
-    std::string code = a["code"].get<std::string>();
-    int turn = ep.turns + 1;
-    bool submit = *asked == evaluator::Mode::submit || turn >= max_turns;
-    evaluator::Request req;
-    req.mode = submit ? evaluator::Mode::submit : evaluator::Mode::check;
-    req.request_id =
-        submit ? ids::submit_request_id(ep.id, code) : ids::check_request_id(ep.id, turn, code);
-    req.task = ep.task;
-    req.code = code;
-    req.secret_seed = ids::stable_hash64("openenv|" + ep.id);
-    daemon.metrics().count_env_step(submit ? "submit" : "check");
-    double started = now_unix();
-    daemon.evaluator().evaluate(req, [this, &ep, req, asked = *asked, submit, turn, started, code,
-                                      done = std::move(done)](evaluator::Report rep) mutable {
-      if (rep.interrupted)
+    agent::Step step;
+    {
+      std::lock_guard lock(ep->mutex);
+      if (ep->stale)
+        return done(
+            std::unexpected(EnvError{EnvCode::session_error,
+                                     "the episode was reloaded after a failure; send reset with "
+                                     "its episode_id"}));
+      if (ep->busy)
         return done(std::unexpected(EnvError{
-            EnvCode::execution_error, "the evaluation was interrupted (the daemon is stopping)"}));
-      double reward = submit ? evaluator::reward_for(daemon.config().evaluator.reward, rep) : 0.0;
-      int replies_left = std::max(0, max_turns - turn);
-      std::string feedback = submit ? prompts::render_report(rep, evaluator::Mode::submit)
-                                    : prompts::check_feedback(rep, std::max(1, replies_left));
-      store::WriteBatch b;
-      store::EvaluationRow ev;
-      ev.request_id = req.request_id;
-      ev.episode_id = ep.id;
-      ev.kind = evaluator::to_string(req.mode);
-      ev.code_sha = ids::code_digest(code);
-      ev.state = store::EvalState::done;
-      ev.owner = daemon.owner();
-      ev.attempts = 1;
-      ev.verdict = evaluator::to_string(rep.status);
-      ev.report_json = rep.to_json();
-      ev.evaluator_version = rep.evaluator_version;
-      ev.created_at = started;
-      ev.finished_at = now_unix();
-      b.put(ev);
-      store::MessageRow reply;
-      reply.episode_id = ep.id;
-      reply.seq = ep.next_seq;
-      reply.role = store::Role::assistant;
-      reply.kind = store::MessageKind::reply;
-      reply.turn = turn;
-      reply.content = "```python\n" + code +
-                      "\n```\nACTION: " + (asked == evaluator::Mode::submit ? "SUBMIT" : "CHECK") +
-                      "\n";
-      b.put(reply);
-      store::TurnRow t;
-      t.episode_id = ep.id;
-      t.turn = turn;
-      t.model_id = "env";
-      t.action = evaluator::to_string(req.mode);
-      t.parse_status = "code";
-      t.code = code;
-      t.code_sha = ev.code_sha;
-      t.eval_request_id = req.request_id;
-      t.eval_status = ev.verdict;
-      t.finish_reason = "env";
-      t.at = ev.finished_at;
-      b.put(t);
-      store::MessageRow fb;
-      fb.episode_id = ep.id;
-      fb.seq = ep.next_seq + 1;
-      fb.role = store::Role::user;
-      fb.kind = store::MessageKind::feedback;
-      fb.turn = turn;
-      fb.content = feedback;
-      b.put(fb);
-      if (submit) {
-        store::FinalRow f;
-        f.episode_id = ep.id;
-        f.reason = asked == evaluator::Mode::submit ? store::EndReason::submitted
-                                                    : store::EndReason::no_submission;
-        f.verdict = ev.verdict;
-        f.request_id = req.request_id;
-        f.speedup = rep.speedup;
-        f.reward = reward;
-        f.correct = rep.correct;
-        f.at = ev.finished_at;
-        b.put(f);
-      }
-      auto verdict = ev.verdict;
-      auto speedup = rep.speedup;
-      daemon.store().commit(
-          std::move(b), [this, &ep, turn, submit, verdict, speedup, feedback, reward,
-                         done = std::move(done)](Result<store::CommitInfo> r) mutable {
-            if (!r)
-              return done(std::unexpected(
-                  EnvError{EnvCode::execution_error, "store: " + r.error().message}));
-            // Applied by the caller's strand: the episode object belongs to it.
-            done(json{{"__apply", true},
-                      {"turn", turn},
-                      {"submit", submit},
-                      {"verdict", verdict},
-                      {"speedup", speedup ? json(*speedup) : json()},
-                      {"feedback", feedback},
-                      {"reward", reward}});
-          });
-    });
-  }
-
-  // Applies a committed step to the episode; returns the observation data.
-  json apply(EnvEpisode& ep, const json& s) {
-    ep.turns = s["turn"].get<int>();
-    ep.next_seq += 2;
-    ep.done = s["submit"].get<bool>();
-    ep.last_verdict = s["verdict"].get<std::string>();
-    ep.last_speedup =
-        s["speedup"].is_null() ? std::nullopt : std::optional<double>(s["speedup"].get<double>());
-    ep.last_reward = s["reward"].get<double>();
-    return observation(ep, "", s["feedback"].get<std::string>(), ep.last_reward);
+            EnvCode::episode_busy,
+            "a step of episode '" + ep->state.spec->episode_id +
+                "' is in flight (from another session); reset with its episode_id waits for "
+                "its result"}));
+      if (ep->state.phase == agent::Phase::final)
+        return done(std::unexpected(
+            EnvError{EnvCode::validation_error, "the episode is done; send reset"}));
+      auto r = agent::on_action(
+          ep->state, a["code"].get<std::string>(),
+          *asked == evaluator::Mode::submit ? agent::Action::submit : agent::Action::check,
+          engine_env());
+      if (!r) return done(std::unexpected(EnvError{EnvCode::validation_error, r.error().message}));
+      step = std::move(*r);
+      ep->busy = true;
+      const auto* run = std::get_if<agent::RunEval>(&step.next);
+      daemon.metrics().count_env_step(
+          run && run->request.mode == evaluator::Mode::submit ? "submit" : "check");
+    }
+    drive(ep, std::move(step), std::move(done));
   }
 
   static json metadata() {
@@ -704,13 +800,25 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     auto type = msg.value("type", std::string());
     json data = msg.contains("data") ? msg["data"] : json::object();
     if (type == "reset") {
-      auto r = m_env.reset(data);
-      if (!r) return send(error_frame(r.error()));
-      m_ep = std::move(r->first);
-      return send({{"type", "observation"}, {"data", r->second}});
+      // May wait for a step in flight of the episode it attaches to.
+      m_busy = true;
+      auto self = shared_from_this();
+      m_env.reset(data, [self](std::expected<std::pair<LivePtr, json>, EnvError> r) {
+        net::post(self->m_ws.get_executor(), [self, r = std::move(r)] {
+          self->m_busy = false;
+          self->m_last = now_mono();
+          if (!r) {
+            self->send(error_frame(r.error()));
+          } else {
+            self->m_ep = r->first;
+            self->send({{"type", "observation"}, {"data", r->second}});
+          }
+          self->pump();
+        });
+      });
+      return;
     }
-    if (type == "state")
-      return send({{"type", "state"}, {"data", m_env.state(m_ep ? &*m_ep : nullptr)}});
+    if (type == "state") return send({{"type", "state"}, {"data", m_env.state(m_ep)}});
     if (type == "close") {
       m_closing = true;
       m_close_after_write = true;
@@ -720,14 +828,14 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       if (!m_ep) return send(error_frame({EnvCode::validation_error, "send reset before step"}));
       m_busy = true;
       auto self = shared_from_this();
-      m_env.step(*m_ep, data, [self](std::expected<json, EnvError> r) {
+      m_env.step(m_ep, data, [self](std::expected<json, EnvError> r) {
         net::post(self->m_ws.get_executor(), [self, r = std::move(r)] {
           self->m_busy = false;
           self->m_last = now_mono();
           if (!r) {
             self->send(error_frame(r.error()));
           } else {
-            self->send({{"type", "observation"}, {"data", self->m_env.apply(*self->m_ep, *r)}});
+            self->send({{"type", "observation"}, {"data", *r}});
           }
           self->pump();
         });
@@ -777,7 +885,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   beast::flat_buffer m_buffer;
   std::deque<std::string> m_inbox;
   std::deque<std::string> m_outbox;
-  std::optional<EnvEpisode> m_ep;
+  LivePtr m_ep;  // the episode this session attached to
   double m_last = 0;
   bool m_busy = false, m_writing = false, m_closing = false, m_close_after_write = false,
        m_closed = false;
@@ -840,17 +948,24 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
         return reply(400, {{"error", "malformed JSON"}, {"code", env_code(EnvCode::invalid_json)}});
     }
     if (path == "/reset" && method == http::verb::post) {
-      auto r = m_env.reset(body);
-      if (!r) return reply(400, {{"error", r.error().message}, {"code", r.error().code_name()}});
-      return reply(200, r->second);
+      auto self = shared_from_this();
+      m_env.reset(body, [self](std::expected<std::pair<LivePtr, json>, EnvError> r) {
+        net::post(self->m_stream.get_executor(), [self, r = std::move(r)] {
+          if (!r)
+            return self->reply(400,
+                               {{"error", r.error().message}, {"code", r.error().code_name()}});
+          self->reply(200, r->second);
+        });
+      });
+      return;
     }
     if (path == "/state" && method == http::verb::get) {
       std::string id = t.params.count("episode_id") ? t.params["episode_id"] : "";
       if (id.empty()) return reply(200, m_env.state(nullptr));
-      auto ep = m_env.load(id);
+      auto ep = m_env.attach(id);
       if (!ep) return reply(400, {{"error", ep.error().message}, {"code", ep.error().code_name()}});
       if (!*ep) return reply(404, {{"error", "no episode '" + id + "'"}});
-      return reply(200, m_env.state(&**ep));
+      return reply(200, m_env.state(*ep));
     }
     if (path == "/step" && method == http::verb::post) {
       // OpenEnv's StepRequest: {"action": {...}, "timeout_s"?, "request_id"?}.
@@ -868,32 +983,43 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
         if (!body["episode_id"].is_string())
           return reply(422, {{"error", "'episode_id' must be a string"},
                              {"code", env_code(EnvCode::validation_error)}});
-        auto ep = m_env.load(body["episode_id"].get<std::string>());
+        auto ep = m_env.attach(body["episode_id"].get<std::string>());
         if (!ep)
           return reply(400, {{"error", ep.error().message}, {"code", ep.error().code_name()}});
         if (!*ep)
           return reply(404,
                        {{"error", "no episode '" + body["episode_id"].get<std::string>() + "'"}});
-        m_ep = std::move(**ep);
-      } else {
-        auto fresh = m_env.reset(json::object());
-        if (!fresh)
-          return reply(fresh.error().code == EnvCode::validation_error ? 422 : 500,
-                       {{"error", fresh.error().message}, {"code", fresh.error().code_name()}});
-        m_ep = std::move(fresh->first);
+        return step_on(*ep, body["action"]);
       }
+      // A fresh episode: a reset without a task or an id answers at once.
       auto self = shared_from_this();
-      m_env.step(*m_ep, body["action"], [self](std::expected<json, EnvError> r) {
-        net::post(self->m_stream.get_executor(), [self, r = std::move(r)] {
+      m_env.reset(json::object(), [self, action = body["action"]](
+                                      std::expected<std::pair<LivePtr, json>, EnvError> r) {
+        net::post(self->m_stream.get_executor(), [self, action, r = std::move(r)] {
           if (!r)
             return self->reply(r.error().code == EnvCode::validation_error ? 422 : 500,
                                {{"error", r.error().message}, {"code", r.error().code_name()}});
-          self->reply(200, self->m_env.apply(*self->m_ep, *r));
+          self->step_on(r->first, action);
         });
       });
       return;
     }
     reply(404, {{"error", "no route " + std::string(req.method_string()) + " " + path}});
+  }
+
+  // Runs `action` on `ep` and replies with its observation.
+  void step_on(const LivePtr& ep, const json& action) {
+    auto self = shared_from_this();
+    m_env.step(ep, action, [self](std::expected<json, EnvError> r) {
+      net::post(self->m_stream.get_executor(), [self, r = std::move(r)] {
+        if (!r)
+          return self->reply(r.error().code == EnvCode::validation_error ? 422
+                             : r.error().code == EnvCode::episode_busy   ? 409
+                                                                         : 500,
+                             {{"error", r.error().message}, {"code", r.error().code_name()}});
+        self->reply(200, *r);
+      });
+    });
   }
 
   void reply(int status, const json& body, bool keep = true) {
@@ -919,7 +1045,6 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   EnvServer::Impl& m_env;
   beast::flat_buffer m_buffer;
   std::optional<http::request_parser<http::string_body>> m_parser;
-  std::optional<EnvEpisode> m_ep;
   bool m_keep_alive = false;
 };
 

@@ -2,8 +2,11 @@
 // The OpenEnv environment endpoint of `korch serve` (Boost.Beast): WebSocket
 // /ws speaking OpenEnv's frames, plus HTTP /reset, /step, /state, /health,
 // /metadata, /schema, on its own port (env_listen): cpp-httplib 0.11 cannot
-// hand a connection over to a WebSocket server. Every step is stored like a
-// campaign turn (the same tables and ids) under the campaign `env.campaign`.
+// hand a connection over to a WebSocket server. Every reset and step is an
+// event of the episode engine (agent/episode.hpp, an external episode) under
+// the campaign `env.campaign`: this file translates, posts and replies, and
+// keeps one episode in memory per id, shared by the sessions attached to it
+// (a reconnect during a step waits for that step's result; docs/api.md).
 #include <memory>
 #include <vector>
 

@@ -63,6 +63,8 @@ json model_json(const ModelReport& m) {
   jm["prompt_tokens"] = m.prompt_tokens;
   jm["completion_tokens"] = m.completion_tokens;
   jm["cost_usd"] = m.cost_usd;
+  jm["unknown_requests"] = m.unknown_requests;
+  jm["unknown_cost_bound_usd"] = m.unknown_cost_bound_usd;
   jm["speedups"] = m.speedups;
   jm["verdicts"] = m.verdicts;
   return jm;
@@ -235,9 +237,12 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
   report.campaign_name = *camp ? (*camp)->name : "";
   // The stored config, read as a resume reads it (a config it cannot read
   // leaves the default, "grid").
+  std::map<std::string, config::ModelConfig> model_cfg;  // by id: prices and max_tokens
   if (*camp)
-    if (auto cfg = config::config_from_json((*camp)->config_json))
+    if (auto cfg = config::config_from_json((*camp)->config_json)) {
       report.strategy.kind = std::string(to_string(cfg->strategy.kind));
+      for (const auto& m : cfg->models) model_cfg[m.id] = m;
+    }
   // Rounds and seeds, from the strategy's decisions (agent/strategy.cpp).
   const auto origins = strategy_origins(*events);
   {
@@ -320,6 +325,9 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
     }
     report.episodes.push_back(std::move(es));
   }
+  std::map<std::string, std::int64_t> largest_prompt;  // by episode
+  for (auto& c : *calls)
+    largest_prompt[c.episode_id] = std::max(largest_prompt[c.episode_id], c.prompt_tokens);
   for (auto& c : *calls) {
     if (!model_of_episode.count(c.episode_id)) continue;
     auto& m = by_model[c.model_id].m;
@@ -328,6 +336,20 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
     m.cost_usd += c.cost_usd;
     ++m.llm_calls;
     m.dup_possible_calls += c.dup_possible;
+    // Sends without a recorded outcome: every earlier send of a resent call,
+    // and every send of a call still `started`.
+    const int unknown = std::max(0, c.state == store::CallState::started ? c.sends : c.sends - 1);
+    if (unknown == 0) continue;
+    m.unknown_requests += unknown;
+    if (auto it = model_cfg.find(c.model_id); it != model_cfg.end()) {
+      const auto& mc = it->second;
+      const auto prompt = c.prompt_tokens > 0 ? c.prompt_tokens : largest_prompt[c.episode_id];
+      m.unknown_cost_bound_usd +=
+          unknown *
+          (static_cast<double>(prompt) * mc.price_prompt_per_mtok +
+           static_cast<double>(mc.max_tokens) * mc.price_completion_per_mtok) /
+          1e6;
+    }
   }
   for (auto& [model, acc] : by_model) {
     auto& m = acc.m;
@@ -403,9 +425,14 @@ std::string render_text(const CampaignReport& report) {
         m.geomean_speedup ? fmt::format("{:.3f}", *m.geomean_speedup) : std::string("n/a"));
     text += "  ";
     for (auto& [k, v] : m.pass_at_k) text += fmt::format("pass@{}={:.3f} ", k, v);
-    text += fmt::format("\n  llm calls {} (dup_possible {}), tokens {} in / {} out, cost ${:.4f}\n",
+    text += fmt::format("\n  llm calls {} (dup_possible {}), tokens {} in / {} out, cost ${:.4f}",
                         m.llm_calls, m.dup_possible_calls, m.prompt_tokens, m.completion_tokens,
                         m.cost_usd);
+    // A kill while requests were out: the provider may have billed more.
+    text += m.unknown_requests == 0
+                ? std::string("\n")
+                : fmt::format(" recorded + up to {} unknown request(s) (at most ${:.4f} more)\n",
+                              m.unknown_requests, m.unknown_cost_bound_usd);
   }
   if (text.empty()) return "no episodes\n";
   std::string head;

@@ -36,7 +36,15 @@ struct ModelReport {
   std::optional<double> geomean_speedup;          // over correct submissions
   std::vector<std::pair<int, double>> pass_at_k;  // k = 1, 2, 4, ... (unbiased estimator)
   std::int64_t llm_calls = 0, dup_possible_calls = 0, prompt_tokens = 0, completion_tokens = 0;
-  double cost_usd = 0;
+  double cost_usd = 0;  // recorded: the outcomes korch stored
+  // Sends whose outcome korch never recorded (a kill while the request was
+  // out: each resend of a call under its id leaves one; a call still
+  // `started` leaves every send). The provider may have billed them:
+  // `cost_usd` + up to `unknown_cost_bound_usd` (each at the model's
+  // max_tokens of completion and the call's prompt, or the episode's largest
+  // recorded prompt when the call has none, at the model's prices).
+  std::int64_t unknown_requests = 0;
+  double unknown_cost_bound_usd = 0;
   std::vector<double> speedups;  // correct submissions, ascending
   VerdictCounts verdicts;
 };

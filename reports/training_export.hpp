@@ -5,9 +5,18 @@
 //        with the model's final reply, in OpenAI's chat fine-tuning shape
 //        {"messages": [{"role", "content"}...]}, plus "metadata" (verdict,
 //        reward, speedup, ids) unless openai_only.
-//   rl:  one record per turn: the action (check or submit), the code, the
-//        evaluation's verdict, the reward of a SUBMIT, the reply.
-// Filters, dedup by code hash and the dataset card are the same for both.
+//        A fallback final (the engine submitted the latest passing code
+//        after the turns ran out) is exported with the turn whose code it
+//        scored, the conversation cut at that turn's reply.
+//   rl:  one record per scored action, in order: each turn's CHECK or SUBMIT
+//        (a CHECK and a SUBMIT of the same code are two records) and a
+//        fallback SUBMIT; the code, the evaluation's verdict, the reward (a
+//        SUBMIT's from its report, 0 for an unscored CHECK) and the
+//        discounted return from that action, sum_j>=i gamma^(j-i) r_j over
+//        the episode's actions.
+// Every record carries the verdict and its class (store::verdict_class:
+// hack_like verdicts labelled). SFT de-duplicates by the final's code hash;
+// RL keeps every action. Filters and the dataset card are the same for both.
 // The store never holds a secret (API keys stay in the environment), and
 // nothing but the store is read.
 #include <optional>
@@ -28,12 +37,13 @@ struct TrainingOptions {
   std::optional<int> level;           // task ids "L<level>/..."
   std::optional<std::string> model;   // the episode's model (sft) or the turn's (rl)
   bool openai_only = false;           // sft: only "messages" (no "metadata")
+  double gamma = 1.0;                 // rl: the discount of the per-action return, in [0, 1]
 };
 
 struct TrainingCounts {
   int records = 0;
   int filtered_out = 0;  // by the filters
-  int duplicates = 0;    // code already exported (same sha)
+  int duplicates = 0;    // sft: code already exported (same sha)
   int no_code = 0;       // nothing to learn from: no final code (sft) or no code (rl)
 };
 

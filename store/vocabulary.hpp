@@ -52,9 +52,39 @@ enum class EndReason {
   llm_failure,       // the model's endpoint failed for good
 };
 
+// What a stored verdict (evaluations.verdict, finals.verdict; the names of
+// evaluator/protocol/protocol.json) says of the candidate, for trainers: every
+// export record carries it. ok; hack_like, the candidate tried to be scored
+// for work it did not do (no_kernel, rule_violation, impossible_timing);
+// failed, its code does not work (compile_error, runtime_error, incorrect,
+// timeout); not_judged, no judgement of the candidate (worker_crash,
+// task_too_large, or a name this table does not hold).
+enum class VerdictClass { ok, hack_like, failed, not_judged };
+
+// Every verdict's class, the one table (JobProtocol.EveryVerdictHasAClass
+// checks it holds every verdict of the protocol).
+inline constexpr std::pair<std::string_view, VerdictClass> k_verdict_classes[] = {
+    {"ok", VerdictClass::ok},
+    {"no_kernel", VerdictClass::hack_like},
+    {"rule_violation", VerdictClass::hack_like},
+    {"impossible_timing", VerdictClass::hack_like},
+    {"compile_error", VerdictClass::failed},
+    {"runtime_error", VerdictClass::failed},
+    {"incorrect", VerdictClass::failed},
+    {"timeout", VerdictClass::failed},
+    {"worker_crash", VerdictClass::not_judged},
+    {"task_too_large", VerdictClass::not_judged}};
+
+inline VerdictClass verdict_class(std::string_view verdict) {
+  for (const auto& [name, c] : k_verdict_classes)
+    if (name == verdict) return c;
+  return VerdictClass::not_judged;
+}
+
 }  // namespace korch::store
 
 namespace korch {
+KORCH_ENUM_NAMES(store::VerdictClass, ok, hack_like, failed, not_judged);
 KORCH_ENUM_NAMES(store::EpisodeStatus, pending, running, final);
 KORCH_ENUM_NAMES(store::Role, system, user, assistant);
 KORCH_ENUM_NAMES(store::MessageKind, system, context, task, reply, feedback, no_code, truncated,

@@ -26,6 +26,11 @@ std::string submit_request_id_of_digest(std::string_view episode_id, std::string
   return fmt::format("kernel|{}|{}", episode_id, digest);
 }
 
+std::string api_request_id_of_digest(std::string_view mode, std::string_view task_id,
+                                     std::string_view digest) {
+  return fmt::format("api|{}|{}|{}", mode, task_id, digest);
+}
+
 std::string check_request_id_of_digest(std::string_view episode_id, int turn,
                                        std::string_view digest) {
   return fmt::format("check|{}|{}|{}", episode_id, turn, digest);

@@ -33,6 +33,11 @@ std::string submit_request_id_of_digest(std::string_view episode_id, std::string
 std::string check_request_id_of_digest(std::string_view episode_id, int turn,
                                        std::string_view digest);
 
+// One-off evaluation of the API (POST /api/evaluate, no episode):
+// "api|<mode>|<task>|<sha256(code)[:24]>"; mode is check or submit.
+std::string api_request_id_of_digest(std::string_view mode, std::string_view task_id,
+                                     std::string_view digest);
+
 // A 64-bit value derived from a string (first 8 bytes of its sha256), for
 // seeding deterministic generators.
 std::uint64_t stable_hash64(std::string_view data);

@@ -666,5 +666,175 @@ TEST_F(EpisodeTest, Durability_SecondTurnRowIsAConflictAndTheStoredRowWins) {
   EXPECT_EQ(snapshot().turns[0].parse_status, "no_code");
 }
 
+// Issue 46: one engine behind every door. The same codes, actions and
+// verdicts through an LLM episode (replies), an external episode (OpenEnv's
+// on_action) and one-off API evaluations give the same evaluation, turn and
+// final rows and the same end reason; each door commits the `running` row
+// before its evaluation is asked for.
+struct DoorCase {
+  const char* name;
+  std::vector<std::pair<std::string, Action>> actions;              // code body, action, per turn
+  std::vector<std::pair<Verdict, std::optional<double>>> verdicts;  // per evaluation
+  store::EndReason reason;
+};
+
+class Doors : public ::testing::TestWithParam<DoorCase> {
+ protected:
+  static const config::Task& task() {
+    static const config::Task t{"L1/19_ReLU", 1, 19, "ReLU", "", "class Model: pass\n"};
+    return t;
+  }
+  static std::string code_of(const std::string& body) {
+    return "import torch\nclass ModelNew(torch.nn.Module):\n    " + body + "\n";
+  }
+
+  // Runs the case through one door on a store of its own; the episode's rows.
+  store::EpisodeSnapshot run(bool external) {
+    const auto& c = GetParam();
+    store::Options o;
+    o.path = m_dir.file(external ? "external.db" : "llm.db").string();
+    o.synchronous = "OFF";
+    auto st = store::Store::open(o);
+    EXPECT_TRUE(st);
+    auto spec = std::make_shared<EpisodeSpec>();
+    spec->campaign_id = "c-doors";
+    spec->episode_id = "e-doors";  // one id: the request ids name it
+    spec->task = std::make_shared<const config::Task>(task());
+    spec->model_id = external ? "env" : "m1";
+    spec->max_turns = 3;
+    spec->external = external;
+    if (!external) spec->system_prompt = std::make_shared<const std::string>("SYSTEM");
+    store::WriteBatch b;
+    store::CampaignRow camp;
+    camp.id = "c-doors";
+    camp.name = "doors";
+    b.put(camp);
+    if (!external) {
+      store::EpisodeRow e;
+      e.id = "e-doors";
+      e.campaign_id = "c-doors";
+      e.task_id = spec->task->id;
+      e.model_id = "m1";
+      b.put(e);
+    }
+    EXPECT_TRUE((*st)->commit_sync(std::move(b)));
+    Env env;
+    env.now = 1000;
+    env.owner = "test:1";
+    EpisodeState s;
+    auto commit = [&](Step step) {
+      EXPECT_TRUE((*st)->commit_sync(std::move(step.batch)));
+      return std::move(step.next);
+    };
+    Next next = commit(start(s, spec, env));
+    std::size_t verdict = 0;
+    for (const auto& [body, action] : c.actions) {
+      if (external) {
+        EXPECT_EQ(s.phase, Phase::awaiting_action);
+        auto step = on_action(s, code_of(body), action, env);
+        EXPECT_TRUE(step) << (step ? "" : step.error().message);
+        if (!step) break;
+        next = commit(std::move(*step));
+      } else {
+        EXPECT_TRUE(std::holds_alternative<CallLlm>(next));
+        next =
+            commit(on_llm_result(s,
+                                 ok_reply("```python\n" + code_of(body) + "```\nACTION: " +
+                                          (action == Action::submit ? "SUBMIT" : "CHECK") + "\n"),
+                                 env));
+      }
+      auto* eval = std::get_if<RunEval>(&next);
+      EXPECT_TRUE(eval) << c.name;
+      if (!eval) break;
+      // Write-ahead: the evaluation is stored `running` before it runs.
+      auto stored = (*st)->get_evaluation(eval->request.request_id);
+      EXPECT_TRUE(stored && *stored && (*stored)->state == store::EvalState::running);
+      auto [v, speedup] = c.verdicts.at(verdict++);
+      next = commit(on_eval_result(s, report(eval->request.request_id, v, speedup), env));
+    }
+    EXPECT_TRUE(std::holds_alternative<Finished>(next)) << c.name;
+    EXPECT_EQ(verdict, c.verdicts.size());
+    return **(*st)->load_episode("e-doors");
+  }
+
+  testing::TempDir m_dir;
+};
+
+TEST_P(Doors, SameCodeAndVerdictsGiveTheSameRowsThroughEveryDoor) {
+  const auto& c = GetParam();
+  const auto llm = run(false), ext = run(true);
+  ASSERT_TRUE(llm.final && ext.final);
+  EXPECT_EQ(llm.final->reason, c.reason);
+  EXPECT_EQ(ext.final->reason, c.reason);
+  auto same_final = *llm.final;
+  same_final.at = ext.final->at;
+  EXPECT_EQ(same_final, *ext.final);
+  ASSERT_EQ(llm.turns.size(), ext.turns.size());
+  for (std::size_t i = 0; i < llm.turns.size(); ++i) {
+    const auto &a = llm.turns[i], &b = ext.turns[i];
+    EXPECT_EQ(std::tie(a.turn, a.action, a.parse_status, a.code, a.code_sha, a.eval_request_id,
+                       a.eval_status),
+              std::tie(b.turn, b.action, b.parse_status, b.code, b.code_sha, b.eval_request_id,
+                       b.eval_status))
+        << c.name << " turn " << a.turn;
+  }
+  ASSERT_EQ(llm.evaluations.size(), ext.evaluations.size());
+  auto by_id = [](std::vector<store::EvaluationRow> v) {
+    std::sort(v.begin(), v.end(), [](auto& x, auto& y) { return x.request_id < y.request_id; });
+    return v;
+  };
+  const auto le = by_id(llm.evaluations), ee = by_id(ext.evaluations);
+  for (std::size_t i = 0; i < le.size(); ++i) {
+    EXPECT_EQ(le[i], ee[i]) << c.name << " " << le[i].request_id;
+    // The API door: a one-off evaluation of that code and mode gets the same
+    // row but for its request id (api|mode|task|sha), `running` first.
+    std::string code;
+    for (const auto& t : llm.turns)
+      if (t.code_sha == le[i].code_sha) code = t.code;
+    Env env;
+    env.now = 1000;
+    env.owner = "test:1";
+    OneOffEval api;
+    auto started = start_one_off(api, task(), code, *evaluator::mode_from_string(le[i].kind), env);
+    ASSERT_EQ(started.batch.size(), 1u);
+    const auto& running = std::get<store::EvaluationRow>(started.batch.ops()[0]);
+    EXPECT_EQ(running.state, store::EvalState::running);
+    ASSERT_TRUE(std::holds_alternative<RunEval>(started.next));
+    EXPECT_EQ(api.request.request_id,
+              ids::api_request_id_of_digest(le[i].kind, task().id, le[i].code_sha));
+    auto rep = evaluator::Report::from_json(le[i].report_json);
+    ASSERT_TRUE(rep);
+    rep->request_id = api.request.request_id;
+    auto done = on_one_off_result(api, *rep, env);
+    ASSERT_EQ(done.batch.size(), 1u);
+    auto row = std::get<store::EvaluationRow>(done.batch.ops()[0]);
+    EXPECT_EQ(
+        std::tie(row.kind, row.code_sha, row.state, row.verdict, row.evaluator_version),
+        std::tie(le[i].kind, le[i].code_sha, le[i].state, le[i].verdict, le[i].evaluator_version));
+    auto back = evaluator::Report::from_json(row.report_json);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->reward, evaluator::Report::from_json(le[i].report_json)->reward);
+  }
+}
+
+const DoorCase k_door_cases[] = {
+    {"submitted", {{"x = 1", Action::submit}}, {{Verdict::ok, 2.0}}, store::EndReason::submitted},
+    {"check_then_submit_same_code",
+     {{"x = 1", Action::check}, {"x = 1", Action::submit}},
+     {{Verdict::ok, {}}, {Verdict::ok, 1.5}},
+     store::EndReason::submitted},
+    {"hack_then_submit",
+     {{"h = 1", Action::check}, {"y = 2", Action::submit}},
+     {{Verdict::no_kernel, {}}, {Verdict::incorrect, {}}},
+     store::EndReason::submitted},
+    {"last_turn",
+     {{"a = 1", Action::check}, {"b = 2", Action::check}, {"b = 2", Action::check}},
+     {{Verdict::incorrect, {}}, {Verdict::ok, {}}, {Verdict::ok, 1.2}},
+     store::EndReason::last_turn},
+};
+
+INSTANTIATE_TEST_SUITE_P(EndReasons, Doors, ::testing::ValuesIn(k_door_cases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
 }  // namespace
 }  // namespace korch::agent

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "evaluator/zygote.hpp"
+#include "store/vocabulary.hpp"
 #include "util/fs.hpp"
 
 namespace korch::evaluator::protocol {
@@ -35,6 +36,26 @@ TEST(JobProtocol, VerdictsAreTheSchemas) {
   EXPECT_EQ(std::string(schema::k_evaluator_version),
             schema.at("evaluator_version").get<std::string>());
   EXPECT_EQ(k_version, schema.at("job_protocol").get<int>());
+}
+
+// Issue 46: every verdict of the protocol has a class in the exports' table
+// (store::k_verdict_classes), and the hack-like ones are labelled so.
+TEST(JobProtocol, EveryVerdictHasAClass) {
+  const auto schema = nlohmann::json::parse(
+      read_file(KORCH_SOURCE_DIR "/evaluator/protocol/protocol.json").value_or("{}"));
+  ASSERT_TRUE(schema.contains("verdicts"));
+  for (const auto& v : schema.at("verdicts")) {
+    const std::string name = v.at("name");
+    bool found = false;
+    for (const auto& [n, c] : store::k_verdict_classes) found |= n == name;
+    EXPECT_TRUE(found) << name << " has no class in store::k_verdict_classes";
+  }
+  EXPECT_EQ(std::size(store::k_verdict_classes), schema.at("verdicts").size());
+  for (const char* hack : {"no_kernel", "rule_violation", "impossible_timing"})
+    EXPECT_EQ(store::verdict_class(hack), store::VerdictClass::hack_like) << hack;
+  EXPECT_EQ(store::verdict_class("ok"), store::VerdictClass::ok);
+  EXPECT_EQ(store::verdict_class("incorrect"), store::VerdictClass::failed);
+  EXPECT_EQ(to_string(store::verdict_class("worker_crash")), "not_judged");
 }
 
 TEST(JobProtocol, JobsCarryTheVersionAndTheToleranceTable) {

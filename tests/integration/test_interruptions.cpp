@@ -132,7 +132,10 @@ TEST(Interruptions, SigkillDuringTheLlmCallMarksItDupPossible) {
 
   auto toml = d + "/c.toml";
   auto db = d + "/c.db";
-  write_text(toml, one_turn_toml("sigkill", db, llm.base_url(), 0));
+  // Prices and max_tokens: the report bounds what the unknown sends may cost.
+  write_text(toml, one_turn_toml("sigkill", db, llm.base_url(), 0) +
+                       "price_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 2.0\n"
+                       "max_tokens = 1000\n");
   {
     auto p =
         Process::start({KORCH_BIN, "run", toml, "--no-progress"}, d + "/run.out", d + "/run.err");
@@ -145,6 +148,17 @@ TEST(Interruptions, SigkillDuringTheLlmCallMarksItDupPossible) {
   }
   EXPECT_EQ(query(db, "SELECT state, sends, dup_possible FROM llm_calls"),
             (std::vector<std::vector<std::string>>{{"started", "1", "0"}}));
+  // Issue 46: the request in flight at the kill is recorded as sent; the
+  // report says "recorded + up to 1 unknown request", bounded by max_tokens
+  // of completion at the model's price (no prompt size is known yet).
+  {
+    auto [rc, report] = run_capture({KORCH_BIN, "report", toml, "--json"}, d);
+    ASSERT_EQ(rc, 0) << report;
+    auto m = nlohmann::json::parse(report)["models"]["m1"];
+    EXPECT_EQ(m["cost_usd"], 0.0);
+    EXPECT_EQ(m["unknown_requests"], 1);
+    EXPECT_NEAR(m["unknown_cost_bound_usd"].get<double>(), 1000 * 2.0 / 1e6, 1e-12);
+  }
 
   auto [rc, out] = run_capture({KORCH_BIN, "run", toml, "--no-progress"}, d);
   ASSERT_EQ(rc, 0) << out;
@@ -170,6 +184,14 @@ TEST(Interruptions, SigkillDuringTheLlmCallMarksItDupPossible) {
   auto [text_rc, text] = run_capture({KORCH_BIN, "report", toml}, d);
   ASSERT_EQ(text_rc, 0) << text;
   EXPECT_NE(text.find("llm calls 1 (dup_possible 1)"), std::string::npos) << text;
+  // The server saw two requests, korch recorded one outcome: one unknown,
+  // bounded by the call's prompt and max_tokens at the model's prices.
+  const auto unknown = receptions(log)[calls[0][0]] - 1;
+  EXPECT_EQ(j["models"]["m1"]["unknown_requests"], unknown);
+  const double prompt = std::stod(query(db, "SELECT prompt_tokens FROM llm_calls")[0][0]);
+  EXPECT_NEAR(j["models"]["m1"]["unknown_cost_bound_usd"].get<double>(),
+              unknown * (prompt * 1.0 + 1000 * 2.0) / 1e6, 1e-12);
+  EXPECT_NE(text.find("recorded + up to 1 unknown request(s)"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -479,11 +479,11 @@ TEST_F(Report, SftExportMatchesTheFineTuningSchema) {
   ASSERT_EQ(crc, 0) << check;
   const auto recs = jsonl(korch::read_file(out).value_or(""));
   ASSERT_FALSE(recs.empty());
-  // One record per episode with a scored final, none repeating code: the
-  // store says how many distinct final codes there are.
+  // One record per episode with a scored final (a fallback's included),
+  // none repeating code: the store says how many distinct final codes there are.
   const auto distinct = query(s_db,
-                              "SELECT COUNT(DISTINCT t.code_sha) FROM finals f JOIN turns t ON "
-                              "t.eval_request_id = f.request_id WHERE f.request_id != ''");
+                              "SELECT COUNT(DISTINCT ev.code_sha) FROM finals f JOIN evaluations "
+                              "ev ON ev.request_id = f.request_id WHERE f.request_id != ''");
   ASSERT_EQ(distinct.size(), 1u);
   EXPECT_EQ(std::to_string(recs.size()), distinct[0][0]);
   for (const auto& r : recs) {
@@ -521,33 +521,38 @@ TEST_F(Report, SftExportMatchesTheFineTuningSchema) {
   EXPECT_EQ(vrc, 0) << vcheck;
 }
 
-// The RL export: one record per turn with code, CHECK or SUBMIT, the
-// evaluation's verdict, a reward only for a SUBMIT, each code once.
-TEST_F(Report, RlExportHasOneRecordPerDistinctCodeTurn) {
+// The RL export: one record per scored action (every turn with code, CHECK
+// or SUBMIT, and each fallback SUBMIT), the evaluation's verdict and its
+// class, a reward only for a SUBMIT. The store's own count: turns with code
+// plus finals that no turn names. (check_training.py, test_training_export,
+// checks every field against the store.)
+TEST_F(Report, RlExportHasOneRecordPerScoredAction) {
   auto [rc, text] = run_capture({KORCH_BIN, "export", s_toml, "--format", "rl"}, dir());
   ASSERT_EQ(rc, 0) << text;
   std::vector<nlohmann::json> recs;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);)
     if (!line.empty() && line[0] == '{') recs.push_back(nlohmann::json::parse(line));
-  const auto distinct =
-      query(s_db, "SELECT COUNT(DISTINCT code_sha) FROM turns WHERE parse_status = 'code'");
-  ASSERT_EQ(distinct.size(), 1u);
-  EXPECT_EQ(std::to_string(recs.size()), distinct[0][0]);
-  std::set<std::string> shas;
+  const auto turns = query(s_db, "SELECT COUNT(*) FROM turns WHERE parse_status = 'code'");
+  const auto fallbacks =
+      query(s_db,
+            "SELECT COUNT(*) FROM finals f WHERE f.request_id != '' AND NOT EXISTS (SELECT 1 "
+            "FROM turns t WHERE t.eval_request_id = f.request_id)");
+  EXPECT_EQ(recs.size(), std::stoul(turns[0][0]) + std::stoul(fallbacks[0][0]));
   int submits = 0;
   for (const auto& r : recs) {
-    EXPECT_TRUE(shas.insert(r["code_sha"].get<std::string>()).second);
     ASSERT_TRUE(r["action"] == "check" || r["action"] == "submit") << r.dump().substr(0, 300);
+    EXPECT_TRUE(r["verdict_class"].is_string()) << r.dump().substr(0, 300);
     if (r["action"] == "submit") {
       ++submits;
-      EXPECT_TRUE(r["reward"].is_number()) << r.dump().substr(0, 300);
+      EXPECT_TRUE(r["scored"].get<bool>());
     } else {
-      EXPECT_TRUE(r["reward"].is_null()) << r.dump().substr(0, 300);
+      EXPECT_EQ(r["reward"], 0.0) << r.dump().substr(0, 300);
     }
     EXPECT_FALSE(r["code"].get<std::string>().empty());
   }
-  EXPECT_GT(submits, 0);
+  EXPECT_EQ(std::to_string(submits),
+            query(s_db, "SELECT COUNT(*) FROM finals WHERE request_id != ''")[0][0]);
   EXPECT_EQ(text.find(k_training_secret), std::string::npos);
 }
 

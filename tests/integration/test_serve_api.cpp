@@ -553,6 +553,16 @@ TEST_F(ServeApi, EveryRouteAndBadInput) {
   EXPECT_EQ(query(m_db, "SELECT COUNT(*) FROM evaluations WHERE request_id = '" +
                             body_json(r)["request_id"].get<std::string>() + "'")[0][0],
             "1");
+  // Issue 46: the engine wrote it (running, then done); a repeated request
+  // is answered from the stored row.
+  const auto first = body_json(r);
+  EXPECT_EQ(query(m_db, "SELECT state FROM evaluations WHERE request_id = '" +
+                            first["request_id"].get<std::string>() + "'")[0][0],
+            "done");
+  r = cli.Post("/api/evaluations", ev.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(body_json(r), first);
 
   // Metrics in Prometheus text format.
   r = cli.Get("/metrics");

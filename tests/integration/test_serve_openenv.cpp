@@ -4,6 +4,9 @@
 // frame; each step stored like a campaign turn. Plus the HTTP routes.
 #include <gtest/gtest.h>
 
+#include <random>
+#include <sstream>
+
 #include "tests/integration/serve_fixture.hpp"
 #include "tests/support/required.hpp"
 
@@ -218,6 +221,179 @@ TEST(ServeOpenEnv, Base64TokenFromAFileWorksInTheClientUrlAndCurl) {
   EXPECT_EQ(serve.err().find(token), std::string::npos);
   EXPECT_EQ(serve.err().find("Cd0Ef12"), std::string::npos);
   EXPECT_NE(serve.err().find("token=[redacted]"), std::string::npos);
+}
+
+// Issue 46: a client loses its socket while a CHECK evaluates and reconnects
+// with reset(episode_id). The reconnecting session waits for the step in
+// flight and receives its result (turn 1, its verdict); its SUBMIT is turn 2.
+// One turn per step; the SUBMIT's code is in the turns, the final names it,
+// and the RL export holds it with its reward. Checked with SQL of its own.
+TEST(ServeOpenEnv, ReconnectDuringAnEvaluationWaitsForTheStepInFlight) {
+  if (!have_python_websockets())
+    KORCH_SKIP_OR_FAIL("python3-websockets is not installed (scripts/install-deps.sh)");
+  EnvDaemon env;
+  auto& [dir, d, db, serve] = env;
+  ASSERT_TRUE(env.start({"--evaluator-mock-latency-s", "2"})) << serve.err();
+  const std::string check_code =
+      "import torch\nclass ModelNew(torch.nn.Module):\n    pass  # MOCK_VERDICT: compile_error\n";
+  const std::string submit_code =
+      "import torch\nclass ModelNew(torch.nn.Module):\n    pass  # MOCK_SPEEDUP: 2.5\n";
+  const std::string ep = "blip-ep-1";
+  auto [rc, out] = run_capture(
+      {"/usr/bin/python3", KORCH_SOURCE_DIR "/tests/integration/openenv_reconnect_client.py",
+       std::to_string(serve.env_port()), k_token, KORCH_EXAMPLES_DIR "/tasks/1_ReLU_small.py", ep,
+       check_code, submit_code},
+      d);
+  ASSERT_EQ(rc, 0) << out << "\n" << serve.err();
+  auto seen = nlohmann::json::parse(out.substr(out.rfind("{\"reset\"")));
+  // The reconnect answered with the step in flight's result.
+  ASSERT_EQ(seen["reset"]["type"], "observation") << seen;
+  EXPECT_EQ(seen["reset"]["data"]["observation"]["turn"], 1) << seen;
+  EXPECT_EQ(seen["reset"]["data"]["observation"]["verdict"], "compile_error") << seen;
+  ASSERT_EQ(seen["submit"]["type"], "observation") << seen;
+  EXPECT_EQ(seen["submit"]["data"]["observation"]["turn"], 2) << seen;
+  EXPECT_EQ(seen["submit"]["data"]["done"], true) << seen;
+  auto turns = query(db,
+                     "SELECT turn, action, eval_status, code, eval_request_id FROM turns "
+                     "WHERE episode_id = '" +
+                         ep + "' ORDER BY turn");
+  ASSERT_EQ(turns.size(), 2u) << serve.err();
+  EXPECT_EQ(turns[0][1], "check");
+  EXPECT_EQ(turns[0][2], "compile_error");
+  EXPECT_EQ(turns[0][3], check_code);
+  EXPECT_EQ(turns[1][1], "submit");
+  EXPECT_EQ(turns[1][2], "ok");
+  EXPECT_EQ(turns[1][3], submit_code);
+  auto fin = query(db,
+                   "SELECT reason, request_id, speedup, correct FROM finals WHERE "
+                   "episode_id = '" +
+                       ep + "'");
+  ASSERT_EQ(fin.size(), 1u);
+  EXPECT_EQ(fin[0][0], "submitted");
+  EXPECT_EQ(fin[0][1], turns[1][4]);
+  EXPECT_EQ(std::stod(fin[0][2]), 2.5);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE episode_id = '" + ep + "'")[0][0],
+            "2");
+  EXPECT_EQ(serve.terminate(), 0) << serve.err();
+  // The RL export holds the SUBMIT, its code and its reward.
+  auto [xrc, xout] = run_capture(
+      {KORCH_BIN, "export", "--db", db, "--campaign", "korch-openenv", "--format", "rl"}, d);
+  ASSERT_EQ(xrc, 0) << xout;
+  int submits = 0;
+  std::istringstream lines(xout);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("episode_id", "") != ep || j["action"] != "submit") continue;
+    ++submits;
+    EXPECT_EQ(j["code"], submit_code);
+    EXPECT_GT(j["reward"].get<double>(), 0.3);
+  }
+  EXPECT_EQ(submits, 1) << xout;
+}
+
+// Issue 46: kill -9 of `korch serve` while OpenEnv steps evaluate. A client
+// (tests/integration/openenv_chaos_client.py) drives k_episodes episodes at
+// once and, whenever its connection dies, reconnects with
+// reset(episode_id) and sends the step the episode does not hold yet. Every
+// episode ends with exactly its steps as turns, and the store's RL and SFT
+// exports equal those of a run that was never killed.
+TEST(ServeOpenEnv, KillNineWhileStepsEvaluateLosesNoStepAndRepeatsNone) {
+  if (!have_python_websockets())
+    KORCH_SKIP_OR_FAIL("python3-websockets is not installed (scripts/install-deps.sh)");
+  constexpr int k_episodes = 5, k_kills = 8;
+  const std::vector<std::string> flags = {"--evaluator-mock-latency-s", "0.8"};
+  const std::map<std::string, std::string> token = {{"KORCH_API_TOKEN", k_token}};
+  auto exports = [&](const std::string& d, const std::string& db) {
+    std::vector<nlohmann::json> out;
+    for (const char* format : {"rl", "sft"}) {
+      auto [rc, text] = run_capture(
+          {KORCH_BIN, "export", "--db", db, "--campaign", "korch-openenv", "--format", format}, d);
+      EXPECT_EQ(rc, 0) << text;
+      std::istringstream in(text);
+      for (std::string line; std::getline(in, line);)
+        if (!line.empty() && line[0] == '{') out.push_back(nlohmann::json::parse(line));
+    }
+    return out;
+  };
+  auto client = [&](const std::string& d) {
+    return std::vector<std::string>{"/usr/bin/python3",
+                                    KORCH_SOURCE_DIR "/tests/integration/openenv_chaos_client.py",
+                                    d + "/port",
+                                    k_token,
+                                    KORCH_EXAMPLES_DIR "/tasks/1_ReLU_small.py",
+                                    std::to_string(k_episodes)};
+  };
+
+  // The reference: never killed.
+  TempDir ref_dir;
+  const std::string rd = ref_dir.path().string(), ref_db = rd + "/env.db";
+  {
+    ServeProcess serve;
+    auto extra = flags;
+    extra.insert(extra.end(), {"--env-listen", "127.0.0.1:0"});
+    ASSERT_TRUE(serve.start(rd, ref_db, extra, token)) << serve.err();
+    write_text(rd + "/port", std::to_string(serve.env_port()));
+    auto [rc, out] = run_capture(client(rd), rd);
+    ASSERT_EQ(rc, 0) << out << "\n" << serve.err();
+    EXPECT_EQ(serve.terminate(), 0) << serve.err();
+  }
+  const auto reference = exports(rd, ref_db);
+  ASSERT_EQ(reference.size(), static_cast<std::size_t>(k_episodes * 3 + k_episodes));
+
+  // The same client while the daemon is SIGKILLed at random moments.
+  TempDir dir;
+  const std::string d = dir.path().string(), db = d + "/env.db";
+  auto serve = std::make_unique<ServeProcess>();
+  {
+    auto extra = flags;
+    extra.insert(extra.end(), {"--env-listen", "127.0.0.1:0"});
+    ASSERT_TRUE(serve->start(d, db, extra, token)) << serve->err();
+  }
+  const int port = serve->env_port();
+  write_text(d + "/port", std::to_string(port));
+  auto driver = Process::start(client(d), d + "/client.out", d + "/client.err");
+  std::mt19937 rng(46);
+  std::uniform_int_distribution<int> pause_ms(300, 900);
+  int kills = 0;
+  for (int k = 0; k < k_kills; ++k) {
+    if (driver.wait_for(std::chrono::milliseconds(pause_ms(rng)))) break;
+    serve->process().signal(SIGKILL);
+    ASSERT_EQ(serve->process().wait(), 128 + SIGKILL);
+    ++kills;
+    serve = std::make_unique<ServeProcess>();
+    auto extra = flags;
+    extra.insert(extra.end(), {"--env-listen", "127.0.0.1:" + std::to_string(port)});
+    ASSERT_TRUE(serve->start(d, db, extra, token)) << serve->err();
+  }
+  std::optional<int> rc;
+  for (int i = 0; i < 1200 && !rc; ++i) rc = driver.wait_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(rc) << "the client did not finish";
+  ASSERT_EQ(*rc, 0) << slurp(d + "/client.err") << "\n" << serve->err();
+  EXPECT_EQ(serve->terminate(), 0) << serve->err();
+  EXPECT_GT(kills, 0);
+  // Own SQL: every episode holds its three steps once each, all evaluated, and is final.
+  for (int e = 0; e < k_episodes; ++e) {
+    const std::string ep = "chaos-ep-" + std::to_string(e);
+    EXPECT_EQ(query(db,
+                    "SELECT GROUP_CONCAT(turn || ':' || action) FROM (SELECT turn, action "
+                    "FROM turns WHERE episode_id = '" +
+                        ep + "' ORDER BY turn)")[0][0],
+              "1:check,2:check,3:submit")
+        << ep;
+    EXPECT_EQ(query(db, "SELECT COUNT(*) FROM evaluations WHERE episode_id = '" + ep +
+                            "' AND state = 'done'")[0][0],
+              "3")
+        << ep;
+    EXPECT_EQ(query(db, "SELECT reason FROM finals WHERE episode_id = '" + ep + "'")[0][0],
+              "submitted")
+        << ep;
+  }
+  const auto chaos = exports(d, db);
+  ASSERT_EQ(chaos.size(), reference.size());
+  for (std::size_t i = 0; i < reference.size(); ++i)
+    EXPECT_EQ(chaos[i], reference[i]) << "record " << i;
+  std::printf("kills %d, evaluations run again after a kill %s\n", kills,
+              query(db, "SELECT COUNT(*) FROM evaluations WHERE attempts > 1")[0][0].c_str());
 }
 
 TEST(ServeOpenEnv, HttpRoutes) {

@@ -85,9 +85,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     auto replay = std::make_shared<ReplayScript>(std::move(*loaded));
-    options.reply = [replay](const std::string& model,
-                             const std::vector<korch::llm::Message>& messages) {
-      return replay->reply(model, messages);
+    options.reply_with_id = [replay](const std::string& model,
+                                     const std::vector<korch::llm::Message>& messages,
+                                     const std::string& request_id) {
+      return replay->reply(model, messages, request_id);
     };
   } else {
     std::fprintf(stderr, "korch-fake-llm: --script must be kernel, refine or replay:FILE\n");

@@ -133,8 +133,15 @@ Result<ReplayScript> ReplayScript::load(const std::string& path) {
 }
 
 ScriptedReply ReplayScript::reply(const std::string& model,
-                                  const std::vector<llm::Message>& messages) const {
+                                  const std::vector<llm::Message>& messages,
+                                  const std::string& request_id) const {
   int turn = assistant_count(messages) + 1;
+  // llm|<episode>|<turn>|<model>[|compacted]
+  if (request_id.starts_with("llm|")) {
+    auto a = request_id.find('|', 4);
+    auto b = a == std::string::npos ? a : request_id.find('|', a + 1);
+    if (b != std::string::npos) turn = std::atoi(request_id.substr(a + 1, b - a - 1).c_str());
+  }
   std::string task_text;
   for (auto& m : messages) {
     if (m.role == "user" && m.content.find("The reference implementation") != std::string::npos) {

@@ -44,11 +44,16 @@ ScriptedReply refine_script_reply(const std::string& model,
 // Recorded replies, looked up by task and turn: a JSON file
 // {"replies":[{"task":"19_ReLU","turn":1,"content":"..."}], "default":"..."}.
 // `task` is matched as a substring of the first user message that contains a
-// task prompt; `turn` is the number of assistant messages + 1.
+// task prompt; `turn` is the episode's turn that `request_id` names
+// (llm|<episode>|<turn>|<model>: right across a compaction, which drops the
+// earlier replies), else the number of assistant messages + 1. The entry of
+// that turn, else of the latest recorded turn before it: a script may repeat
+// a code (CHECK it, then SUBMIT it), as a model does.
 class ReplayScript {
  public:
   static Result<ReplayScript> load(const std::string& path);
-  ScriptedReply reply(const std::string& model, const std::vector<llm::Message>& messages) const;
+  ScriptedReply reply(const std::string& model, const std::vector<llm::Message>& messages,
+                      const std::string& request_id = "") const;
 
  private:
   struct Entry {

@@ -72,6 +72,15 @@ int cmd_training_export(const Args& args, reports::TrainingFormat format) {
   o.model = args.get("--model");
   if (o.openai_only && format != reports::TrainingFormat::sft)
     return report_failure("export", ErrorKind::invalid, "--openai-only applies to --format sft");
+  auto gamma = get_number<double>(args, "--gamma");
+  if (!gamma) return report_failure("export", gamma.error());
+  if (*gamma) {
+    if (format != reports::TrainingFormat::rl)
+      return report_failure("export", ErrorKind::invalid, "--gamma applies to --format rl");
+    if (!(**gamma >= 0 && **gamma <= 1))
+      return report_failure("export", ErrorKind::invalid, "--gamma must be in [0, 1]");
+    o.gamma = **gamma;
+  }
   std::string campaign_id;
   auto st = open_store_for_reading(args, &campaign_id);
   if (!st) return report_failure("export", store_open_failure_kind(st.error()), st.error().message);

@@ -102,9 +102,9 @@ std::vector<CommandSpec> build_table() {
   t.push_back({"export",
                "[CAMPAIGN.toml]",
                "jsonl|csv: one record per attempt (turn) and one per episode. sft: one chat record "
-               "per episode (OpenAI fine-tuning shape); rl: one record per turn with its verdict "
-               "and reward; deduplicated by code, filtered, --card writes the dataset card "
-               "(docs/export.md).",
+               "per episode (OpenAI fine-tuning shape), deduplicated by code; rl: one record per "
+               "scored action with its verdict, reward and return discounted by --gamma; "
+               "filtered, --card writes the dataset card (docs/export.md).",
                {db_flag(k_db_read_doc), campaign_flag(), set_flag(),
                 choice("--format", {"jsonl", "csv", "sft", "rl"}, "the record shape"), out_flag(),
                 on_off("--correct-only", "sft|rl: only correct attempts"),
@@ -112,7 +112,8 @@ std::vector<CommandSpec> build_table() {
                 whole("--level", "sft|rl: only tasks of this KernelBench level"),
                 text("--model", "ID", "sft|rl: only this model's episodes"),
                 text("--card", "FILE", "sft|rl: write the dataset card to FILE"),
-                on_off("--openai-only", "sft: only the fields OpenAI fine-tuning takes")},
+                on_off("--openai-only", "sft: only the fields OpenAI fine-tuning takes"),
+                number("--gamma", "G", "rl: the discount of the return, in [0, 1] (default 1)")},
                "",
                cmd_export});
   t.push_back({"report",
