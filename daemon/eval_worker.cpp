@@ -35,14 +35,6 @@ constexpr double k_idle_slice_s = 0.5;
 constexpr int k_host_fault_pause_s = 5;
 constexpr int k_host_fault_pause_max_s = 60;
 
-// The host's fault, not a verdict: the evaluator's "infrastructure: ..."
-// outcome (memory held outside the evaluation, a device that refused a
-// context, a host too loaded to time on).
-bool host_fault(const evaluator::Report& r) {
-  return r.status == evaluator::Verdict::worker_crash && !r.interrupted &&
-         r.error.rfind("infrastructure: ", 0) == 0;
-}
-
 std::string host_name() {
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
@@ -263,7 +255,7 @@ class Worker {
     // this one after a pause -- until --max-claims, where the last run's
     // outcome is the result. (A re-run by the episode would only find the
     // stored row.)
-    if (host_fault(report) && claim.claims < m_options.max_claims && !m_stop.load()) {
+    if (report.host_fault() && claim.claims < m_options.max_claims && !m_stop.load()) {
       auto r = q.release(claim, /*counted=*/true);
       if (r && *r) {
         m_summary.released.fetch_add(1);

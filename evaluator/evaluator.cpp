@@ -107,6 +107,10 @@ std::optional<Verdict> verdict_from_string(std::string_view s) {
   return std::nullopt;
 }
 
+bool Report::host_fault() const {
+  return status == Verdict::worker_crash && !interrupted && error.rfind("infrastructure: ", 0) == 0;
+}
+
 std::string Report::to_json() const {
   nlohmann::json j;
   for_each_field([&](const char* name, auto member) { put(j, name, this->*member); });

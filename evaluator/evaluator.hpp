@@ -96,6 +96,11 @@ struct Report : Measured {
   // of the JSON encoding (such a report is never stored).
   bool interrupted = false;
 
+  // The host's fault, not a verdict: the evaluator's "infrastructure: ..."
+  // outcome (memory held outside the evaluation, a device that refused a
+  // context, a host too loaded to time on). Such an evaluation runs again.
+  bool host_fault() const;
+
   // JSON encoding used for storage and `korch eval --json`.
   std::string to_json() const;
   static Result<Report> from_json(std::string_view json);

@@ -72,6 +72,8 @@ int cmd_store(const Args& args);
 // `korch tasks list DIR` / `korch tasks validate DIR`.
 int cmd_tasks(const Args& args, bool validate);
 int cmd_eval(const Args& args);
+// The compile cache of `korch eval` and `korch audit` without --cache-dir.
+std::string default_cache_dir();
 // `korch audit`: the verdict card (attack success, false rejection) of a corpus.
 int cmd_audit(const Args& args);
 // `korch lint FILE...`: the static rules alone; 0 all pass, 1 a violation,

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "agent/episode.hpp"
 #include "config/tasks.hpp"
 #include "evaluator/evaluator.hpp"
 #include "tools/korch/cli.hpp"
@@ -37,10 +38,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-// Runs of one entry when the outcome is the host's (an infrastructure
-// worker_crash, not a verdict): as an episode runs it (agent/).
-constexpr int k_max_runs = 3;
 
 struct Entry {
   std::string name;                 // "hacks/rt_raise", "gpu/good/triton_relu"
@@ -205,10 +202,6 @@ std::string rate_text(const json& r) {
                      100 * r["ci95"][0].get<double>(), 100 * r["ci95"][1].get<double>());
 }
 
-bool is_infrastructure(const evaluator::Report& r) {
-  return r.status == evaluator::Verdict::worker_crash && r.error.rfind("infrastructure: ", 0) == 0;
-}
-
 }  // namespace
 
 int cmd_audit(const Args& args) {
@@ -233,8 +226,7 @@ int cmd_audit(const Args& args) {
   cfg.workers = static_cast<int>(workers->value_or(2));
   cfg.timeout_s = timeout->value_or(60);
   if (auto g = args.get("--gpus")) cfg.gpus = *g;
-  auto ev =
-      evaluator::make_evaluator(cfg, args.get("--cache-dir").value_or("/var/tmp/korch-cache"));
+  auto ev = evaluator::make_evaluator(cfg, args.get("--cache-dir").value_or(default_cache_dir()));
   if (!ev) return report_failure("audit", ErrorKind::failure, ev.error().message);
 
   std::random_device rd;
@@ -256,7 +248,8 @@ int cmd_audit(const Args& args) {
   for (std::size_t i = 0; i < entries->size(); ++i) {
     auto& en = (*entries)[i];
     en.report = futs[i].get();
-    for (int run = 2; run <= k_max_runs && is_infrastructure(en.report); ++run)
+    // The host's fault runs again, at most as many runs as an episode gives it.
+    for (int run = 2; run <= agent::k_max_eval_attempts && en.report.host_fault(); ++run)
       en.report = run_one(en).get();
     std::fprintf(stderr, "audit: %-44s %s\n", en.name.c_str(),
                  evaluator::to_string(en.report.status));

@@ -15,11 +15,6 @@
 namespace korch::cli {
 namespace {
 
-// Shared by every `korch eval` of this machine (so identical code is never
-// compiled twice). Not under $HOME: the sandboxed workers run as an
-// unprivileged user that cannot enter a 0700 home.
-std::string default_cache_dir() { return "/var/tmp/korch-cache"; }
-
 void print_report_text(const evaluator::Report& r) {
   std::printf("status: %s%s\n", evaluator::to_string(r.status),
               r.mock ? " (MOCK: fake verdict)" : "");

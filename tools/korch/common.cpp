@@ -8,6 +8,11 @@
 
 namespace korch::cli {
 
+// Shared by every `korch eval` and `korch audit` of this machine (so identical
+// code is never compiled twice). Not under $HOME: the sandboxed workers run as
+// an unprivileged user that cannot enter a 0700 home.
+std::string default_cache_dir() { return "/var/tmp/korch-cache"; }
+
 Result<std::unique_ptr<store::Store>> open_store_for_reading(const Args& args,
                                                              std::string* campaign_id) {
   std::string db;

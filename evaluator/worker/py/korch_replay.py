@@ -20,7 +20,6 @@ is charged only relative to the reference, measured alike in the same rounds:
 its unseen/seen ratio above REPLAY_FACTOR x the reference's is
 `impossible_timing`."""
 import korch_transport as kt
-from korch_tasks import as_outputs, nbytes_of
 from korch_verdict import Verdict, derive, median
 
 REPLAY_ROUNDS = 6
@@ -40,8 +39,7 @@ class ReplayProbe:
         if rounds <= 0:
             return {"run": False, "why": "replay_rounds is 0"}
         n_sets = len(sets)
-        per_set = nbytes_of(sets[0]) + nbytes_of(as_outputs(refs[0]))
-        if self.dev != "cpu" and (n_sets + 1) * 2 * per_set > self.budget:
+        if self.dev != "cpu" and (n_sets + 1) * 2 * max(1, self.set_bytes) > self.budget:
             # (the timing's sets already fill what the budget allows: one
             # more set and its output might not fit beside them)
             return {"run": False, "why": "an input set more does not fit the memory budget"}
