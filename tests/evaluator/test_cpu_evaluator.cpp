@@ -285,9 +285,15 @@ TEST(CpuEvaluatorFaults, ARunnersFailedInitialisationIsTheHosts) {
 // one untimed call on each side -- the first call after the other side's
 // block meets the caches that block left, and a longer call path pays more
 // for them (issue #7). The equal-work candidate stays ok. (cpp_relu's
-// library is cached.)
+// library is cached.) Blocks of up to 60 ms (KORCH_TIMING_BLOCK_MS; 20 by
+// default): a call of this task takes 6-11 ms on a loaded 2-core VM (ctest
+// -j2 beside it), and at 20 ms a block held one call whenever the warm-up
+// read over 10 ms -- the test failed with the machine's load, not the
+// judge's behaviour. The old allocator's ~105 ms calls still make one a block.
 TEST(CpuEvaluatorCorpus, LoneCallsOpenEachBlockWithAnUntimedCall) {
+  setenv("KORCH_TIMING_BLOCK_MS", "60", 1);
   Report r = submit_cpp_relu("ReLU_lone_calls", 90);
+  unsetenv("KORCH_TIMING_BLOCK_MS");
   ASSERT_EQ(r.status, Verdict::ok) << r.error << r.runtime_detail;
   const auto t = r.evidence["measure"]["timing"];
   EXPECT_EQ(t.value("batch", 0), 1) << t.dump().substr(0, 400);
