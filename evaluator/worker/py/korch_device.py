@@ -128,7 +128,10 @@ class DeviceFacts:
             return
         _, total = self.device_memory.info()
         # (The judge and one runner a side: further runners take part only
-        # where they fit beside it, and the others leave before any call.)
+        # where they fit beside it, and the others leave before any call.
+        # A runner's ablation keeps a digest, not a copy, of a large argument
+        # (korch_runner._snapshot): its scratch, under 100 MiB, is inside the
+        # runner's context allowance.)
         need = bound + 2 * out_bytes + 3 * CONTEXT_ALLOWANCE
         self.evidence["device_bytes_needed"] = need
         if need > total:

@@ -70,9 +70,99 @@ def _poison(value):
             return torch.full_like(value, float("nan"))
         if value.dtype == torch.bool:
             return torch.logical_not(value)
-        return torch.full_like(value, 0x5A5A)
+        return torch.full_like(value, _POISON_INT.get(value.element_size(), 0x5A5A))
     if isinstance(value, (tuple, list)):
         return type(value)(_poison(v) for v in value)
+    return value
+
+
+_POISON_INT = {1: 0x5A}
+
+
+def _poison_in_place(t):
+    """The same poison as _poison, written into t: no second tensor of t's
+    size (a 6 GiB output must not need 6 GiB more, issue #47)."""
+    if t.is_floating_point() or t.is_complex():
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.logical_not_()
+    else:
+        t.fill_(_POISON_INT.get(t.element_size(), 0x5A5A))
+
+
+# What an argument held before the kernel ran, to tell what it wrote. A copy
+# is exact but costs the tensor's size again: a level-1 task's 6 GiB input
+# and 6 GiB output would need 12 GiB more in the candidate runner, which the
+# judge's device budget (korch_device.check_fits) does not hold. Above
+# _SNAPSHOT_COPY_BYTES a contiguous tensor is kept as a digest instead: per
+# chunk of its bits, the wrapping int64 sum of bits x odd weights, so any
+# one changed element changes the digest; a collision needs changes that
+# cancel modulo 2^64. A missed write only leaves that output unpoisoned,
+# which makes the kernel look unused (no_kernel), never a hack look used.
+_SNAPSHOT_COPY_BYTES = 64 << 20
+_DIGEST_CHUNK = 1 << 22
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_DIGEST_WEIGHTS = {}
+
+
+def _digest_weights(device):
+    w = _DIGEST_WEIGHTS.get(device)
+    if w is None:
+        g = torch.Generator().manual_seed(0x6B6F7263)
+        w = torch.randint(0, 2**62, (_DIGEST_CHUNK,), generator=g, dtype=torch.int64) * 2 + 1
+        w = _DIGEST_WEIGHTS[device] = w.to(device)
+    return w
+
+
+def _digest(t):
+    flat = t.detach().reshape(-1)
+    size = t.element_size()
+    bits = flat.view(_BITS[size] if size in _BITS else torch.int64)
+    w = _digest_weights(t.device)
+    parts = [(bits[s:s + _DIGEST_CHUNK].to(torch.int64) * w[:min(_DIGEST_CHUNK, bits.numel() - s)]).sum()
+             for s in range(0, bits.numel(), _DIGEST_CHUNK)]
+    return torch.stack(parts) if parts else torch.zeros(0, dtype=torch.int64, device=t.device)
+
+
+def _snapshot(t):
+    if t.is_contiguous() and t.numel() * t.element_size() > _SNAPSHOT_COPY_BYTES:
+        return ("digest", _digest(t))
+    return ("copy", t.clone())
+
+
+def _changed(t, snap):
+    kind, held = snap
+    if kind == "digest":
+        return not torch.equal(_digest(t), held)
+    return not torch.equal(t, held)
+
+
+def _storage_ptr(t):
+    storage = getattr(t, "untyped_storage", None) or t.storage  # torch < 2.0: storage()
+    return storage().data_ptr()
+
+
+def _shares_storage(value, tensors):
+    ptr = _storage_ptr(value)
+    return any(_storage_ptr(t) == ptr for t in tensors)
+
+
+def _poison_result(value, tensors, poisoned=()):
+    """The kernel's result poisoned: a poisoned copy, as before, except for a
+    large tensor of its own, poisoned in place (no second copy of its size).
+    A small result may alias state the model keeps (a buffer it returns), so
+    it is never written; an argument stays as it was unless the kernel
+    changed it."""
+    if isinstance(value, torch.Tensor):
+        if any(value is t for t in poisoned):  # an out-parameter it returned, poisoned above
+            return value
+        small = value.numel() * value.element_size() <= _SNAPSHOT_COPY_BYTES
+        if small or _shares_storage(value, tensors):
+            return _poison(value)
+        _poison_in_place(value)
+        return value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_poison_result(v, tensors, poisoned) for v in value)
     return value
 
 
@@ -80,12 +170,13 @@ def _ablated_call(fn, args, kwargs):
     """Runs a kernel entry point, then poisons whatever it wrote: its result
     and every tensor argument it changed (out-parameters)."""
     tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
-    before = [t.clone() for t in tensors]
+    before = [_snapshot(t) for t in tensors]
     r = fn(*args, **kwargs)
-    for t, b in zip(tensors, before):
-        if not torch.equal(t, b):
-            t.copy_(_poison(t))
-    return _poison(r)
+    poisoned = [t for t, b in zip(tensors, before) if _changed(t, b)]
+    del before
+    for t in poisoned:
+        _poison_in_place(t)
+    return _poison_result(r, tensors, poisoned)
 
 
 def _wrap_entry(fn):
