@@ -102,25 +102,25 @@ def _poison_in_place(t):
 _SNAPSHOT_COPY_BYTES = 64 << 20
 _DIGEST_CHUNK = 1 << 22
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-_DIGEST_WEIGHTS = {}
-
-
-def _digest_weights(device):
-    w = _DIGEST_WEIGHTS.get(device)
-    if w is None:
-        g = torch.Generator().manual_seed(0x6B6F7263)
-        w = torch.randint(0, 2**62, (_DIGEST_CHUNK,), generator=g, dtype=torch.int64) * 2 + 1
-        w = _DIGEST_WEIGHTS[device] = w.to(device)
-    return w
+_GOLDEN = 0x9E3779B97F4A7C15 - 2**64  # as a signed int64
 
 
 def _digest(t):
+    """One int64 per chunk of t's bits: the wrapping sum of bits x weight,
+    the weight of element i an odd multiple of the golden ratio's bits. The
+    weights are made per chunk and freed with it: a weight table kept alive
+    would split a freed output's block in the caching allocator, and the next
+    output of that size would not fit (seen on the H100: L1/37's 7 GiB)."""
     flat = t.detach().reshape(-1)
     size = t.element_size()
     bits = flat.view(_BITS[size] if size in _BITS else torch.int64)
-    w = _digest_weights(t.device)
-    parts = [(bits[s:s + _DIGEST_CHUNK].to(torch.int64) * w[:min(_DIGEST_CHUNK, bits.numel() - s)]).sum()
-             for s in range(0, bits.numel(), _DIGEST_CHUNK)]
+    parts = []
+    for s in range(0, bits.numel(), _DIGEST_CHUNK):
+        chunk = bits[s:s + _DIGEST_CHUNK]
+        w = torch.arange(s, s + chunk.numel(), dtype=torch.int64, device=t.device)
+        w.mul_(_GOLDEN).bitwise_or_(1)
+        parts.append(w.mul_(chunk).sum())
+        del w
     return torch.stack(parts) if parts else torch.zeros(0, dtype=torch.int64, device=t.device)
 
 
