@@ -129,9 +129,20 @@ class Families:
                 continue
             if self.handover_reason(info):  # never excused by the reference's conditioning
                 raise Verdict("incorrect", "%s: %s" % (label, reason))
+            miss = getattr(self, "last_miss", None)
             unstable = self.reference_unstable(facts, args, ref_out)
             if unstable is None:
-                raise Verdict("incorrect", "%s: %s" % (label, reason))
+                near = self.near_miss(miss, ref_out, outs)
+                if near is None:
+                    raise Verdict("incorrect", "%s: %s" % (label, reason))
+                self.max_abs, self.max_rel, self.mismatch = saved
+                entry["near_miss"] = dict(near, candidate=reason)
+                self.notes.append(
+                    "near miss on %s inputs (not counted): %s, at %d element(s), within %.0f x what "
+                    "the reference itself moves when its input moves at the tolerance's scale" % (
+                        name, reason, near["elements"], self.NEAR_MISS_OVER))
+                del args, ref_out, outs
+                continue
             # The excuse is bounded (issue #47): finite wherever the
             # reference is, and within FRAGILE_MULTIPLE x the reference's own
             # perturbed spread -- a kernel that writes anything (zeros, NaN)
@@ -159,6 +170,33 @@ class Families:
                 "input moves by %.0e relative (%s)" % (
                     name, reason, self.PERTURB * self.rtol, unstable))
 
+
+    # A family's near miss (issue #47: a published softmax kernel failed
+    # 'sparse' by 1.56e-4 against atol 1e-4 at 1 element of 1,280): at most
+    # NEAR_MISS_ELEMENTS elements over their bound, none by more than
+    # NEAR_MISS_OVER x it, and the largest difference within NEAR_MISS_OVER x
+    # what the reference moves when its input moves at the tolerance's
+    # scale (its perturbed spread at PERTURB x the tolerance, / PERTURB):
+    # a difference an input rounding at the tolerance would make. Families
+    # only; the task's own trials stay strict. A handful of elements is no
+    # work worth skipping (hacks/family_sparse_skip skips 1%: incorrect).
+    NEAR_MISS_ELEMENTS = 8
+    NEAR_MISS_OVER = 4.0
+
+    def near_miss(self, miss, ref_out, outs):
+        """The near-miss facts when the family's mismatch is one, else None.
+        Call after reference_unstable (it leaves self.perturbed_spread)."""
+        if miss is None:
+            return None
+        elements, over = miss
+        if not 0 < elements <= self.NEAR_MISS_ELEMENTS or over > self.NEAR_MISS_OVER:
+            return None
+        finite, dev = deviation(ref_out, outs)
+        at_tolerance = self.perturbed_spread / self.PERTURB
+        if not finite or dev > self.NEAR_MISS_OVER * at_tolerance:
+            return None
+        return {"elements": elements, "over_bound": over, "candidate_max_abs": dev,
+                "reference_moves_at_tolerance": at_tolerance}
 
     # A fragile family's output may differ from the reference's by at most
     # this multiple of what the reference itself moved under the

@@ -107,6 +107,7 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
         self.max_abs = 0.0
         self.max_rel = 0.0
         self.mismatch = 0.0
+        self.last_miss = None
         self.kernel_calls = 0
         self.notes = []  # for the agent's feedback: facts that are not a verdict
         self.foreign_bytes = 0  # GPU memory held outside this evaluation at its start
