@@ -533,8 +533,13 @@ Step on_eval_result(EpisodeState& s, const evaluator::Report& report, const Env&
     return step;
   }
   s.active_s += env.active_delta_s;
-  if (report.status == evaluator::Verdict::worker_crash) {
-    // A failure this (live) korch observed: it counts toward the cap.
+  if (report.host_fault()) {
+    // The host's fault, observed by this (live) korch: it counts toward the
+    // cap and the evaluation runs again. A worker_crash without the
+    // evaluator's infrastructure mark happened after candidate code ran
+    // (a runner that crashed or exited): it is the candidate's verdict,
+    // final at once -- a candidate must not choose which run counts (issue
+    // #47; hacks/native_exit_allowlist exits mid-timing).
     ++s.eval_failures;
     if (s.eval_failures < k_max_eval_attempts) {
       add_event(s, step.batch, env, "eval_failure", s.turn,

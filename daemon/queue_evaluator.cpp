@@ -355,7 +355,9 @@ class QueueEvaluator final : public evaluator::Evaluator {
       } else {
         report.request_id = id;
         report.status = evaluator::Verdict::worker_crash;
-        report.error = "the worker's report does not parse: " + parsed.error().message;
+        // Lost on the way from the worker, not the candidate's: the host's
+        // fault (Report::host_fault), so the episode runs it again.
+        report.error = "infrastructure: the worker's report does not parse: " + parsed.error().message;
       }
       for (auto& done : waiting) done(report);
     }

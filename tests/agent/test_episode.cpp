@@ -40,6 +40,9 @@ evaluator::Report report(const std::string& id, Verdict v, std::optional<double>
   r.max_abs_diff = r.correct ? 1e-6 : 0.5;
   r.evaluator_version = "test-1";
   r.mode = "test";
+  // A worker_crash here is the host's (Report::host_fault): the evaluator's
+  // infrastructure mark. The candidate's own crash is built by candidate_crash.
+  if (v == Verdict::worker_crash) r.error = "infrastructure: the test's runner lost its GPU";
   return r;
 }
 
@@ -325,6 +328,24 @@ TEST_F(EpisodeTest, Rule7_ObservedWorkerCrashesRetryUpToTheCap) {
   EXPECT_EQ(e.state, store::EvalState::done);
   EXPECT_EQ(e.verdict, "worker_crash");
   EXPECT_EQ(e.failures, k_max_eval_attempts);
+  EXPECT_EQ(final_row()->verdict, "worker_crash");
+  EXPECT_DOUBLE_EQ(final_row()->reward, 0);
+}
+
+// A runner that crashed or exited after candidate code ran is the
+// candidate's verdict, final at once: no second run for the candidate to
+// choose from (issue #47; hacks/native_exit_allowlist exits mid-timing).
+TEST_F(EpisodeTest, Rule7_TheCandidatesOwnCrashIsFinalAtOnce) {
+  start_episode();
+  auto id = as_eval(reply(code_reply("x = 1", "SUBMIT"))).request.request_id;
+  auto own = report(id, Verdict::worker_crash);
+  own.error = "the candidate runner crashed: exited with status 0";
+  ASSERT_FALSE(own.host_fault());
+  EXPECT_TRUE(std::holds_alternative<Finished>(commit(on_eval_result(m_state, own, m_env))));
+  auto e = snapshot().evaluations.at(0);
+  EXPECT_EQ(e.state, store::EvalState::done);
+  EXPECT_EQ(e.attempts, 1);
+  EXPECT_EQ(e.verdict, "worker_crash");
   EXPECT_EQ(final_row()->verdict, "worker_crash");
   EXPECT_DOUBLE_EQ(final_row()->reward, 0);
 }
