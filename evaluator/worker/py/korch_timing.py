@@ -161,6 +161,14 @@ class Timing:
             # every runner of a side times at least two turns (runner_schedule)
             min_blocks = max(min_blocks, 4 * len(self.reference_runners()),
                              4 * len(self.candidate_runners()))
+        else:
+            # every runner of a side times at least two blocks before the
+            # first stop (runner_schedule: a reference runner's turn is 4
+            # blocks, a candidate runner's 8); with more than two a side, a
+            # stop at 10 blocks left the last runners without a block, and
+            # the interval without its process term
+            min_blocks = max(min_blocks, 4 * (len(self.reference_runners()) - 1) + 2,
+                             8 * (len(self.candidate_runners()) - 1) + 2)
         per_block = int(job.get("timing_block_calls", 5))
         warmup = int(job.get("timing_warmup", 3))
         if self.dev != "cpu" and "runners_warmed" in self.evidence:
