@@ -59,18 +59,23 @@ def main():
                    "speedup": s, "lo": lo, "hi": hi,
                    "runners": [t.get("reference_runners"), t.get("candidate_runners")],
                    "dof": ps.get("dof"), "process_rel_sd": ps.get("process_rel_sd"),
-                   "cand_ms": r.get("cand_time_ms")}
+                   "cand_ms": r.get("cand_time_ms"), "boot": t.get("speedup_ci_bootstrap"),
+                   "blocks": t.get("blocks"), "t": ps.get("ci_t")}
             ok = s is not None and abs(s - 1) <= tol and lo is not None and lo <= 1.0 <= hi
             narrow = not wide_matters or (s is not None and lo is not None and
                                           (hi / s - 1) <= 0.03 and (1 - lo / s) <= 0.03)
             row.update(within=ok, narrow=narrow)
             rows.append(row)
-            print("%-7s %-16s %-17s %s [%s, %s] -%s/+%s runners %s dof %s proc_sd %s %s%s" % (
+            boot = row["boot"] or [None, None]
+            print("%-7s %-16s %-17s %s [%s, %s] -%s/+%s boot [%s, %s] blocks %s runners %s dof %s t %s "
+                  "proc_sd %s %s%s" % (
                 label, row["task"], row["status"],
                 "%.3f" % s if s else "-", "%.3f" % lo if lo else "-", "%.3f" % hi if hi else "-",
                 "%.1f%%" % (100 * (1 - lo / s)) if s and lo else "-",
                 "%.1f%%" % (100 * (hi / s - 1)) if s and hi else "-",
-                row["runners"], row["dof"],
+                "%.3f" % boot[0] if boot[0] else "-", "%.3f" % boot[1] if boot[1] else "-",
+                row["blocks"], row["runners"], row["dof"],
+                "/".join("%.2f" % x for x in row["t"]) if row["t"] else "-",
                 "%.2f%%" % (100 * row["process_rel_sd"]) if row["process_rel_sd"] else "-",
                 "ok" if ok else "OUT", "" if narrow else " WIDE"), flush=True)
     within = sum(r["within"] for r in rows)
