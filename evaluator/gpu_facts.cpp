@@ -12,7 +12,8 @@ namespace {
 constexpr double k_gpuinfo_timeout_s = 120;
 
 // One gpuinfo job (trusted code only) in a fresh folder under `jobs_root`.
-std::pair<protocol::GpuInfo, JobOutcome> run_gpuinfo(JobRunner& zygote, const std::string& jobs_root,
+std::pair<protocol::GpuInfo, JobOutcome> run_gpuinfo(JobRunner& zygote,
+                                                     const std::string& jobs_root,
                                                      const std::string& spawn_json) {
   JobDir dir(jobs_root, "gpuinfo");
   JobOutcome o;

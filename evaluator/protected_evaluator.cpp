@@ -186,7 +186,7 @@ class ProtectedEvaluator final : public Evaluator {
     const auto t0 = m_clock->now();
     Report r = base_report(req);
     r.evidence["stages"] = json::object();  // seconds per stage
-    stages::StageContext ctx{req,     m_cfg,      m_cache, *m_jobs, *m_host, m_compile_cache,
+    stages::StageContext ctx{req,     m_cfg,      m_cache, *m_jobs,  *m_host, m_compile_cache,
                              m_knobs, m_versions, m_stop,  *m_clock, r};
     Next n = run_stage(ctx, nullptr, stages::device_check);
     if (n == Next::go_on) n = run_stage(ctx, "rules_s", stages::rules);

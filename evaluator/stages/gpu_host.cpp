@@ -21,8 +21,9 @@
 namespace korch::evaluator::stages {
 namespace {
 
-constexpr int k_gpu_runners_a_side = 4;         // a SUBMIT measure job's runners of each side
-constexpr std::int64_t k_compile_host_mb = 4096;  // one nvcc/g++ of a torch extension, with headroom
+constexpr int k_gpu_runners_a_side = 4;  // a SUBMIT measure job's runners of each side
+constexpr std::int64_t k_compile_host_mb =
+    4096;  // one nvcc/g++ of a torch extension, with headroom
 
 // The cores this process may use, in order.
 std::vector<int> usable_cpus() {
@@ -72,20 +73,20 @@ class GpuHost final : public Host {
   config::EvalMode mode() const override { return config::EvalMode::gpu; }
   std::string describe(const json& v) const override {
     char buf[512];
-    std::snprintf(
-        buf, sizeof buf,
-        "%s (compute capability %s, %d SMs, %.0f MB L2, %.0f GB memory%s); torch %s, "
-        "CUDA %s, Triton %s, Python %s. Kernels: Triton, or CUDA C++ built with "
-        "torch.utils.cpp_extension.load_inline.",
-        m_gpu.name.empty() ? "GPU" : m_gpu.name.c_str(),
-        m_gpu.capability.empty() ? "?" : m_gpu.capability.c_str(), m_gpu.sms,
-        m_gpu.l2_bytes / 1e6, m_gpu.memory_bytes / 1e9,
-        m_peaks ? (", " + std::to_string(static_cast<int>(m_peaks->mem_bw_bytes_s / 1e9)) +
-                   " GB/s by its datasheet")
-                      .c_str()
-                : "",
-        v.value("torch", "?").c_str(), v.value("cuda", "?").c_str(),
-        v.value("triton", "?").c_str(), v.value("python", "?").c_str());
+    std::snprintf(buf, sizeof buf,
+                  "%s (compute capability %s, %d SMs, %.0f MB L2, %.0f GB memory%s); torch %s, "
+                  "CUDA %s, Triton %s, Python %s. Kernels: Triton, or CUDA C++ built with "
+                  "torch.utils.cpp_extension.load_inline.",
+                  m_gpu.name.empty() ? "GPU" : m_gpu.name.c_str(),
+                  m_gpu.capability.empty() ? "?" : m_gpu.capability.c_str(), m_gpu.sms,
+                  m_gpu.l2_bytes / 1e6, m_gpu.memory_bytes / 1e9,
+                  m_peaks
+                      ? (", " + std::to_string(static_cast<int>(m_peaks->mem_bw_bytes_s / 1e9)) +
+                         " GB/s by its datasheet")
+                            .c_str()
+                      : "",
+                  v.value("torch", "?").c_str(), v.value("cuda", "?").c_str(),
+                  v.value("triton", "?").c_str(), v.value("python", "?").c_str());
     return buf;
   }
   int threads(int workers) const override {

@@ -42,8 +42,7 @@ bool gpu_fit(JobRunner& jobs, const std::string& jobs_root, const std::string& s
     if (stop.requested()) {
       // The evaluator is stopping: its jobs are being killed, the check's
       // among them; nothing about this GPU is known and it stays in the pool.
-      KLOG_INFO("[eval] GPU {} health check not decided: the evaluator is stopping ({})", gpu,
-                why);
+      KLOG_INFO("[eval] GPU {} health check not decided: the evaluator is stopping ({})", gpu, why);
       return true;
     }
     // A check that never reached the GPU (the zygote restarting) is a fact
@@ -55,8 +54,8 @@ bool gpu_fit(JobRunner& jobs, const std::string& jobs_root, const std::string& s
               h == GpuHealth::not_run ? "could not run" : "failed", why);
     if (failed >= k_health_tries) break;
     if (not_run >= k_health_tries) {
-      KLOG_WARN("[eval] GPU {}: its health check could not run {} times; it stays in the pool",
-                gpu, not_run);
+      KLOG_WARN("[eval] GPU {}: its health check could not run {} times; it stays in the pool", gpu,
+                not_run);
       return true;
     }
     clock.pause(k_health_pause, stop);  // a stop ends it early; the next try's answer decides

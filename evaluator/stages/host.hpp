@@ -46,13 +46,13 @@ class Host {
   virtual bool check_health(Device& device) = 0;
 
   // Policy.
-  virtual bool compiles_under_lease() const = 0;       // the device is held from compile on
-  virtual bool warms_triton() const = 0;               // Triton candidates warm up first
+  virtual bool compiles_under_lease() const = 0;          // the device is held from compile on
+  virtual bool warms_triton() const = 0;                  // Triton candidates warm up first
   virtual bool remeasures_distrusted_timing() const = 0;  // cpu: timing health
-  virtual bool runs_host_faults_again() const = 0;     // the judge's `infrastructure`
-  virtual const roofline::GpuPeaks* peaks() const = 0;  // datasheet peaks, when known
-  virtual WorkCache* work() = 0;                       // counted work, kept (gpu)
-  virtual std::int64_t budget_mb() const = 0;          // of the device's memory
+  virtual bool runs_host_faults_again() const = 0;        // the judge's `infrastructure`
+  virtual const roofline::GpuPeaks* peaks() const = 0;    // datasheet peaks, when known
+  virtual WorkCache* work() = 0;                          // counted work, kept (gpu)
+  virtual std::int64_t budget_mb() const = 0;             // of the device's memory
 
   // Wakes waiters for a device; they get nullopt.
   virtual void stop() = 0;

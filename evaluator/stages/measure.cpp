@@ -22,7 +22,7 @@ namespace korch::evaluator::stages {
 namespace {
 constexpr double k_measure_grace_s = 15;  // the judge's own deadline comes first
 constexpr int k_timing_remeasures = 2;    // cpu: measure jobs again after distrusted timing
-constexpr int k_timing_pause_s = 5;       // cpu: before a re-measure the host is blamed for (5, 10 s)
+constexpr int k_timing_pause_s = 5;  // cpu: before a re-measure the host is blamed for (5, 10 s)
 
 // cpu: measured again while the judge distrusts its runners; false when the
 // evaluator stopped during a pause (the report says so).
@@ -62,8 +62,7 @@ void judge_distrust(const protocol::MeasureResult& res, Report& r, json& evidenc
     evidence["infrastructure"].push_back({{"run", n}, {"why", why}});
   } else {
     r.status = Verdict::impossible_timing;
-    r.error =
-        fmt::format("the runners' times could not be trusted in {} measurements: {}", n, why);
+    r.error = fmt::format("the runners' times could not be trusted in {} measurements: {}", n, why);
   }
 }
 }  // namespace

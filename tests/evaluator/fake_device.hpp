@@ -80,10 +80,8 @@ inline FakeAnswer rules_ok() {
 // stage decides compile_error.
 inline FakeAnswer rules_unresolved_load_inline() {
   FakeAnswer a = rules_ok();
-  a.result["load_inline"] = {{{"entry", {{"name", "ext"}}},
-                              {"key", "k"},
-                              {"lineno", 7},
-                              {"unresolved", "a variable"}}};
+  a.result["load_inline"] = {
+      {{"entry", {{"name", "ext"}}}, {"key", "k"}, {"lineno", 7}, {"unresolved", "a variable"}}};
   return a;
 }
 inline FakeAnswer measured_ok(double ref_ms = 2.0, double cand_ms = 1.0) {

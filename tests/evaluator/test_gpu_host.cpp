@@ -134,9 +134,9 @@ TEST(GpuHostOnCpu, AGpuThatFailsItsHealthCheckRunsTheEvaluationAgainOnAnother) {
 // that held the count was rebuilt after a failed GPU, doubling the cap).
 TEST(GpuHostOnCpu, HostFaultsAndFailedGpusShareOneCap) {
   Rig rig(2);
-  rig.judge->script(JobRole::measure, {answer::host_fault(), answer::crashed(),
-                                       answer::host_fault(), answer::host_fault(),
-                                       answer::host_fault(), answer::host_fault()});
+  rig.judge->script(JobRole::measure,
+                    {answer::host_fault(), answer::crashed(), answer::host_fault(),
+                     answer::host_fault(), answer::host_fault(), answer::host_fault()});
   rig.judge->script(JobRole::gpuinfo,
                     {answer::unhealthy(), answer::unhealthy(), answer::unhealthy()});
   Report r = rig.report(rig.submit());
