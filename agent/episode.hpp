@@ -38,6 +38,7 @@
 #include "config/campaign.hpp"
 #include "config/tasks.hpp"
 #include "evaluator/evaluator.hpp"
+#include "evaluator/retries.hpp"
 #include "llm_clients/client.hpp"
 #include "store/store.hpp"
 #include "util/error.hpp"
@@ -79,8 +80,9 @@ struct EpisodeSpec {
 // counting, so interrupting korch never changes a result. A report marked
 // Report::interrupted (the evaluator shut down under it) is never recorded
 // or counted either. EvaluationRow::failures holds the count;
-// EvaluationRow::attempts counts every start (docs/export.md).
-inline constexpr int k_max_eval_attempts = 3;
+// EvaluationRow::attempts counts every start (docs/export.md). The cap is
+// the evaluator's and the queue's too: one number (evaluator/retries.hpp).
+inline constexpr int k_max_eval_attempts = evaluator::k_max_runs;
 
 struct Attempt {
   int turn = 0;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "daemon/queue_evaluator.hpp"
+#include "evaluator/retries.hpp"
 #include "store/store.hpp"
 #include "store/work_queue.hpp"
 #include "util/enum_names.hpp"
@@ -30,10 +31,6 @@ constexpr auto k_retry_pause = std::chrono::seconds(1);
 constexpr int k_complete_tries = 60;
 // An idle slot checks `stop` at least this often while it waits for NOTIFY.
 constexpr double k_idle_slice_s = 0.5;
-// After handing back an evaluation the host failed, the slot pauses before
-// it claims again: 5 s, doubling with the row's claims, at most 60 s.
-constexpr int k_host_fault_pause_s = 5;
-constexpr int k_host_fault_pause_max_s = 60;
 
 std::string host_name() {
   char host[256] = {};
@@ -252,22 +249,26 @@ class Worker {
     }
     // The host failed it (issue #47): back to the queue, the claim counted,
     // to run again on whichever worker claims it next -- another host, or
-    // this one after a pause -- until --max-claims, where the last run's
-    // outcome is the result. (A re-run by the episode would only find the
-    // stored row.)
-    if (report.host_fault() && claim.claims < m_options.max_claims && !m_stop.load()) {
+    // this one after a pause -- while the evaluation has had fewer than
+    // evaluator::k_max_runs runs (retries.hpp: the earlier claims' runs and
+    // this claim's, as its evidence counts them; an evaluator that ran it
+    // again itself may have spent them all) and --max-claims allows; then
+    // the last run's outcome is the result. (A re-run by the episode would
+    // only find the stored row.)
+    const std::int64_t runs =
+        claim.claims - 1 + evaluator::host_fault_runs(report.evidence, report.host_fault());
+    if (report.host_fault() && runs < evaluator::k_max_runs &&
+        claim.claims < m_options.max_claims && !m_stop.load()) {
       auto r = q.release(claim, /*counted=*/true);
       if (r && *r) {
         m_summary.released.fetch_add(1);
-        const int pause = std::min<std::int64_t>(
-            k_host_fault_pause_max_s,
-            k_host_fault_pause_s << std::min<std::int64_t>(claim.claims - 1, 4));
+        const auto pause = evaluator::pause_before_run(static_cast<int>(runs) + 1);
         KLOG_WARN(
-            "[worker {}] {}: {}; handed back to run again (claim {} of at most {}), "
-            "pausing {} s",
-            m_row.id, claim.request_id, report.error.substr(0, 300), claim.claims,
-            m_options.max_claims, pause);
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(pause);
+            "[worker {}] {}: {}; handed back to run again (run {} of at most {}, claim {} of at "
+            "most {}), pausing {} s",
+            m_row.id, claim.request_id, report.error.substr(0, 300), runs, evaluator::k_max_runs,
+            claim.claims, m_options.max_claims, pause.count());
+        const auto until = std::chrono::steady_clock::now() + pause;
         while (!m_stop.load() && std::chrono::steady_clock::now() < until)
           std::this_thread::sleep_for(std::chrono::duration<double>(k_idle_slice_s));
         return;

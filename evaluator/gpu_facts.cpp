@@ -12,7 +12,8 @@ namespace {
 constexpr double k_gpuinfo_timeout_s = 120;
 
 // One gpuinfo job (trusted code only) in a fresh folder under `jobs_root`.
-std::pair<protocol::GpuInfo, JobOutcome> run_gpuinfo(Zygote& zygote, const std::string& jobs_root,
+std::pair<protocol::GpuInfo, JobOutcome> run_gpuinfo(JobRunner& zygote,
+                                                     const std::string& jobs_root,
                                                      const std::string& spawn_json) {
   JobDir dir(jobs_root, "gpuinfo");
   JobOutcome o;
@@ -34,7 +35,7 @@ std::int64_t gpu_job_host_limit_mb(int cuda_processes, std::int64_t configured_m
   return cuda_processes * k_cuda_process_host_mb + 4 * configured_mb;
 }
 
-Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root) {
+Result<protocol::GpuInfo> query_gpu_facts(JobRunner& zygote, const std::string& jobs_root) {
   const auto [gpu, o] = run_gpuinfo(zygote, jobs_root, "{}");
   if (!gpu.ok) {
     std::string why = gpu.raw.empty() ? o.worker_log : gpu.error;
@@ -42,10 +43,10 @@ Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root
     return fail("no usable GPU: " + why +
                 " (a worker built against a CPU-only torch cannot evaluate on a GPU)");
   }
-  return gpu.raw.dump();
+  return gpu;
 }
 
-GpuHealth gpu_health_check(Zygote& zygote, const std::string& jobs_root,
+GpuHealth gpu_health_check(JobRunner& zygote, const std::string& jobs_root,
                            const std::string& spawn_json, std::string* why) {
   const auto [gpu, o] = run_gpuinfo(zygote, jobs_root, spawn_json);
   const bool ok = gpu.ok && gpu.health;

@@ -11,7 +11,10 @@
 
 namespace korch::evaluator {
 
-class Zygote;
+class JobRunner;
+namespace protocol {
+struct GpuInfo;
+}
 
 // Host memory one CUDA process of a job needs beyond the task's data (torch,
 // the CUDA context and its libraries), measured on the H200: ~3 GB, doubled.
@@ -27,9 +30,9 @@ std::int64_t gpu_memory_budget_mb(std::int64_t configured_mb, double device_byte
 // capped instead: every CUDA process plus the task's data staged on the host.
 std::int64_t gpu_job_host_limit_mb(int cuda_processes, std::int64_t configured_mb);
 
-// Asks the GPU itself, in a sandboxed job: a JSON object with name,
-// memory_bytes, l2_bytes, sms, ... ; an error that says why there is none.
-Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root);
+// Asks the GPU itself, in a sandboxed job: its facts (name, memory_bytes,
+// l2_bytes, sms, count, ...); an error that says why there are none.
+Result<protocol::GpuInfo> query_gpu_facts(JobRunner& jobs, const std::string& jobs_root);
 
 // The GPU pool's health check: the same job (a small allocation and a sum)
 // on one GPU, spawned with `spawn_json` (its lease and cores). `why` gets
@@ -39,7 +42,7 @@ Result<std::string> query_gpu_facts(Zygote& zygote, const std::string& jobs_root
 // on the H200 (issue #32): a campaign stopped by SIGTERM with a crash's
 // health check in flight took its GPU out, "the worker zygote is not running".
 enum class GpuHealth { ok, failed, not_run };
-GpuHealth gpu_health_check(Zygote& zygote, const std::string& jobs_root,
+GpuHealth gpu_health_check(JobRunner& jobs, const std::string& jobs_root,
                            const std::string& spawn_json, std::string* why = nullptr);
 
 }  // namespace korch::evaluator

@@ -32,7 +32,7 @@ Result<std::unique_ptr<TaskValidator>> TaskValidator::start(const config::Evalua
     // The evaluator's own budget rule, so "over budget" means what it will do.
     auto facts = query_gpu_facts(*v->m_zygote, v->m_cache + "/jobs");
     if (!facts) return std::unexpected(facts.error());
-    const protocol::GpuInfo gpu = protocol::parse_gpuinfo(*facts);
+    const protocol::GpuInfo& gpu = *facts;
     v->m_budget_mb = gpu_memory_budget_mb(cfg.memory_budget_mb, gpu.memory_bytes);
     // The first GPU of evaluator.gpus.
     auto list = config::parse_gpu_list(cfg.gpus, std::max(1, gpu.count));

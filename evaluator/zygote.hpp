@@ -26,7 +26,25 @@ struct JobOutcome {
   std::string error;  // why it did not start / the zygote died
 };
 
-class Zygote {
+// What runs a job: the zygote, or (tests) a fake answering as a worker
+// would (tests/evaluator/fake_device.hpp). The evaluator's stages see only this.
+class JobRunner {
+ public:
+  virtual ~JobRunner() = default;
+  // Runs one job (role, in job_dir which already holds job.json) and blocks
+  // until it ends or `timeout_s` passes. `seed` travels to the job only as
+  // bytes in a pipe. Thread-safe; jobs run concurrently.
+  virtual JobOutcome run(JobRole role, const std::string& job_dir,
+                         const std::string& spawn_extra_json, std::optional<std::uint64_t> seed,
+                         double timeout_s) = 0;
+  // The versions the worker reported (JSON object text).
+  virtual std::string versions_json() const = 0;
+  // Kills every running job; runs in flight return (their job failed),
+  // later runs fail at once. Thread-safe with run().
+  virtual void stop() = 0;
+};
+
+class Zygote final : public JobRunner {
  public:
   // Spawns the zygote and waits for its hello. `run_dir` holds the pid record
   // used to reap the zygotes of a killed daemon (see reap_orphans).
@@ -37,22 +55,19 @@ class Zygote {
                                                const std::string& run_dir,
                                                bool fresh_per_job = false,
                                                const std::string& glibc_tunables = "");
-  ~Zygote();
+  ~Zygote() override;
 
-  // Runs one job (role, in job_dir which already holds job.json) and blocks
-  // until it ends or `timeout_s` passes. `seed` travels to the job only as
-  // bytes in a pipe. Thread-safe; jobs run concurrently.
   JobOutcome run(JobRole role, const std::string& job_dir, const std::string& spawn_extra_json,
-                 std::optional<std::uint64_t> seed, double timeout_s);
+                 std::optional<std::uint64_t> seed, double timeout_s) override;
 
   // The versions the zygote reported (JSON object text).
-  std::string versions_json() const;
+  std::string versions_json() const override;
   // Seconds from exec to the zygote's hello (Python + torch import).
   double startup_s() const;
 
   // Kills the zygote and every running job. Thread-safe with run(): runs in
   // flight return (their job failed), later runs fail at once.
-  void stop();
+  void stop() override;
 
   class Impl;
 

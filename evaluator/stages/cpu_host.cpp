@@ -1,0 +1,72 @@
+// The CPU as the evaluator's host: jobs run anywhere on the machine's cores;
+// compile jobs take the timing lock shared and a submit-mode measure job
+// (which times) takes it exclusively, so no compiler runs while anything is
+// being timed. No device is leased; distrusted timing is measured again.
+#include <shared_mutex>
+
+#include "evaluator/stages/host.hpp"
+
+namespace korch::evaluator::stages {
+namespace {
+
+class CpuHost final : public Host {
+ public:
+  explicit CpuHost(const config::EvaluatorConfig& cfg) : m_budget_mb(cfg.memory_budget_mb) {}
+
+  config::EvalMode mode() const override { return config::EvalMode::cpu; }
+  std::string describe(const json& v) const override {
+    return "CPU (x86_64), one thread per side; torch " + v.value("torch", "?") + ", Python " +
+           v.value("python", "?") + ", compiler: " + v.value("compiler", "?") +
+           ". Kernels are C++ built with torch.utils.cpp_extension.load_inline (CPU only).";
+  }
+  int threads(int workers) const override { return std::max(1, workers); }
+  void tune(protocol::Settings&, const Request&, const EnvKnobs&) const override {}
+  protocol::Spawn spawn(int) const override {
+    protocol::Spawn sp;
+    sp.memory_budget_mb = m_budget_mb;
+    return sp;
+  }
+  JobOutcome run_compile(JobRunner& jobs, const std::string& job_dir, const std::string& build_dir,
+                         double timeout_s) override {
+    protocol::Spawn sp = spawn(-1);
+    sp.build_dir = build_dir;
+    std::shared_lock shared(m_timing);
+    return jobs.run(JobRole::compile, job_dir, sp.dump(), std::nullopt, timeout_s);
+  }
+  JobOutcome run_measure(JobRunner& jobs, const std::string& job_dir, const Request& req,
+                         const Device&, std::optional<std::uint64_t> seed,
+                         double timeout_s) override {
+    if (req.mode == Mode::submit) {
+      std::unique_lock timing(m_timing);  // no compile while timing
+      return jobs.run(JobRole::measure, job_dir, spawn(-1).dump(), seed, timeout_s);
+    }
+    std::shared_lock shared(m_timing);
+    return jobs.run(JobRole::measure, job_dir, spawn(-1).dump(), seed, timeout_s);
+  }
+
+  bool leases() const override { return false; }
+  std::optional<Device> acquire(const Request&, json&) override { return Device{}; }
+  std::string lock_path(int) const override { return ""; }
+  bool check_health(Device&) override { return true; }
+
+  bool compiles_under_lease() const override { return false; }
+  bool warms_triton() const override { return false; }
+  bool remeasures_distrusted_timing() const override { return true; }
+  bool runs_host_faults_again() const override { return false; }
+  const roofline::GpuPeaks* peaks() const override { return nullptr; }
+  WorkCache* work() override { return nullptr; }
+  std::int64_t budget_mb() const override { return m_budget_mb; }
+  void stop() override {}
+
+ private:
+  std::int64_t m_budget_mb;
+  std::shared_mutex m_timing;  // timing excludes compiles
+};
+
+}  // namespace
+
+std::unique_ptr<Host> make_cpu_host(const config::EvaluatorConfig& cfg) {
+  return std::make_unique<CpuHost>(cfg);
+}
+
+}  // namespace korch::evaluator::stages
