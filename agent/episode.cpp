@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "evaluator/retries.hpp"
 #include "prompts/prompts.hpp"
 #include "util/ids.hpp"
 
@@ -539,8 +540,11 @@ Step on_eval_result(EpisodeState& s, const evaluator::Report& report, const Env&
     // evaluator's infrastructure mark happened after candidate code ran
     // (a runner that crashed or exited): it is the candidate's verdict,
     // final at once -- a candidate must not choose which run counts (issue
-    // #47; hacks/native_exit_allowlist exits mid-timing).
-    ++s.eval_failures;
+    // #47; hacks/native_exit_allowlist exits mid-timing). The cap counts
+    // runs, not reports (evaluator/retries.hpp): a report whose evaluator
+    // already ran it k_max_runs times is final, so one evaluation gets at
+    // most k_max_runs runs over evaluator, queue and episode together.
+    s.eval_failures += evaluator::host_fault_runs(report.evidence, true);
     if (s.eval_failures < k_max_eval_attempts) {
       add_event(s, step.batch, env, "eval_failure", s.turn,
                 fmt::format("{} (failure {} of {}): {}", s.eval_request_id, s.eval_failures,

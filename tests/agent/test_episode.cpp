@@ -350,6 +350,35 @@ TEST_F(EpisodeTest, Rule7_TheCandidatesOwnCrashIsFinalAtOnce) {
   EXPECT_DOUBLE_EQ(final_row()->reward, 0);
 }
 
+// The cap counts runs, not reports (evaluator/retries.hpp): a host fault
+// whose evaluator already ran it k_max_runs times is final, and one that
+// ran twice leaves one run to the episode.
+TEST_F(EpisodeTest, Rule7_TheCapCountsTheEvaluatorsRunsNotReports) {
+  start_episode();
+  auto id = as_eval(reply(code_reply("x = 1", "SUBMIT"))).request.request_id;
+  auto twice = report(id, Verdict::worker_crash);
+  twice.evidence["infrastructure"] = nlohmann::json::array({{{"run", 1}}, {{"run", 2}}});
+  EXPECT_EQ(as_eval(commit(on_eval_result(m_state, twice, m_env))).request.request_id, id);
+  EXPECT_EQ(snapshot().evaluations.at(0).failures, 2);
+  EXPECT_TRUE(std::holds_alternative<Finished>(evaluated(Verdict::worker_crash)));
+  auto e = snapshot().evaluations.at(0);
+  EXPECT_EQ(e.state, store::EvalState::done);
+  EXPECT_EQ(e.failures, evaluator::k_max_runs);
+  EXPECT_EQ(e.attempts, 2);
+}
+
+TEST_F(EpisodeTest, Rule7_AHostFaultWithTheRunsSpentIsFinal) {
+  start_episode();
+  auto id2 = as_eval(reply(code_reply("x = 2", "SUBMIT"))).request.request_id;
+  auto spent = report(id2, Verdict::worker_crash);
+  spent.evidence["infrastructure"] = nlohmann::json::array();
+  for (int run = 1; run <= evaluator::k_max_runs; ++run)
+    spent.evidence["infrastructure"].push_back({{"run", run}});
+  EXPECT_TRUE(std::holds_alternative<Finished>(commit(on_eval_result(m_state, spent, m_env))));
+  EXPECT_EQ(snapshot().evaluations.at(0).attempts, 1);
+  EXPECT_EQ(final_row()->verdict, "worker_crash");
+}
+
 // A CHECK whose worker crashed once is retried before the model hears of it:
 // the feedback is the retried evaluation's.
 TEST_F(EpisodeTest, Rule7_ObservedCrashOfACheckIsRetriedBeforeFeedback) {
