@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "config/campaign.hpp"
+#include "config/loader.hpp"
 #include "config/tasks.hpp"
 #include "evaluator/evaluator.hpp"
-#include "config/loader.hpp"
 #include "llm_clients/client.hpp"
 #include "store/store.hpp"
 #include "util/error.hpp"

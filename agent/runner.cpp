@@ -28,8 +28,7 @@ std::string default_cache_dir(const config::CampaignConfig& cfg) {
 }
 
 Result<RunResult> run_campaign_wired(const config::CampaignConfig& cfg, store::Store& store,
-                                            const RunOptions& options,
-                                            const RunnerHooks& hooks) {
+                                     const RunOptions& options, const RunnerHooks& hooks) {
   auto ev = evaluator::make_evaluator(
       cfg.evaluator, hooks.cache_dir.empty() ? default_cache_dir(cfg) : hooks.cache_dir,
       {cfg.db_path, ids::campaign_id(cfg.name)});

@@ -42,7 +42,6 @@ std::string default_cache_dir(const config::CampaignConfig& cfg);
 // carry their kind (a bad plan is `invalid`) and say what failed
 // ("evaluator: ...", "model m1: ...", "LLM endpoint of model m1 unreachable: ...").
 Result<RunResult> run_campaign_wired(const config::CampaignConfig& cfg, store::Store& store,
-                                            const RunOptions& options,
-                                            const RunnerHooks& hooks = {});
+                                     const RunOptions& options, const RunnerHooks& hooks = {});
 
 }  // namespace korch::agent

@@ -21,12 +21,11 @@ std::string validate_report_json(
                      {"ok", v.ok},
                      {"issues", v.issues}});
   }
-  return json{{"korch_tasks_validate", k_validate_report_version}, {"tasks", tasks}}.dump(1) +
-         "\n";
+  return json{{"korch_tasks_validate", k_validate_report_version}, {"tasks", tasks}}.dump(1) + "\n";
 }
 
 Result<std::vector<config::ExcludedTask>> flagged_tasks(const std::string& path,
-                                               const std::vector<config::Task>& tasks) {
+                                                        const std::vector<config::Task>& tasks) {
   auto bad = [&](const std::string& why) {
     return fail(ErrorKind::invalid, fmt::format("tasks.exclude_flagged {}: {}", path, why));
   };
@@ -35,13 +34,13 @@ Result<std::vector<config::ExcludedTask>> flagged_tasks(const std::string& path,
   auto j = json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("tasks") || !j["tasks"].is_array())
     return bad("not a report of `korch tasks validate --out`");
-  const auto version = j.contains("korch_tasks_validate") &&
-                               j["korch_tasks_validate"].is_number_integer()
-                           ? j["korch_tasks_validate"].get<int>()
-                           : 0;
+  const auto version =
+      j.contains("korch_tasks_validate") && j["korch_tasks_validate"].is_number_integer()
+          ? j["korch_tasks_validate"].get<int>()
+          : 0;
   if (version != k_validate_report_version)
-    return bad(fmt::format("report version {} (this korch reads {})", version,
-                           k_validate_report_version));
+    return bad(
+        fmt::format("report version {} (this korch reads {})", version, k_validate_report_version));
   struct Entry {
     std::string sha;
     bool ok = false;
@@ -58,15 +57,16 @@ Result<std::vector<config::ExcludedTask>> flagged_tasks(const std::string& path,
       if (!i.is_string()) return bad("an issue is not a string");
       e.issues.push_back(i.get<std::string>());
     }
-    if (!e.ok && e.issues.empty()) return bad(t["task"].get<std::string>() + " is flagged with no issue");
+    if (!e.ok && e.issues.empty())
+      return bad(t["task"].get<std::string>() + " is flagged with no issue");
     by_id[t["task"].get<std::string>()] = std::move(e);
   }
   std::vector<config::ExcludedTask> flagged;
   for (const auto& task : tasks) {
     auto it = by_id.find(task.id);
     if (it == by_id.end())
-      return bad(fmt::format("{} was not validated (run `korch tasks validate --out` on it)",
-                             task.id));
+      return bad(
+          fmt::format("{} was not validated (run `korch tasks validate --out` on it)", task.id));
     if (it->second.sha != sha256_hex(task.source))
       return bad(fmt::format("{} changed since it was validated (run `korch tasks validate` again)",
                              task.id));

@@ -32,6 +32,6 @@ std::string validate_report_json(
 // read or parse, when a task of `tasks` is not in it (never validated) or
 // when its source changed since it was validated (stale).
 Result<std::vector<config::ExcludedTask>> flagged_tasks(const std::string& path,
-                                               const std::vector<config::Task>& tasks);
+                                                        const std::vector<config::Task>& tasks);
 
 }  // namespace korch::evaluator

@@ -162,8 +162,7 @@ TEST(MakeEvaluator, RemoteIsTheQueue) {
   ASSERT_FALSE(sqlite);
   EXPECT_EQ(sqlite.error().kind, ErrorKind::invalid);
   EXPECT_EQ(sqlite.error().message.rfind("evaluator.remote: ", 0), 0u) << sqlite.error().message;
-  EXPECT_NE(sqlite.error().message.find("PostgreSQL"), std::string::npos)
-      << sqlite.error().message;
+  EXPECT_NE(sqlite.error().message.find("PostgreSQL"), std::string::npos) << sqlite.error().message;
   cfg.remote = false;  // the same config in-process
   auto local = make_evaluator(cfg, "", {"sqlite:/nonexistent/k.db", "c-1"});
   ASSERT_TRUE(local) << local.error().message;

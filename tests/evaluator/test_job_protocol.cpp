@@ -157,7 +157,8 @@ TEST(JobProtocol, TheMeasureResultsTypedPartsAreTheSchemas) {
   EXPECT_EQ(h.reference_runner_ratio, 1.02);
   EXPECT_EQ(h.candidate_runner_ratio, 31.5);
   EXPECT_EQ(h.reference_over_judge, 0.9);
-  EXPECT_EQ(h.reasons, std::vector<std::string>{"the two candidate runners' medians differ 31.50x"});
+  EXPECT_EQ(h.reasons,
+            std::vector<std::string>{"the two candidate runners' medians differ 31.50x"});
   const CountedWork& w = m->counted_work;
   EXPECT_TRUE(w.present);
   EXPECT_EQ(w.flops, 2e9);
@@ -170,8 +171,8 @@ TEST(JobProtocol, TheMeasureResultsTypedPartsAreTheSchemas) {
   // would keep its default and fail one of the checks above).
   for (const auto& s : schema.at("measure_result").at("structs")) {
     const std::string name = s.at("name");
-    const auto& part = name == "TimingHealth" ? m->evidence.at("timing").at("health")
-                                              : m->evidence.at("work");
+    const auto& part =
+        name == "TimingHealth" ? m->evidence.at("timing").at("health") : m->evidence.at("work");
     for (const auto& f : s.at("fields"))
       if (f.at("name") != "error") EXPECT_TRUE(part.contains(f.at("name"))) << name << "." << f;
   }

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "evaluator/remote/queue_evaluator.hpp"
 #include "evaluator/evaluator.hpp"
+#include "evaluator/remote/queue_evaluator.hpp"
 #include "store/work_queue.hpp"
 #include "tests/integration/campaign_fixture.hpp"
 #include "tests/integration/export_fixture.hpp"

@@ -63,8 +63,8 @@ std::string campaign_toml(const std::string& name, const std::string& tasks,
                   "max_turns = 2\nlog_level = \"warn\"\n[tasks]\nkernelbench_dir = \"" + tasks +
                   "\"\n";
   if (!exclude_flagged.empty()) s += "exclude_flagged = \"" + exclude_flagged + "\"\n";
-  return s + "[evaluator]\nmode = \"mock\"\n[[models]]\nid = \"m1\"\nbase_url = \"" +
-         base_url + "\"\nmodel = \"fake-1\"\n";
+  return s + "[evaluator]\nmode = \"mock\"\n[[models]]\nid = \"m1\"\nbase_url = \"" + base_url +
+         "\"\nmodel = \"fake-1\"\n";
 }
 
 // Issue #47: a campaign with tasks.exclude_flagged runs none of the tasks the
@@ -77,7 +77,8 @@ TEST(TasksValidate, ACampaignLeavesOutTheTasksTheReportFlags) {
   const auto tasks = d + "/tasks";
   std::filesystem::create_directories(tasks);
   write_text(tasks + "/1_Relu.py", task_file("torch.relu(x)"));
-  write_text(tasks + "/2_CentredMean.py", task_file("(x - x.mean(dim=1, keepdim=True)).mean(dim=1)"));
+  write_text(tasks + "/2_CentredMean.py",
+             task_file("(x - x.mean(dim=1, keepdim=True)).mean(dim=1)"));
   auto [vrc, vout] = run_capture({KORCH_BIN, "tasks", "validate", tasks, "--out", d + "/v.json",
                                   "--cache-dir", std::string(KORCH_TEST_CACHE) + "/validate"},
                                  d);
@@ -128,7 +129,8 @@ TEST(TasksValidate, ACampaignLeavesOutTheTasksTheReportFlags) {
   auto [r4, o4] = run_capture({KORCH_BIN, "run", d + "/n.toml", "--no-progress"}, d);
   EXPECT_EQ(r4, 2) << o4;
   EXPECT_NE(o4.find("1_Relu changed since it was validated"), std::string::npos) << o4;
-  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM campaigns"), (std::vector<std::vector<std::string>>{{"1"}}));
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM campaigns"),
+            (std::vector<std::vector<std::string>>{{"1"}}));
 }
 
 }  // namespace

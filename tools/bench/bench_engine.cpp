@@ -43,8 +43,8 @@
 
 #include "agent/campaign_runner.hpp"
 #include "agent/episode.hpp"
-#include "config/tasks.hpp"
 #include "agent/runner.hpp"
+#include "config/tasks.hpp"
 #include "llm_clients/client.hpp"
 #include "store/store.hpp"
 #include "util/allocator/allocator.hpp"

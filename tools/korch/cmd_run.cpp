@@ -10,8 +10,8 @@
 #include <random>
 
 #include "agent/campaign_runner.hpp"
-#include "config/loader.hpp"
 #include "agent/runner.hpp"
+#include "config/loader.hpp"
 #include "evaluator/evaluator.hpp"
 #include "store/store.hpp"
 #include "tools/korch/cli.hpp"

@@ -6,8 +6,8 @@
 #include "config/tasks.hpp"
 #include "evaluator/validate.hpp"
 #include "evaluator/validate_report.hpp"
-#include "util/fs.hpp"
 #include "tools/korch/cli.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 
 namespace korch::cli {

@@ -19,9 +19,9 @@
 
 #include "config/gpus.hpp"
 #include "config/loader.hpp"
+#include "evaluator/evaluator.hpp"
 #include "evaluator/remote/eval_worker.hpp"
 #include "evaluator/remote/queue_evaluator.hpp"
-#include "evaluator/evaluator.hpp"
 #include "store/store.hpp"
 #include "store/work_queue.hpp"
 #include "tools/korch/cli.hpp"
