@@ -1,6 +1,7 @@
 #include "agent/campaign_runner.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,11 +14,13 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <unordered_map>
 
 #include "agent/episode.hpp"
 #include "agent/strategy.hpp"
 #include "config/loader.hpp"
+#include "evaluator/validate_report.hpp"
 #include "prompts/prompts.hpp"
 #include "util/fs.hpp"
 #include "util/ids.hpp"
@@ -129,12 +132,30 @@ class Runner {
                             m_cfg.name, describe_strategy(*stored), describe_strategy(m_cfg)));
   }
 
+  // A resumed campaign leaves out the tasks it left out at its start: its
+  // episodes and its report rest on that set.
+  Result<void> same_exclusions(const std::string& stored_config_json) const {
+    std::set<std::string> before, now;
+    for (const auto& f : config::excluded_tasks(stored_config_json)) before.insert(f.task_id);
+    for (const auto& f : m_plan.excluded) now.insert(f.task_id);
+    if (before == now) return {};
+    auto list = [](const std::set<std::string>& s) {
+      return s.empty() ? std::string("none") : fmt::format("{}", fmt::join(s, ", "));
+    };
+    return fail(ErrorKind::invalid,
+                fmt::format("campaign '{}' was started leaving out the flagged tasks {}; this "
+                            "config leaves out {}. Restore tasks.exclude_flagged's report, or "
+                            "give the new selection a new campaign name",
+                            m_cfg.name, list(before), list(now)));
+  }
+
   Result<void> register_campaign() {
     auto existing = m_store.get_campaign(m_plan.campaign_id);
     if (!existing) return std::unexpected(existing.error());
     if (*existing) {
       m_secret_seed = (*existing)->secret_seed;
       if (auto r = same_strategy((*existing)->config_json); !r) return r;
+      if (auto r = same_exclusions((*existing)->config_json); !r) return r;
     } else {
       m_secret_seed = fresh_secret_seed();
     }
@@ -143,7 +164,8 @@ class Runner {
     c.id = m_plan.campaign_id;
     c.name = m_cfg.name;
     // The whole resolved config, from the key tables; never holds a secret.
-    c.config_json = config::config_to_json(m_cfg);
+    // With the tasks the plan left out (tasks.exclude_flagged), for korch report.
+    c.config_json = config::with_excluded_tasks(config::config_to_json(m_cfg), m_plan.excluded);
     c.secret_seed = m_secret_seed;
     c.created_at = now_unix();
     batch.put(std::move(c));
@@ -708,7 +730,20 @@ Result<CampaignPlan> plan_campaign(const config::CampaignConfig& cfg,
   plan.campaign_id = ids::campaign_id(cfg.name);
   auto tasks = config::load_tasks(cfg.tasks);
   if (!tasks) return std::unexpected(tasks.error());
-  for (auto& t : *tasks) plan.tasks.push_back(std::make_shared<const config::Task>(std::move(t)));
+  if (!cfg.tasks.exclude_flagged.empty()) {
+    auto flagged = evaluator::flagged_tasks(cfg.tasks.exclude_flagged, *tasks);
+    if (!flagged) return std::unexpected(flagged.error());
+    plan.excluded = std::move(*flagged);
+    if (plan.excluded.size() == tasks->size())
+      return fail(ErrorKind::invalid,
+                  fmt::format("tasks.exclude_flagged {} flags every selected task ({})",
+                              cfg.tasks.exclude_flagged, tasks->size()));
+  }
+  std::set<std::string> excluded;
+  for (const auto& f : plan.excluded) excluded.insert(f.task_id);
+  for (auto& t : *tasks)
+    if (!excluded.contains(t.id))
+      plan.tasks.push_back(std::make_shared<const config::Task>(std::move(t)));
   prompts::SystemFacts facts;
   facts.device = evaluator.device_description();
   facts.tolerance = cfg.evaluator.tolerance;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/campaign.hpp"
+#include "config/loader.hpp"
 #include "config/tasks.hpp"
 #include "evaluator/evaluator.hpp"
 #include "llm_clients/client.hpp"
@@ -77,10 +78,15 @@ struct CampaignPlan {
   std::string campaign_id;
   std::vector<std::shared_ptr<const config::Task>> tasks;
   std::string system_prompt;
+  // The selected tasks left out because tasks.exclude_flagged's report flags
+  // them; recorded with the campaign (its row's config_json,
+  // "excluded_tasks") and shown by korch report.
+  std::vector<config::ExcludedTask> excluded;
 };
 
-// Builds the plan (loads tasks, renders the system prompt from the
-// evaluator's facts and the rule table).
+// Builds the plan (loads tasks, leaves out those tasks.exclude_flagged's
+// report flags, renders the system prompt from the evaluator's facts and the
+// rule table). A stale or incomplete report fails it (invalid).
 Result<CampaignPlan> plan_campaign(const config::CampaignConfig& cfg,
                                    const evaluator::Evaluator& evaluator);
 

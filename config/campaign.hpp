@@ -43,6 +43,9 @@ struct TaskSelection {
       kernelbench_dir;  // a KernelBench/ folder with level1..level4, or any folder of task files
   std::vector<int> levels = {1};
   std::string ids;  // "1-10,15,20-22"; empty = all
+  // A `korch tasks validate --out` report; the tasks it flags are left out
+  // (agent::plan_campaign, evaluator/validate_report.hpp). "" = none.
+  std::string exclude_flagged;
 
   bool operator==(const TaskSelection&) const = default;
 };

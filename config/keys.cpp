@@ -191,6 +191,14 @@ const std::vector<Spec<C>>& campaign_specs() {
        false,
        k_none,
        KORCH_FIELD(C, tasks.ids)},
+      {{"tasks.exclude_flagged", "KORCH_TASKS_EXCLUDE_FLAGGED", KeyType::path, "\"\"",
+        "A `korch tasks validate --out` report: the tasks it flags (rounding noise of the "
+        "reference, constant or stochastic outputs, ...) are left out and listed in the "
+        "campaign's report; a task it lacks or that changed since refuses the start."},
+       k_none,
+       false,
+       k_none,
+       KORCH_FIELD(C, tasks.exclude_flagged)},
       {{"samples_per_task", "KORCH_SAMPLES_PER_TASK", KeyType::integer, "1",
         "Independent episodes per (task, model); sample indices are 0-based."},
        1,

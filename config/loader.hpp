@@ -120,6 +120,22 @@ std::string config_to_json(const CampaignConfig& cfg);
 // validation: see validate()).
 Result<CampaignConfig> config_from_json(std::string_view json);
 
+// A selected task a campaign left out (tasks.exclude_flagged: `korch tasks
+// validate` flagged it), with the report's issues ("rounding_noise: ...").
+struct ExcludedTask {
+  std::string task_id;
+  std::vector<std::string> issues;
+
+  bool operator==(const ExcludedTask&) const = default;
+};
+
+// A stored config_json with the tasks the campaign left out, as its
+// "excluded_tasks" array (the JSON unchanged when there are none); and that
+// array read back (none when absent or unreadable). config_from_json ignores it.
+std::string with_excluded_tasks(const std::string& config_json,
+                                const std::vector<ExcludedTask>& excluded);
+std::vector<ExcludedTask> excluded_tasks(std::string_view config_json);
+
 // `korch config show`: one line per value, "key = value   # origin", aligned.
 // Models print their api_key_env (a variable name), never a key.
 std::string describe(const LoadedConfig& loaded);

@@ -181,6 +181,33 @@ Result<CampaignConfig> config_from_json(std::string_view json) {
   return cfg;
 }
 
+std::string with_excluded_tasks(const std::string& config_json,
+                                const std::vector<ExcludedTask>& excluded) {
+  if (excluded.empty()) return config_json;
+  auto j = nlohmann::ordered_json::parse(config_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return config_json;
+  auto& list = j["excluded_tasks"] = nlohmann::ordered_json::array();
+  for (const auto& e : excluded) list.push_back({{"task", e.task_id}, {"issues", e.issues}});
+  return j.dump();
+}
+
+std::vector<ExcludedTask> excluded_tasks(std::string_view config_json) {
+  std::vector<ExcludedTask> out;
+  auto j = nlohmann::ordered_json::parse(config_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return out;
+  auto it = j.find("excluded_tasks");
+  if (it == j.end() || !it->is_array()) return out;
+  for (const auto& e : *it) {
+    if (!e.is_object() || !e.contains("task") || !e["task"].is_string()) continue;
+    ExcludedTask t{e["task"].get<std::string>(), {}};
+    if (e.contains("issues") && e["issues"].is_array())
+      for (const auto& i : e["issues"])
+        if (i.is_string()) t.issues.push_back(i.get<std::string>());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 std::string describe(const LoadedConfig& loaded) {
   constexpr std::size_t k_max_align = 64;
   std::size_t width = 0;

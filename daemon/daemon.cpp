@@ -12,10 +12,9 @@
 #include <random>
 
 #include "agent/episode.hpp"
+#include "agent/runner.hpp"
 #include "config/loader.hpp"
 #include "config/tasks.hpp"
-#include "daemon/queue_evaluator.hpp"
-#include "daemon/runner.hpp"
 #include "store/work_queue.hpp"
 #include "util/fs.hpp"
 #include "util/ids.hpp"
@@ -196,7 +195,7 @@ Result<std::unique_ptr<Daemon>> Daemon::open(const ServeConfig& cfg_in) {
   config::CampaignConfig ecfg;
   ecfg.db_path = cfg.db;
   ecfg.evaluator = cfg.evaluator;
-  auto ev = make_campaign_evaluator(cfg.evaluator, default_cache_dir(ecfg), cfg.db, "");
+  auto ev = evaluator::make_evaluator(cfg.evaluator, agent::default_cache_dir(ecfg), {cfg.db, ""});
   if (!ev) return fail(ev.error().kind, "evaluator: " + ev.error().message);
   d->m_evaluator = d->m_metrics.wrap(std::move(*ev));
   d->m_owner = random_owner();
@@ -311,14 +310,14 @@ void Daemon::drive(Campaign& c) {
         (void)persist(c);  // the driven time survives a kill -9
       }
     };
-    RunnerHooks hooks;
+    agent::RunnerHooks hooks;
     hooks.wrap_client = [this](std::unique_ptr<llm::ChatClient> inner) {
       return m_metrics.wrap(std::move(inner));
     };
     hooks.wrap_evaluator = [this](std::unique_ptr<evaluator::Evaluator> inner) {
       return m_metrics.wrap(std::move(inner));
     };
-    auto r = run_campaign_wired(c.cfg, *m_store, opts, hooks);
+    auto r = agent::run_campaign_wired(c.cfg, *m_store, opts, hooks);
     std::lock_guard lock(m_mutex);
     ++m_version;
     c.driven_before_s += now_mono() - c.run_started;

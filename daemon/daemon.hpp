@@ -1,7 +1,7 @@
 #pragma once
 // The daemon's core, below its HTTP and WebSocket front ends: one process
 // that owns a database (its file lock), runs every submitted campaign on its
-// own thread through the shared runner (daemon/runner.hpp), and keeps each
+// own thread through the shared runner (agent/runner.hpp), and keeps each
 // campaign's submitted config and wanted state (active, paused, cancelled)
 // in files under the state directory, so a restart — after SIGTERM or kill -9
 // — resumes every campaign that was active. The store itself is used only

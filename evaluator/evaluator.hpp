@@ -45,26 +45,8 @@ struct Request {
 
 // Everything a verdict rests on. Rendered into feedback by prompts/ and stored
 // verbatim (report_json) by the engine.
-// What a measurement found. The measure job's result and the report both
-// hold it under these names (protocol::MeasureResult, Report); their JSON
-// readers and writers go through k_measured_fields.
-struct Measured {
-  std::optional<double> speedup;                                    // median_ref / median_cand
-  std::optional<double> speedup_ci_low, speedup_ci_high;            // its bootstrap 95% interval
-  std::optional<double> ref_time_ms, cand_time_ms;                  // the medians
-  std::optional<double> max_abs_diff, max_rel_diff, mismatch_frac;  // over the trials
-};
-
-// Measured's fields and their JSON names: the one list of them.
-inline constexpr std::pair<const char*, std::optional<double> Measured::*> k_measured_fields[] = {
-    {"speedup", &Measured::speedup},
-    {"speedup_ci_low", &Measured::speedup_ci_low},
-    {"speedup_ci_high", &Measured::speedup_ci_high},
-    {"ref_time_ms", &Measured::ref_time_ms},
-    {"cand_time_ms", &Measured::cand_time_ms},
-    {"max_abs_diff", &Measured::max_abs_diff},
-    {"max_rel_diff", &Measured::max_rel_diff},
-    {"mismatch_frac", &Measured::mismatch_frac}};
+// struct Measured and k_measured_fields, what a measurement found and its
+// fields' JSON names: generated from protocol.json (measure_result.measured).
 
 // One evaluation's outcome. Its JSON encoding (to_json/from_json, the
 // stored form) names every field once: k_measured_fields and k_report_fields
@@ -136,9 +118,20 @@ struct RuleDoc {
 };
 std::vector<RuleDoc> rule_docs();
 
-// Creates the evaluator named by cfg.mode. `cache_dir` holds the compile cache.
+// Where a remote evaluator (evaluator.remote = true) queues its work: the
+// store's postgres:// URL and the campaign ("" for korch serve).
+struct QueueTarget {
+  std::string store_url;
+  std::string campaign_id;
+};
+
+// Creates the evaluator of a config, the one factory of every front door:
+// with cfg.remote the queue evaluator (evaluator/remote/, `queue` says where),
+// else the one named by cfg.mode, in this process. `cache_dir` holds the
+// compile cache.
 Result<std::unique_ptr<Evaluator>> make_evaluator(const config::EvaluatorConfig& cfg,
-                                                  const std::string& cache_dir);
+                                                  const std::string& cache_dir,
+                                                  const QueueTarget& queue = {});
 
 // Reward functions (DESIGN §5 stage 4).
 double reward_speedup(bool correct, std::optional<double> speedup);

@@ -210,17 +210,21 @@ bool has_result(const std::string& result_json) {
 }
 
 std::string MeasureResult::timing_distrust() const {
-  const json health = evidence.value("timing", json::object()).value("health", json::object());
-  if (health.value("ok", true)) return {};
+  if (timing_health.ok) return {};
   std::string why;
-  for (const auto& reason : health.value("reasons", json::array()))
-    if (reason.is_string()) why += (why.empty() ? "" : "; ") + reason.get<std::string>();
+  for (const auto& reason : timing_health.reasons) why += (why.empty() ? "" : "; ") + reason;
   return why.empty() ? "the judge did not trust its runners' times" : why;
 }
 
 bool MeasureResult::timing_distrust_is_machine() const {
-  const json health = evidence.value("timing", json::object()).value("health", json::object());
-  return !health.value("ok", true) && health.value("machine", false);
+  return !timing_health.ok && timing_health.machine;
+}
+
+TimingOutcome timing_outcome(const MeasureResult& m, int measurements, int max_measurements) {
+  if (m.timing_health.ok) return TimingOutcome::keep;
+  if (measurements < max_measurements) return TimingOutcome::measure_again;
+  if (m.verdict != Verdict::ok) return TimingOutcome::keep;
+  return m.timing_health.machine ? TimingOutcome::host_fault : TimingOutcome::impossible_timing;
 }
 
 Result<MeasureResult> parse_measure(const std::string& result_json) {
@@ -242,6 +246,12 @@ Result<MeasureResult> parse_measure(const std::string& result_json) {
   m.protections = strings(j.value("protections", json::array()));
   m.candidate_protections = strings(j.value("candidate_protections", json::array()));
   m.evidence = j.value("evidence", json::object());
+  if (m.evidence.is_object()) {
+    if (auto t = m.evidence.find("timing"); t != m.evidence.end() && t->is_object())
+      if (auto h = t->find("health"); h != t->end()) m.timing_health = read_TimingHealth(*h);
+    if (auto w = m.evidence.find("work"); w != m.evidence.end())
+      m.counted_work = read_CountedWork(*w);
+  }
   return m;
 }
 

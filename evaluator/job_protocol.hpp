@@ -18,6 +18,7 @@
 #include "config/campaign.hpp"
 #include "evaluator/evaluator.hpp"
 #include "evaluator/job_protocol_version.hpp"
+#include "evaluator/protocol_types.hpp"
 #include "util/enum_names.hpp"
 #include "util/error.hpp"
 
@@ -172,16 +173,37 @@ struct MeasureResult : Measured {
   std::string infrastructure;
   std::vector<std::string> protections, candidate_protections;
   json evidence = json::object();
+  // The judge's evidence the daemon decides on, typed (protocol.json,
+  // measure_result.structs; read from `evidence` by parse_measure):
+  // evidence.timing.health (cpu) and evidence.work (gpu).
+  TimingHealth timing_health;
+  CountedWork counted_work;
   std::string candidate_log;  // not from result.json: the daemon adds the runner's output tail
+  // evidence.work as JSON (the daemon keeps it per task and sends it back to
+  // the next judge); counted_work is its typed reading.
   json work() const { return evidence.value("work", json::object()); }
   // cpu: why the judge does not trust its runners' times (timing_health in
-  // korch_judge.py: runner processes that disagree, or reference runners far
+  // korch_timing.py: runner processes that disagree, or reference runners far
   // slower than the judge's own reference); empty when they are trusted.
   std::string timing_distrust() const;
   // cpu: whether that distrust is the host's fault (a reference-side reason:
   // the reference's code is the task's, not the candidate's).
   bool timing_distrust_is_machine() const;
 };
+
+// What the daemon does with a measurement's timing health: the one place
+// that turns distrusted times into an outcome (the judge states the facts:
+// trusted or not, and whose side the reasons are on). `measurements` is how
+// many were taken, this one included, of at most `max_measurements`.
+//   keep            the times are trusted, or the verdict is not ok (it stands)
+//   measure_again   distrusted and measurements are left: a fresh judge and
+//                   fresh runners (after a pause when the host is at fault)
+//   host_fault      distrusted to the last, on the reference side: the
+//                   host's fault, an infrastructure outcome (worker_crash, run
+//                   again), never the candidate's verdict
+//   impossible_timing  distrusted to the last, the candidate's own runners
+enum class TimingOutcome { keep, measure_again, host_fault, impossible_timing };
+TimingOutcome timing_outcome(const MeasureResult& m, int measurements, int max_measurements);
 // Fails when the job left no result (the caller reports the job's outcome)
 // or named a verdict this daemon does not know (a version mismatch).
 Result<MeasureResult> parse_measure(const std::string& result_json);

@@ -6,7 +6,7 @@
 //     outside the evaluation, a device that refused a context) and a GPU that
 //     failed its health check after the run (ProtectedEvaluator::on_device);
 //   the queue worker: it hands a host fault back to the queue, and whichever
-//     worker claims it next runs it again (daemon/eval_worker.cpp);
+//     worker claims it next runs it again (evaluator/remote/eval_worker.cpp);
 //   the episode: a worker_crash a live korch observed (agent/episode.hpp).
 // The evaluator and the queue count runs: a report records the runs the host
 // failed in evidence.infrastructure, so a queue worker whose evaluator spent

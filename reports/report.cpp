@@ -1,6 +1,7 @@
 #include "reports/report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -93,6 +94,9 @@ json report_json(const CampaignReport& r) {
   for (auto& m : r.models) models[m.model_id] = model_json(m);
   j["models"] = models;
   j["tasks"] = r.tasks;
+  json excluded = json::array();
+  for (auto& e : r.excluded) excluded.push_back({{"task", e.task_id}, {"issues", e.issues}});
+  j["excluded_tasks"] = excluded;
   json eps = json::array();
   for (auto& e : r.episodes) {
     json je = {{"id", e.id},           {"task_id", e.task_id},     {"model_id", e.model_id},
@@ -238,6 +242,7 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
   // The stored config, read as a resume reads it (a config it cannot read
   // leaves the default, "grid").
   std::map<std::string, config::ModelConfig> model_cfg;  // by id: prices and max_tokens
+  if (*camp) report.excluded = config::excluded_tasks((*camp)->config_json);
   if (*camp)
     if (auto cfg = config::config_from_json((*camp)->config_json)) {
       report.strategy.kind = std::string(to_string(cfg->strategy.kind));
@@ -442,6 +447,9 @@ std::string render_text(const CampaignReport& report) {
     by_evaluator += fmt::format("{}{} {}", by_evaluator.empty() ? "" : ", ", mode, n);
   if (!by_evaluator.empty()) head += "results by evaluator: " + by_evaluator + "\n";
   head += "verdicts: " + verdict_text(report.verdicts) + "\n";
+  for (auto& e : report.excluded)
+    head += fmt::format("excluded task {} (flagged by korch tasks validate): {}\n", e.task_id,
+                        fmt::join(e.issues, "; "));
   text = head + text;
   for (auto& [task, v] : report.task_verdicts)
     text += fmt::format("task {}: verdicts {}\n", task, verdict_text(v));

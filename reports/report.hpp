@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/loader.hpp"
 #include "store/store.hpp"
 #include "util/enum_names.hpp"
 #include "util/error.hpp"
@@ -101,6 +102,9 @@ struct CampaignReport {
   std::map<std::string, VerdictCounts> task_verdicts;  // by task
   std::map<std::string, std::int64_t> evaluators;      // final results by evaluator mode
   bool mock = false;  // a mock evaluator judged any of its evaluations
+  // Tasks the campaign left out because `korch tasks validate` flagged them
+  // (tasks.exclude_flagged), as recorded at its start.
+  std::vector<config::ExcludedTask> excluded;
 };
 
 // The usual fast_p thresholds: 0, 0.5, 0.8, 1, 1.5, 2.
@@ -112,7 +116,7 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
 // k_mock_label.
 std::string render_text(const CampaignReport& report);
 // {"campaign", "mock", "label", "evaluators", "verdicts", "task_verdicts",
-// "thresholds", "models": {id: {..., "verdicts"}}, "tasks", "episodes",
+// "thresholds", "models": {id: {..., "verdicts"}}, "tasks", "excluded_tasks", "episodes",
 // "strategy": {"kind", "decisions", "by_round": [...], "by_episode": [...]}};
 // docs/api.md describes it. A mock campaign's "label" is k_mock_label.
 std::string render_json(const CampaignReport& report);

@@ -54,7 +54,8 @@ struct QueueRow {
   std::string request_id;
   std::string campaign_id;        // "" when the coordinator serves no one campaign
   std::string evaluator_version;  // what the campaign's verdicts rest on
-  std::string request_json;  // the evaluation request (encode_request, daemon/queue_evaluator.cpp)
+  std::string request_json;       // the evaluation request (encode_request,
+                                  // evaluator/remote/queue_evaluator.cpp)
   std::string state = "queued";  // queued | claimed | done
   std::string worker_id;         // the last claimer
   std::int64_t lease_token = 0;  // incremented by every claim

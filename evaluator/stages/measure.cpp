@@ -24,19 +24,23 @@ constexpr double k_measure_grace_s = 15;  // the judge's own deadline comes firs
 constexpr int k_timing_remeasures = 2;    // cpu: measure jobs again after distrusted timing
 constexpr int k_timing_pause_s = 5;  // cpu: before a re-measure the host is blamed for (5, 10 s)
 
-// cpu: measured again while the judge distrusts its runners; false when the
-// evaluator stopped during a pause (the report says so).
+// cpu: measured again while the judge distrusts its runners
+// (protocol::timing_outcome, the one decision on distrusted times); false
+// when the evaluator stopped during a pause (the report says so).
+constexpr int k_measurements = k_timing_remeasures + 1;
+
 bool remeasure_distrusted(StageContext& ctx, std::optional<protocol::MeasureResult>& res) {
   Report& r = ctx.report;
   json& evidence = ctx.evidence();
-  for (int again = 0; res && again < k_timing_remeasures; ++again) {
+  for (int n = 1; res; ++n) {
+    if (protocol::timing_outcome(*res, n, k_measurements) != protocol::TimingOutcome::measure_again)
+      break;
     const std::string why = res->timing_distrust();
-    if (why.empty()) break;
     const bool machine = res->timing_distrust_is_machine();
     KLOG_WARN("[eval {}] timing distrusted ({}), measuring again: {}", ctx.req.request_id,
               machine ? "the host" : "the candidate's runners", why);
     evidence["timing_remeasured"].push_back(why);
-    if (machine && !ctx.clock.pause(std::chrono::seconds(k_timing_pause_s << again), ctx.stop)) {
+    if (machine && !ctx.clock.pause(std::chrono::seconds(k_timing_pause_s << (n - 1)), ctx.stop)) {
       r.error = "the evaluator shut down while waiting to measure again";
       r.interrupted = true;
       return false;
@@ -49,20 +53,21 @@ bool remeasure_distrusted(StageContext& ctx, std::optional<protocol::MeasureResu
 // cpu: still distrusted after the re-measures: the host's fault or the
 // candidate's, never a speedup.
 void judge_distrust(const protocol::MeasureResult& res, Report& r, json& evidence) {
+  const auto outcome = protocol::timing_outcome(res, k_measurements, k_measurements);
+  if (outcome == protocol::TimingOutcome::keep) return;
   const std::string why = res.timing_distrust();
-  if (r.status != Verdict::ok || why.empty()) return;
-  const int n = k_timing_remeasures + 1;
   r.correct = false;
-  if (res.timing_distrust_is_machine()) {
+  if (outcome == protocol::TimingOutcome::host_fault) {
     r.status = Verdict::worker_crash;
     r.error = fmt::format(
         "infrastructure: the runners' times could not be trusted in {} measurements "
         "(the host, not the candidate's fault): {}",
-        n, why);
-    evidence["infrastructure"].push_back({{"run", n}, {"why", why}});
+        k_measurements, why);
+    evidence["infrastructure"].push_back({{"run", k_measurements}, {"why", why}});
   } else {
     r.status = Verdict::impossible_timing;
-    r.error = fmt::format("the runners' times could not be trusted in {} measurements: {}", n, why);
+    r.error = fmt::format("the runners' times could not be trusted in {} measurements: {}",
+                          k_measurements, why);
   }
 }
 }  // namespace

@@ -685,6 +685,7 @@ const std::map<std::string, std::string> k_non_default = {
     {"tasks.kernelbench_dir", "/kb2"},
     {"tasks.levels", "1,3"},
     {"tasks.ids", "1-4,9"},
+    {"tasks.exclude_flagged", "/flags/validate.json"},
     {"samples_per_task", "3"},
     {"max_turns", "7"},
     {"episode_wall_clock_s", "123.5"},
@@ -779,6 +780,24 @@ TEST_F(ConfigRecord, TheTestSetsEveryKeyAwayFromItsDefault) {
         << "' to k_model_non_default";
     EXPECT_NE(render_model_key(cfg.models.at(0), k.name), k.default_value) << k.name;
   }
+}
+
+// The tasks a campaign left out (tasks.exclude_flagged) ride with its stored
+// config: read back as written, invisible to config_from_json.
+TEST_F(ConfigRecord, ExcludedTasksRideWithTheStoredConfig) {
+  const auto cfg = non_default_config();
+  const auto plain = config_to_json(cfg);
+  EXPECT_EQ(with_excluded_tasks(plain, {}), plain);
+  EXPECT_TRUE(excluded_tasks(plain).empty());
+  const std::vector<ExcludedTask> left_out = {
+      {"L2/23_Conv3d_GroupNorm_Mean", {"rounding_noise: rms 1.7e-08 where float64 is 0"}},
+      {"L1/5_Const", {"nearly_constant: x", "input_independent: y"}}};
+  const auto stored = with_excluded_tasks(plain, left_out);
+  EXPECT_EQ(excluded_tasks(stored), left_out);
+  auto back = config_from_json(stored);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(config_to_json(*back), plain);
+  EXPECT_TRUE(excluded_tasks("not json").empty());
 }
 
 TEST_F(ConfigRecord, EveryKeyRoundTrips) {

@@ -145,6 +145,31 @@ TEST(MakeEvaluator, MockModeIsLabelledMock) {
 // besides the code (issue #47): equal requests give equal digests, and each
 // of the seed, the task's source, id and path, the rules flag and the device
 // changes it.
+// The one factory builds the remote evaluator too (issue #49): with
+// evaluator.remote it opens the store's work queue (evaluator/remote/), never
+// an in-process evaluator; a queue needs a PostgreSQL store. (The queue
+// itself, on a real PostgreSQL server: tests/integration/test_eval_queue.cpp.)
+TEST(MakeEvaluator, RemoteIsTheQueue) {
+  config::EvaluatorConfig cfg;
+  cfg.mode = config::EvalMode::mock;
+  cfg.remote = true;
+  auto no_store = make_evaluator(cfg, "");
+  ASSERT_FALSE(no_store);
+  EXPECT_EQ(no_store.error().kind, ErrorKind::invalid);
+  EXPECT_NE(no_store.error().message.find("store.url"), std::string::npos)
+      << no_store.error().message;
+  auto sqlite = make_evaluator(cfg, "", {"sqlite:/nonexistent/k.db", "c-1"});
+  ASSERT_FALSE(sqlite);
+  EXPECT_EQ(sqlite.error().kind, ErrorKind::invalid);
+  EXPECT_EQ(sqlite.error().message.rfind("evaluator.remote: ", 0), 0u) << sqlite.error().message;
+  EXPECT_NE(sqlite.error().message.find("PostgreSQL"), std::string::npos) << sqlite.error().message;
+  cfg.remote = false;  // the same config in-process
+  auto local = make_evaluator(cfg, "", {"sqlite:/nonexistent/k.db", "c-1"});
+  ASSERT_TRUE(local) << local.error().message;
+  EXPECT_EQ((*local)->mode(), config::EvalMode::mock);
+  (*local)->shutdown();
+}
+
 TEST(MakeEvaluator, MockEchoesADigestOfTheRequest) {
   config::EvaluatorConfig cfg;
   cfg.mode = config::EvalMode::mock;

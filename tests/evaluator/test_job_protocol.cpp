@@ -128,6 +128,93 @@ TEST(JobProtocol, DistrustedTimingNamesTheJudgesReasons) {
   EXPECT_EQ(bare->timing_distrust(), "the judge did not trust its runners' times");
 }
 
+// Issue #49: the measure result's numbers and the judge's evidence the daemon
+// decides on are described in protocol.json and generated from it: Measured
+// (k_measured_fields) and the typed TimingHealth and CountedWork, each field
+// read from the JSON the judge writes; absent parts read as their defaults.
+TEST(JobProtocol, TheMeasureResultsTypedPartsAreTheSchemas) {
+  const auto text = read_file(KORCH_SOURCE_DIR "/evaluator/protocol/protocol.json");
+  ASSERT_TRUE(text);
+  const auto schema = nlohmann::json::parse(*text);
+  const auto& measured = schema.at("measure_result").at("measured").at("fields");
+  ASSERT_EQ(measured.size(), std::size(k_measured_fields));
+  for (std::size_t i = 0; i < measured.size(); ++i)
+    EXPECT_EQ(measured.at(i).at("name").get<std::string>(), k_measured_fields[i].first);
+
+  auto m = parse_measure(R"({"verdict":"ok","speedup":1.25,"speedup_ci_low":1.2,
+      "speedup_ci_high":1.3,"evidence":{"timing":{"health":{"judge_reference_ns":1000,
+      "reference_runner_ratio":1.02,"candidate_runner_ratio":31.5,"reference_over_judge":0.9,
+      "ok":false,"machine":false,"reasons":["the two candidate runners' medians differ 31.50x"]}},
+      "work":{"flops":2e9,"bytes":4e6,"dtype":"bfloat16","cached":true}}})");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->speedup_ci_low, 1.2);
+  EXPECT_EQ(m->speedup_ci_high, 1.3);
+  const TimingHealth& h = m->timing_health;
+  EXPECT_TRUE(h.present);
+  EXPECT_FALSE(h.ok);
+  EXPECT_FALSE(h.machine);
+  EXPECT_EQ(h.judge_reference_ns, 1000.0);
+  EXPECT_EQ(h.reference_runner_ratio, 1.02);
+  EXPECT_EQ(h.candidate_runner_ratio, 31.5);
+  EXPECT_EQ(h.reference_over_judge, 0.9);
+  EXPECT_EQ(h.reasons,
+            std::vector<std::string>{"the two candidate runners' medians differ 31.50x"});
+  const CountedWork& w = m->counted_work;
+  EXPECT_TRUE(w.present);
+  EXPECT_EQ(w.flops, 2e9);
+  EXPECT_EQ(w.bytes, 4e6);
+  EXPECT_EQ(w.dtype, "bfloat16");
+  EXPECT_TRUE(w.cached);
+  EXPECT_EQ(w.error, "");
+  // The struct and the schema name the same fields: every field of the
+  // schema was set above, and each is read (a field the generator dropped
+  // would keep its default and fail one of the checks above).
+  for (const auto& s : schema.at("measure_result").at("structs")) {
+    const std::string name = s.at("name");
+    const auto& part =
+        name == "TimingHealth" ? m->evidence.at("timing").at("health") : m->evidence.at("work");
+    for (const auto& f : s.at("fields"))
+      if (f.at("name") != "error") EXPECT_TRUE(part.contains(f.at("name"))) << name << "." << f;
+  }
+
+  // Absent: trusted, nothing counted, the schema's defaults.
+  auto bare = parse_measure(R"({"verdict":"incorrect","evidence":{"work":{"error":"no count"}}})");
+  ASSERT_TRUE(bare);
+  EXPECT_FALSE(bare->timing_health.present);
+  EXPECT_TRUE(bare->timing_health.ok);
+  EXPECT_FALSE(bare->counted_work.flops);
+  EXPECT_EQ(bare->counted_work.dtype, "float32");
+  EXPECT_EQ(bare->counted_work.error, "no count");
+}
+
+// One place turns a measurement's timing health into an outcome
+// (timing_outcome): kept when trusted, measured again while measurements are
+// left, and at the last the host's fault or impossible_timing by the side the
+// judge found; a verdict other than ok stands.
+TEST(JobProtocol, TimingOutcomeIsDecidedInOnePlace) {
+  auto with = [](const char* verdict, const char* health) {
+    auto m = parse_measure(std::string(R"({"verdict":")") + verdict +
+                           R"(","evidence":{"timing":{"health":)" + health + "}}}");
+    EXPECT_TRUE(m);
+    return *m;
+  };
+  const auto trusted = with("ok", R"({"ok":true,"machine":false,"reasons":[]})");
+  const auto host = with("ok", R"({"ok":false,"machine":true,"reasons":["ref slow"]})");
+  const auto cand = with("ok", R"({"ok":false,"machine":false,"reasons":["cand apart"]})");
+  const auto wrong = with("incorrect", R"({"ok":false,"machine":false,"reasons":["x"]})");
+  for (int n = 1; n <= 3; ++n) EXPECT_EQ(timing_outcome(trusted, n, 3), TimingOutcome::keep);
+  for (int n = 1; n < 3; ++n) {
+    EXPECT_EQ(timing_outcome(host, n, 3), TimingOutcome::measure_again) << n;
+    EXPECT_EQ(timing_outcome(cand, n, 3), TimingOutcome::measure_again) << n;
+    EXPECT_EQ(timing_outcome(wrong, n, 3), TimingOutcome::measure_again) << n;
+  }
+  EXPECT_EQ(timing_outcome(host, 3, 3), TimingOutcome::host_fault);
+  EXPECT_EQ(timing_outcome(cand, 3, 3), TimingOutcome::impossible_timing);
+  EXPECT_EQ(timing_outcome(wrong, 3, 3), TimingOutcome::keep);
+  EXPECT_TRUE(host.timing_distrust_is_machine());
+  EXPECT_FALSE(cand.timing_distrust_is_machine());
+}
+
 TEST(JobProtocol, RulesResultsParse) {
   auto r = parse_rules(R"J({"ok":false,"violations":[{"rule":"dunder","line":3,"message":"m"}],
                            "language":"triton","protections":["a"],

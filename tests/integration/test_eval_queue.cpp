@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/queue_evaluator.hpp"
 #include "evaluator/evaluator.hpp"
+#include "evaluator/remote/queue_evaluator.hpp"
 #include "store/work_queue.hpp"
 #include "tests/integration/campaign_fixture.hpp"
 #include "tests/integration/export_fixture.hpp"
@@ -24,6 +24,7 @@
 #include "tests/support/required.hpp"
 
 namespace korch::testing {
+namespace remote = evaluator::remote;
 namespace {
 
 std::string campaign_toml(const std::string& store_line, const std::string& base_url, int samples,
@@ -481,10 +482,10 @@ TEST_F(EvalQueue, GpuCampaignPinsTheFirstWorkersModelAndDevice) {
   cfg.mode = config::EvalMode::gpu;
   cfg.remote = true;
   const std::string plain(evaluator::schema::k_evaluator_version);
-  const std::string h100 = daemon::queue_version(cfg, plain, "NVIDIA H100 80GB HBM3");
-  const std::string a100 = daemon::queue_version(cfg, plain, "NVIDIA A100-SXM4-80GB");
+  const std::string h100 = remote::queue_version(cfg, plain, "NVIDIA H100 80GB HBM3");
+  const std::string a100 = remote::queue_version(cfg, plain, "NVIDIA A100-SXM4-80GB");
   ASSERT_NE(h100, a100);
-  EXPECT_EQ(daemon::device_model_of(h100, daemon::queue_version_for(cfg)), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(remote::device_model_of(h100, remote::queue_version_for(cfg)), "NVIDIA H100 80GB HBM3");
   auto q = store::WorkQueue::open(m_url);
   ASSERT_TRUE(q) << q.error().message;
   auto register_worker = [&](const std::string& id, const std::string& version,
@@ -503,7 +504,7 @@ TEST_F(EvalQueue, GpuCampaignPinsTheFirstWorkersModelAndDevice) {
   register_worker("h", h100, "NVIDIA H100 80GB HBM3 (compute capability 9.0)");
   std::string first_text;
   {
-    auto ev = daemon::make_queue_evaluator(cfg, m_url, "camp-gpu");
+    auto ev = remote::make_queue_evaluator(cfg, m_url, "camp-gpu");
     ASSERT_TRUE(ev) << ev.error().message;
     first_text = (*ev)->device_description();
     EXPECT_EQ(first_text, "NVIDIA H100 80GB HBM3 (compute capability 9.0)");
@@ -523,7 +524,7 @@ TEST_F(EvalQueue, GpuCampaignPinsTheFirstWorkersModelAndDevice) {
   psql("DELETE FROM workers");
   ASSERT_EQ(psql("SELECT count(*) FROM workers"), "0");
   register_worker("a", a100, "NVIDIA A100-SXM4-80GB (compute capability 8.0)");
-  auto ev = daemon::make_queue_evaluator(cfg, m_url, "camp-gpu");
+  auto ev = remote::make_queue_evaluator(cfg, m_url, "camp-gpu");
   ASSERT_TRUE(ev) << ev.error().message;
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ((*ev)->device_description(), first_text);
@@ -577,7 +578,7 @@ TEST_F(EvalQueue, TheWorkerEvaluatesTheRequestTheCoordinatorSent) {
     EXPECT_EQ(f.wait_for(std::chrono::seconds(120)), std::future_status::ready);
     return f.get();
   };
-  auto queued = daemon::make_queue_evaluator(cfg, m_url, "camp-digest");
+  auto queued = remote::make_queue_evaluator(cfg, m_url, "camp-digest");
   ASSERT_TRUE(queued) << queued.error().message;
   const auto remote = evaluate(**queued);
   (*queued)->shutdown();
@@ -609,7 +610,7 @@ TEST_F(EvalQueue, AnEvaluationTheHostFailedRunsAgainAndTheResultIsTheRerun) {
   r.mode = evaluator::Mode::submit;
   r.task.id = "L1/1";
   r.code = "class ModelNew: pass  # MOCK_INFRASTRUCTURE: 1 MOCK_SPEEDUP: 1.5\n";
-  auto ev = daemon::make_queue_evaluator(cfg, m_url, "camp-host");
+  auto ev = remote::make_queue_evaluator(cfg, m_url, "camp-host");
   ASSERT_TRUE(ev) << ev.error().message;
   std::promise<evaluator::Report> done;
   (*ev)->evaluate(r, [&](evaluator::Report rep) { done.set_value(std::move(rep)); });
@@ -653,7 +654,7 @@ TEST_F(EvalQueue, ACpuWorkerEvaluatesARealCandidate) {
   r.task = *task;
   r.code = slurp(KORCH_SOURCE_DIR "/tests/evaluator/corpus/good/cpp_relu.py");
   r.secret_seed = 20261206;
-  auto ev = daemon::make_queue_evaluator(cfg, m_url, "camp-cpu");
+  auto ev = remote::make_queue_evaluator(cfg, m_url, "camp-cpu");
   ASSERT_TRUE(ev) << ev.error().message;
   std::promise<evaluator::Report> done;
   (*ev)->evaluate(r, [&](evaluator::Report rep) { done.set_value(std::move(rep)); });
@@ -697,7 +698,7 @@ TEST(EvalQueueCodec, EveryRequestFieldTravelsToTheWorker) {
   const auto& [id, mode, task, code, seed, rules, device] = r;
   const auto& [task_id, level, number, name, path, source] = r.task;
 
-  auto back = daemon::decode_request(daemon::encode_request(r));
+  auto back = remote::decode_request(remote::encode_request(r));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->request_id, id);
   EXPECT_EQ(back->mode, mode);
@@ -716,13 +717,13 @@ TEST(EvalQueueCodec, EveryRequestFieldTravelsToTheWorker) {
   r.mode = evaluator::Mode::check;
   r.rules = true;
   r.device.reset();
-  back = daemon::decode_request(daemon::encode_request(r));
+  back = remote::decode_request(remote::encode_request(r));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->mode, evaluator::Mode::check);
   EXPECT_TRUE(back->rules);
   EXPECT_FALSE(back->device.has_value());
   r.device = config::EvalMode::cpu;
-  EXPECT_EQ(daemon::decode_request(daemon::encode_request(r))->device, config::EvalMode::cpu);
+  EXPECT_EQ(remote::decode_request(remote::encode_request(r))->device, config::EvalMode::cpu);
 }
 
 }  // namespace

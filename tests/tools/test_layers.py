@@ -29,6 +29,22 @@ class LayersTest(unittest.TestCase):
             self.assertEqual(set(bad), {("store", "daemon"), ("reports", "evaluator")})
             self.assertEqual(bad[("store", "daemon")], ["store/a.cpp:2"])
 
+    def test_only_the_evaluation_queue_of_the_evaluator_reaches_the_store(self):
+        # Issue #49: the queue evaluator and korch worker's loop live in
+        # evaluator/remote/, the one room of the evaluator that includes store/.
+        found = check_layers.arrows(ROOT)
+        self.assertTrue(found[("evaluator", "store")])
+        self.assertTrue(all(w.startswith("evaluator/remote/") for w in found[("evaluator", "store")]))
+        with tempfile.TemporaryDirectory() as root:
+            os.makedirs(os.path.join(root, "evaluator", "remote"))
+            with open(os.path.join(root, "evaluator", "remote", "q.cpp"), "w") as f:
+                f.write('#include "store/work_queue.hpp"\n')
+            self.assertEqual(check_layers.upward(check_layers.arrows(root)), {})
+            with open(os.path.join(root, "evaluator", "zygote.cpp"), "w") as f:
+                f.write('#include "util/log.hpp"\n#include "store/store.hpp"\n')
+            bad = check_layers.upward(check_layers.arrows(root))
+            self.assertEqual(bad, {("evaluator", "store"): ["evaluator/zygote.cpp:2"]})
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -43,8 +43,8 @@
 
 #include "agent/campaign_runner.hpp"
 #include "agent/episode.hpp"
+#include "agent/runner.hpp"
 #include "config/tasks.hpp"
-#include "daemon/runner.hpp"
 #include "llm_clients/client.hpp"
 #include "store/store.hpp"
 #include "util/allocator/allocator.hpp"
@@ -224,7 +224,7 @@ Result<RunStats> run_once(config::CampaignConfig cfg, int episodes, std::atomic<
   opts.stop = stop;
   // The same runner as korch run and korch serve; the timing decorator sees
   // every request.
-  daemon::RunnerHooks hooks;
+  agent::RunnerHooks hooks;
   hooks.probe_endpoints = false;
   std::vector<double> overheads;
   hooks.wrap_client =
@@ -237,7 +237,7 @@ Result<RunStats> run_once(config::CampaignConfig cfg, int episodes, std::atomic<
     if (while_running) side = std::thread(while_running);
     t0 = mono();
   };
-  auto res = daemon::run_campaign_wired(cfg, **st, opts, hooks);
+  auto res = agent::run_campaign_wired(cfg, **st, opts, hooks);
   double t1 = mono();
   if (side.joinable()) side.join();
   (*st)->close();

@@ -43,12 +43,13 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/queue_evaluator.hpp"
+#include "evaluator/remote/queue_evaluator.hpp"
 #include "store/store.hpp"
 #include "store/work_queue.hpp"
 #include "tests/support/postgres_server.hpp"
 
 namespace {
+namespace remote = korch::evaluator::remote;
 
 using Clock = std::chrono::steady_clock;
 using korch::store::WorkQueue;
@@ -214,7 +215,7 @@ void hold(const Args& a) {
                                   episodes, episodes, a.hold_latency_s, true);
   korch::config::EvaluatorConfig cfg;
   cfg.mode = korch::config::EvalMode::mock;
-  const std::string version = korch::daemon::queue_version_for(cfg);
+  const std::string version = remote::queue_version_for(cfg);
   const std::string latency = fmt::format("{}", a.hold_latency_s);
   // The coordinator first (it migrates the store), then the workers.
   const auto t0 = Clock::now();
@@ -300,7 +301,7 @@ std::string request_json(const std::string& id) {
   r.task.name = "Bench";
   r.task.source = "class Model: pass\n";
   r.code = "class ModelNew: pass  # " + id + "\n";
-  return korch::daemon::encode_request(r);
+  return remote::encode_request(r);
 }
 
 void fill(WorkQueue& q, const std::string& campaign, const std::string& version, int n) {
@@ -362,7 +363,7 @@ void claim_latency(const Args& a) {
 void scaling(const Args& a, const char* korch_bin) {
   korch::config::EvaluatorConfig cfg;
   cfg.mode = korch::config::EvalMode::mock;
-  const std::string version = korch::daemon::queue_version_for(cfg);
+  const std::string version = remote::queue_version_for(cfg);
   auto q = WorkQueue::open(a.store);
   if (!q) std::exit(1);
   double base = 0;

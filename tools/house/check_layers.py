@@ -25,6 +25,11 @@ FLOORS = [
     ["util"],
 ]
 FLOOR = {m: len(FLOORS) - i for i, row in enumerate(FLOORS) for m in row}
+# Arrows that are down but allowed only from some rooms of a module: the
+# evaluator reaches the store only through the evaluation queue
+# (evaluator/remote/); the rest of it (the protected evaluator, the judge's
+# side) never touches a campaign's store.
+NARROW = {("evaluator", "store"): ("evaluator/remote/",)}
 INCLUDE = re.compile(r'\s*#\s*include\s+"([^/"]+)/')
 SOURCE = (".cpp", ".hpp", ".h", ".cc")
 
@@ -48,8 +53,14 @@ def arrows(root):
 
 
 def upward(found):
-    """The arrows that do not point to a lower floor."""
-    return {a: where for a, where in found.items() if FLOOR[a[1]] >= FLOOR[a[0]]}
+    """The arrows that do not point to a lower floor, and those from a room
+    NARROW does not allow."""
+    bad = {a: where for a, where in found.items() if FLOOR[a[1]] >= FLOOR[a[0]]}
+    for arrow, rooms in NARROW.items():
+        outside = [w for w in found.get(arrow, []) if not w.startswith(rooms)]
+        if outside:
+            bad[arrow] = outside
+    return bad
 
 
 def main():
@@ -60,7 +71,8 @@ def main():
         for (a, b), where in sorted(found.items(), key=lambda kv: (-FLOOR[kv[0][0]], kv[0])):
             print(f"{a} (floor {FLOOR[a]}) -> {b} (floor {FLOOR[b]}): {len(where)} include(s)")
     for (a, b), where in sorted(bad.items()):
-        print(f"UP: {a} (floor {FLOOR[a]}) includes {b} (floor {FLOOR[b]}): " + ", ".join(where[:5]))
+        word = "UP" if FLOOR[b] >= FLOOR[a] else "OUTSIDE " + "|".join(NARROW[(a, b)])
+        print(f"{word}: {a} (floor {FLOOR[a]}) includes {b} (floor {FLOOR[b]}): " + ", ".join(where[:5]))
     print(f"{len(found)} arrows between {len(FLOOR)} modules, {len(bad)} not pointing down")
     return 1 if bad else 0
 

@@ -10,8 +10,8 @@
 #include <random>
 
 #include "agent/campaign_runner.hpp"
+#include "agent/runner.hpp"
 #include "config/loader.hpp"
-#include "daemon/runner.hpp"
 #include "evaluator/evaluator.hpp"
 #include "store/store.hpp"
 #include "tools/korch/cli.hpp"
@@ -132,7 +132,7 @@ int cmd_run(const Args& args, bool resume_only) {
       std::fflush(stderr);
     };
   }
-  daemon::RunnerHooks hooks;
+  agent::RunnerHooks hooks;
   hooks.probe_timeout_s = k_probe_timeout_s;
   hooks.on_ready = [&](const agent::CampaignPlan& plan, const evaluator::Evaluator& evaluator) {
     ::sigaction(SIGINT, &sa, nullptr);
@@ -144,6 +144,10 @@ int cmd_run(const Args& args, bool resume_only) {
                  "korch: campaign '%s' (%s), %zu task(s) x %zu model(s) x %d sample(s), db %s\n",
                  cfg.name.c_str(), campaign_id.c_str(), plan.tasks.size(), cfg.models.size(),
                  cfg.samples_per_task, db_name.c_str());
+    for (const auto& e : plan.excluded) {
+      std::fprintf(stderr, "korch: left out %s, flagged by korch tasks validate: %s\n",
+                   e.task_id.c_str(), e.issues.empty() ? "" : e.issues.front().c_str());
+    }
     if (cfg.strategy.kind != config::StrategyKind::grid) {
       std::fprintf(stderr,
                    "korch: strategy %s: episodes start as its decisions are taken (up to %d "
@@ -152,7 +156,7 @@ int cmd_run(const Args& args, bool resume_only) {
                    config::max_samples_per_task_model(cfg));
     }
   };
-  auto result = daemon::run_campaign_wired(cfg, store, opts, hooks);
+  auto result = agent::run_campaign_wired(cfg, store, opts, hooks);
   if (show_progress && tty) std::fprintf(stderr, "\n");
   store.close();
   if (!result) return report_failure(verb, result.error());

@@ -1,10 +1,13 @@
 // korch tasks validate: the evaluator's task checks (nondeterministic,
-// nearly constant, input-independent, non-finite, over the memory budget).
+// nearly constant, input-independent, non-finite, rounding noise, over the
+// memory budget); --out FILE keeps them for a campaign's tasks.exclude_flagged.
 #include <cstdio>
 
 #include "config/tasks.hpp"
 #include "evaluator/validate.hpp"
+#include "evaluator/validate_report.hpp"
 #include "tools/korch/cli.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 
 namespace korch::cli {
@@ -30,11 +33,13 @@ int cmd_tasks_validate(const Args& args, const std::vector<config::Task>& tasks)
   if (!validator) {
     return report_failure("tasks validate", ErrorKind::failure, validator.error().message);
   }
+  std::vector<std::pair<config::Task, evaluator::TaskValidation>> validated;
   for (auto& task : tasks) {
     auto v = (*validator)->validate(task);
     if (!v) {
       return report_failure("tasks validate", ErrorKind::failure, v.error().message);
     }
+    validated.emplace_back(task, *v);
     if (v->ok) {
       std::printf("ok      %s  (%.1f MB, ref %.3f ms)\n", task.id.c_str(), v->estimated_bytes / 1e6,
                   v->ref_time_ms);
@@ -46,6 +51,11 @@ int cmd_tasks_validate(const Args& args, const std::vector<config::Task>& tasks)
     std::fflush(stdout);
   }
   std::fprintf(stderr, "%zu task(s), %d flagged\n", tasks.size(), flagged);
+  if (auto out = args.get("--out")) {
+    if (auto w = write_file_atomic(*out, evaluator::validate_report_json(validated)); !w)
+      return report_failure("tasks validate", w.error());
+    std::fprintf(stderr, "report: %s (a campaign's tasks.exclude_flagged)\n", out->c_str());
+  }
   return flagged ? exit_code(ErrorKind::failure) : k_exit_ok;
 }
 

@@ -3,7 +3,7 @@
 //  [--cache-dir DIR] [--mock-latency-s S] [--max-claims N] [--max-evaluations N] [--drain-s S]
 //  [--set KEY=VALUE]...`
 // Claims evaluations from the store's work queue and runs them on this host
-// (daemon/eval_worker.hpp, docs/cluster.md). SIGTERM or SIGINT drains: the
+// (evaluator/remote/eval_worker.hpp, docs/cluster.md). SIGTERM or SIGINT drains: the
 // claimed evaluations finish and are written, no new one is taken; a second
 // signal exits at once (the leases expire and other workers re-run them).
 #include <fmt/format.h>
@@ -19,9 +19,9 @@
 
 #include "config/gpus.hpp"
 #include "config/loader.hpp"
-#include "daemon/eval_worker.hpp"
-#include "daemon/queue_evaluator.hpp"
 #include "evaluator/evaluator.hpp"
+#include "evaluator/remote/eval_worker.hpp"
+#include "evaluator/remote/queue_evaluator.hpp"
 #include "store/store.hpp"
 #include "store/work_queue.hpp"
 #include "tools/korch/cli.hpp"
@@ -31,6 +31,7 @@
 #include "util/log.hpp"
 
 namespace korch::cli {
+namespace remote = evaluator::remote;
 namespace {
 
 constexpr const char* k_verb = "worker";
@@ -68,7 +69,7 @@ int count_gpu_nodes() {
 }
 
 // The GPU model verdicts are measured on ("NVIDIA H100 80GB HBM3"), for the
-// queue version (daemon::queue_version): in gpu mode the evaluator's device
+// queue version (remote::queue_version): in gpu mode the evaluator's device
 // description begins with the name the device reports, then
 // " (compute capability"; "" in the other modes (their timings name no GPU).
 std::string gpu_model(const evaluator::Evaluator& evaluator) {
@@ -168,7 +169,7 @@ int cmd_worker(const Args& args) {
   if (!ev) return report_failure(k_verb, ev.error(), "evaluator: ");
   auto& evaluator = **ev;
 
-  daemon::WorkerOptions options;
+  remote::WorkerOptions options;
   options.store_url = store_url;
   options.worker_id = args.get("--id").value_or("");
   options.gpus = gpus == "all" ? fmt::format("all ({})", slots) : gpus;
@@ -178,13 +179,13 @@ int cmd_worker(const Args& args) {
     return report_failure(k_verb, ErrorKind::invalid, "--lease-s must be more than 0");
   // An expired lease sends no NOTIFY: idle slots look for one at least twice per lease.
   options.idle_poll_s = std::min(options.idle_poll_s, options.lease_s / 2);
-  options.queue_version = daemon::queue_version(ecfg, evaluator.version(), gpu_model(evaluator));
+  options.queue_version = remote::queue_version(ecfg, evaluator.version(), gpu_model(evaluator));
   options.korch_version = k_version;
   if (*max_evals) options.max_evaluations = **max_evals;
   if (*max_claims) options.max_claims = **max_claims;
   if (*drain) options.drain_s = **drain;
 
-  auto summary = daemon::run_worker(options, evaluator, g_worker_stop);
+  auto summary = remote::run_worker(options, evaluator, g_worker_stop);
   evaluator.shutdown();
   if (!summary) return report_failure(k_verb, summary.error());
   std::fprintf(stderr, "korch worker: %lld evaluation(s) done, %lld refused, %lld handed back\n",

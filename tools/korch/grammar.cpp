@@ -148,13 +148,15 @@ std::vector<CommandSpec> build_table() {
   t.push_back({"tasks validate",
                "DIR",
                "The evaluator's task checks (nondeterministic, nearly constant, input-independent, "
-               "non-finite, over the memory budget) on each task.",
+               "non-finite, rounding noise of the reference, over the memory budget) on each task.",
                {text("--levels", "1,2", "the levels"), text("--ids", "1-10", "the task numbers"),
                 choice("--mode", {"cpu", "gpu"}, "where the tasks run"),
                 text("--gpus", "all|0,1", "gpu mode: the GPUs"),
                 whole("--memory-budget-mb", "memory per evaluation"),
                 number("--timeout", "S", "wall clock per task"),
-                text("--cache-dir", "DIR", "the compile cache"), log_level_flag()},
+                text("--cache-dir", "DIR", "the compile cache"),
+                text("--out", "FILE", "also write the results as JSON (tasks.exclude_flagged)"),
+                log_level_flag()},
                "",
                run_tasks_validate});
   t.push_back({"eval",

@@ -18,6 +18,7 @@ import traceback
 
 import torch
 
+import korch_protocol
 import korch_transport as kt
 from korch_compare import Comparing, same
 from korch_device import DeviceFacts, DeviceMemory
@@ -535,7 +536,8 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
                 # Counted by an earlier evaluation of this task (the daemon
                 # keeps it per task source): counting under a dispatch mode
                 # took 3.8 s of every GPU lease on the H200.
-                self.evidence["work"] = dict(known, cached=True)
+                self.evidence["work"] = korch_protocol.evidence(
+                    korch_protocol.CountedWork, **dict(known, cached=True))
             else:
                 self._count_work(first)
                 self.mark("work_counted")
@@ -674,11 +676,12 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
         try:
             import korch_flops
             w = korch_flops.count(self.ref, first)
-            self.evidence["work"] = {"flops": float(w.get("flops", 0)),
-                                     "bytes": float(w.get("bytes", 0)),
-                                     "dtype": w.get("dtype", "float32")}
+            self.evidence["work"] = korch_protocol.evidence(
+                korch_protocol.CountedWork, flops=float(w.get("flops", 0)),
+                bytes=float(w.get("bytes", 0)), dtype=w.get("dtype", "float32"))
         except Exception as ex:  # noqa: BLE001 - the roofline is then unknown
-            self.evidence["work"] = {"error": str(ex)[:300]}
+            self.evidence["work"] = korch_protocol.evidence(korch_protocol.CountedWork,
+                                                            error=str(ex)[:300])
 
 
 def reference_main(ctx_json):
@@ -722,8 +725,9 @@ def reference_main(ctx_json):
                 torch.cuda.max_memory_reserved() + kt.DeviceBuffers.total
         except Exception:  # noqa: BLE001
             pass
-    result.update({"max_abs_diff": judge.max_abs, "max_rel_diff": judge.max_rel,
-                   "mismatch_frac": judge.mismatch, "evidence": judge.evidence,
+    result.update(korch_protocol.measured(max_abs_diff=judge.max_abs, max_rel_diff=judge.max_rel,
+                                          mismatch_frac=judge.mismatch))
+    result.update({"evidence": judge.evidence,
                    "candidate_protections": judge.cand_protections,
                    "protections": ctx.get("protections", [])})
     for r in judge.timing_runners():

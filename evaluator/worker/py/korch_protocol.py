@@ -25,3 +25,59 @@ def check_verdict(name):
         raise ValueError("verdict %r is not in evaluator/protocol/protocol.json (%s)"
                          % (name, ", ".join(VERDICTS)))
     return name
+
+
+# ---------------------------------------------------------------- the measure result
+# measure_result in protocol.json: the numbers a measure job's result carries
+# (MEASURED) and the parts of its evidence the daemon decides on, one
+# dataclass each (TimingHealth, CountedWork), made here from the schema as
+# the daemon's structs are generated from it (protocol_types.hpp).
+import dataclasses as _dc  # noqa: E402
+
+_PY_TYPES = {"number": float, "bool": bool, "string": str, "strings": list}
+
+MEASURED = tuple(f["name"] for f in SCHEMA["measure_result"]["measured"]["fields"])
+
+
+def _dataclass(spec):
+    # Every field defaults to None, "not set": evidence() writes only the
+    # fields a judge set, so an unset one reads as its schema default on the
+    # daemon's side.
+    fields = [(f["name"], _PY_TYPES[f["type"]], _dc.field(default=None)) for f in spec["fields"]]
+    cls = _dc.make_dataclass(spec["name"], fields, frozen=True)
+    cls.__doc__ = "%s (%s): %s" % (spec["name"], spec["where"], spec["meaning"])
+    return cls
+
+
+STRUCTS = {s["name"]: _dataclass(s) for s in SCHEMA["measure_result"]["structs"]}
+TimingHealth = STRUCTS["TimingHealth"]
+CountedWork = STRUCTS["CountedWork"]
+
+
+def evidence(cls, **fields):
+    """The evidence dict of a `cls` (TimingHealth, CountedWork) with these
+    fields, in the order given. A field the schema lacks is a TypeError (a
+    typo in a judge is a bug to see, never a field the daemon silently
+    drops); a value of the wrong kind is a TypeError too."""
+    value = cls(**fields)
+    for f in _dc.fields(cls):
+        v = getattr(value, f.name)
+        if v is None:
+            continue
+        if f.type is float:
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+        else:
+            ok = isinstance(v, f.type)
+        if not ok:
+            raise TypeError("%s.%s is %r, not %s (protocol.json)" % (cls.__name__, f.name, v,
+                                                                     f.type.__name__))
+    return dict(fields)
+
+
+def measured(**fields):
+    """The measured numbers of a result (protocol.json's measure_result.measured),
+    as given; a name the schema lacks is a TypeError."""
+    unknown = sorted(set(fields) - set(MEASURED))
+    if unknown:
+        raise TypeError("not measured fields of protocol.json: %s" % ", ".join(unknown))
+    return fields

@@ -9,6 +9,7 @@ import time
 
 import torch
 
+import korch_protocol
 from korch_verdict import Verdict, derive, median
 
 
@@ -38,7 +39,10 @@ def timing_health(process, judge_ref_ns, agreement, judge_factor):
     code is the task's, so its runners disagreeing with each other or with the
     judge is the host's fault (load, a slow page), never the candidate's; the
     daemon then answers with an infrastructure outcome, not a verdict. The
-    candidate's two runners disagreeing may be its own doing."""
+    candidate's two runners disagreeing may be its own doing. These are the
+    facts; the daemon alone turns them into an outcome (measure again,
+    infrastructure or impossible_timing: protocol::timing_outcome). The
+    fields are protocol.json's TimingHealth."""
     reasons = []
     machine = False
     out = {"judge_reference_ns": judge_ref_ns}
@@ -64,7 +68,7 @@ def timing_health(process, judge_ref_ns, agreement, judge_factor):
     out["ok"] = not reasons
     out["machine"] = machine
     out["reasons"] = reasons
-    return out
+    return korch_protocol.evidence(korch_protocol.TimingHealth, **out)
 
 
 def pooled_spread(ref_medians, cand_medians, n_ref, n_cand):
@@ -404,8 +408,8 @@ class Timing:
                 timing_ev[s + "_sync_ns_median"] = median([y for _, _, _, y in extra[s] if y])
         self.evidence["timing"] = timing_ev
         self._cross_check(extra, med_cand)
-        return {"speedup": speedup, "speedup_ci_low": lo, "speedup_ci_high": hi,
-                "ref_time_ms": med_ref / 1e6, "cand_time_ms": med_cand / 1e6}
+        return korch_protocol.measured(speedup=speedup, speedup_ci_low=lo, speedup_ci_high=hi,
+                                       ref_time_ms=med_ref / 1e6, cand_time_ms=med_cand / 1e6)
 
 
     @staticmethod

@@ -1,7 +1,11 @@
 """The job protocol's schema on the Python side (issue #36): the worker reads
 its versions and verdicts from evaluator/protocol/protocol.json, the file the
 C++ Verdict enum is generated from (JobProtocol.VerdictsAreTheSchemas checks
-that side), and every verdict a Python file of the worker names is in it."""
+that side), and every verdict a Python file of the worker names is in it.
+Issue #49: the measure result's typed parts (TimingHealth, CountedWork, the
+measured numbers) are dataclasses made from the same file, and the judge
+writes its evidence through them."""
+import dataclasses
 import ast
 import json
 import os
@@ -15,6 +19,7 @@ sys.path.insert(0, PY)
 
 import korch_judge as kj  # noqa: E402
 import korch_protocol  # noqa: E402
+import korch_timing  # noqa: E402
 
 
 def named_verdicts(path):
@@ -56,6 +61,41 @@ class ProtocolSchemaTest(unittest.TestCase):
             kj.Verdict("incorect", "a typo")
         self.assertIn("protocol.json", str(cm.exception))
         self.assertEqual(kj.Verdict("incorrect", "fine").verdict, "incorrect")
+
+
+class MeasureResultSchemaTest(unittest.TestCase):
+    def test_the_dataclasses_are_the_file(self):
+        schema = json.load(open(SCHEMA))["measure_result"]
+        self.assertEqual(list(korch_protocol.MEASURED),
+                         [f["name"] for f in schema["measured"]["fields"]])
+        for spec in schema["structs"]:
+            cls = korch_protocol.STRUCTS[spec["name"]]
+            self.assertEqual([f.name for f in dataclasses.fields(cls)],
+                             [f["name"] for f in spec["fields"]])
+
+    def test_timing_health_writes_the_schemas_fields(self):
+        names = {f.name for f in dataclasses.fields(korch_protocol.TimingHealth)}
+        # The candidate's runners 30x apart (its own doing), and the reference
+        # runners far slower than the judge (the host's).
+        cand = korch_timing.timing_health(
+            {"reference_medians_ns": [100, 101], "candidate_medians_ns": [10, 300]}, 100, 1.5, 3.0)
+        host = korch_timing.timing_health(
+            {"reference_medians_ns": [900, 905], "candidate_medians_ns": [10, 10]}, 100, 1.5, 3.0)
+        for h in (cand, host):
+            self.assertLessEqual(set(h), names)
+        self.assertEqual((cand["ok"], cand["machine"]), (False, False))
+        self.assertEqual((host["ok"], host["machine"]), (False, True))
+        self.assertEqual(cand["candidate_runner_ratio"], 30.0)
+
+    def test_a_field_the_schema_lacks_is_a_loud_error(self):
+        with self.assertRaises(TypeError):
+            korch_protocol.evidence(korch_protocol.CountedWork, flop=1.0)
+        with self.assertRaises(TypeError):
+            korch_protocol.evidence(korch_protocol.TimingHealth, ok="yes")
+        with self.assertRaises(TypeError):
+            korch_protocol.measured(speedup_ci=(1, 2))
+        self.assertEqual(korch_protocol.evidence(korch_protocol.CountedWork, error="x"),
+                         {"error": "x"})
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-#include "daemon/queue_evaluator.hpp"
+#include "evaluator/remote/queue_evaluator.hpp"
 
 #include <fmt/format.h>
 #include <pthread.h>
@@ -17,7 +17,7 @@
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
-namespace korch::daemon {
+namespace korch::evaluator::remote {
 
 using nlohmann::json;
 
@@ -405,11 +405,4 @@ Result<std::unique_ptr<evaluator::Evaluator>> make_queue_evaluator(
       std::make_unique<QueueEvaluator>(cfg, std::move(*queue), std::move(*listener), campaign_id));
 }
 
-Result<std::unique_ptr<evaluator::Evaluator>> make_campaign_evaluator(
-    const config::EvaluatorConfig& cfg, const std::string& cache_dir, const std::string& store_url,
-    const std::string& campaign_id) {
-  if (cfg.remote) return make_queue_evaluator(cfg, store_url, campaign_id);
-  return evaluator::make_evaluator(cfg, cache_dir);
-}
-
-}  // namespace korch::daemon
+}  // namespace korch::evaluator::remote

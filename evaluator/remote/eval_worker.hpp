@@ -13,7 +13,7 @@
 #include "evaluator/evaluator.hpp"
 #include "util/error.hpp"
 
-namespace korch::daemon {
+namespace korch::evaluator::remote {
 
 struct WorkerOptions {
   std::string store_url;      // postgres://...
@@ -22,7 +22,7 @@ struct WorkerOptions {
   int slots = 1;              // evaluations at a time
   double lease_s = 60;        // a claim's lease; renewed every lease_s / 4
   double idle_poll_s = 5;  // an idle slot looks again at least this often (NOTIFY wakes it sooner)
-  // The queue version this worker serves (daemon/queue_evaluator.hpp,
+  // The queue version this worker serves (evaluator/remote/queue_evaluator.hpp,
   // queue_version) and its configuration's evaluator mode.
   std::string queue_version;
   std::string korch_version;
@@ -53,4 +53,4 @@ struct WorkerSummary {
 Result<WorkerSummary> run_worker(const WorkerOptions& options, evaluator::Evaluator& evaluator,
                                  const std::atomic<bool>& stop);
 
-}  // namespace korch::daemon
+}  // namespace korch::evaluator::remote

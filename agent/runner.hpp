@@ -1,7 +1,7 @@
 #pragma once
 // The one campaign runner shared by `korch run`, `korch serve` and the engine
 // benchmark: builds the evaluator, the plan and the LLM client of a config,
-// checks the model endpoints, drives the campaign (agent::run_campaign) and
+// checks the model endpoints, drives the campaign (run_campaign) and
 // shuts the client and evaluator down. The caller owns the store (and its
 // file lock) and the stop flag.
 #include <functional>
@@ -15,7 +15,7 @@
 #include "store/store.hpp"
 #include "util/error.hpp"
 
-namespace korch::daemon {
+namespace korch::agent {
 
 struct RunnerHooks {
   // Compile cache of the evaluator; "" = evaluator.cache_dir, else
@@ -32,7 +32,7 @@ struct RunnerHooks {
       wrap_evaluator;
   // Called once everything is built and checked, just before the run starts
   // (banners, signal handlers).
-  std::function<void(const agent::CampaignPlan&, const evaluator::Evaluator&)> on_ready;
+  std::function<void(const CampaignPlan&, const evaluator::Evaluator&)> on_ready;
 };
 
 // The compile cache directory of a config (see RunnerHooks::cache_dir).
@@ -41,8 +41,7 @@ std::string default_cache_dir(const config::CampaignConfig& cfg);
 // Builds and runs one campaign to completion, stop or abort. Setup failures
 // carry their kind (a bad plan is `invalid`) and say what failed
 // ("evaluator: ...", "model m1: ...", "LLM endpoint of model m1 unreachable: ...").
-Result<agent::RunResult> run_campaign_wired(const config::CampaignConfig& cfg, store::Store& store,
-                                            const agent::RunOptions& options,
-                                            const RunnerHooks& hooks = {});
+Result<RunResult> run_campaign_wired(const config::CampaignConfig& cfg, store::Store& store,
+                                     const RunOptions& options, const RunnerHooks& hooks = {});
 
-}  // namespace korch::daemon
+}  // namespace korch::agent

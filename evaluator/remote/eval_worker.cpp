@@ -1,4 +1,4 @@
-#include "daemon/eval_worker.hpp"
+#include "evaluator/remote/eval_worker.hpp"
 
 #include <fmt/format.h>
 #include <pthread.h>
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/queue_evaluator.hpp"
+#include "evaluator/remote/queue_evaluator.hpp"
 #include "evaluator/retries.hpp"
 #include "store/store.hpp"
 #include "store/work_queue.hpp"
@@ -21,7 +21,7 @@
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
-namespace korch::daemon {
+namespace korch::evaluator::remote {
 namespace {
 
 // A slot whose store call failed waits this long before the next try.
@@ -318,4 +318,4 @@ Result<WorkerSummary> run_worker(const WorkerOptions& options, evaluator::Evalua
   return worker.run();
 }
 
-}  // namespace korch::daemon
+}  // namespace korch::evaluator::remote

@@ -17,7 +17,7 @@
 #include "evaluator/evaluator.hpp"
 #include "util/error.hpp"
 
-namespace korch::daemon {
+namespace korch::evaluator::remote {
 
 // The version a queued evaluation needs from its worker: the evaluator's
 // mode and version and every setting a verdict rests on, readable, e.g.
@@ -47,15 +47,10 @@ inline constexpr double k_result_sweep_s = 1.0;
 
 // The coordinator's evaluator: enqueues into the store at `store_url` (a
 // postgres:// URL) under `campaign_id` ("" for korch serve). Fails when the
-// store is not PostgreSQL or cannot be reached.
+// store is not PostgreSQL or cannot be reached. Reached through
+// evaluator::make_evaluator (factory.cpp) when cfg.remote.
 Result<std::unique_ptr<evaluator::Evaluator>> make_queue_evaluator(
     const config::EvaluatorConfig& cfg, const std::string& store_url,
     const std::string& campaign_id);
 
-// The evaluator of a campaign or of korch serve: the queue when cfg.remote,
-// else the in-process one (evaluator::make_evaluator).
-Result<std::unique_ptr<evaluator::Evaluator>> make_campaign_evaluator(
-    const config::EvaluatorConfig& cfg, const std::string& cache_dir, const std::string& store_url,
-    const std::string& campaign_id);
-
-}  // namespace korch::daemon
+}  // namespace korch::evaluator::remote

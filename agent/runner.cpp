@@ -1,14 +1,13 @@
-#include "daemon/runner.hpp"
+#include "agent/runner.hpp"
 
 #include <fmt/format.h>
 
 #include <filesystem>
 
-#include "daemon/queue_evaluator.hpp"
 #include "llm_clients/probe.hpp"
 #include "util/ids.hpp"
 
-namespace korch::daemon {
+namespace korch::agent {
 namespace {
 
 Error prefixed(Error e, std::string_view prefix) {
@@ -28,17 +27,16 @@ std::string default_cache_dir(const config::CampaignConfig& cfg) {
   return (dir.empty() ? std::filesystem::path(".") : dir).append("korch-cache").string();
 }
 
-Result<agent::RunResult> run_campaign_wired(const config::CampaignConfig& cfg, store::Store& store,
-                                            const agent::RunOptions& options,
-                                            const RunnerHooks& hooks) {
-  auto ev = make_campaign_evaluator(
+Result<RunResult> run_campaign_wired(const config::CampaignConfig& cfg, store::Store& store,
+                                     const RunOptions& options, const RunnerHooks& hooks) {
+  auto ev = evaluator::make_evaluator(
       cfg.evaluator, hooks.cache_dir.empty() ? default_cache_dir(cfg) : hooks.cache_dir,
-      cfg.db_path, ids::campaign_id(cfg.name));
+      {cfg.db_path, ids::campaign_id(cfg.name)});
   if (!ev) return std::unexpected(prefixed(ev.error(), "evaluator: "));
   std::unique_ptr<evaluator::Evaluator> evaluator = std::move(*ev);
   if (hooks.wrap_evaluator) evaluator = hooks.wrap_evaluator(std::move(evaluator));
   // A plan fails only on its input (tasks, models, budgets).
-  auto plan = agent::plan_campaign(cfg, *evaluator);
+  auto plan = plan_campaign(cfg, *evaluator);
   if (!plan) {
     evaluator->shutdown();
     return std::unexpected(with_kind(plan.error(), ErrorKind::invalid));
@@ -60,10 +58,10 @@ Result<agent::RunResult> run_campaign_wired(const config::CampaignConfig& cfg, s
     }
   }
   if (hooks.on_ready) hooks.on_ready(*plan, *evaluator);
-  auto result = agent::run_campaign(cfg, *plan, store, *client, *evaluator, options);
+  auto result = run_campaign(cfg, *plan, store, *client, *evaluator, options);
   client->shutdown();
   evaluator->shutdown();
   return result;
 }
 
-}  // namespace korch::daemon
+}  // namespace korch::agent
