@@ -253,14 +253,63 @@ json facts_of(const evaluator::Report& r) {
   return f;
 }
 
+// Records `card` (korch audit's JSON) in the store at `db`: one
+// verdict_cards row, keyed by evaluator version, rules version and device.
+int store_card(const std::string& db, json card) {
+  for (const char* k : {"mode", "evaluator_version", "rules_version", "device"})
+    if (!card.contains(k) || !card[k].is_string())
+      return report_failure("audit", ErrorKind::invalid, std::string("the card has no ") + k);
+  for (const char* k : {"attack_success", "false_rejection"})
+    if (!card.contains(k) || !card[k].is_object() || !card[k].contains("x") || !card[k].contains("n"))
+      return report_failure("audit", ErrorKind::invalid, std::string("the card has no ") + k);
+  auto location = store::parse_location(db);
+  if (!location) return report_failure("audit", location.error());
+  store::Options so;
+  so.path = location->target;
+  auto st = store::Store::open(so);
+  if (!st) return report_failure("audit", st.error());
+  store::VerdictCardRow row;
+  row.evaluator_version = card["evaluator_version"].get<std::string>();
+  row.rules_version = card["rules_version"].get<std::string>();
+  row.device = card["device"].get<std::string>();
+  row.mode = card["mode"].get<std::string>();
+  row.attacks_accepted = card["attack_success"]["x"].get<int>();
+  row.attacks = card["attack_success"]["n"].get<int>();
+  row.honest_rejected = card["false_rejection"]["x"].get<int>();
+  row.honest = card["false_rejection"]["n"].get<int>();
+  card.erase("entries");  // the card; the per-entry rows stay in --json's output
+  row.card_json = card.dump();
+  row.measured_at = card.value("measured_at", static_cast<double>(std::time(nullptr)));
+  store::WriteBatch batch;
+  batch.put(std::move(row));
+  auto done = (*st)->commit_sync(std::move(batch));
+  (*st)->close();
+  if (!done) return report_failure("audit", done.error());
+  std::fprintf(stderr, "audit: card stored in %s (evaluator %s, rules %s)\n",
+               store::redact_url(db).c_str(), card["evaluator_version"].get<std::string>().c_str(),
+               card["rules_version"].get<std::string>().c_str());
+  return k_exit_ok;
+}
+
 }  // namespace
 
 int cmd_audit(const Args& args) {
+  log::init(args.get("--log-level").value_or("warn"));
+  // A card an earlier `korch audit --json --out F` wrote, recorded without
+  // running the corpus again (CI runs it once).
+  if (auto from = args.get("--from-card")) {
+    auto db = args.get("--store");
+    if (!db) return report_failure("audit", ErrorKind::invalid, "--from-card needs --store");
+    auto text = read_file(*from);
+    if (!text) return report_failure("audit", text.error());
+    auto card = json::parse(*text, nullptr, false);
+    if (!card.is_object()) return report_failure("audit", ErrorKind::invalid, *from + ": not a card");
+    return store_card(*db, std::move(card));
+  }
   const std::string mode = args.get("--mode").value_or("cpu");
   const bool gpu = mode == "gpu";
   const fs::path corpus = args.get("--corpus").value_or("tests/evaluator/corpus");
   const std::string only = args.get("--only").value_or("");
-  log::init(args.get("--log-level").value_or("warn"));
   ::prctl(PR_SET_DUMPABLE, 0);
   auto entries = gpu ? gpu_entries(corpus, args.get("--kernelbench").value_or(""), only)
                      : cpu_entries(corpus, only);
@@ -369,6 +418,7 @@ int cmd_audit(const Args& args) {
   for (const auto& [name, c] : by_class)
     classes.push_back({{"class", name}, {"attack_success", rate(c.first, c.second)}});
   json card = {{"mode", mode},
+               {"measured_at", static_cast<double>(std::time(nullptr))},
                {"evaluator_version", version},
                {"rules_version", rules_version},
                {"device", device},
@@ -412,34 +462,8 @@ int cmd_audit(const Args& args) {
   } else {
     std::fputs(out.c_str(), stdout);
   }
-  if (auto db = args.get("--store")) {
-    auto location = store::parse_location(*db);
-    if (!location) return report_failure("audit", location.error());
-    store::Options so;
-    so.path = location->target;
-    auto st = store::Store::open(so);
-    if (!st) return report_failure("audit", st.error());
-    store::VerdictCardRow row;
-    row.evaluator_version = version;
-    row.rules_version = rules_version;
-    row.device = device;
-    row.mode = mode;
-    row.attacks_accepted = accepted;
-    row.attacks = attacks;
-    row.honest_rejected = rejected;
-    row.honest = honest;
-    json stored = card;
-    stored.erase("entries");  // the card; the per-entry rows stay in --json's output
-    row.card_json = stored.dump();
-    row.measured_at = static_cast<double>(std::time(nullptr));
-    store::WriteBatch batch;
-    batch.put(std::move(row));
-    auto done = (*st)->commit_sync(std::move(batch));
-    (*st)->close();
-    if (!done) return report_failure("audit", done.error());
-    std::fprintf(stderr, "audit: card stored in %s (evaluator %s, rules %s)\n",
-                 store::redact_url(*db).c_str(), version.c_str(), rules_version.c_str());
-  }
+  if (auto db = args.get("--store"))
+    if (int rc = store_card(*db, card); rc != k_exit_ok) return rc;
   // Exit 1 when the card is not clean: an attack accepted, an honest kernel
   // rejected, or a wrong variant of an honest kernel accepted.
   return accepted || rejected || controls_passed ? k_exit_error : k_exit_ok;

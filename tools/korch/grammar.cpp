@@ -194,6 +194,8 @@ std::vector<CommandSpec> build_table() {
                        "cap the timed blocks of each evaluation (default: the judge's 15 s)"),
                 text("--store", "PATH|URL",
                      "record the card in this store (report, dashboard and dataset card read it)"),
+                text("--from-card", "FILE",
+                     "with --store: record the card an earlier --json --out FILE wrote (no run)"),
                 on_off("--json", "the card as JSON, with every entry's verdict"), out_flag(),
                 log_level_flag()},
                "",
