@@ -201,13 +201,13 @@ def check(card, rc):
     assert len(attacks) >= 60 and len(honest) >= 150 and len(controls) >= 5, (len(attacks), len(honest))
     assert card["rules_version"] and card["evaluator_version"].startswith("korch-eval/"), card
     assert card["knobs"].get("KORCH_TIMING_MAX_S") == TIMING_MAX_S, card["knobs"]
-    assert rc == (1 if rejected else 0), (rc, rejected)
+    assert rc is None or rc == (1 if rejected else 0), (rc, rejected)
     return len(attacks), len(per_class), len(honest), len(controls)
 
 
 def main():
     if len(sys.argv) > 3:
-        card, rc = json.load(open(sys.argv[3])), 0
+        card, rc = json.load(open(sys.argv[3])), None
     else:
         out = os.path.join(os.environ.get("TMPDIR", "/tmp"), "korch-card-%d.json" % os.getpid())
         t0 = time.monotonic()

@@ -6,7 +6,8 @@
 //
 // The corpus is the layout of tests/evaluator/corpus:
 //   cpu  good/*.py, hacks/*.py and wrong/*.py, each with `# task: STEM` and
-//        `# expect: VERDICT [RULE]` headers; tasks resolve in
+//        `# expect: VERDICT [RULE]` headers (and `# rules: off` where the
+//        entry tests a later guard alone, as its own test runs it); tasks resolve in
 //        <corpus>/../tasks and <corpus>/../../../examples/tasks.
 //        An honest entry brings a kernel (load_inline or Triton); a good
 //        entry without one is no_kernel by design and not counted. A hack
@@ -53,6 +54,7 @@ struct Entry {
   std::string why_not_counted;      // for role ""
   std::string cls;                  // attack class
   std::vector<std::string> expect;  // the verdicts the entry expects (any of)
+  bool rules = true;                // `# rules: off`: a later guard tested alone
   config::Task task;
   std::string code;
   evaluator::Report report;
@@ -138,6 +140,7 @@ Result<std::vector<Entry>> cpu_entries(const fs::path& corpus, const std::string
       auto expect = split(header(en.code, "expect"), ' ');
       if (stem.empty() || expect.empty() || header(en.code, "mode") == "gpu") continue;
       en.expect = {expect[0]};
+      en.rules = header(en.code, "rules") != "off";
       if (std::string(sub) == "wrong") {
         en.role = "control";
       } else if (std::string(sub) == "good") {
@@ -348,6 +351,7 @@ int cmd_audit(const Args& args) {
     req.task = en.task;
     req.code = en.code;
     req.device = cfg.mode;
+    req.rules = en.rules;
     req.secret_seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
     auto done = std::make_shared<std::promise<evaluator::Report>>();
     auto fut = done->get_future();
@@ -404,6 +408,7 @@ int cmd_audit(const Args& args) {
                     {"verdict", verdict},
                     {"expect", en.expect},
                     {"wrong", wrong},
+                    {"rules", en.rules ? "on" : "off"},
                     {"not_counted", en.why_not_counted},
                     {"error", en.report.error.substr(0, 300)},
                     {"facts", facts_of(en.report)}});
