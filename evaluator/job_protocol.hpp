@@ -73,6 +73,10 @@ struct Settings {
   // judge's default, on; 0: glibc's default, large blocks mapped and
   // unmapped per allocation, as before; A/B runs).
   int timing_heap_only = -1;
+  // cpu/gpu: the timed blocks stop after this long once the minimum is
+  // timed (0: the judge's default, 15 s). A shorter cap widens the speedup's
+  // interval; no check of the outputs is skipped.
+  double timing_max_s = 0;
   // gpu: the first candidate runner profiles its first forward (cProfile)
   // and the judge keeps the top of it in evidence.runners_warmed (a
   // diagnostic: where a runner's first call goes; tools/bench/triton_first_call.py).

@@ -81,6 +81,34 @@ json point_json(const CurvePoint& p) {
           {"fast_p", fast}};
 }
 
+}  // namespace
+
+json verdict_cards_json(const std::vector<VerdictCardLine>& lines) {
+  json out = json::array();
+  for (const auto& l : lines) {
+    json cards = json::array();
+    for (const auto& c : l.cards) {
+      json card = json::parse(c.card_json, nullptr, false);
+      cards.push_back({{"evaluator_version", c.evaluator_version},
+                       {"rules_version", c.rules_version},
+                       {"device", c.device},
+                       {"mode", c.mode},
+                       {"attack_success", {{"x", c.attacks_accepted}, {"n", c.attacks}}},
+                       {"false_rejection", {{"x", c.honest_rejected}, {"n", c.honest}}},
+                       {"measured_at", c.measured_at},
+                       {"card", card.is_discarded() ? json(nullptr) : card}});
+    }
+    out.push_back({{"evaluator_version", l.evaluator_version},
+                   {"rules", l.rules},
+                   {"measured", !l.cards.empty()},
+                   {"text", l.text},
+                   {"cards", cards}});
+  }
+  return out;
+}
+
+namespace {
+
 json report_json(const CampaignReport& r) {
   json j;
   j["campaign"] = {{"id", r.campaign_id}, {"name", r.campaign_name}};
@@ -111,6 +139,7 @@ json report_json(const CampaignReport& r) {
   json by_round = json::array(), by_episode = json::array();
   for (auto& p : r.strategy.by_round) by_round.push_back(point_json(p));
   for (auto& p : r.strategy.by_episode) by_episode.push_back(point_json(p));
+  j["verdict_cards"] = verdict_cards_json(r.verdict_cards);
   j["strategy"] = {{"kind", r.strategy.kind},
                    {"decisions", r.strategy.decisions},
                    {"by_round", by_round},
@@ -276,6 +305,10 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
     std::string mode = mock ? std::string("mock") : rep.value("mode", std::string());
     mode_of_request[e.request_id] = mode.empty() ? "unknown" : mode;
   }
+
+  auto cards = campaign_verdict_cards(store, campaign_id);
+  if (!cards) return std::unexpected(cards.error());
+  report.verdict_cards = std::move(*cards);
 
   std::map<std::string, const store::FinalRow*> final_by_ep;
   for (auto& f : *finals) final_by_ep[f.episode_id] = &f;
@@ -450,6 +483,7 @@ std::string render_text(const CampaignReport& report) {
   for (auto& e : report.excluded)
     head += fmt::format("excluded task {} (flagged by korch tasks validate): {}\n", e.task_id,
                         fmt::join(e.issues, "; "));
+  for (const auto& c : report.verdict_cards) head += c.text + "\n";
   text = head + text;
   for (auto& [task, v] : report.task_verdicts)
     text += fmt::format("task {}: verdicts {}\n", task, verdict_text(v));
@@ -502,6 +536,9 @@ std::string render_html(const CampaignReport& report) {
   if (report.mock)
     page +=
         "<p class=\"mock-banner\" id=\"korch-mock-label\">" + std::string(k_mock_label) + "</p>\n";
+  // The reward's measured error rates, in the page itself (issue #51).
+  for (const auto& c : report.verdict_cards)
+    page += "<p class=\"verdict-card\" data-verdict-card>" + html_escape(c.text) + "</p>\n";
   page += "<div id=\"korch-report\"></div>\n";
   page += "<noscript><pre>" + html_escape(render_text(report)) + "</pre></noscript>\n";
   page += "<script id=\"korch-report-data\" type=\"application/json\">" +

@@ -7,12 +7,14 @@
 // what the HTML page and the dashboard plot (reports/web/plots.js).
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "config/loader.hpp"
+#include "reports/verdict_card.hpp"
 #include "store/store.hpp"
 #include "util/enum_names.hpp"
 #include "util/error.hpp"
@@ -105,6 +107,8 @@ struct CampaignReport {
   // Tasks the campaign left out because `korch tasks validate` flagged them
   // (tasks.exclude_flagged), as recorded at its start.
   std::vector<config::ExcludedTask> excluded;
+  // The verdict card of each evaluator version that scored it (issue #51).
+  std::vector<VerdictCardLine> verdict_cards;
 };
 
 // The usual fast_p thresholds: 0, 0.5, 0.8, 1, 1.5, 2.
@@ -117,9 +121,13 @@ Result<CampaignReport> build_report(store::Store& store, const std::string& camp
 std::string render_text(const CampaignReport& report);
 // {"campaign", "mock", "label", "evaluators", "verdicts", "task_verdicts",
 // "thresholds", "models": {id: {..., "verdicts"}}, "tasks", "excluded_tasks", "episodes",
-// "strategy": {"kind", "decisions", "by_round": [...], "by_episode": [...]}};
+// "strategy": {"kind", "decisions", "by_round": [...], "by_episode": [...]},
+// "verdict_cards": [{"evaluator_version", "rules", "measured", "text", "cards"}]};
 // docs/api.md describes it. A mock campaign's "label" is k_mock_label.
 std::string render_json(const CampaignReport& report);
+// The "verdict_cards" array of the report's JSON (the dataset card's too).
+nlohmann::json verdict_cards_json(const std::vector<VerdictCardLine>& lines);
+
 // One self-contained page (inline CSS and JS, no external resource): the
 // speedup distribution, the fast_p curve, cost per model and the task grid.
 std::string render_html(const CampaignReport& report);

@@ -244,6 +244,8 @@ Result<std::string> training_card(store::Store& store, const std::string& campai
     if (rep.is_object()) modes.insert(rep.value("mode", ""));
     if (rep.is_object()) mock = mock || rep.value("mock", false);
   }
+  auto cards = campaign_verdict_cards(store, campaign_id);
+  if (!cards) return std::unexpected(cards.error());
   json config = json::parse((*c)->config_json, nullptr, false);
   // The target device as the system prompt named it (every episode's is the same).
   std::string device;
@@ -284,6 +286,9 @@ Result<std::string> training_card(store::Store& store, const std::string& campai
                         ? config.value(json::json_pointer("/evaluator/tolerance"), json(nullptr))
                         : json(nullptr)},
       {"target_device", device},
+      // The reward's measured error rates: the card of each evaluator
+      // version that scored these records, or "no card measured" (issue #51).
+      {"verdict_cards", verdict_cards_json(*cards)},
       {"config", config.is_discarded() ? json(nullptr) : config},
   };
   return card.dump(1);

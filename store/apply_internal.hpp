@@ -47,6 +47,9 @@ struct WriteSql {
                                     " WHERE evaluations.state != 'done'");
   std::string insert_event = insert_sql(k_events, "");
   std::string insert_final = insert_sql(k_finals, "ON CONFLICT DO NOTHING");
+  std::string upsert_verdict_card = insert_sql(
+      k_verdict_cards, "ON CONFLICT (evaluator_version, rules_version, device) DO UPDATE SET " +
+                           excluded_set(k_verdict_cards, {}, {"evaluator_version", "rules_version", "device"}));
   // An episode already final keeps its updated_at (a copied campaign, whose
   // episode rows arrive final, stays as it was).
   std::string finalize_episode =
@@ -92,6 +95,7 @@ class BatchApplierT {
   Stmt& m_upsert_evaluation;
   Stmt& m_insert_event;
   Stmt& m_insert_final;
+  Stmt& m_upsert_verdict_card;
   Stmt& m_finalize_episode;
 };
 
@@ -111,6 +115,7 @@ BatchApplierT<DbT>::BatchApplierT(DbT& db)
       m_upsert_evaluation(db.stmt(write_sql().upsert_evaluation)),
       m_insert_event(db.stmt(write_sql().insert_event)),
       m_insert_final(db.stmt(write_sql().insert_final)),
+      m_upsert_verdict_card(db.stmt(write_sql().upsert_verdict_card)),
       m_finalize_episode(db.stmt(write_sql().finalize_episode)) {}
 
 template <typename DbT>
@@ -177,6 +182,9 @@ void BatchApplierT<DbT>::apply_op(const WriteBatch::Op& op, CommitInfo& info) {
               return;
             }
             m_finalize_episode.bind(r.episode_id, now_unix()).run();
+          },
+          [&](const VerdictCardRow& r) {
+            bind_row(m_upsert_verdict_card, k_verdict_cards, r).run();
           },
       },
       op);

@@ -238,12 +238,25 @@ inline constexpr auto k_campaign_devices = table(
     column("device_model", &CampaignDevice::device_model),
     column("device_description", &CampaignDevice::device_description),
     column("pinned_at", &CampaignDevice::pinned_at));
+
+inline constexpr auto k_verdict_cards = table(
+    "verdict_cards",
+    column("evaluator_version", &VerdictCardRow::evaluator_version),
+    column("rules_version", &VerdictCardRow::rules_version),
+    column("device", &VerdictCardRow::device),
+    column("mode", &VerdictCardRow::mode),
+    column("attacks_accepted", &VerdictCardRow::attacks_accepted),
+    column("attacks", &VerdictCardRow::attacks),
+    column("honest_rejected", &VerdictCardRow::honest_rejected),
+    column("honest", &VerdictCardRow::honest),
+    column("card_json", &VerdictCardRow::card_json),
+    column("measured_at", &VerdictCardRow::measured_at));
 // clang-format on
 
 // Every codec, for checks that walk all tables (tests).
 inline constexpr auto k_all_codecs = std::make_tuple(
     k_campaigns, k_tasks, k_episodes, k_episode_prompts, k_messages, k_turns, k_llm_calls,
-    k_evaluations, k_events, k_finals, k_leases, k_eval_queue, k_workers, k_campaign_devices);
+    k_evaluations, k_events, k_finals, k_leases, k_eval_queue, k_workers, k_campaign_devices, k_verdict_cards);
 
 // --- derived: column lists ---------------------------------------------------
 

@@ -307,6 +307,13 @@ std::vector<FinalRow> query_finals(DbT& db, const std::string& campaign_id) {
 }
 
 template <typename DbT>
+std::vector<VerdictCardRow> query_verdict_cards(DbT& db) {
+  static const std::string q = "SELECT " + column_list(k_verdict_cards) +
+                               " FROM verdict_cards ORDER BY evaluator_version, rules_version, device";
+  return query_rows<VerdictCardRow>(db, q, reader(k_verdict_cards));
+}
+
+template <typename DbT>
 std::vector<EventRow> query_events(DbT& db, const std::string& campaign_id) {
   return query_rows<EventRow>(db, sql().list_events, reader(k_events), campaign_id);
 }
@@ -392,6 +399,7 @@ CampaignCounts query_counts(DbT& db, const std::string& campaign_id) {
   template std::vector<EvaluationRow> query_evaluations(DbT&, const std::string&);  \
   template std::vector<FinalRow> query_finals(DbT&, const std::string&);            \
   template std::vector<EventRow> query_events(DbT&, const std::string&);            \
+  template std::vector<VerdictCardRow> query_verdict_cards(DbT&);                   \
   template CampaignCounts query_counts(DbT&, const std::string&);                   \
   template std::optional<Lease> query_lease(DbT&, const std::string&);
 KORCH_STORE_QUERIES(Db)

@@ -97,6 +97,8 @@ std::vector<EvaluationRow> query_evaluations(DbT& db, const std::string& campaig
 template <typename DbT>
 std::vector<FinalRow> query_finals(DbT& db, const std::string& campaign_id);
 template <typename DbT>
+std::vector<VerdictCardRow> query_verdict_cards(DbT& db);
+template <typename DbT>
 std::vector<EventRow> query_events(DbT& db, const std::string& campaign_id);
 template <typename DbT>
 CampaignCounts query_counts(DbT& db, const std::string& campaign_id);

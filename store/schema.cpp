@@ -265,6 +265,28 @@ CREATE TABLE campaign_devices (
 );
 )sql";
 
+// Version 6: verdict_cards (issue #51): `korch audit --store` records the
+// verdict card of an evaluator version -- attack success x/N and false
+// rejection y/M measured on the corpus, with the whole card as JSON -- keyed
+// by what it measured (evaluator version, rules version, device); a later
+// audit of the same key replaces it. Reports, the dashboard and the export's
+// dataset card read the card of the evaluator version that scored a campaign.
+constexpr std::string_view k_migration_6 = R"sql(
+CREATE TABLE verdict_cards (
+  evaluator_version  TEXT NOT NULL,
+  rules_version      TEXT NOT NULL,
+  device             TEXT NOT NULL,
+  mode               TEXT NOT NULL,
+  attacks_accepted   INTEGER NOT NULL,
+  attacks            INTEGER NOT NULL,
+  honest_rejected    INTEGER NOT NULL,
+  honest             INTEGER NOT NULL,
+  card_json          TEXT NOT NULL,
+  measured_at        REAL NOT NULL,
+  PRIMARY KEY (evaluator_version, rules_version, device)
+);
+)sql";
+
 // One migration as written: `sql`, in SQLite's words, serves both backends;
 // what one dialect does its own way comes before it, in that dialect's words.
 struct MigrationSource {
@@ -280,6 +302,7 @@ constexpr MigrationSource k_sources[] = {
     {3, k_migration_3},
     {4, k_migration_4},
     {5, k_migration_5, k_migration_5_sqlite, k_migration_5_postgres},
+    {6, k_migration_6},
 };
 
 static_assert(std::size(k_sources) == k_schema_version,

@@ -61,7 +61,7 @@ namespace korch::store {
 
 // Newest schema version this binary understands. A database with a larger
 // recorded version is refused by open().
-inline constexpr int k_schema_version = 5;
+inline constexpr int k_schema_version = 6;
 
 // Which engine holds a store.
 enum class Backend { sqlite, postgres };
@@ -269,6 +269,24 @@ struct FinalRow {
   friend bool operator==(const FinalRow&, const FinalRow&) = default;
 };
 
+// The verdict card of an evaluator version (issue #51, `korch audit --store`):
+// korch's own error rates on its corpus. Keyed by (evaluator_version,
+// rules_version, device); a later card of the same key replaces it.
+struct VerdictCardRow {
+  std::string evaluator_version;
+  std::string rules_version;
+  std::string device;
+  std::string mode;           // cpu | gpu
+  int attacks_accepted = 0;   // attack success x ...
+  int attacks = 0;            // ... of N
+  int honest_rejected = 0;    // false rejection y ...
+  int honest = 0;             // ... of M
+  std::string card_json;      // the whole card (korch audit --json)
+  double measured_at = 0;
+
+  friend bool operator==(const VerdictCardRow&, const VerdictCardRow&) = default;
+};
+
 // One unit of atomic work: all of a batch's operations commit together, in
 // the order added. Several batches may share one transaction.
 class WriteBatch {
@@ -283,6 +301,7 @@ class WriteBatch {
   void put(EvaluationRow row);  // upsert unless the stored row is done
   void put(EventRow row);       // append
   void put(FinalRow row);       // insert if absent (first final wins)
+  void put(VerdictCardRow row);  // upsert (the latest card of its key)
   // Moves every operation of `other` to the end of this batch.
   void append(WriteBatch&& other) {
     for (auto& op : other.m_ops) m_ops.push_back(std::move(op));
@@ -292,7 +311,7 @@ class WriteBatch {
   std::size_t size() const { return m_ops.size(); }
 
   using Op = std::variant<CampaignRow, TaskRow, EpisodeRow, EpisodeUpdate, MessageRow, TurnRow,
-                          LlmCallRow, EvaluationRow, EventRow, FinalRow>;
+                          LlmCallRow, EvaluationRow, EventRow, FinalRow, VerdictCardRow>;
   const std::vector<Op>& ops() const { return m_ops; }
 
  private:
@@ -403,6 +422,9 @@ class Store {
   virtual Result<std::vector<FinalRow>> list_finals(const std::string& campaign_id) = 0;
   virtual Result<std::vector<EventRow>> list_events(const std::string& campaign_id) = 0;
   virtual Result<CampaignCounts> counts(const std::string& campaign_id) = 0;
+  // Every verdict card stored (korch audit --store), by evaluator version,
+  // rules version and device.
+  virtual Result<std::vector<VerdictCardRow>> list_verdict_cards() = 0;
   // Schema version recorded in the file.
   virtual Result<int> schema_version() = 0;
 };

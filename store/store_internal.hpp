@@ -247,6 +247,9 @@ class BackendStore final : public Store {
   Result<std::vector<EventRow>> list_events(const std::string& campaign_id) override {
     return read<std::vector<EventRow>>([&](Conn& db) { return query_events(db, campaign_id); });
   }
+  Result<std::vector<VerdictCardRow>> list_verdict_cards() override {
+    return read<std::vector<VerdictCardRow>>([&](Conn& db) { return query_verdict_cards(db); });
+  }
   Result<CampaignCounts> counts(const std::string& campaign_id) override {
     return read<CampaignCounts>([&](Conn& db) { return query_counts(db, campaign_id); });
   }

@@ -29,6 +29,7 @@ void WriteBatch::put(LlmCallRow row) { m_ops.emplace_back(std::move(row)); }
 void WriteBatch::put(EvaluationRow row) { m_ops.emplace_back(std::move(row)); }
 void WriteBatch::put(EventRow row) { m_ops.emplace_back(std::move(row)); }
 void WriteBatch::put(FinalRow row) { m_ops.emplace_back(std::move(row)); }
+void WriteBatch::put(VerdictCardRow row) { m_ops.emplace_back(std::move(row)); }
 
 namespace detail {
 namespace {

@@ -71,6 +71,7 @@ protocol::Settings StageContext::settings() const {
   if (k.timing_batch_us) st.timing_batch_us = *k.timing_batch_us;
   if (k.timing_spin_us) st.timing_spin_us = *k.timing_spin_us;
   if (k.timing_heap_only) st.timing_heap_only = *k.timing_heap_only;
+  if (k.timing_max_s) st.timing_max_s = *k.timing_max_s;
   st.profile_first_call = k.profile_first_call;
   st.fake_cuda = k.fake_cuda;
   host.tune(st, req, k);

@@ -365,6 +365,9 @@
     root.textContent = "";
     root.classList.add("korch-report");
     if (report.mock) html("p", {class: "mock-banner", "data-mock-label": ""}, root, report.label);
+    // The reward's measured error rates (korch audit --store), or "no card measured".
+    for (const c of report.verdict_cards || [])
+      html("p", {class: "verdict-card", "data-verdict-card": c.measured ? "measured" : "none"}, root, c.text);
     const evaluators = Object.entries(report.evaluators || {});
     if (evaluators.length > 1)
       html("p", {class: "stats", "data-evaluators": ""}, root,

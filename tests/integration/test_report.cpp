@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -115,9 +116,12 @@ TEST_F(Report, JsonCarriesTheTextNumbersAndTheStores) {
       continue;
     }
     if (model.empty()) {
-      // Before the model blocks: the campaign's label and counts only.
+      // Before the model blocks: the campaign's label, counts and verdict
+      // card lines only.
       EXPECT_TRUE(line.rfind("MOCK evaluator", 0) == 0 ||
-                  line.rfind("results by evaluator: ", 0) == 0 || line.rfind("verdicts: ", 0) == 0)
+                  line.rfind("results by evaluator: ", 0) == 0 ||
+                  line.rfind("verdicts: ", 0) == 0 || line.rfind("verdict card of ", 0) == 0 ||
+                  line.rfind("no card measured for evaluator version ", 0) == 0)
           << line;
       continue;
     }
@@ -563,4 +567,133 @@ TEST_F(Report, RejectsAnUnknownFormat) {
 }
 
 }  // namespace
+}  // namespace korch::testing
+
+namespace korch::testing {
+namespace {
+
+// Writes with the SQLite C API (the test's own writer, not korch's store).
+void exec_sql(const std::string& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "") << "\n" << sql;
+  sqlite3_free(err);
+  sqlite3_close(h);
+}
+
+// The 95% Wilson interval, the test's own arithmetic.
+std::pair<double, double> wilson(int x, int n) {
+  const double z = 1.96, p = static_cast<double>(x) / n, d = 1 + z * z / n;
+  const double c = (p + z * z / (2.0 * n)) / d;
+  const double h = z * std::sqrt(p * (1 - p) / n + z * z / (4.0 * n * n)) / d;
+  return {std::max(0.0, c - h), std::min(1.0, c + h)};
+}
+
+}  // namespace
+
+// Issue 51: the verdict card of the evaluator version that scored a campaign
+// is in every report format and in the export's dataset card; without one,
+// each says "no card measured for evaluator version X" and shows no number.
+// The versions come from the test's own SQL; the card is written into
+// verdict_cards with the test's own SQL (as `korch audit --store` would),
+// beside a decoy card of another version that must not show.
+TEST_F(Report, TheVerdictCardOfTheScoringEvaluatorIsShownOrSaidToBeMissing) {
+  auto versions = query(s_db,
+                        "SELECT DISTINCT evaluator_version FROM evaluations WHERE state = 'done' "
+                        "ORDER BY 1");
+  ASSERT_EQ(versions.size(), 1u);
+  const std::string v = versions[0][0];
+  ASSERT_FALSE(v.empty());
+  auto rules_rows = query(s_db,
+                          "SELECT DISTINCT json_extract(report_json, '$.evidence.rules.rules_version') "
+                          "FROM evaluations WHERE state = 'done'");
+  std::string rules;
+  for (auto& r : rules_rows)
+    if (!r[0].empty()) rules = r[0];
+  const std::string missing = "no card measured for evaluator version " + v;
+  auto reports = [&](const std::string& tag) {
+    std::map<std::string, std::string> out;
+    auto [trc, text] = run_capture({KORCH_BIN, "report", s_toml}, dir());
+    EXPECT_EQ(trc, 0) << text;
+    out["text"] = text;
+    auto [jrc, json] = run_capture({KORCH_BIN, "report", s_toml, "--format", "json"}, dir());
+    EXPECT_EQ(jrc, 0) << json;
+    out["json"] = json;
+    const std::string page = dir() + "/card-" + tag + ".html";
+    auto [hrc, hout] =
+        run_capture({KORCH_BIN, "report", s_toml, "--format", "html", "--out", page}, dir());
+    EXPECT_EQ(hrc, 0) << hout;
+    out["html"] = slurp(page);
+    const std::string card = dir() + "/dataset-card-" + tag + ".json";
+    auto [erc, eout] = run_capture({KORCH_BIN, "export", s_toml, "--format", "sft", "--out",
+                                    dir() + "/card-" + tag + ".jsonl", "--card", card},
+                                   dir());
+    EXPECT_EQ(erc, 0) << eout;
+    out["card"] = korch::read_file(card).value_or("{}");
+    return out;
+  };
+
+  // No card: said plainly, no rate shown.
+  auto none = reports("none");
+  EXPECT_NE(none["text"].find(missing), std::string::npos) << none["text"];
+  EXPECT_EQ(none["text"].find("attack success"), std::string::npos) << none["text"];
+  EXPECT_NE(none["html"].find(missing), std::string::npos);
+  for (const char* key : {"json", "card"}) {
+    auto j = nlohmann::json::parse(none[key]);
+    ASSERT_EQ(j["verdict_cards"].size(), 1u) << key << ": " << j["verdict_cards"].dump();
+    EXPECT_EQ(j["verdict_cards"][0]["evaluator_version"], v) << key;
+    EXPECT_EQ(j["verdict_cards"][0]["measured"], false) << key;
+    EXPECT_TRUE(j["verdict_cards"][0]["cards"].empty()) << key;
+    EXPECT_NE(j["verdict_cards"][0]["text"].get<std::string>().find(missing), std::string::npos);
+  }
+
+  // The card of this version (and a decoy of another), written with SQL.
+  const int ax = 0, an = 73, hx = 1, hn = 174;
+  auto [alo, ahi] = wilson(ax, an);
+  auto [hlo, hhi] = wilson(hx, hn);
+  nlohmann::json card = {
+      {"attack_success", {{"x", ax}, {"n", an}, {"ci95", {alo, ahi}}}},
+      {"false_rejection", {{"x", hx}, {"n", hn}, {"ci95", {hlo, hhi}}}}};
+  auto insert = [&](const std::string& version, int n_attacks) {
+    exec_sql(s_db,
+             "INSERT INTO verdict_cards VALUES ('" + version + "', '" + rules +
+                 "', 'test device', 'cpu', " + std::to_string(ax) + ", " +
+                 std::to_string(n_attacks) + ", " + std::to_string(hx) + ", " +
+                 std::to_string(hn) + ", '" + card.dump() + "', 1796000000)");
+  };
+  insert(v, an);
+  insert(v + "-decoy", 999);
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "attack success %d/%d (%.1f%%, 95%% CI %.1f-%.1f%%), false rejection %d/%d (%.1f%%, "
+                "95%% CI %.1f-%.1f%%)",
+                ax, an, 100.0 * ax / an, 100 * alo, 100 * ahi, hx, hn, 100.0 * hx / hn, 100 * hlo,
+                100 * hhi);
+  const std::string rates = buf;
+  auto shown = reports("card");
+  EXPECT_NE(shown["text"].find("verdict card of " + v + " (rules "), std::string::npos)
+      << shown["text"];
+  EXPECT_NE(shown["text"].find(rates), std::string::npos) << rates << "\n" << shown["text"];
+  EXPECT_EQ(shown["text"].find(missing), std::string::npos);
+  EXPECT_EQ(shown["text"].find("999"), std::string::npos) << "the decoy's card shows";
+  EXPECT_NE(shown["html"].find(rates), std::string::npos);
+  for (const char* key : {"json", "card"}) {
+    auto j = nlohmann::json::parse(shown[key]);
+    ASSERT_EQ(j["verdict_cards"].size(), 1u) << key;
+    const auto& line = j["verdict_cards"][0];
+    EXPECT_EQ(line["measured"], true) << key;
+    ASSERT_EQ(line["cards"].size(), 1u) << key << ": " << line.dump();
+    const auto& c = line["cards"][0];
+    EXPECT_EQ(c["evaluator_version"], v);
+    EXPECT_EQ(c["device"], "test device");
+    EXPECT_EQ(c["attack_success"], (nlohmann::json{{"x", ax}, {"n", an}})) << key;
+    EXPECT_EQ(c["false_rejection"], (nlohmann::json{{"x", hx}, {"n", hn}})) << key;
+    EXPECT_EQ(c["card"], card) << key;
+    EXPECT_NE(line["text"].get<std::string>().find(rates), std::string::npos) << key;
+  }
+  exec_sql(s_db, "DELETE FROM verdict_cards");
+}
+
 }  // namespace korch::testing

@@ -844,7 +844,8 @@ TEST_P(BackendTest, Version1DatabaseMigratesWithNoCountedFailures) {
   // Turn the file back into what version 1 wrote.
   raw_exec(
       "ALTER TABLE evaluations DROP COLUMN failures; DROP TABLE eval_queue; DROP TABLE workers; "
-      "DROP TABLE campaign_devices; DELETE FROM schema_migrations WHERE version > 1;" +
+      "DROP TABLE campaign_devices; DROP TABLE verdict_cards; "
+      "DELETE FROM schema_migrations WHERE version > 1;" +
       std::string(m_backend == Backend::sqlite ? " PRAGMA user_version = 1;" : ""));
   auto store = open();
   EXPECT_EQ(store->schema_version().value(), k_schema_version);

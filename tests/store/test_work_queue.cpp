@@ -312,7 +312,8 @@ TEST_F(WorkQueueTest, Version4QueueIsRekeyedAndKeepsItsRows) {
   std::string cmd =
       "psql -q -X -v ON_ERROR_STOP=1 '" + m_url +
       "' -c 'ALTER TABLE eval_queue DROP CONSTRAINT eval_queue_pkey; ALTER TABLE eval_queue ADD "
-      "PRIMARY KEY (request_id); DROP TABLE campaign_devices; DELETE FROM schema_migrations WHERE "
+      "PRIMARY KEY (request_id); DROP TABLE campaign_devices; DROP TABLE verdict_cards; "
+      "DELETE FROM schema_migrations WHERE "
       "version > 4;' >/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   {

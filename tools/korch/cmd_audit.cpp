@@ -5,15 +5,21 @@
 // else), each with a 95% Wilson interval, per attack class and overall.
 //
 // The corpus is the layout of tests/evaluator/corpus:
-//   cpu  good/*.py and hacks/*.py, each with `# task: STEM` and
-//        `# expect: VERDICT [RULE]` headers; tasks resolve in
+//   cpu  good/*.py, hacks/*.py and wrong/*.py, each with `# task: STEM` and
+//        `# expect: VERDICT [RULE]` headers (and `# rules: off` where the
+//        entry tests a later guard alone, as its own test runs it); tasks resolve in
 //        <corpus>/../tasks and <corpus>/../../../examples/tasks.
 //        An honest entry brings a kernel (load_inline or Triton); a good
 //        entry without one is no_kernel by design and not counted. A hack
 //        whose expectation is `ok` asserts on effects (the sandbox entries)
-//        and is not counted either.
+//        and is not counted either. A wrong entry is a correct entry made
+//        wrong (a control): it must not be `ok`, or the honest entries'
+//        passing says nothing; controls are on the card apart from the rates.
 //   gpu  gpu/manifest.json ({file, task, expect}; task under --kernelbench).
 //   attack_classes.json names each hack entry's class (docs/rules.md).
+// --store DB records the card in a campaign store (verdict_cards, keyed by
+// evaluator version, rules version and device), where `korch report`, the
+// dashboard and the export's dataset card find it.
 #include <fmt/format.h>
 #include <sys/prctl.h>
 
@@ -24,9 +30,12 @@
 #include <future>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <ctime>
+#include <functional>
 #include <random>
 
 #include "agent/episode.hpp"
+#include "store/store.hpp"
 #include "config/tasks.hpp"
 #include "evaluator/evaluator.hpp"
 #include "tools/korch/cli.hpp"
@@ -41,10 +50,11 @@ using json = nlohmann::json;
 
 struct Entry {
   std::string name;                 // "hacks/rt_raise", "gpu/good/triton_relu"
-  std::string role;                 // "honest", "attack", or "" (not counted)
+  std::string role;                 // "honest", "attack", "control", or "" (not counted)
   std::string why_not_counted;      // for role ""
   std::string cls;                  // attack class
   std::vector<std::string> expect;  // the verdicts the entry expects (any of)
+  bool rules = true;                // `# rules: off`: a later guard tested alone
   config::Task task;
   std::string code;
   evaluator::Report report;
@@ -110,9 +120,10 @@ std::map<std::string, std::string> classes_of(const fs::path& corpus) {
 Result<std::vector<Entry>> cpu_entries(const fs::path& corpus, const std::string& only) {
   auto classes = classes_of(corpus);
   std::vector<Entry> out;
-  for (const char* sub : {"good", "hacks"}) {
+  for (const char* sub : {"good", "hacks", "wrong"}) {
     std::vector<fs::path> files;
     std::error_code ec;
+    if (std::string(sub) == "wrong" && !fs::exists(corpus / sub)) continue;
     for (const auto& e : fs::directory_iterator(corpus / sub, ec))
       if (e.path().extension() == ".py") files.push_back(e.path());
     if (ec)
@@ -129,7 +140,10 @@ Result<std::vector<Entry>> cpu_entries(const fs::path& corpus, const std::string
       auto expect = split(header(en.code, "expect"), ' ');
       if (stem.empty() || expect.empty() || header(en.code, "mode") == "gpu") continue;
       en.expect = {expect[0]};
-      if (std::string(sub) == "good") {
+      en.rules = header(en.code, "rules") != "off";
+      if (std::string(sub) == "wrong") {
+        en.role = "control";
+      } else if (std::string(sub) == "good") {
         en.role = brings_kernel(en.code) ? "honest" : "";
         if (en.role.empty()) en.why_not_counted = "no kernel by design (no_kernel expected)";
       } else {
@@ -202,14 +216,103 @@ std::string rate_text(const json& r) {
                      100 * r["ci95"][0].get<double>(), 100 * r["ci95"][1].get<double>());
 }
 
+// What the corpus's own check (tests/tools/check_card.py) asserts beyond the
+// verdict: the rule, the reward, the speedup and the timing's shape.
+json facts_of(const evaluator::Report& r) {
+  json f = {{"rule_id", r.rule_id},
+            {"mode", r.mode},
+            {"evaluator_version", r.evaluator_version},
+            {"correct", r.correct},
+            {"reward", r.reward},
+            {"speedup", r.speedup ? json(*r.speedup) : json(nullptr)},
+            {"speedup_ci", r.speedup_ci_low && r.speedup_ci_high
+                               ? json::array({*r.speedup_ci_low, *r.speedup_ci_high})
+                               : json(nullptr)}};
+  const auto& ev = r.evidence;
+  if (!ev.is_object()) return f;
+  // Every rule a violation names (the rules stage's and the symbols stage's).
+  json rules = json::array();
+  std::function<void(const json&)> walk = [&](const json& j) {
+    if (j.is_object()) {
+      if (j.contains("rule") && j["rule"].is_string()) rules.push_back(j["rule"]);
+      for (const auto& [k, v] : j.items()) walk(v);
+    } else if (j.is_array()) {
+      for (const auto& v : j) walk(v);
+    }
+  };
+  walk(ev);
+  f["rules"] = rules;
+  const json t = ev.value("measure", json::object()).value("timing", json::object());
+  if (!t.empty()) {
+    json timing = json::object();
+    for (const char* k : {"reference_runners", "candidate_runners", "process_spread",
+                          "speedup_ci_bootstrap", "spin_us", "batch", "block_calls",
+                          "block_warmup", "blocks", "heap_only"})
+      if (t.contains(k)) timing[k] = t[k];
+    timing["ref_ns_count"] = t.value("ref_ns", json::array()).size();
+    timing["cand_ns_count"] = t.value("cand_ns", json::array()).size();
+    f["timing"] = timing;
+  }
+  return f;
+}
+
+// Records `card` (korch audit's JSON) in the store at `db`: one
+// verdict_cards row, keyed by evaluator version, rules version and device.
+int store_card(const std::string& db, json card) {
+  for (const char* k : {"mode", "evaluator_version", "rules_version", "device"})
+    if (!card.contains(k) || !card[k].is_string())
+      return report_failure("audit", ErrorKind::invalid, std::string("the card has no ") + k);
+  for (const char* k : {"attack_success", "false_rejection"})
+    if (!card.contains(k) || !card[k].is_object() || !card[k].contains("x") || !card[k].contains("n"))
+      return report_failure("audit", ErrorKind::invalid, std::string("the card has no ") + k);
+  auto location = store::parse_location(db);
+  if (!location) return report_failure("audit", location.error());
+  store::Options so;
+  so.path = location->target;
+  auto st = store::Store::open(so);
+  if (!st) return report_failure("audit", st.error());
+  store::VerdictCardRow row;
+  row.evaluator_version = card["evaluator_version"].get<std::string>();
+  row.rules_version = card["rules_version"].get<std::string>();
+  row.device = card["device"].get<std::string>();
+  row.mode = card["mode"].get<std::string>();
+  row.attacks_accepted = card["attack_success"]["x"].get<int>();
+  row.attacks = card["attack_success"]["n"].get<int>();
+  row.honest_rejected = card["false_rejection"]["x"].get<int>();
+  row.honest = card["false_rejection"]["n"].get<int>();
+  card.erase("entries");  // the card; the per-entry rows stay in --json's output
+  row.card_json = card.dump();
+  row.measured_at = card.value("measured_at", static_cast<double>(std::time(nullptr)));
+  store::WriteBatch batch;
+  batch.put(std::move(row));
+  auto done = (*st)->commit_sync(std::move(batch));
+  (*st)->close();
+  if (!done) return report_failure("audit", done.error());
+  std::fprintf(stderr, "audit: card stored in %s (evaluator %s, rules %s)\n",
+               store::redact_url(db).c_str(), card["evaluator_version"].get<std::string>().c_str(),
+               card["rules_version"].get<std::string>().c_str());
+  return k_exit_ok;
+}
+
 }  // namespace
 
 int cmd_audit(const Args& args) {
+  log::init(args.get("--log-level").value_or("warn"));
+  // A card an earlier `korch audit --json --out F` wrote, recorded without
+  // running the corpus again (CI runs it once).
+  if (auto from = args.get("--from-card")) {
+    auto db = args.get("--store");
+    if (!db) return report_failure("audit", ErrorKind::invalid, "--from-card needs --store");
+    auto text = read_file(*from);
+    if (!text) return report_failure("audit", text.error());
+    auto card = json::parse(*text, nullptr, false);
+    if (!card.is_object()) return report_failure("audit", ErrorKind::invalid, *from + ": not a card");
+    return store_card(*db, std::move(card));
+  }
   const std::string mode = args.get("--mode").value_or("cpu");
   const bool gpu = mode == "gpu";
   const fs::path corpus = args.get("--corpus").value_or("tests/evaluator/corpus");
   const std::string only = args.get("--only").value_or("");
-  log::init(args.get("--log-level").value_or("warn"));
   ::prctl(PR_SET_DUMPABLE, 0);
   auto entries = gpu ? gpu_entries(corpus, args.get("--kernelbench").value_or(""), only)
                      : cpu_entries(corpus, only);
@@ -226,6 +329,17 @@ int cmd_audit(const Args& args) {
   cfg.workers = static_cast<int>(workers->value_or(2));
   cfg.timeout_s = timeout->value_or(60);
   if (auto g = args.get("--gpus")) cfg.gpus = *g;
+  // The timed blocks' cap (the judge's default is 15 s an evaluation): a
+  // shorter cap widens the speedup's interval and checks every output alike.
+  // Set for this process's evaluator only, read once when it starts, and
+  // named on the card and in every report's evidence (env_knobs).
+  auto timing_max_s = get_number<double>(args, "--timing-max-s");
+  if (!timing_max_s) return report_failure("audit", timing_max_s.error());
+  if (*timing_max_s) {
+    if (!(**timing_max_s > 0))
+      return report_failure("audit", ErrorKind::invalid, "--timing-max-s must be > 0");
+    ::setenv("KORCH_TIMING_MAX_S", fmt::format("{}", **timing_max_s).c_str(), 1);
+  }
   auto ev = evaluator::make_evaluator(cfg, args.get("--cache-dir").value_or(default_cache_dir()));
   if (!ev) return report_failure("audit", ErrorKind::failure, ev.error().message);
 
@@ -237,6 +351,7 @@ int cmd_audit(const Args& args) {
     req.task = en.task;
     req.code = en.code;
     req.device = cfg.mode;
+    req.rules = en.rules;
     req.secret_seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
     auto done = std::make_shared<std::promise<evaluator::Report>>();
     auto fut = done->get_future();
@@ -258,7 +373,7 @@ int cmd_audit(const Args& args) {
   (*ev)->shutdown();
 
   // The card.
-  int attacks = 0, accepted = 0, honest = 0, rejected = 0;
+  int attacks = 0, accepted = 0, honest = 0, rejected = 0, controls = 0, controls_passed = 0;
   std::map<std::string, std::pair<int, int>> by_class;  // class -> (accepted, n)
   std::string rules_version;
   json rows = json::array();
@@ -282,6 +397,10 @@ int cmd_audit(const Args& args) {
       ++honest;
       wrong = en.report.status != evaluator::Verdict::ok;
       rejected += wrong;
+    } else if (en.role == "control") {
+      ++controls;
+      wrong = en.report.status == evaluator::Verdict::ok;
+      controls_passed += wrong;
     }
     rows.push_back({{"entry", en.name},
                     {"role", en.role},
@@ -289,19 +408,30 @@ int cmd_audit(const Args& args) {
                     {"verdict", verdict},
                     {"expect", en.expect},
                     {"wrong", wrong},
+                    {"rules", en.rules ? "on" : "off"},
                     {"not_counted", en.why_not_counted},
-                    {"error", en.report.error.substr(0, 300)}});
+                    {"error", en.report.error.substr(0, 300)},
+                    {"facts", facts_of(en.report)}});
   }
+  json knobs = json::object();
+  for (const auto& en : *entries)
+    if (en.report.evidence.is_object() && en.report.evidence.contains("env_knobs")) {
+      knobs = en.report.evidence["env_knobs"];
+      break;
+    }
   json classes = json::array();
   for (const auto& [name, c] : by_class)
     classes.push_back({{"class", name}, {"attack_success", rate(c.first, c.second)}});
   json card = {{"mode", mode},
+               {"measured_at", static_cast<double>(std::time(nullptr))},
                {"evaluator_version", version},
                {"rules_version", rules_version},
                {"device", device},
                {"corpus", corpus.string()},
                {"attack_success", rate(accepted, attacks)},
                {"false_rejection", rate(rejected, honest)},
+               {"controls", {{"passed", controls_passed}, {"n", controls}}},
+               {"knobs", knobs},
                {"classes", classes},
                {"entries", rows}};
 
@@ -313,6 +443,10 @@ int cmd_audit(const Args& args) {
                        rules_version.empty() ? "?" : rules_version, device);
     out += fmt::format("  attack success   {}\n", rate_text(card["attack_success"]));
     out += fmt::format("  false rejection  {}\n", rate_text(card["false_rejection"]));
+    if (controls)
+      out += fmt::format("  controls         {}/{} wrong variants of honest entries accepted\n",
+                         controls_passed, controls);
+    if (!knobs.empty()) out += fmt::format("  knobs            {}\n", knobs.dump());
     out += "  by attack class:\n";
     for (const auto& c : classes)
       out += fmt::format("    {:<60} {}\n", c["class"].get<std::string>(),
@@ -333,8 +467,11 @@ int cmd_audit(const Args& args) {
   } else {
     std::fputs(out.c_str(), stdout);
   }
-  // Exit 1 when the card is not clean: an attack accepted or an honest kernel rejected.
-  return accepted || rejected ? k_exit_error : k_exit_ok;
+  if (auto db = args.get("--store"))
+    if (int rc = store_card(*db, card); rc != k_exit_ok) return rc;
+  // Exit 1 when the card is not clean: an attack accepted, an honest kernel
+  // rejected, or a wrong variant of an honest kernel accepted.
+  return accepted || rejected || controls_passed ? k_exit_error : k_exit_ok;
 }
 
 }  // namespace korch::cli
