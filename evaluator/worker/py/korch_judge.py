@@ -393,6 +393,9 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
                 "kernel_calls": calls}
         # The runner's own report (a runner process runs candidate code):
         # the GPU wait before its window, and a diagnostic, both bounded.
+        cpu_out = reply.get("cpu_out_ns")  # CPU: the runner's CPU time outside its window
+        if isinstance(cpu_out, int) and cpu_out >= 0:
+            info["cpu_out_ns"] = cpu_out
         pre = reply.get("pre_ns")
         if isinstance(pre, int) and 0 <= pre <= min(rt, 2000 * self.pre_us):
             info["pre_ns"] = pre

@@ -325,8 +325,10 @@ class Timing:
                     if "alias_offset" in info:
                         alias[side][info["alias_offset"]] = alias[side].get(info["alias_offset"], 0) + 1
                     # (the runner's GPU wait before its window is not harness overhead)
+                    cpu_out = info.get("cpu_out_ns")
                     extra[side].append((info["t_ns"], (info["rt_ns"] - info.get("pre_ns", 0)) / batch,
-                                        info.get("host_ns"), info.get("sync_ns")))
+                                        info.get("host_ns"), info.get("sync_ns"),
+                                        None if cpu_out is None else cpu_out / batch))
                 samples[side].append(block)
             ref_of_block.append(ri)
             cand_of_block.append(ci)
@@ -509,10 +511,23 @@ class Timing:
         """Work the candidate's timed window does not see. Each side's gaps are
         measured the same way, so the reference's gaps are the baseline."""
         def gap(side, idx):
-            vals = [x[idx] - x[0] for x in extra[side] if x[idx] is not None]
+            if idx == 4:  # already a gap: the runner's CPU time outside its window
+                vals = [x[4] for x in extra[side] if x[4] is not None]
+            else:
+                vals = [x[idx] - x[0] for x in extra[side] if x[idx] is not None]
             return median(vals) if vals else 0
-        checks = [("rt", 1, "its round trip")]
-        if self.dev != "cpu":
+        if self.dev == "cpu":
+            # The runner's own CPU time outside its window, not the judge's
+            # wall-clock round trip: on a busy 2-core host a runner whose
+            # call is long is preempted more often between its window and
+            # its reply, and five honest kernels slower than the reference
+            # (GELU-tanh, softmax, log-softmax, Mish; 1-3 ms a call) read a
+            # round-trip gap of 1.8-2.9 ms against the reference's 0.35-0.5
+            # ms: impossible_timing, 5 of 184 honest cards entries (issue
+            # #51). Preemption is not CPU time; hidden work is, in any thread.
+            checks = [("cpu", 4, "its own CPU time outside the timed window")]
+        else:
+            checks = [("rt", 1, "its round trip")]
             checks += [("host", 2, "the host clock around the call"),
                        ("sync", 3, "a device-wide synchronisation (work on another stream?)")]
         for name, idx, what in checks:
