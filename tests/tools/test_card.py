@@ -16,14 +16,9 @@ never from audit's:
     entries and 150 honest ones; every wrong variant of an honest entry is
     rejected; audit's exit status is 0.
 
-One false rejection is known and allowed (it stays on the card, counted):
-the round-trip cross-check (korch_timing._cross_check, `impossible_timing`,
-"the candidate's measured time misses work that its round trip sees") rejects
-honest kernels that are slower than the reference on a loaded host (the
-2-core CI machine with builds beside it): 3-7 of the 174 honest entries in
-stop 53's runs, always slow scalar tanh/erf/mish kernels. Any other rejection
-of an honest entry fails the test. (Issue #51's finding; the judge's fix is
-open.)
+No rejection of an honest entry is allowed. (Stop 53's runs met 3-7 false
+rejections on a loaded host, the round-trip cross-check's; it now reads the
+runner's CPU time outside its window: tests/evaluator/worker/test_cross_check.py.)
 
   python3 test_card.py KORCH SOURCE_DIR [CARD.json]   (an existing card: check only)
 """
@@ -37,8 +32,6 @@ import time
 KORCH, SRC = sys.argv[1], sys.argv[2]
 CORPUS = os.path.join(SRC, "tests", "evaluator", "corpus")
 TIMING_MAX_S = "3"
-KNOWN_FALSE_REJECTION = ("impossible_timing",
-                         "the candidate's measured time misses work that its round trip sees")
 
 
 def headers(path):
@@ -148,12 +141,7 @@ def check(card, rc):
         if r["role"] != role:
             bad.append((name, "role", r["role"], role))
         if r["verdict"] != verdict:
-            known = role == "honest" and (r["verdict"], r["error"][:len(KNOWN_FALSE_REJECTION[1])]) == \
-                KNOWN_FALSE_REJECTION
-            if known:
-                print("KNOWN FALSE REJECTION (on the card): %s: %s" % (name, r["error"][:200]))
-            else:
-                bad.append((name, "verdict", r["verdict"], verdict, r["error"][:300]))
+            bad.append((name, "verdict", r["verdict"], verdict, r["error"][:300]))
             continue
         if rule and verdict == "rule_violation":
             named = set(f.get("rules", [])) | {f.get("rule_id")}
@@ -195,9 +183,9 @@ def check(card, rc):
     got_classes = {c["class"]: (c["attack_success"]["x"], c["attack_success"]["n"]) for c in card["classes"]}
     assert got_classes == {k: tuple(v) for k, v in per_class.items()}, (got_classes, per_class)
     assert "unclassified" not in per_class, per_class.get("unclassified")
-    # The card of record: no attack and no control accepted, honest entries
-    # rejected only by the known false rejection above, and large enough to measure.
-    assert accepted == 0 and passed == 0, (accepted, rejected, passed)
+    # The card of record: no attack and no control accepted, no honest entry
+    # rejected, and large enough to measure.
+    assert accepted == 0 and passed == 0 and rejected == 0, (accepted, rejected, passed)
     assert len(attacks) >= 60 and len(honest) >= 150 and len(controls) >= 5, (len(attacks), len(honest))
     assert card["rules_version"] and card["evaluator_version"].startswith("korch-eval/"), card
     assert card["knobs"].get("KORCH_TIMING_MAX_S") == TIMING_MAX_S, card["knobs"]
