@@ -56,11 +56,11 @@ Next roofline(StageContext& ctx) {
   if (!peaks || !ctx.measured) return Next::skip;
   Report& r = ctx.report;
   json& evidence = ctx.evidence();
-  const json work = ctx.measured->work();
-  if (!work.contains("flops")) return Next::skip;
-  auto prec = roofline::precision_from(work.value("dtype", "float32"), ctx.cfg.tolerance);
+  const protocol::CountedWork& work = ctx.measured->counted_work;  // evidence.work, typed
+  if (!work.flops) return Next::skip;
+  auto prec = roofline::precision_from(work.dtype, ctx.cfg.tolerance);
   if (!prec) return Next::skip;
-  roofline::WorkEstimate w{work.value("flops", 0.0), work.value("bytes", 0.0)};
+  roofline::WorkEstimate w{*work.flops, work.bytes.value_or(0.0)};
   const double t_min = roofline::t_min_s(w, *peaks, *prec);
   if (!(t_min > 0)) return Next::skip;
   r.t_min_ms = t_min * 1e3;
