@@ -374,7 +374,7 @@ class Timing:
         ref_all = [t for blk in samples["ref"] for t in blk]
         cand_all = [t for blk in samples["cand"] for t in blk]
         med_ref, med_cand = median(ref_all), max(median(cand_all), 1)
-        overhead = {s: median([rt - t for t, rt, _, _ in extra[s]]) / 1e3 for s in extra}
+        overhead = {s: median([x[1] - x[0] for x in extra[s]]) / 1e3 for s in extra}
         timing_ev = {"ref_ns": ref_all, "cand_ns": cand_all, "blocks": b,
                      "block_calls": per_block, "batch": batch, "batch_calibration": calibration,
                      "spin_us": spin_us if self.dev == "cpu" else 0, "block_warmup": block_warmup,
@@ -406,8 +406,8 @@ class Timing:
                 float(job.get("timing_judge_factor", 3.0)))
         if self.dev != "cpu":
             for s in extra:
-                timing_ev[s + "_host_ns_median"] = median([h for _, _, h, _ in extra[s] if h])
-                timing_ev[s + "_sync_ns_median"] = median([y for _, _, _, y in extra[s] if y])
+                timing_ev[s + "_host_ns_median"] = median([x[2] for x in extra[s] if x[2]])
+                timing_ev[s + "_sync_ns_median"] = median([x[3] for x in extra[s] if x[3]])
         self.evidence["timing"] = timing_ev
         self._cross_check(extra, med_cand)
         return korch_protocol.measured(speedup=speedup, speedup_ci_low=lo, speedup_ci_high=hi,
