@@ -60,8 +60,8 @@ class Interval(unittest.TestCase):
 
 
 class CrossCheck(unittest.TestCase):
-    def extra(self, t, rt, host=None, sync=None, n=20):
-        return [(t, rt, host, sync)] * n
+    def extra(self, t, rt, host=None, sync=None, n=20, cpu_out=None):
+        return [(t, rt, host, sync, cpu_out)] * n
 
     def test_equal_overheads_pass(self):
         j = judge("cuda")
@@ -83,13 +83,18 @@ class CrossCheck(unittest.TestCase):
                             "cand": self.extra(5_000, 2_100_000, 2_000_000, 2_010_000)}, 5_000)
         self.assertEqual(cm.exception.verdict, "impossible_timing")
 
-    def test_cpu_round_trip_gap_is_impossible_timing(self):
+    def test_cpu_work_outside_the_window_is_impossible_timing(self):
+        # CPU: the runner's own CPU time outside its window (a busy host's
+        # preemption inflates the wall-clock round trip, not this).
         j = judge("cpu")
         with self.assertRaises(kj.Verdict):
-            j._cross_check({"ref": self.extra(1_000_000, 1_300_000),
-                            "cand": self.extra(10_000, 9_000_000)}, 10_000)
-        j._cross_check({"ref": self.extra(1_000_000, 1_300_000),
-                        "cand": self.extra(900_000, 1_250_000)}, 900_000)
+            j._cross_check({"ref": self.extra(1_000_000, 1_300_000, cpu_out=250_000),
+                            "cand": self.extra(10_000, 9_000_000, cpu_out=8_900_000)}, 10_000)
+        j._cross_check({"ref": self.extra(1_000_000, 1_300_000, cpu_out=250_000),
+                        "cand": self.extra(900_000, 1_250_000, cpu_out=240_000)}, 900_000)
+        # preempted between window and reply: a long wall gap, no CPU in it
+        j._cross_check({"ref": self.extra(150_000, 650_000, cpu_out=60_000),
+                        "cand": self.extra(1_100_000, 4_000_000, cpu_out=70_000)}, 1_100_000)
 
 
 
