@@ -66,12 +66,11 @@ def _tail(text, n=4000):
 # ----------------------------------------------------------------------------- ablation
 
 def _poison(value):
+    """A poisoned copy of value (a tensor's: NaN, the bits flipped for bool,
+    0x5A.. for integers); the poison itself is _poison_in_place's, the one
+    rule for both."""
     if isinstance(value, torch.Tensor):
-        if value.is_floating_point() or value.is_complex():
-            return torch.full_like(value, float("nan"))
-        if value.dtype == torch.bool:
-            return torch.logical_not(value)
-        return torch.full_like(value, _POISON_INT.get(value.element_size(), 0x5A5A))
+        return _poison_in_place(value.clone())
     if isinstance(value, (tuple, list)):
         return type(value)(_poison(v) for v in value)
     return value
@@ -81,14 +80,15 @@ _POISON_INT = {1: 0x5A}
 
 
 def _poison_in_place(t):
-    """The same poison as _poison, written into t: no second tensor of t's
-    size (a 6 GiB output must not need 6 GiB more, issue #47)."""
+    """The poison written into t: no second tensor of t's size (a 6 GiB
+    output must not need 6 GiB more, issue #47). Returns t."""
     if t.is_floating_point() or t.is_complex():
         t.fill_(float("nan"))
     elif t.dtype == torch.bool:
         t.logical_not_()
     else:
         t.fill_(_POISON_INT.get(t.element_size(), 0x5A5A))
+    return t
 
 
 # What an argument held before the kernel ran, to tell what it wrote. A copy
