@@ -77,6 +77,9 @@ struct Settings {
   // timed (0: the judge's default, 15 s). A shorter cap widens the speedup's
   // interval; no check of the outputs is skipped.
   double timing_max_s = 0;
+  // cpu/gpu: the most timed blocks (0: the judge's default, 200 cpu, 60 gpu;
+  // A/B runs).
+  int timing_max_blocks = 0;
   // gpu: the first candidate runner profiles its first forward (cProfile)
   // and the judge keeps the top of it in evidence.runners_warmed (a
   // diagnostic: where a runner's first call goes; tools/bench/triton_first_call.py).

@@ -24,6 +24,7 @@ EnvKnobs EnvKnobs::read() {
   if (auto v = knob("KORCH_TIMING_BATCH_US")) k.timing_batch_us = std::atof(v->c_str());
   if (auto v = knob("KORCH_TIMING_SPIN_US")) k.timing_spin_us = std::atof(v->c_str());
   if (auto v = knob("KORCH_TIMING_MAX_S")) k.timing_max_s = std::atof(v->c_str());
+  if (auto v = knob("KORCH_TIMING_MAX_BLOCKS")) k.timing_max_blocks = std::atoi(v->c_str());
   if (auto v = knob("KORCH_TIMING_HEAP_ONLY")) k.timing_heap_only = *v == "1" ? 1 : 0;
   k.profile_first_call = knob("KORCH_PROFILE_FIRST_CALL") == "1";
   k.fake_cuda = knob("KORCH_FAKE_CUDA").value_or("");
