@@ -34,6 +34,13 @@ class ReplayProbe:
     """The replay probe (a mixin of Judge: self is the Judge)."""
 
     def replay_probe(self, sets, refs, batch, flush):
+        """The probe's rounds, and a second probe on other unseen sets before
+        a verdict: a candidate is `impossible_timing` only when both find it
+        over the factor. A replay is over it every time (it skips its work
+        on every seen set); the noise of six medians of a ~20 us call on a
+        busy host is not: the card's honest h_squareddiff_init (32x1024,
+        ~23 us) read 2.1x once in ~560 evaluations with the reference at
+        0.72x (the reference's own ratio ranges 0.73-1.61 in four runs)."""
         job = self.job
         rounds = int(job.get("replay_rounds", REPLAY_ROUNDS))
         if rounds <= 0:
@@ -43,12 +50,34 @@ class ReplayProbe:
             # (the timing's sets already fill what the budget allows: one
             # more set and its output might not fit beside them)
             return {"run": False, "why": "an input set more does not fit the memory budget"}
+        factor = float(job.get("replay_factor", REPLAY_FACTOR))
+        out = self._probe_rounds(sets, refs, batch, flush, rounds, "replay")
+        out.update(run=True, rounds=rounds, batch=batch, factor=factor)
+        if out["candidate_ratio"] <= factor * max(1.0, out["reference_ratio"]):
+            return out
+        again = self._probe_rounds(sets, refs, batch, flush, rounds, "replay again")
+        out["again"] = again
+        if again["candidate_ratio"] <= factor * max(1.0, again["reference_ratio"]):
+            return out
+        self.evidence["replay_probe"] = out
+        raise Verdict("impossible_timing",
+                      "the candidate took %.1fx and %.1fx as long on inputs it had not seen as on "
+                      "the timing's input sets, in two probes (the reference %.2fx, %.2fx): its "
+                      "speed depends on recognising inputs (output replay), not on computing them"
+                      % (out["candidate_ratio"], again["candidate_ratio"],
+                         out["reference_ratio"], again["reference_ratio"]))
+
+    def _probe_rounds(self, sets, refs, batch, flush, rounds, tag):
+        """`rounds` rounds of seen and unseen calls on both sides (unseen
+        sets from seeds named by `tag`); each side's median times and its
+        unseen/seen ratio."""
+        n_sets = len(sets)
         times = {("ref", "seen"): [], ("ref", "unseen"): [], ("cand", "seen"): [], ("cand", "unseen"): []}
         k = 0
         for r in range(rounds):
             # `batch` unseen sets (CPU batches time all but a batch's first call:
             # every call of a probe batch must be on a set not seen before).
-            fresh = [self.gen_inputs(derive(self.seed, "replay:%d:%d" % (r, i))) for i in range(batch)]
+            fresh = [self.gen_inputs(derive(self.seed, "%s:%d:%d" % (tag, r, i))) for i in range(batch)]
             fresh_refs = [self.ref_forward(s) for s in fresh]
             seen_idx = [(k + i) % n_sets for i in range(batch)]
             k += batch
@@ -64,18 +93,8 @@ class ReplayProbe:
                     times[(side, which)].append(t)
             del fresh, fresh_refs
         med = {"%s_%s_ns" % key: median(v) for key, v in times.items()}
-        ref_ratio = med["ref_unseen_ns"] / max(med["ref_seen_ns"], 1)
-        cand_ratio = med["cand_unseen_ns"] / max(med["cand_seen_ns"], 1)
-        factor = float(job.get("replay_factor", REPLAY_FACTOR))
-        out = dict(med, run=True, rounds=rounds, batch=batch, reference_ratio=ref_ratio,
-                   candidate_ratio=cand_ratio, factor=factor)
-        if cand_ratio > factor * max(1.0, ref_ratio):
-            self.evidence["replay_probe"] = out
-            raise Verdict("impossible_timing",
-                          "the candidate took %.1fx as long on inputs it had not seen as on the timing's "
-                          "input sets (the reference %.2fx): its speed depends on recognising inputs "
-                          "(output replay), not on computing them" % (cand_ratio, ref_ratio))
-        return out
+        return dict(med, reference_ratio=med["ref_unseen_ns"] / max(med["ref_seen_ns"], 1),
+                    candidate_ratio=med["cand_unseen_ns"] / max(med["cand_seen_ns"], 1))
 
     def _probe_call(self, runner, side, idx, sets, refs, flush, label):
         """One probe call on `sets[idx]` (idx None: every set of `sets`, the

@@ -360,7 +360,8 @@ class Timing:
             [{"label": "timed calls", "ok": True, "count": sum(map(len, samples["cand"]))}]
         if replay.get("run"):
             self.evidence["trials"].append({"label": "replay probe calls", "ok": True,
-                                            "count": 2 * replay["rounds"] * replay["batch"]})
+                                            "count": 2 * replay["rounds"] * replay["batch"]
+                                            * (2 if "again" in replay else 1)})
         if ref_disagree:
             # A reference that disagrees with itself is the task's problem
             # (korch tasks validate flags it), never the candidate's.
