@@ -3,7 +3,7 @@
 from? (issue #49: the CPU judge's process term, tools/bench/README.md.)
 
 Forks P processes from one parent that has imported torch (as the worker's
-zygote does). They take turns, block by block, timing torch.relu on
+zygote does). They take turns, block by block, timing torch.clamp_min(x, 0) (a ReLU with an out= form) on
 ReLU-task-sized inputs: one untimed call, then CALLS timed calls, a fresh
 output each call. Each process's median is compared with the spread its own
 blocks allow: the sd of the process medians against the sd of each process's
@@ -15,7 +15,7 @@ Variants, each over R rounds of fresh processes:
   shared   the parent makes the inputs before the fork: every process reads
            the same physical pages
   shared+out  as shared, and every call writes into one output the parent
-           made in shared memory (relu(x, out=o)): the same pages written
+           made in shared memory (clamp_min(x, 0, out=o)): the same pages written
 
   /usr/bin/python3 tools/bench/process_spread.py [--size 1024] [--procs 4] [--rounds 4] [--blocks 60]
 """
@@ -47,9 +47,9 @@ def child(conn_r, conn_w, variant, size, sets, calls, shared_in, shared_out):
             k += 1
             t0 = time.perf_counter_ns()
             if variant == "shared+out":
-                torch.relu(x, out=shared_out)
+                torch.clamp_min(x, 0, out=shared_out)
             else:
-                torch.relu(x)
+                torch.clamp_min(x, 0)
             t = time.perf_counter_ns() - t0
             if c:
                 ts.append(t)

@@ -92,17 +92,23 @@ def pooled_spread(ref_medians, cand_medians, n_ref, n_cand):
 
 def runner_schedule(b, n_ref, n_cand, cpu):
     """Which reference and candidate runner time block pair `b`. Blocks go
-    R C C R | C R R C (Judge.time_both). CPU (two a side, as measured in
-    issue #7): each reference runner takes four blocks in turn (one whole
-    cycle), so both see the same orders, and each candidate runner eight, so
-    each meets both references. (Tried: a side's runners taking turns block
-    by block: equal work at 64x256 measured the same median, more
-    scattered.) GPU (up to k_max_runners_a_side): turns of two blocks (one
-    R C | C R pair), the candidate runners shifted by one every round of the
+    R C C R | C R R C (Judge.time_both). CPU: a side's runner changes every
+    block, and the two blocks of a side that run back to back (the C C and
+    R R at the pairs' joins) go to two different runners, so with two or more
+    a side no block follows its own runner: each finds the caches another
+    process left, as every other block does. The round shifts by one every
+    cycle of four pairs (each runner takes both places of both orders), and
+    the candidates' once more every 4 n_ref pairs (each candidate runner
+    meets every reference runner alike). Measured against turns of four and
+    eight pairs, the schedule before (issue #49, stop 55; tools/bench/README.md):
+    equal work's process spread 0.3-1.2% against 0.5-1.4%; turns of one pair
+    in which one runner always followed itself read up to 7% apart at ~0.4 ms a
+    call. GPU (up to k_max_runners_a_side): turns of two blocks (one R C | C R
+    pair), the candidate runners shifted by one every round of the
     references', so that every runner times both orders within 2n blocks and
     each candidate runner meets every reference runner."""
     if cpu:
-        return (b // 4) % n_ref, (b // 8) % n_cand
+        return (b + b // 4) % n_ref, (b + b // 4 + (b // (4 * n_ref) if n_ref > 1 else 0)) % n_cand
     j = b // 2
     return j % n_ref, (j + j // n_ref) % n_cand
 
@@ -167,10 +173,9 @@ class Timing:
                              4 * len(self.candidate_runners()))
         else:
             # every runner of a side times at least two blocks before the
-            # first stop (runner_schedule: a reference runner's turn is 4
-            # blocks, a candidate runner's 8); with more than two a side, a
-            # stop at 10 blocks left the last runners without a block, and
-            # the interval without its process term
+            # first stop (runner_schedule); with more than two a side, a
+            # stop at 10 blocks once left the last runners without a block,
+            # and the interval without its process term
             min_blocks = max(min_blocks, 4 * (len(self.reference_runners()) - 1) + 2,
                              8 * (len(self.candidate_runners()) - 1) + 2)
         per_block = int(job.get("timing_block_calls", 5))
