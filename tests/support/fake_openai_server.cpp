@@ -411,26 +411,38 @@ void FakeOpenAIServer::Impl::handle_chat(const httplib::Request& req, httplib::R
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   const auto chunk_delay = options.stream_chunk_delay;
-  // Delivered only once the last frame is written: a client that gave up on
-  // a slow stream (and retried) did not get this completion, so the soak
-  // must not count it (the retry's is the one delivered).
+  // Delivered only with the last frame: a client that gave up on a slow
+  // stream (and retried) did not get this completion, so the soak must not
+  // count it (the retry's is the one delivered). It is recorded just before
+  // that frame is written, not after: a client finishes its call on the
+  // last frame ([DONE]), and a soak that read the log as soon as its last
+  // call finished found the record not yet written (CI, a loaded 2-core
+  // host: "delivered 0" for an ok call). A last write that fails takes the
+  // record back; the client then fails that attempt and retries, and the
+  // soak reads the log only after the retry.
   finish_record(200, false, {});
   res.set_chunked_content_provider(
       "text/event-stream", [this, frames, abort_connection, chunk_delay, delivered, usage, key,
                             attempt_index](size_t, httplib::DataSink& sink) {
-        for (const auto& frame : *frames) {
+        auto record = [&](bool yes) {
+          std::lock_guard lock(mutex);
+          auto& a = attempts[key][attempt_index];
+          a.delivered = yes;
+          a.usage = yes ? usage : llm::Usage{};
+          stats.delivered += yes ? 1 : -1;
+        };
+        const bool delivers = delivered && !abort_connection;
+        for (std::size_t i = 0; i < frames->size(); ++i) {
           if (!sleep_for(chunk_delay)) return false;
-          if (!sink.write(frame.data(), frame.size())) return false;
+          const bool last = i + 1 == frames->size();
+          if (last && delivers) record(true);
+          if (!sink.write((*frames)[i].data(), (*frames)[i].size())) {
+            if (last && delivers) record(false);
+            return false;
+          }
         }
         if (abort_connection) return false;
         sink.done();
-        if (delivered) {
-          std::lock_guard lock(mutex);
-          auto& a = attempts[key][attempt_index];
-          a.delivered = true;
-          a.usage = usage;
-          ++stats.delivered;
-        }
         return true;
       });
 }
