@@ -51,13 +51,17 @@ class ReplayProbe:
             # more set and its output might not fit beside them)
             return {"run": False, "why": "an input set more does not fit the memory budget"}
         factor = float(job.get("replay_factor", REPLAY_FACTOR))
+
+        def over(probe):
+            return probe["candidate_ratio"] > factor * max(1.0, probe["reference_ratio"])
         out = self._probe_rounds(sets, refs, batch, flush, rounds, "replay")
-        out.update(run=True, rounds=rounds, batch=batch, factor=factor)
-        if out["candidate_ratio"] <= factor * max(1.0, out["reference_ratio"]):
+        # (calls: both sides' seen and unseen, each probe)
+        out.update(run=True, rounds=rounds, batch=batch, factor=factor, calls=2 * rounds * batch)
+        if not over(out):
             return out
-        again = self._probe_rounds(sets, refs, batch, flush, rounds, "replay again")
-        out["again"] = again
-        if again["candidate_ratio"] <= factor * max(1.0, again["reference_ratio"]):
+        out["again"] = again = self._probe_rounds(sets, refs, batch, flush, rounds, "replay again")
+        out["calls"] *= 2
+        if not over(again):
             return out
         self.evidence["replay_probe"] = out
         raise Verdict("impossible_timing",

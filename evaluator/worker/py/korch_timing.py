@@ -173,9 +173,11 @@ class Timing:
                              4 * len(self.candidate_runners()))
         else:
             # every runner of a side times at least two blocks before the
-            # first stop (runner_schedule); with more than two a side, a
-            # stop at 10 blocks once left the last runners without a block,
-            # and the interval without its process term
+            # first stop; with more than two a side, a stop at 10 blocks
+            # once left the last runners without a block, and the interval
+            # without its process term. (The bound is the one of the turns
+            # of 4 and 8 pairs before stop 55; runner_schedule now needs
+            # only 2 n a side, and the bound is kept, not lowered.)
             min_blocks = max(min_blocks, 4 * (len(self.reference_runners()) - 1) + 2,
                              8 * (len(self.candidate_runners()) - 1) + 2)
         per_block = int(job.get("timing_block_calls", 5))
@@ -365,8 +367,7 @@ class Timing:
             [{"label": "timed calls", "ok": True, "count": sum(map(len, samples["cand"]))}]
         if replay.get("run"):
             self.evidence["trials"].append({"label": "replay probe calls", "ok": True,
-                                            "count": 2 * replay["rounds"] * replay["batch"]
-                                            * (2 if "again" in replay else 1)})
+                                            "count": replay["calls"]})
         if ref_disagree:
             # A reference that disagrees with itself is the task's problem
             # (korch tasks validate flags it), never the candidate's.

@@ -252,7 +252,7 @@ class RunnerSchedule(unittest.TestCase):
             for side in "RC":
                 # (the first block of all follows nothing)
                 mixes = {k: v for k, v in after.items() if k[0] == side and k != ("R", 0)}
-                self.assertEqual(len(set(map(lambda v: tuple(sorted(v.items())), mixes.values()))), 1,
+                self.assertEqual(len({tuple(sorted(v.items())) for v in mixes.values()}), 1,
                                  (n, side, after))
                 self.assertEqual(len({tuple(sorted(v.items())) for k, v in orders.items()
                                       if k[0] == side}), 1, (n, side, orders))

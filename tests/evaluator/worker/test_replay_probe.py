@@ -44,8 +44,7 @@ class FakeJudge(kr.ReplayProbe):
 
     def _probe_call(self, runner, side, idx, sets, refs, flush, label):
         which = "seen" if idx is not None else "unseen"
-        probe = sum(1 for c in self.calls if c == (side, which)) // kr.REPLAY_ROUNDS
-        r = sum(1 for c in self.calls if c == (side, which)) % kr.REPLAY_ROUNDS
+        probe, r = divmod(self.calls.count((side, which)), kr.REPLAY_ROUNDS)
         self.calls.append((side, which))
         return self.times[(probe, "ref" if runner is self.refr else "cand", which)][r]
 
@@ -66,6 +65,8 @@ class ReplayProbe(unittest.TestCase):
         self.assertTrue(out["run"])
         self.assertNotIn("again", out)
         self.assertEqual(len(j.calls), 4 * kr.REPLAY_ROUNDS)
+        # the trial's count: the candidate's seen and unseen calls
+        self.assertEqual(out["calls"], 2 * kr.REPLAY_ROUNDS)
         self.assertAlmostEqual(out["candidate_ratio"], 1.0)
 
     def test_one_noisy_probe_is_not_a_verdict(self):
@@ -79,6 +80,7 @@ class ReplayProbe(unittest.TestCase):
         self.assertIn("again", out)
         self.assertAlmostEqual(out["candidate_ratio"], statistics.median(noisy) / 20_000)
         self.assertAlmostEqual(out["again"]["candidate_ratio"], 1.0)
+        self.assertEqual(out["calls"], 2 * 2 * kr.REPLAY_ROUNDS)
         # the second probe's unseen inputs are new ones, not the first's
         first = [t for t in j.tags if t is not None][:kr.REPLAY_ROUNDS]
         second = [t for t in j.tags if t is not None][kr.REPLAY_ROUNDS:]
