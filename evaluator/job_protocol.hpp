@@ -80,6 +80,10 @@ struct Settings {
   // cpu/gpu: the most timed blocks (0: the judge's default, 200 cpu, 60 gpu;
   // A/B runs).
   int timing_max_blocks = 0;
+  // cpu: the judge writes every timed call's inputs into the runner's input
+  // region from the other core, as before stop 56 (A/B runs); by default a
+  // runner copies them from the sealed input sets itself.
+  bool timing_judge_writes = false;
   // gpu: the first candidate runner profiles its first forward (cProfile)
   // and the judge keeps the top of it in evidence.runners_warmed (a
   // diagnostic: where a runner's first call goes; tools/bench/triton_first_call.py).

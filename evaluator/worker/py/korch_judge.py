@@ -101,6 +101,7 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
         self._rms_cache = {}  # (id, data_ptr) of a reference output -> (it, its rms)
         self.low_precision_tol = float(job["low_precision_tol"])
         self.budget = int(job.get("memory_budget_mb", 4096)) << 20
+        self.sealed_bases = []  # CPU timing: where each sealed input set starts (open_regions)
         self.deadline = time.monotonic() + float(job.get("timeout_s", 300))
         self.evidence = {"trials": [], "families": [], "phases": []}
         self.t0 = time.monotonic()
@@ -196,37 +197,56 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
     def open_regions(self, sets, ref_out, batch):
         """CPU timing: each runner gets an input region for `batch` input sets
         and an output region for `batch` reference-sized outputs, mapped once
-        (kt.Region). A call's inputs are copied in before it and compared
-        with the judge's own after it."""
+        (kt.Region), and the timing's input sets in one sealed memfd
+        (kt.sealed_sets) when they fit an eighth of the memory budget (a
+        second copy of them; KORCH_TIMING_JUDGE_WRITES=1 makes none). A
+        call's inputs are copied into the input region before it -- by the
+        runner from the sealed sets, else by the judge -- and compared with
+        the judge's own after it."""
         self.region_batch = batch
         self.layouts = [kt.layout(vals) for vals in sets]
         # (+ a page: each call places its inputs at one of the page's 64-byte
         # offsets, see call_sets)
         in_size = batch * (max(max(total, kt.ALIGN) for _, total in self.layouts) + 4096)
         out_size = batch * max(kt.layout(as_outputs(ref_out))[1], kt.ALIGN)
-        for runner in self.timing_runners():
-            runner.region_in, runner.region_out = kt.Region(in_size), kt.Region(out_size)
-            try:
-                runner.ch.send({"op": "regions", "in_size": in_size, "out_size": out_size},
-                               [runner.region_in.fd, runner.region_out.fd])
-            finally:
-                runner.region_in.close_fd()
-                runner.region_out.close_fd()
-            reply, fds = runner.recv()
-            for f in fds:
-                os.close(f)
-            self._check_reply(runner, reply)
+        sets_fd, self.sealed_bases = None, []
+        if not self.job.get("timing_judge_writes", False) and \
+                sum(max(total, kt.ALIGN) for _, total in self.layouts) <= self.budget // 8:
+            sets_fd, sets_size, self.sealed_bases = kt.sealed_sets(sets, self.layouts)
+        try:
+            for runner in self.timing_runners():
+                runner.region_in, runner.region_out = kt.Region(in_size), kt.Region(out_size)
+                msg = {"op": "regions", "in_size": in_size, "out_size": out_size}
+                fds = [runner.region_in.fd, runner.region_out.fd]
+                if sets_fd is not None:
+                    msg["sets_size"] = sets_size
+                    fds.append(sets_fd)
+                try:
+                    runner.ch.send(msg, fds)
+                finally:
+                    runner.region_in.close_fd()
+                    runner.region_out.close_fd()
+                reply, fds = runner.recv()
+                for f in fds:
+                    os.close(f)
+                self._check_reply(runner, reply)
+        finally:
+            if sets_fd is not None:
+                os.close(sets_fd)
 
-    def call_sets(self, runner, idx, spin_us=0):
+    def call_sets(self, runner, idx, spin_us=0, judge_writes=False):
         """CPU timed call on input sets `idx` (one, or a batch: the runner times
         all but the first) through the runner's regions where it has them
-        (open_regions), else in a fresh memfd. Returns ([outputs per set],
-        info) with info["t_ns"] the time per timed call; outputs in the output
-        region are views of it, valid until the runner's next call. `spin_us`:
-        the runner's next call follows this one; it waits for it awake that
-        long (korch_runner.runner_main)."""
+        (open_regions), else in a fresh memfd. The runner copies sets that are
+        in the sealed sets into its input region itself; the judge writes any
+        other (or all, `judge_writes`). Returns ([outputs per set], info) with
+        info["t_ns"] the time per timed call; outputs in the output region are
+        views of it, valid until the runner's next call. `spin_us`: the
+        runner's next call follows this one; it waits for it awake that long
+        (korch_runner.runner_main)."""
         flat = [v for j in idx for v in self.timing_sets[j]]
         reg_in, in_fd = runner.region_in, None
+        staged = not judge_writes and all(j < len(self.sealed_bases) for j in idx)
         if reg_in is not None:
             stride = reg_in.size // self.region_batch
             header = []
@@ -239,16 +259,19 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
             shift = (runner.calls % 64) * 64
             runner.calls += 1
             for i, j in enumerate(idx):
-                shifted = [dict(e, off=e["off"] + i * stride + shift) if e["t"] == "tensor" else e
-                           for e in self.layouts[j][0]]
-                kt.write(reg_in.mm, self.timing_sets[j], shifted)
+                shifted = [dict(e, off=e["off"] + i * stride + shift,
+                                **({"src": e["off"] + self.sealed_bases[j]} if staged else {}))
+                           if e["t"] == "tensor" else e for e in self.layouts[j][0]]
+                if not staged:
+                    kt.write(reg_in.mm, self.timing_sets[j], shifted)
                 header += shifted
             in_mm = reg_in.mm
         else:
             header, in_fd, in_mm = kt.pack(flat)
         outs, info = self._cpu_round_trip(
             runner, {"op": "call", "args": header, "ablate": False, "instrument": False,
-                     "batch": len(idx), "region": reg_in is not None, "spin_us": spin_us},
+                     "batch": len(idx), "region": reg_in is not None, "spin_us": spin_us,
+                     **({"stage": True} if reg_in is not None and staged else {})},
             in_fd, in_mm, flat)
         if len(outs) % len(idx):
             raise Verdict("runtime_error", "protocol violation: batch outputs do not split")
@@ -256,13 +279,13 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
         info["t_ns"] = info["t_ns"] / max(1, len(idx) - 1)
         return [outs[i * per:(i + 1) * per] for i in range(len(idx))], info
 
-    def checked_call(self, runner, idx, refs, label, spin_us=0):
+    def checked_call(self, runner, idx, refs, label, spin_us=0, judge_writes=False):
         """CPU: call_sets on `runner`, then its outputs compared with the
         judge's `refs` -- every runner's, so that both sides see the same
         traffic between their calls. A candidate runner's mismatch is a
         Verdict; a reference runner's is counted (the task's problem, never
         the candidate's). Returns (info, reference mismatches)."""
-        outs_all, info = self.call_sets(runner, idx, spin_us)
+        outs_all, info = self.call_sets(runner, idx, spin_us, judge_writes)
         return info, self.check_outputs(runner.name == "reference", idx, outs_all, info, refs, label)
 
     def check_outputs(self, from_reference, idx, outs_all, info, refs, label):

@@ -385,6 +385,7 @@ class Timing:
         timing_ev = {"ref_ns": ref_all, "cand_ns": cand_all, "blocks": b,
                      "block_calls": per_block, "batch": batch, "batch_calibration": calibration,
                      "spin_us": spin_us if self.dev == "cpu" else 0, "block_warmup": block_warmup,
+                     "inputs_staged_by": "runner" if self.sealed_bases else "judge",
                      "heap_only": {"requested": self.heap_only, "runners": self.runners_heap_only,
                                    "judge": self.judge_heap_only},
                      "timing_s": time.monotonic() - t_start,

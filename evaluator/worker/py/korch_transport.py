@@ -5,9 +5,16 @@ maps it. Timed CPU calls instead use two regions per runner (inputs,
 outputs), memfds created by the judge and mapped once by both ends: a fresh
 memfd costs ~6 ms of page faults per 4 MB on the CI box, six times a 1 ms
 model, and that overhead left room for too few timed calls (issue #7). The
-judge rewrites a call's inputs into the input region before each call and
-checks them after it; the runner's harness copies the outputs into the
-output region. GPU: the judge owns every device buffer a runner touches, allocated
+timing's input sets also sit in one sealed memfd (sealed_sets: written once,
+then no process can write it), which every timing runner maps read-only; a
+timed call names the set, and the runner's harness copies it into its input
+region before its window, so the inputs a model reads come from its own
+core's caches, as a model's inputs do in a network (a judge writing 4 MB of
+inputs from the other core before each call made the runners' times 1.2-2x
+as noisy on the dev VM; tools/bench/README.md). Calls on inputs the runner
+must not see early (the replay probe's unseen sets) are written by the judge
+as before. The judge checks every call's inputs after it against its own
+copy; the runner's harness copies the outputs into the output region. GPU: the judge owns every device buffer a runner touches, allocated
 with cudaMalloc through the trusted _korch_cuda module and exported once as
 CUDA IPC handles; before each call the judge writes that call's inputs into
 the exchange buffers, and after it the runner's trusted harness copies the
@@ -18,6 +25,7 @@ Headers are JSON: {"t": "tensor", "dtype", "shape", "off", "nbytes"} (CPU) or
 {"t": "tensor", "dtype", "shape", "slot", "nbytes"} (GPU), {"t": "py", "v"}.
 """
 import base64
+import fcntl
 import json
 import math
 import mmap
@@ -83,21 +91,54 @@ def pack(values):
 class Region:
     """A shared memfd mapped once (populated: its page faults are paid at
     setup, not per call). The judge creates it (fd=None) and sends the fd;
-    the runner maps what it received."""
+    the runner maps what it received (readonly: a sealed_sets fd)."""
 
-    def __init__(self, size, fd=None):
+    def __init__(self, size, fd=None, readonly=False):
         if fd is None:
             fd = os.memfd_create("korch-region", os.MFD_CLOEXEC)
             os.ftruncate(fd, size)
         elif os.fstat(fd).st_size < size:
             raise ValueError("region smaller than announced")
         self.fd, self.size = fd, size
-        self.mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
+        self.mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                            prot=mmap.PROT_READ if readonly else mmap.PROT_READ | mmap.PROT_WRITE)
 
     def close_fd(self):
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+# (Linux 5.1; Python's fcntl does not name it) no new writable mapping
+F_SEAL_FUTURE_WRITE = 0x0010
+
+
+def sealed_sets(sets, layouts):
+    """The input sets `sets` (each laid out by its `layouts` entry, as
+    layout() gives) back to back in a fresh memfd that is then sealed: no
+    write, no writable mapping, no resize, from any process, the judge's
+    included. Returns (fd, size, bases): set j's tensor at header offset
+    `off` sits at bases[j] + off. A runner that maps it can read every set
+    and change none, so no candidate can alter what a reference runner is
+    given (tests/evaluator/worker/test_sealed_sets.py tries)."""
+    bases, total = [], 0
+    for _, nbytes in layouts:
+        bases.append(total)
+        total += max(nbytes, ALIGN)
+    fd = os.memfd_create("korch-sets", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, total)
+        mm = mmap.mmap(fd, total)
+        for vals, (header, _), base in zip(sets, layouts, bases):
+            write(mm, vals, [dict(h, off=h["off"] + base) if h["t"] == "tensor" else h
+                             for h in header])
+        mm.close()  # (no writable mapping may exist when F_SEAL_WRITE is added)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | F_SEAL_FUTURE_WRITE |
+                    fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, total, bases
 
 
 def header_tensor(h):
