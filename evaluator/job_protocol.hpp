@@ -84,6 +84,9 @@ struct Settings {
   // region from the other core, as before stop 56 (A/B runs); by default a
   // runner copies them from the sealed input sets itself.
   bool timing_judge_writes = false;
+  // cpu: the timing stops on the bootstrap interval alone, as before stop 56
+  // (A/B runs); by default on the interval the verdict reports.
+  bool timing_stop_on_bootstrap = false;
   // gpu: the first candidate runner profiles its first forward (cProfile)
   // and the judge keeps the top of it in evidence.runners_warmed (a
   // diagnostic: where a runner's first call goes; tools/bench/triton_first_call.py).
