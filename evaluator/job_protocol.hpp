@@ -84,8 +84,9 @@ struct Settings {
   // region from the other core, as before stop 56 (A/B runs); by default a
   // runner copies them from the sealed input sets itself.
   bool timing_judge_writes = false;
-  // cpu: the timing stops on the bootstrap interval alone, as before stop 56
-  // (A/B runs); by default on the interval the verdict reports.
+  // cpu: the timing stops at the first look at which the bootstrap interval
+  // is within 1%, as before stop 56 (A/B runs); by default it runs to its
+  // caps.
   bool timing_stop_on_bootstrap = false;
   // gpu: the first candidate runner profiles its first forward (cProfile)
   // and the judge keeps the top of it in evidence.runners_warmed (a

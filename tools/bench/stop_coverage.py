@@ -3,16 +3,17 @@
 
 Simulates equal-work timings on synthetic times and runs them through the
 judge's own statistics (korch_judge.Judge._interval, _process_spread,
-_narrow_enough, korch_timing.widen and runner_schedule): two runners a
+korch_timing.widen and runner_schedule): two runners a
 side, each runner with its own process effect drawn from N(0, sigma_b) on
 the log scale, every block with a level of its own (block_sd) and every call
 with noise of its own (call_sd), 12 calls a block, the stop looked at every
 10 blocks up to 200. The true speedup is 1.0; a rule that stopped when its
 interval happened to be narrow would cover it less than 95% of the time.
 
-Rules: boot (stop when the bootstrap is within +-1%: the stop before stop
-56), reported (stop when the reported interval is within +-2%: the CPU's
-stop now), none (always 200 blocks).
+Rules: boot (stop when the bootstrap is within +-1%: the CPU's stop before
+stop 56, the GPU's now), reported (stop when the reported interval is
+within +-2% at two looks in a row), reported1 (at the first such look),
+none (always 200 blocks: the CPU's timing since stop 56).
 
   /usr/bin/python3 tools/bench/stop_coverage.py [--reps 60]
 """
@@ -40,7 +41,7 @@ def one(j, seed, sigma_b, rule, block_sd, call_sd, cap=200):
     rng = random.Random(seed)
     effect = {(side, r): rng.gauss(0, sigma_b) for side in ("ref", "cand") for r in range(2)}
     samples, ref_of, cand_of = {"ref": [], "cand": []}, [], []
-    b = 0
+    b, narrow_looks = 0, 0
     while True:
         ri, ci = runner_schedule(b, 2, 2, True)
         for side, r in (("ref", ri), ("cand", ci)):
@@ -53,14 +54,26 @@ def one(j, seed, sigma_b, rule, block_sd, call_sd, cap=200):
             continue
         if b >= cap:
             break
-        if rule == "reported" and j._narrow_enough(samples, ref_of, 2, cand_of, 2, 0.02, 0.01):
-            break
-        if rule == "boot" and j._narrow_enough(samples, ref_of, 2, cand_of, 2, None, 0.01):
-            break
+        if rule == "boot":
+            lo, hi, p = j._interval(samples, 200)
+            if (hi - lo) / 2 / p <= 0.01:
+                break
+        elif rule.startswith("reported"):
+            narrow_looks = narrow_looks + 1 if reported_half(j, samples, ref_of, cand_of, 200) <= 0.02 else 0
+            if narrow_looks >= (1 if rule == "reported1" else 2):
+                break
     lo, hi, p = j._interval(samples, 300)
     ps = j._process_spread(samples, ref_of, 2, cand_of, 2)
     lo, hi, _ = widen(p, lo, hi, ps["rel_sd"], ps["dof"])
     return lo <= 1.0 <= hi, max(hi / p - 1, 1 - lo / p), b
+
+
+def reported_half(j, samples, ref_of, cand_of, n_boot):
+    """The larger relative half-width of the interval the verdict reports."""
+    lo, hi, p = j._interval(samples, n_boot)
+    ps = j._process_spread(samples, ref_of, 2, cand_of, 2)
+    lo, hi, _ = widen(p, lo, hi, ps["rel_sd"], ps["dof"])
+    return max(hi / p - 1, 1 - lo / p)
 
 
 def main():
@@ -69,10 +82,11 @@ def main():
     ap.add_argument("--sigma-b", default="0,0.01,0.02")
     ap.add_argument("--block-sd", type=float, default=0.05)
     ap.add_argument("--call-sd", type=float, default=0.10)
+    ap.add_argument("--rules", default="boot,reported1,reported,none")
     a = ap.parse_args()
     j = judge()
     for sigma_b in map(float, a.sigma_b.split(",")):
-        for rule in ("boot", "reported", "none"):
+        for rule in a.rules.split(","):
             res = [one(j, 1000 + i, sigma_b, rule, a.block_sd, a.call_sd) for i in range(a.reps)]
             halves = sorted(r[1] for r in res)
             print("sigma_b %.2f  %-8s  coverage %.2f  half-width median %.1f%%, 90th %.1f%%  "

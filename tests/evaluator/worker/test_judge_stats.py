@@ -98,50 +98,6 @@ class CrossCheck(unittest.TestCase):
 
 
 
-class Stop(unittest.TestCase):
-    """When the timing may stop (Judge._narrow_enough): on the CPU, when the
-    interval the verdict reports is narrow enough, the runners' spread
-    included; on the bootstrap alone with no reported target (the GPU)."""
-
-    @staticmethod
-    def runs(ref_levels, cand_levels, n_blocks=60, sd=0.01, seed=11):
-        """Blocks whose runners (alternating block by block) sit at the
-        given levels: two runners a side."""
-        rng = random.Random(seed)
-        ref_of = [b % 2 for b in range(n_blocks)]
-        cand_of = [(b + 1) % 2 for b in range(n_blocks)]
-        s = {"ref": [[int(rng.gauss(ref_levels[r], sd * ref_levels[r])) for _ in range(12)]
-                     for r in ref_of],
-             "cand": [[int(rng.gauss(cand_levels[r], sd * cand_levels[r])) for _ in range(12)]
-                      for r in cand_of]}
-        return s, ref_of, cand_of
-
-    def test_runners_that_agree_stop_either_way(self):
-        s, ref_of, cand_of = self.runs([100_000, 100_000], [100_000, 100_000])
-        j = judge()
-        self.assertTrue(j._narrow_enough(s, ref_of, 2, cand_of, 2, 0.02, 0.01))
-        self.assertTrue(j._narrow_enough(s, ref_of, 2, cand_of, 2, None, 0.01))
-
-    def test_runners_apart_stop_the_bootstrap_but_not_the_reported_interval(self):
-        # each side's two runners 5% apart: the bootstrap over blocks is
-        # narrow, the interval the verdict reports is not
-        s, ref_of, cand_of = self.runs([100_000, 105_000], [105_000, 100_000])
-        j = judge()
-        self.assertTrue(j._narrow_enough(s, ref_of, 2, cand_of, 2, None, 0.01))
-        self.assertFalse(j._narrow_enough(s, ref_of, 2, cand_of, 2, 0.02, 0.01))
-        # the reported interval's own half-width, computed here: over 2%
-        lo, hi, p = j._interval(s, 200)
-        ps = j._process_spread(s, ref_of, 2, cand_of, 2)
-        lo, hi, _ = kj.widen(p, lo, hi, ps["rel_sd"], ps["dof"])
-        self.assertGreater(max(hi / p - 1, 1 - lo / p), 0.02)
-
-    def test_noisy_blocks_do_not_stop_either_way(self):
-        s, ref_of, cand_of = self.runs([100_000, 100_000], [100_000, 100_000], n_blocks=10, sd=0.3)
-        j = judge()
-        self.assertFalse(j._narrow_enough(s, ref_of, 2, cand_of, 2, 0.02, 0.01))
-        self.assertFalse(j._narrow_enough(s, ref_of, 2, cand_of, 2, None, 0.01))
-
-
 class ProcessSpread(unittest.TestCase):
     """Two runners a side (same model, same inputs, two processes): their
     medians' ratio widens the interval (issue #7)."""
