@@ -41,9 +41,11 @@ def reason(ref, out):
 
 
 class FastCompare(unittest.TestCase):
+    device = "cpu"
+
     def setUp(self):
         g = torch.Generator().manual_seed(5)
-        self.ref = torch.randn(256, 33, generator=g)
+        self.ref = torch.randn(256, 33, generator=g).to(self.device)
 
     def test_the_same_bytes_pass(self):
         self.assertIsNone(reason(self.ref, self.ref.clone()))
@@ -64,7 +66,7 @@ class FastCompare(unittest.TestCase):
         self.assertIsNone(reason(self.ref, self.ref * (1 + 1e-6)))
 
     def test_a_stale_output_fails(self):
-        self.assertIsNotNone(reason(self.ref, torch.randn(256, 33)))
+        self.assertIsNotNone(reason(self.ref, torch.randn(256, 33, device=self.device)))
 
     def test_one_wrong_element_fails(self):
         out = self.ref.clone()
@@ -77,7 +79,7 @@ class FastCompare(unittest.TestCase):
         self.assertIsNotNone(reason(self.ref, out))
 
     def test_integers_must_match_exactly(self):
-        ref = torch.arange(1000, dtype=torch.int64)
+        ref = torch.arange(1000, dtype=torch.int64, device=self.device)
         self.assertIsNone(reason(ref, ref.clone()))
         out = ref.clone()
         out[999] += 1
@@ -89,6 +91,12 @@ class FastCompare(unittest.TestCase):
         out = ref.clone()
         out[0, 0] += 1
         self.assertIsNotNone(reason(ref, out))
+
+
+@unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
+class FastCompareCuda(FastCompare):
+    """The same cases on the GPU judge's tensors (run on the GPU machine)."""
+    device = "cuda"
 
 
 if __name__ == "__main__":
