@@ -195,8 +195,8 @@ class Timing:
         # blocks do shrink: in 15 equal-work runs at 1024x1024 the spread
         # between two runners (|log ratio| / sqrt 2) and the sampling sd of
         # one runner's median (its odd against its even blocks) were both
-        # 0.3-4%, neither larger, and the bootstrap stopped runs at 60 of
-        # 200 blocks whose reported interval was then +-6.7%. A stop on the
+        # 0.3-4%, neither larger, and the bootstrap stopped one run at 70 of
+        # 200 blocks whose reported interval was then -6.4/+7.1%. A stop on the
         # reported interval instead (within +-2%, at one look or two in a
         # row) held 93% coverage where runners differ by 2% against 98%
         # without an early stop: its process term comes from two processes,

@@ -25,6 +25,7 @@ Headers are JSON: {"t": "tensor", "dtype", "shape", "off", "nbytes"} (CPU) or
 {"t": "tensor", "dtype", "shape", "slot", "nbytes"} (GPU), {"t": "py", "v"}.
 """
 import base64
+import errno
 import fcntl
 import json
 import math
@@ -133,8 +134,13 @@ def sealed_sets(sets, layouts):
             write(mm, vals, [dict(h, off=h["off"] + base) if h["t"] == "tensor" else h
                              for h in header])
         mm.close()  # (no writable mapping may exist when F_SEAL_WRITE is added)
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | F_SEAL_FUTURE_WRITE |
-                    fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        seals = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+        try:
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals | F_SEAL_FUTURE_WRITE)
+        except OSError as ex:  # a kernel before 5.1: F_SEAL_WRITE alone
+            if ex.errno != errno.EINVAL:
+                raise
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
     except BaseException:
         os.close(fd)
         raise
