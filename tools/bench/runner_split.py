@@ -12,7 +12,9 @@ prints per side:
            even blocks (|log ratio of the halves' medians| / 2, pooled over
            the side's runners)
 A between consistently above within is a process effect; equal sizes are
-sampling alone. Which runner timed which block is recomputed with
+sampling alone. Each line also gives the per-call spread within a block
+(`block`: the median over the reference's blocks of a block's sd / mean),
+the figure tools/bench/README.md's stop-56 A/B tables compare. Which runner timed which block is recomputed with
 korch_timing.runner_schedule.
 
   build/tools/bench/korch-bench-eval ... --print | grep '^{' > runs.jsonl
@@ -44,6 +46,9 @@ def split(t):
                            st.median([x for blk in v[1::2] for x in blk])) for v in per.values()]
         out[side] = (abs(math.log(meds[0] / meds[1])) / math.sqrt(2),
                      math.sqrt(sum(h * h for h in halves) / len(halves)) / 2)
+    ref = t["ref_ns"]
+    out["block"] = st.median([st.stdev(b) / st.mean(b) for b in
+                              (ref[i * bc:(i + 1) * bc] for i in range(nb)) if len(b) > 1])
     return out
 
 
@@ -58,9 +63,9 @@ def main():
         if t.get("batch") != 1 or t.get("reference_runners") != 2 or t.get("candidate_runners") != 2:
             continue
         s = split(t)
-        print("%-10s speedup %.3f  ref between %.2f%% within %.2f%%  cand between %.2f%% within %.2f%%" % (
-            r.get("variant", ""), r["speedup"], 100 * s["ref"][0], 100 * s["ref"][1],
-            100 * s["cand"][0], 100 * s["cand"][1]))
+        print("%-10s speedup %.3f  ref between %.2f%% within %.2f%%  cand between %.2f%% within %.2f%%"
+              "  block %.1f%%" % (r.get("variant", ""), r["speedup"], 100 * s["ref"][0], 100 * s["ref"][1],
+                                 100 * s["cand"][0], 100 * s["cand"][1], 100 * s["block"]))
 
 
 if __name__ == "__main__":

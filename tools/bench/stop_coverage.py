@@ -59,21 +59,21 @@ def one(j, seed, sigma_b, rule, block_sd, call_sd, cap=200):
             if (hi - lo) / 2 / p <= 0.01:
                 break
         elif rule.startswith("reported"):
-            narrow_looks = narrow_looks + 1 if reported_half(j, samples, ref_of, cand_of, 200) <= 0.02 else 0
+            lo, hi, p = reported(j, samples, ref_of, cand_of, 200)
+            narrow_looks = narrow_looks + 1 if max(hi / p - 1, 1 - lo / p) <= 0.02 else 0
             if narrow_looks >= (1 if rule == "reported1" else 2):
                 break
-    lo, hi, p = j._interval(samples, 300)
-    ps = j._process_spread(samples, ref_of, 2, cand_of, 2)
-    lo, hi, _ = widen(p, lo, hi, ps["rel_sd"], ps["dof"])
+    lo, hi, p = reported(j, samples, ref_of, cand_of, 300)
     return lo <= 1.0 <= hi, max(hi / p - 1, 1 - lo / p), b
 
 
-def reported_half(j, samples, ref_of, cand_of, n_boot):
-    """The larger relative half-width of the interval the verdict reports."""
+def reported(j, samples, ref_of, cand_of, n_boot):
+    """(lo, hi, speedup): the interval the verdict reports, as time_both
+    makes it (the block bootstrap widened by the runners' spread)."""
     lo, hi, p = j._interval(samples, n_boot)
     ps = j._process_spread(samples, ref_of, 2, cand_of, 2)
     lo, hi, _ = widen(p, lo, hi, ps["rel_sd"], ps["dof"])
-    return max(hi / p - 1, 1 - lo / p)
+    return lo, hi, p
 
 
 def main():

@@ -246,7 +246,8 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
         (korch_runner.runner_main)."""
         flat = [v for j in idx for v in self.timing_sets[j]]
         reg_in, in_fd = runner.region_in, None
-        staged = not judge_writes and all(j < len(self.sealed_bases) for j in idx)
+        staged = reg_in is not None and not judge_writes and \
+            all(j < len(self.sealed_bases) for j in idx)
         if reg_in is not None:
             stride = reg_in.size // self.region_batch
             header = []
@@ -271,7 +272,7 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
         outs, info = self._cpu_round_trip(
             runner, {"op": "call", "args": header, "ablate": False, "instrument": False,
                      "batch": len(idx), "region": reg_in is not None, "spin_us": spin_us,
-                     **({"stage": True} if reg_in is not None and staged else {})},
+                     **({"stage": True} if staged else {})},
             in_fd, in_mm, flat)
         if len(outs) % len(idx):
             raise Verdict("runtime_error", "protocol violation: batch outputs do not split")

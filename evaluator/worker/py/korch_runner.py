@@ -477,9 +477,9 @@ def map_regions(msg, fds):
     """op "regions": the judge's input and output regions for timed CPU
     calls, and the timing's sealed input sets (read-only) when it sends them."""
     try:
-        if len(fds) != (3 if "sets_size" in msg else 2):
-            raise ValueError("expected %d region fds, got %d" % (3 if "sets_size" in msg else 2,
-                                                                 len(fds)))
+        want = 3 if "sets_size" in msg else 2
+        if len(fds) != want:
+            raise ValueError("expected %d region fds, got %d" % (want, len(fds)))
         _REGIONS["in"] = kt.Region(int(msg["in_size"]), fds[0])
         _REGIONS["out"] = kt.Region(int(msg["out_size"]), fds[1])
         _REGIONS.pop("stage", None)
