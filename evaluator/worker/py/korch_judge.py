@@ -234,7 +234,7 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
             if sets_fd is not None:
                 os.close(sets_fd)
 
-    def call_sets(self, runner, idx, spin_us=0, judge_writes=False):
+    def call_sets(self, runner, idx, spin_us=0, judge_writes=False, defer=False):
         """CPU timed call on input sets `idx` (one, or a batch: the runner times
         all but the first) through the runner's regions where it has them
         (open_regions), else in a fresh memfd. The runner copies sets that are
@@ -243,9 +243,13 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
         info["t_ns"] the time per timed call; outputs in the output region are
         views of it, valid until the runner's next call. `spin_us`: the
         runner's next call follows this one; it waits for it awake that long
-        (korch_runner.runner_main)."""
+        (korch_runner.runner_main). `defer` (a batch in the regions): only the
+        first set is written before the call; the others go in a memfd the
+        runner maps after the batch's untimed first call (_later_memfd)."""
         flat = [v for j in idx for v in self.timing_sets[j]]
         reg_in, in_fd = runner.region_in, None
+        defer = defer and reg_in is not None and len(idx) > 1
+        later = []  # (values, header entries) of the sets written after the first call
         staged = reg_in is not None and not judge_writes and \
             all(j < len(self.sealed_bases) for j in idx)
         if reg_in is not None:
@@ -263,16 +267,20 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
                 shifted = [dict(e, off=e["off"] + i * stride + shift,
                                 **({"src": e["off"] + self.sealed_bases[j]} if staged else {}))
                            if e["t"] == "tensor" else e for e in self.layouts[j][0]]
-                if not staged:
+                if defer and i > 0:
+                    later.append((self.timing_sets[j], shifted))
+                elif not staged:
                     kt.write(reg_in.mm, self.timing_sets[j], shifted)
                 header += shifted
             in_mm = reg_in.mm
+            if later:
+                in_fd = self._later_memfd(later)
         else:
             header, in_fd, in_mm = kt.pack(flat)
         outs, info = self._cpu_round_trip(
             runner, {"op": "call", "args": header, "ablate": False, "instrument": False,
                      "batch": len(idx), "region": reg_in is not None, "spin_us": spin_us,
-                     **({"stage": True} if staged else {})},
+                     **({"stage": True} if staged else {}), **({"later": True} if later else {})},
             in_fd, in_mm, flat)
         if len(outs) % len(idx):
             raise Verdict("runtime_error", "protocol violation: batch outputs do not split")
@@ -280,13 +288,26 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
         info["t_ns"] = info["t_ns"] / max(1, len(idx) - 1)
         return [outs[i * per:(i + 1) * per] for i in range(len(idx))], info
 
-    def checked_call(self, runner, idx, refs, label, spin_us=0, judge_writes=False):
+    @staticmethod
+    def _later_memfd(later):
+        """A deferred batch's later sets in one fresh memfd; each of their
+        header entries learns its offset there ("later"). Returns the fd."""
+        values = [v for vals, _ in later for v in vals]
+        entries = [e for _, ents in later for e in ents]
+        header, fd, mm = kt.pack(values)
+        mm.close()
+        for e, h in zip(entries, header):
+            if e["t"] == "tensor":
+                e["later"] = h["off"]
+        return fd
+
+    def checked_call(self, runner, idx, refs, label, spin_us=0, judge_writes=False, defer=False):
         """CPU: call_sets on `runner`, then its outputs compared with the
         judge's `refs` -- every runner's, so that both sides see the same
         traffic between their calls. A candidate runner's mismatch is a
         Verdict; a reference runner's is counted (the task's problem, never
         the candidate's). Returns (info, reference mismatches)."""
-        outs_all, info = self.call_sets(runner, idx, spin_us, judge_writes)
+        outs_all, info = self.call_sets(runner, idx, spin_us, judge_writes, defer)
         return info, self.check_outputs(runner.name == "reference", idx, outs_all, info, refs, label)
 
     def check_outputs(self, from_reference, idx, outs_all, info, refs, label):

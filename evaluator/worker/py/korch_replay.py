@@ -13,7 +13,13 @@ reports, CUDA-L1's address-keyed cache).
 So after the timed blocks each side's first runner makes calls on input sets
 it has never seen (a fresh seed each, written where the timing's sets are
 written, by the same path), interleaved with calls on a timing set, and the
-outputs are checked as every timed call's are. An honest model takes the same
+outputs are checked as every timed call's are. In a CPU batch, whose first
+call is untimed, only that call's unseen set is in the runner's region when
+the call starts; the others reach the runner after it (Judge.call_sets'
+`defer`): a model that computed the batch's later calls in its untimed first
+call, out of every window, read as fast on unseen sets as on seen ones
+(tests/evaluator/corpus/hacks/rt_batch_lookahead.py: `ok` at 2.5x, the probe's
+ratio 0.98, before the deferral). An honest model takes the same
 time on both (the same code on the same distribution of inputs through the
 same memory); a replaying one must compute on the unseen sets. The candidate
 is charged only relative to the reference, measured alike in the same rounds:
@@ -112,8 +118,11 @@ class ReplayProbe:
                 self.layouts.extend(kt.layout(s) for s in sets)
                 try:
                     idx_all = list(range(base, base + len(sets)))
+                    # (deferred: a batch's later unseen sets reach the runner only
+                    # after its untimed first call, or a model could compute
+                    # them there, out of every window)
                     info, _ = self.checked_call(runner, idx_all, [None] * base + list(refs), label,
-                                                judge_writes=True)
+                                                judge_writes=True, defer=True)
                 finally:
                     del self.timing_sets[base:], self.layouts[base:]
             else:

@@ -110,6 +110,28 @@ class Region:
             self.fd = None
 
 
+def read_later(header, fd, region):
+    """A deferred CPU batch (korch_judge's `later` calls), in its runner:
+    reads each tensor of `header` that has a "later" offset from the memfd
+    `fd` to its place ("off") in the input `region`. The runner reads the
+    memfd only after the batch's untimed first call, and never maps it: a
+    model that computes the batch's later calls during that first call
+    (reading ahead in the input region) finds no inputs there yet. (pread
+    into the region: no page of the runner is faulted in between the first
+    call and the window.)"""
+    size = os.fstat(fd).st_size
+    with memoryview(region.mm) as inputs:
+        for h in header:
+            if h.get("t") != "tensor" or "later" not in h or not h["nbytes"]:
+                continue
+            n, at, dst = int(h["nbytes"]), int(h["later"]), int(h["off"])
+            if at < 0 or dst < 0 or at + n > size or dst + n > region.size:
+                raise ValueError("later tensor outside its region")
+            with inputs[dst:dst + n] as into:
+                if os.preadv(fd, [into], at) != n:
+                    raise ValueError("later tensor cut short")
+
+
 # (Linux 5.1; Python's fcntl does not name it) no new writable mapping
 F_SEAL_FUTURE_WRITE = 0x0010
 
