@@ -39,30 +39,45 @@ REPLAY_FACTOR = 2.0
 class ReplayProbe:
     """The replay probe (a mixin of Judge: self is the Judge)."""
 
-    def replay_probe(self, sets, refs, batch, flush):
-        """The probe's rounds, and a second probe on other unseen sets before
-        a verdict: a candidate is `impossible_timing` only when both find it
-        over the factor. A replay is over it every time (it skips its work
-        on every seen set); the noise of six medians of a ~20 us call on a
-        busy host is not: the card's honest h_squareddiff_init (32x1024,
-        ~23 us) read 2.1x once in ~560 evaluations with the reference at
-        0.72x (the reference's own ratio ranges 0.73-1.61 in four runs)."""
+    def replay_start(self, sets):
+        """The first probe's state, its rounds yet to run (replay_round runs
+        one; Timing.time_both runs them between its blocks), or None when
+        the probe does not run (replay_probe says why)."""
+        if int(self.job.get("replay_rounds", REPLAY_ROUNDS)) <= 0 or self._probe_skipped(sets):
+            return None
+        return self._new_probe("replay")
+
+    def _probe_skipped(self, sets):
+        # (the timing's sets already fill what the budget allows: one more
+        # set and its output might not fit beside them)
+        return self.dev != "cpu" and (len(sets) + 1) * 2 * max(1, self.set_bytes) > self.budget
+
+    def replay_probe(self, sets, refs, batch, flush, first=None):
+        """The first probe's rounds that `first` (replay_start's) has not run
+        yet, and a second probe on other unseen sets before a verdict: a
+        candidate is `impossible_timing` only when both find it over the
+        factor. A replay is over it every time (it skips its work on every
+        seen set); the noise of six medians of a ~20 us call on a busy host
+        is not: the card's honest h_squareddiff_init (32x1024, ~23 us) read
+        2.1x once in ~560 evaluations with the reference at 0.72x (the
+        reference's own ratio ranges 0.73-1.61 in four runs)."""
         job = self.job
         rounds = int(job.get("replay_rounds", REPLAY_ROUNDS))
         if rounds <= 0:
             return {"run": False, "why": "replay_rounds is 0"}
-        n_sets = len(sets)
-        if self.dev != "cpu" and (n_sets + 1) * 2 * max(1, self.set_bytes) > self.budget:
-            # (the timing's sets already fill what the budget allows: one
-            # more set and its output might not fit beside them)
+        if self._probe_skipped(sets):
             return {"run": False, "why": "an input set more does not fit the memory budget"}
         factor = float(job.get("replay_factor", REPLAY_FACTOR))
 
         def over(probe):
             return probe["candidate_ratio"] > factor * max(1.0, probe["reference_ratio"])
-        out = self._probe_rounds(sets, refs, batch, flush, rounds, "replay")
+        first = first or self._new_probe("replay")
+        while first["done"] < rounds:
+            self.replay_round(first, sets, refs, batch, flush)
+        out = self._probe_result(first)
         # (calls: both sides' seen and unseen, each probe)
-        out.update(run=True, rounds=rounds, batch=batch, factor=factor, calls=2 * rounds * batch)
+        out.update(run=True, rounds=rounds, batch=batch, factor=factor, calls=2 * rounds * batch,
+                   at_blocks=first["at_blocks"])
         if not over(out):
             return out
         out["again"] = again = self._probe_rounds(sets, refs, batch, flush, rounds, "replay again")
@@ -78,31 +93,47 @@ class ReplayProbe:
                          out["reference_ratio"], again["reference_ratio"]))
 
     def _probe_rounds(self, sets, refs, batch, flush, rounds, tag):
-        """`rounds` rounds of seen and unseen calls on both sides (unseen
-        sets from seeds named by `tag`); each side's median times and its
-        unseen/seen ratio."""
-        n_sets = len(sets)
-        times = {("ref", "seen"): [], ("ref", "unseen"): [], ("cand", "seen"): [], ("cand", "unseen"): []}
-        k = 0
-        for r in range(rounds):
-            # `batch` unseen sets (CPU batches time all but a batch's first call:
-            # every call of a probe batch must be on a set not seen before).
-            fresh = [self.gen_inputs(derive(self.seed, "%s:%d:%d" % (tag, r, i))) for i in range(batch)]
-            fresh_refs = [self.ref_forward(s) for s in fresh]
-            seen_idx = [(k + i) % n_sets for i in range(batch)]
-            k += batch
-            for side, runner in (("ref", self.refr), ("cand", self.cand)):
-                # (which goes first alternates, so cache state favours neither)
-                order = ("seen", "unseen") if (r + (side == "cand")) % 2 == 0 else ("unseen", "seen")
-                for which in order:
-                    if which == "seen":
-                        t = self._probe_call(runner, side, seen_idx, sets, refs, flush, "replay probe (seen)")
-                    else:
-                        t = self._probe_call(runner, side, None, fresh, fresh_refs, flush,
-                                             "replay probe (unseen input %d)" % r)
-                    times[(side, which)].append(t)
-            del fresh, fresh_refs
-        med = {"%s_%s_ns" % key: median(v) for key, v in times.items()}
+        """`rounds` rounds of seen and unseen calls on both sides, one after
+        another (unseen sets from seeds named by `tag`); _probe_result's."""
+        probe = self._new_probe(tag)
+        for _ in range(rounds):
+            self.replay_round(probe, sets, refs, batch, flush)
+        return self._probe_result(probe)
+
+    @staticmethod
+    def _new_probe(tag):
+        return {"tag": tag, "done": 0, "k": 0, "at_blocks": [],
+                "times": {("ref", "seen"): [], ("ref", "unseen"): [],
+                          ("cand", "seen"): [], ("cand", "unseen"): []}}
+
+    def replay_round(self, probe, sets, refs, batch, flush, block=None):
+        """One round of `probe`: a seen and an unseen call on each side.
+        `block`: the timed blocks before it, when the timing runs it."""
+        r, n_sets, times = probe["done"], len(sets), probe["times"]
+        # `batch` unseen sets (CPU batches time all but a batch's first call:
+        # every call of a probe batch must be on a set not seen before).
+        fresh = [self.gen_inputs(derive(self.seed, "%s:%d:%d" % (probe["tag"], r, i)))
+                 for i in range(batch)]
+        fresh_refs = [self.ref_forward(s) for s in fresh]
+        seen_idx = [(probe["k"] + i) % n_sets for i in range(batch)]
+        probe["k"] += batch
+        for side, runner in (("ref", self.refr), ("cand", self.cand)):
+            # (which goes first alternates, so cache state favours neither)
+            order = ("seen", "unseen") if (r + (side == "cand")) % 2 == 0 else ("unseen", "seen")
+            for which in order:
+                if which == "seen":
+                    t = self._probe_call(runner, side, seen_idx, sets, refs, flush, "replay probe (seen)")
+                else:
+                    t = self._probe_call(runner, side, None, fresh, fresh_refs, flush,
+                                         "replay probe (unseen input %d)" % r)
+                times[(side, which)].append(t)
+        probe["done"] += 1
+        probe["at_blocks"].append(block)
+
+    @staticmethod
+    def _probe_result(probe):
+        """Each side's median times and its unseen/seen ratio."""
+        med = {"%s_%s_ns" % key: median(v) for key, v in probe["times"].items()}
         return dict(med, reference_ratio=med["ref_unseen_ns"] / max(med["ref_seen_ns"], 1),
                     candidate_ratio=med["cand_unseen_ns"] / max(med["cand_seen_ns"], 1))
 

@@ -11,6 +11,7 @@ import torch
 
 import korch_protocol
 from korch_verdict import Verdict, derive, median
+from korch_replay import REPLAY_ROUNDS
 
 
 # Student's t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom.
@@ -314,6 +315,13 @@ class Timing:
         switches = {"ref": [], "cand": []}  # CPU: context switches per timed call
         k = 0
         judge_ref = []  # CPU: the reference's time per call in the judge, every 10 blocks
+        # The replay probe's rounds run between the timed blocks, the first
+        # after the first pair, then after 4, 8, 16, 32, 64 blocks (the rest
+        # after the last): a model that replays until it first meets an input
+        # it has not seen, then computes, read `ok` at 6.0x with the probe
+        # after every block (tests/evaluator/corpus/hacks/rt_replay_until_probe.py)
+        probe = self.replay_start(sets)
+        probe_at = {2 << i for i in range(int(job.get("replay_rounds", REPLAY_ROUNDS)))}
         t_start = time.monotonic()
         b = 0
         while True:
@@ -358,6 +366,8 @@ class Timing:
             ref_of_block.append(ri)
             cand_of_block.append(ci)
             b += 1
+            if probe is not None and b in probe_at:
+                self.replay_round(probe, sets, refs, batch, flush, block=b)
             if self.dev == "cpu" and b % 10 == 0:
                 judge_ref.append(self._judge_reference_sample(sets, batch))
             if b < min_blocks or b % 2:
@@ -380,7 +390,7 @@ class Timing:
             if s > 0 and (hi - lo) / 2 / s <= target:
                 break
         # Is the candidate faster on inputs it has seen? (korch_replay)
-        replay = self.replay_probe(sets, refs, batch, flush)
+        replay = self.replay_probe(sets, refs, batch, flush, probe)
         self.evidence["trials"] = [t for t in self.evidence["trials"]
                                    if not t["label"].startswith(("timed call", "reference runner",
                                                                   "replay probe"))] + \
