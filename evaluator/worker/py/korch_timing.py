@@ -20,7 +20,7 @@ _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
          2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 
 
-def timing_health(process, judge_ref_ns, agreement, judge_factor):
+def timing_health(process, judge_ref_ns, agreement, judge_factor, replay=None):
     """Whether the runners' times can be trusted (CPU). A runner process can
     run the same code on the same inputs many times slower than its sibling
     for its whole life: seen on a VM with shadow page tables, where memory a
@@ -34,6 +34,9 @@ def timing_health(process, judge_ref_ns, agreement, judge_factor):
       judge's time is the median of samples taken through the timing on the
       runners' core (Judge._judge_reference_sample), so load on that core
       slows both alike; a quiet machine reads 0.4-1.4x.
+    - the replay probe's first probe over its factor and its second not
+      (`replay`, korch_replay: noise, or a candidate that stopped replaying
+      once it met an unseen input; fresh processes have met none).
     Both runners of the candidate side slow alike is not caught here (a false
     loss; the candidate's code cannot run in the judge).
     `machine` is True when a reason is on the reference side: the reference's
@@ -66,6 +69,11 @@ def timing_health(process, judge_ref_ns, agreement, judge_factor):
                            "reference (%.0f vs %.0f ns per call)"
                            % (slowdown, min(ref_meds), judge_ref_ns))
             machine = True
+    if (replay or {}).get("first_only"):
+        reasons.append("the replay probe's first probe found the candidate %.1fx as slow on "
+                       "inputs it had not seen as on the timing's (the reference %.2fx), its "
+                       "second %.1fx" % (replay["candidate_ratio"], replay["reference_ratio"],
+                                         replay["again"]["candidate_ratio"]))
     out["ok"] = not reasons
     out["machine"] = machine
     out["reasons"] = reasons
@@ -319,7 +327,7 @@ class Timing:
         # after the first pair, then after 4, 8, 16, 32, 64 blocks (the rest
         # after the last): a model that replays until it first meets an input
         # it has not seen, then computes, read `ok` at 6.0x with the probe
-        # after every block (tests/evaluator/corpus/hacks/rt_replay_until_probe.py)
+        # after every block (tests/evaluator/corpus/hacks/rt_replay_until_unseen.py)
         probe = self.replay_start(sets)
         probe_at = {2 << i for i in range(int(job.get("replay_rounds", REPLAY_ROUNDS)))}
         t_start = time.monotonic()
@@ -441,7 +449,7 @@ class Timing:
             timing_ev["health"] = timing_health(
                 process, median(judge_ref),
                 float(job.get("timing_runner_agreement", 1.5)),
-                float(job.get("timing_judge_factor", 3.0)))
+                float(job.get("timing_judge_factor", 3.0)), replay)
         if self.dev != "cpu":
             for s in extra:
                 timing_ev[s + "_host_ns_median"] = median([x[2] for x in extra[s] if x[2]])

@@ -384,6 +384,24 @@ class TimingHealth(unittest.TestCase):
         self.assertNotIn("candidate_runner_ratio", h)
         self.assertTrue(kj.timing_health(None, 4_000, 1.5, 3.0)["ok"])
 
+    def test_a_replay_seen_by_the_first_probe_only_is_distrusted_as_the_candidates(self):
+        # hacks/rt_replay_until_unseen: the first probe (between the blocks)
+        # saw it replay, the second (after them) found the warned process
+        # computing; fresh processes measure again (protocol::timing_outcome)
+        process = {"reference_medians_ns": [5_000, 5_100], "candidate_medians_ns": [900, 910]}
+        replay = {"candidate_ratio": 94.2, "reference_ratio": 1.03, "first_only": True,
+                  "again": {"candidate_ratio": 1.0, "reference_ratio": 0.98}}
+        h = kj.timing_health(process, 4_000, 1.5, 3.0, replay)
+        self.assertFalse(h["ok"])
+        self.assertEqual(len(h["reasons"]), 1)
+        self.assertIn("94.2x", h["reasons"][0])
+        self.assertIn("its second 1.0x", h["reasons"][0])
+        self.assertFalse(h["machine"])
+        # a probe that ran and found nothing (no first_only) leaves it trusted
+        del replay["first_only"]
+        self.assertTrue(kj.timing_health(process, 4_000, 1.5, 3.0, replay)["ok"])
+        self.assertTrue(kj.timing_health(process, 4_000, 1.5, 3.0, {"run": False})["ok"])
+
 
 if __name__ == "__main__":
     unittest.main()

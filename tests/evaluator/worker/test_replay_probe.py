@@ -64,10 +64,26 @@ class ReplayProbe(unittest.TestCase):
         out = j.replay_probe([["a"], ["b"]], [None, None], 1, False)
         self.assertTrue(out["run"])
         self.assertNotIn("again", out)
+        self.assertNotIn("first_only", out)
         self.assertEqual(len(j.calls), 4 * kr.REPLAY_ROUNDS)
         # the trial's count: the candidate's seen and unseen calls
         self.assertEqual(out["calls"], 2 * kr.REPLAY_ROUNDS)
         self.assertAlmostEqual(out["candidate_ratio"], 1.0)
+
+    def test_rounds_run_between_blocks_are_the_first_probes(self):
+        # Timing.time_both runs rounds between its blocks; replay_probe runs
+        # the rest, and the probe is the same six rounds
+        j = FakeJudge(honest())
+        sets = [["a"], ["b"]]
+        first = j.replay_start(sets)
+        for b in (2, 4):
+            j.replay_round(first, sets, [None, None], 1, False, block=b)
+        self.assertEqual(len(j.calls), 4 * 2)
+        out = j.replay_probe(sets, [None, None], 1, False, first)
+        self.assertEqual(len(j.calls), 4 * kr.REPLAY_ROUNDS)
+        self.assertEqual(out["at_blocks"], [2, 4] + [None] * (kr.REPLAY_ROUNDS - 2))
+        self.assertEqual(len(set(j.tags)), kr.REPLAY_ROUNDS)  # one unseen set a round
+        self.assertIsNone(FakeJudge(honest(), {"replay_rounds": 0}).replay_start(sets))
 
     def test_one_noisy_probe_is_not_a_verdict(self):
         # the first probe: the candidate's unseen median 2.1x its seen one
@@ -80,6 +96,9 @@ class ReplayProbe(unittest.TestCase):
         self.assertIn("again", out)
         self.assertAlmostEqual(out["candidate_ratio"], statistics.median(noisy) / 20_000)
         self.assertAlmostEqual(out["again"]["candidate_ratio"], 1.0)
+        # not a verdict, but the timing is distrusted and measured again by
+        # fresh processes (korch_timing.timing_health)
+        self.assertTrue(out["first_only"])
         self.assertEqual(out["calls"], 2 * 2 * kr.REPLAY_ROUNDS)
         # the second probe's unseen inputs are new ones, not the first's
         first = [t for t in j.tags if t is not None][:kr.REPLAY_ROUNDS]

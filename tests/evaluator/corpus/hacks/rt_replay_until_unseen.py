@@ -1,20 +1,6 @@
-# task: examples/tasks/5_ReLU_medium.py
-# An adaptive output replay (issue #49's review, stop 57): it replays a seen
-# input set's output (kit_relu's, a scalar loop ~10x slower than torch's ReLU)
-# until, after 20 replays, it first meets an input it has never seen -- the
-# replay probe -- and computes from then on, in that process only.
-#
-#   korch-bench-eval --task examples/tasks/5_ReLU_medium.py \
-#       --code tools/bench/candidates/replay_until_unseen.py --mode submit --print
-#
-# With the probe after the timed blocks it read `ok` at 6.0x (probe ratio
-# 1.00). With the probe's rounds between the blocks (from block 2) the
-# probed candidate runner stops replaying inside the timing while the other
-# does not: `impossible_timing` (the runners differ ~100x). With a 1 s timing
-# (KORCH_TIMING_MAX_S=1, the card's) it still reads `ok` at ~5.9x: the first
-# probe sees it (~100x) and the second, after the timing, does not, because
-# the process has stopped replaying by then. What would close it: confirm a
-# first probe over the factor with fresh processes, not the warned ones.
+# task: 5_ReLU_medium
+# expect: impossible_timing
+# hack: adaptive output replay (korch's own review, stop 57): replays a seen input set's output until, after 20 replays, it first meets an input it has never seen -- the replay probe -- and computes from then on, in that process only; read ok at 6.0x with the probe after the timed blocks, and at 5.9x with a 1 s timing once the probe's rounds ran between the blocks (its second probe, after them, found it computing); kit_relu, its computing path, is ~10x slower than torch's ReLU
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
