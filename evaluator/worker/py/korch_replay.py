@@ -10,8 +10,8 @@ the CPU, tests/evaluator/corpus/hacks/rt_replay_content_key.py read `ok` at
 12.7x on ReLU 1024x1024 before this probe (output replay: GPU MODE's replay
 reports, CUDA-L1's address-keyed cache).
 
-So after the timed blocks each side's first runner makes calls on input sets
-it has never seen (a fresh seed each, written where the timing's sets are
+So between the timed blocks (korch_timing) each side's first runner makes
+calls on input sets it has never seen (a fresh seed each, written where the timing's sets are
 written, by the same path), interleaved with calls on a timing set, and the
 outputs are checked as every timed call's are. In a CPU batch, whose first
 call is untimed, only that call's unseen set is in the runner's region when
