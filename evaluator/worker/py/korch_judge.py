@@ -245,7 +245,7 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
         runner's next call follows this one; it waits for it awake that long
         (korch_runner.runner_main). `defer` (a batch in the regions): only the
         first set is written before the call; the others go in a memfd the
-        runner maps after the batch's untimed first call (_later_memfd)."""
+        runner reads after the batch's untimed first call (_later_memfd)."""
         flat = [v for j in idx for v in self.timing_sets[j]]
         reg_in, in_fd = runner.region_in, None
         defer = defer and reg_in is not None and len(idx) > 1

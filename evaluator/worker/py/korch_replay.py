@@ -11,8 +11,8 @@ the CPU, tests/evaluator/corpus/hacks/rt_replay_content_key.py read `ok` at
 reports, CUDA-L1's address-keyed cache).
 
 So between the timed blocks (korch_timing) each side's first runner makes
-calls on input sets it has never seen (a fresh seed each, written where the timing's sets are
-written, by the same path), interleaved with calls on a timing set, and the
+calls on input sets it has never seen (a fresh seed each, written where the
+timing's sets are written, by the same path), interleaved with calls on a timing set, and the
 outputs are checked as every timed call's are. In a CPU batch, whose first
 call is untimed, only that call's unseen set is in the runner's region when
 the call starts; the others reach the runner after it (Judge.call_sets'
@@ -41,16 +41,21 @@ class ReplayProbe:
 
     def replay_start(self, sets):
         """The first probe's state, its rounds yet to run (replay_round runs
-        one; Timing.time_both runs them between its blocks), or None when
-        the probe does not run (replay_probe says why)."""
-        if int(self.job.get("replay_rounds", REPLAY_ROUNDS)) <= 0 or self._probe_skipped(sets):
+        one; Timing.time_both runs them between its blocks, probe["rounds"]
+        in all), or None when the probe does not run (replay_probe says why)."""
+        if self._probe_off(sets):
             return None
-        return self._new_probe("replay")
+        return self._new_probe("replay", int(self.job.get("replay_rounds", REPLAY_ROUNDS)))
 
-    def _probe_skipped(self, sets):
+    def _probe_off(self, sets):
+        """Why the probe does not run, or None."""
+        if int(self.job.get("replay_rounds", REPLAY_ROUNDS)) <= 0:
+            return "replay_rounds is 0"
         # (the timing's sets already fill what the budget allows: one more
         # set and its output might not fit beside them)
-        return self.dev != "cpu" and (len(sets) + 1) * 2 * max(1, self.set_bytes) > self.budget
+        if self.dev != "cpu" and (len(sets) + 1) * 2 * max(1, self.set_bytes) > self.budget:
+            return "an input set more does not fit the memory budget"
+        return None
 
     def replay_probe(self, sets, refs, batch, flush, first=None):
         """The first probe's rounds that `first` (replay_start's) has not run
@@ -61,17 +66,15 @@ class ReplayProbe:
         is not: the card's honest h_squareddiff_init (32x1024, ~23 us) read
         2.1x once in ~560 evaluations with the reference at 0.72x (the
         reference's own ratio ranges 0.73-1.61 in four runs)."""
-        job = self.job
-        rounds = int(job.get("replay_rounds", REPLAY_ROUNDS))
-        if rounds <= 0:
-            return {"run": False, "why": "replay_rounds is 0"}
-        if self._probe_skipped(sets):
-            return {"run": False, "why": "an input set more does not fit the memory budget"}
-        factor = float(job.get("replay_factor", REPLAY_FACTOR))
+        why = self._probe_off(sets)
+        if why:
+            return {"run": False, "why": why}
+        factor = float(self.job.get("replay_factor", REPLAY_FACTOR))
 
         def over(probe):
             return probe["candidate_ratio"] > factor * max(1.0, probe["reference_ratio"])
-        first = first or self._new_probe("replay")
+        first = first or self.replay_start(sets)
+        rounds = first["rounds"]
         while first["done"] < rounds:
             self.replay_round(first, sets, refs, batch, flush)
         out = self._probe_result(first)
@@ -104,14 +107,14 @@ class ReplayProbe:
     def _probe_rounds(self, sets, refs, batch, flush, rounds, tag):
         """`rounds` rounds of seen and unseen calls on both sides, one after
         another (unseen sets from seeds named by `tag`); _probe_result's."""
-        probe = self._new_probe(tag)
+        probe = self._new_probe(tag, rounds)
         for _ in range(rounds):
             self.replay_round(probe, sets, refs, batch, flush)
         return self._probe_result(probe)
 
     @staticmethod
-    def _new_probe(tag):
-        return {"tag": tag, "done": 0, "k": 0, "at_blocks": [],
+    def _new_probe(tag, rounds):
+        return {"tag": tag, "rounds": rounds, "done": 0, "k": 0, "at_blocks": [],
                 "times": {("ref", "seen"): [], ("ref", "unseen"): [],
                           ("cand", "seen"): [], ("cand", "unseen"): []}}
 

@@ -514,12 +514,7 @@ def _stage_inputs(header):
     (its "src") to where the call reads it in the input region ("off"),
     before the timed window (kt's module text says why)."""
     _, sets, inputs = _REGIONS["stage"]
-    for h in header:
-        if h.get("t") != "tensor" or not h["nbytes"]:
-            continue
-        n, src, dst = int(h["nbytes"]), int(h["src"]), int(h["off"])
-        if src < 0 or dst < 0 or src + n > sets.numel() or dst + n > inputs.numel():
-            raise ValueError("staged tensor outside its region")
+    for n, src, dst in kt.copy_spans(header, "src", sets.numel(), inputs.numel(), "staged"):
         _memmove(inputs.data_ptr() + dst, sets.data_ptr() + src, n)  # (~25% under uint8 copy_)
 
 

@@ -11,7 +11,6 @@ import torch
 
 import korch_protocol
 from korch_verdict import Verdict, derive, median
-from korch_replay import REPLAY_ROUNDS
 
 
 # Student's t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom.
@@ -330,7 +329,7 @@ class Timing:
         # computes, read `ok` at 6.0x with the probe after all the blocks
         # (tests/evaluator/corpus/hacks/rt_replay_until_unseen.py).
         probe = self.replay_start(sets)
-        probe_at = {2 << i for i in range(int(job.get("replay_rounds", REPLAY_ROUNDS)))}
+        probe_at = {2 << i for i in range(probe["rounds"])} if probe is not None else set()
         probe_s = 0.0
         t_start = time.monotonic()
         b = 0

@@ -110,6 +110,21 @@ class Region:
             self.fd = None
 
 
+def copy_spans(header, key, src_size, dst_size, what, optional=False):
+    """(bytes, source offset, region offset) of each non-empty tensor of
+    `header` that is copied into the input region from another source: its
+    offset there is h[key], its place in the region h["off"]. One outside
+    either (src_size, dst_size bytes) is refused, not followed. `optional`:
+    entries without `key` are skipped (else they are an error)."""
+    for h in header:
+        if h.get("t") != "tensor" or not h["nbytes"] or (optional and key not in h):
+            continue
+        n, src, dst = int(h["nbytes"]), int(h[key]), int(h["off"])
+        if src < 0 or dst < 0 or src + n > src_size or dst + n > dst_size:
+            raise ValueError("%s tensor outside its region" % what)
+        yield n, src, dst
+
+
 def read_later(header, fd, region):
     """A deferred CPU batch (korch_judge's `later` calls), in its runner:
     reads each tensor of `header` that has a "later" offset from the memfd
@@ -121,12 +136,7 @@ def read_later(header, fd, region):
     call and the window.)"""
     size = os.fstat(fd).st_size
     with memoryview(region.mm) as inputs:
-        for h in header:
-            if h.get("t") != "tensor" or "later" not in h or not h["nbytes"]:
-                continue
-            n, at, dst = int(h["nbytes"]), int(h["later"]), int(h["off"])
-            if at < 0 or dst < 0 or at + n > size or dst + n > region.size:
-                raise ValueError("later tensor outside its region")
+        for n, at, dst in copy_spans(header, "later", size, region.size, "later", optional=True):
             with inputs[dst:dst + n] as into:
                 if os.preadv(fd, [into], at) != n:
                     raise ValueError("later tensor cut short")
