@@ -2,6 +2,8 @@
 temporaries (float64 copies, masks) are of one chunk, never of a whole output,
 which can be gigabytes -- a float64 copy of a 6.4 GB output asked an 80 GB GPU
 for 13 GB more. Judge.MEMORY_MULTIPLE counts them. A leaf module."""
+import ctypes
+
 import torch
 
 # Elements per pass.
@@ -25,6 +27,31 @@ def equal(a, b):
         return False
     a, b = flat(a), flat(b)
     return all(torch.equal(a[i:j], b[i:j]) for i, j in spans(a.numel()))
+
+
+_memcmp = ctypes.CDLL(None).memcmp
+_memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+_memcmp.restype = ctypes.c_int
+
+
+def _plain_cpu(t):
+    """A dense, contiguous CPU tensor whose bytes are its values (no
+    conjugate or negative view bit)."""
+    return t.device.type == "cpu" and t.layout == torch.strided and t.is_contiguous() and \
+        not t.is_conj() and not t.is_neg()
+
+
+def same_bytes(a, b):
+    """True or False when a and b are contiguous CPU tensors of one dtype and
+    shape, by libc's memcmp of their bytes; None when they are not (the
+    caller compares another way). memcmp makes no mask and reads each byte
+    once: 64 MB in ~6 ms here, against ~11 ms for torch.equal over int64
+    words, on every timed call of a 64 MB output (tools/bench/README.md,
+    stop 58)."""
+    if not (_plain_cpu(a) and _plain_cpu(b)) or a.dtype != b.dtype or a.shape != b.shape:
+        return None
+    n = a.numel() * a.element_size()
+    return n == 0 or _memcmp(a.data_ptr(), b.data_ptr(), n) == 0
 
 
 def all_finite(t):

@@ -25,6 +25,7 @@ Headers are JSON: {"t": "tensor", "dtype", "shape", "off", "nbytes"} (CPU) or
 {"t": "tensor", "dtype", "shape", "slot", "nbytes"} (GPU), {"t": "py", "v"}.
 """
 import base64
+import ctypes
 import errno
 import fcntl
 import json
@@ -70,11 +71,18 @@ def layout(values):
 
 
 def write(buf, values, header):
-    """Copies the tensors of `values` into `buf` where `header` places them."""
+    """Copies the tensors of `values` into `buf` where `header` places them:
+    a contiguous CPU tensor by memmove (64 MB in ~5 ms here against ~8 ms
+    for copy_: a runner copies every timed call's outputs out), any other
+    by copy_."""
     for v, h in zip(values, header):
         if h["t"] == "tensor" and v.numel() > 0:
             dst = torch.frombuffer(buf, dtype=v.dtype, count=v.numel(), offset=h["off"])
-            dst.copy_(v.detach().reshape(-1))
+            if v.device.type == "cpu" and v.layout == torch.strided and v.is_contiguous() and \
+                    not v.is_conj() and not v.is_neg():
+                ctypes.memmove(dst.data_ptr(), v.data_ptr(), v.numel() * v.element_size())
+            else:
+                dst.copy_(v.detach().reshape(-1))
             del dst
 
 
