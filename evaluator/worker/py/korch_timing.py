@@ -331,6 +331,8 @@ class Timing:
         probe = self.replay_start(sets)
         probe_at = {2 << i for i in range(probe["rounds"])} if probe is not None else set()
         probe_s = 0.0
+        # CPU: where the timing's wall time went (evidence timing.time_split_s)
+        split = {"calls": 0.0, "round_trips": 0.0, "judge_samples": 0.0}
         t_start = time.monotonic()
         b = 0
         while True:
@@ -350,8 +352,11 @@ class Timing:
                     k += batch
                     label = "timed call %d" % k
                     if self.dev == "cpu":
+                        t_call = time.monotonic()
                         info, bad = self.checked_call(refr if side == "ref" else candr, idx, refs,
                                                       label, spin_us if c + 1 < calls else 0)
+                        split["calls"] += time.monotonic() - t_call
+                        split["round_trips"] += info["rt_ns"] / 1e9
                     else:
                         outs, info = self.call(refr if side == "ref" else candr, sets[idx[0]],
                                                flush=flush, timed=True)
@@ -380,7 +385,9 @@ class Timing:
                 self.replay_round(probe, sets, refs, batch, flush, block=b)
                 probe_s += time.monotonic() - t_probe
             if self.dev == "cpu" and b % 10 == 0:
+                t_sample = time.monotonic()
                 judge_ref.append(self._judge_reference_sample(sets, batch))
+                split["judge_samples"] += time.monotonic() - t_sample
             if b < min_blocks or b % 2:
                 continue
             if b >= max_blocks or time.monotonic() - t_start - probe_s > max_s or \
@@ -431,6 +438,7 @@ class Timing:
                                    "judge": self.judge_heap_only},
                      "timing_s": time.monotonic() - t_start - probe_s, "probe_rounds_s": probe_s,
                      "harness_overhead_us": overhead,
+                     "time_split_s": split if self.dev == "cpu" else None,
                      "threads": torch.get_num_threads(), "l2_flush": flush,
                      "gpu_wait_us": self.pre_us,
                      "alias_offsets": {k: sorted(v.items(), key=lambda kv: -kv[1])[:3]
