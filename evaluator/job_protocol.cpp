@@ -64,6 +64,7 @@ json common(const Settings& s) {
   if (s.timing_max_s > 0) j["timing_max_s"] = s.timing_max_s;
   if (s.timing_max_blocks > 0) j["timing_max_blocks"] = s.timing_max_blocks;
   if (s.timing_judge_writes) j["timing_judge_writes"] = true;
+  if (!s.timing_split_compare) j["timing_split_compare"] = false;
   if (s.timing_stop_on_bootstrap) j["timing_stop_on_bootstrap"] = true;
   if (s.profile_first_call) j["profile_first_call"] = true;
   if (!s.gpu && !s.fake_cuda.empty()) {

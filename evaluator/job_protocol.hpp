@@ -84,6 +84,7 @@ struct Settings {
   // region from the other core, as before stop 56 (A/B runs); by default a
   // runner copies them from the sealed input sets itself.
   bool timing_judge_writes = false;
+  bool timing_split_compare = true;  // CPU: large checks on both cores (korch_chunks.SPLIT_BYTES)
   // cpu: the timing stops at the first look at which the bootstrap interval
   // is within 1%, as before stop 56 (A/B runs); by default it runs to its
   // caps.

@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "evaluator", "worker", "
 
 import torch  # noqa: E402
 
+import korch_chunks as kch  # noqa: E402
 import korch_compare as kc  # noqa: E402
 import korch_transport as kt  # noqa: E402
 from korch_chunks import same_bytes  # noqa: E402
@@ -67,6 +68,39 @@ class SameBytes(unittest.TestCase):
 
     def test_empty_tensors_are_equal(self):
         self.assertIs(same_bytes(torch.empty(0), torch.empty(0)), True)
+
+
+class SplitOnTwoCores(unittest.TestCase):
+    """A comparison of korch_chunks.SPLIT_BYTES or more, half on the helper
+    thread (korch_chunks.use_helper_cpu): a changed byte in either half, or
+    at the seam, is seen."""
+
+    def setUp(self):
+        kch.use_helper_cpu(sorted(os.sched_getaffinity(0))[-1])
+        g = torch.Generator().manual_seed(11)
+        self.a = torch.randn(kch.SPLIT_BYTES // 4 + 4099, generator=g)  # (an odd size)
+
+    def tearDown(self):
+        kch.use_helper_cpu(None)
+
+    def test_the_helper_is_used_and_both_halves_count(self):
+        self.assertTrue(kch._HELPER)
+        raw_n = self.a.numel() * 4
+        half = (raw_n // 2) & ~63
+        self.assertIs(same_bytes(self.a, self.a.clone()), True)
+        for pos in (0, half - 1, half, half + 1, raw_n - 1):
+            b = self.a.clone()
+            b.view(torch.uint8)[pos] ^= 0x10
+            self.assertNotEqual(oracle_bytes(self.a), oracle_bytes(b))
+            self.assertIs(same_bytes(self.a, b), False, pos)
+            self.assertIs(same_bytes(self.a, self.a.clone()), True, pos)  # the helper is free again
+
+    def test_off_again_compares_on_one_thread(self):
+        kch.use_helper_cpu(None)
+        self.assertFalse(kch._HELPER)
+        b = self.a.clone()
+        b[-1] += 1
+        self.assertIs(same_bytes(self.a, b), False)
 
 
 class Write(unittest.TestCase):
