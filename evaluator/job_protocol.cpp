@@ -53,6 +53,7 @@ json common(const Settings& s) {
   j["memory_budget_mb"] = s.memory_budget_mb;
   j["device"] = s.gpu ? "cuda" : "cpu";
   if (s.reference_runners > 0) j["reference_runners"] = s.reference_runners;
+  if (s.timing_slow_runners > 0) j["timing_slow_runners"] = s.timing_slow_runners;
   if (s.candidate_runners > 0) j["candidate_runners"] = s.candidate_runners;
   if (s.judge_shares_core) j["judge_shares_core"] = true;
   if (s.timing_batched_cap) j["timing_batched_cap"] = true;
@@ -63,6 +64,7 @@ json common(const Settings& s) {
   if (s.timing_heap_only >= 0) j["timing_heap_only"] = s.timing_heap_only == 1;
   if (s.timing_max_s > 0) j["timing_max_s"] = s.timing_max_s;
   if (s.timing_max_blocks > 0) j["timing_max_blocks"] = s.timing_max_blocks;
+  if (s.timing_min_calls >= 0) j["timing_min_calls"] = s.timing_min_calls;
   if (s.timing_judge_writes) j["timing_judge_writes"] = true;
   if (!s.timing_split_compare) j["timing_split_compare"] = false;
   if (s.timing_stop_on_bootstrap) j["timing_stop_on_bootstrap"] = true;

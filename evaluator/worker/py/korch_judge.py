@@ -596,6 +596,7 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
         n_more = self._more_runners_fit(public, est, max(map(len, forked.values())))
         self.ref_more = [Runner(self, "reference", fd, pid) for pid, fd in forked["ref"][:n_more]]
         self.cand_more = [Runner(self, "candidate", fd, pid) for pid, fd in forked["cand"][:n_more]]
+        self.start_gated(self.ref_more, self.cand_more)
         # The others leave now: each holds a CUDA context the evaluation's
         # memory bound does not count (Judge.check_fits).
         idle = forked["ref"][n_more:] + forked["cand"][n_more:]
@@ -696,15 +697,20 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
 
     def _more_runners_fit(self, public, est, forked):
         """How many of the further runners the worker forked (up to `forked`
-        a side) take part. CPU: all (their memory is the job's address-space
-        limit's). GPU: none for a CHECK (it times nothing), else as many as
+        a side) take part. CPU: those the job asks for (reference_runners,
+        candidate_runners: 2 unless it says), or timing_slow_runners a side
+        when the reference's call goes one a timed block (Timing.lone_call_ns:
+        the process term's 2 degrees of freedom were too few there; their
+        memory is the job's address-space limit's). GPU: none for a CHECK (it times nothing), else as many as
         fit half the budget beside the estimate, a reference and a candidate
         runner at a time: each holds the reference's (or the candidate's)
         parameters and makes its own outputs; the inputs and output slots are
         the judge's, shared by IPC. The evidence's reference_runners says how
         many timed; the worker kills the idle ones with the job."""
-        if self.dev == "cpu" or forked == 0:
-            return forked
+        if forked == 0:
+            return 0
+        if self.dev == "cpu":
+            return self.cpu_runners_more(public, forked)
         if public:
             return 0
         params = 0

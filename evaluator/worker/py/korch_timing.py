@@ -215,6 +215,16 @@ class Timing:
         target = float(job.get("timing_target_rel_ci", 0.01))
         stop_early = self.dev != "cpu" or bool(job.get("timing_stop_on_bootstrap", False))
         max_s = float(job.get("timing_max_s", 15))
+        # CPU: the time cap ends a timing only once each side has
+        # timing_min_calls timed calls; until then it may run to twice max_s.
+        # A call of ~13 ms (6_ReLU_large) goes one a block, and 15 s held
+        # 120-165 of them a side: their per-call noise (~5% on the dev VM)
+        # left equal work's interval over +-3% in 8 of 22 evaluations; cut
+        # from the same runs at 250-358 blocks it was +-1.9-2.6%
+        # (tools/bench/README.md, stop 58). It depends on the calls' pace,
+        # never on their times, so it cannot stop on a lucky look. Calls
+        # under ~10 ms reach it long before max_s.
+        min_calls = int(job.get("timing_min_calls", 300 if self.dev == "cpu" else 0))
         # CPU: a runner may wait for the next call of its block awake, up to
         # this long, instead of letting its core go idle between the two
         # (A/B knob, off by default: on the dev VM it made equal work at
@@ -306,7 +316,7 @@ class Timing:
                 # in that transient and equal work read 0.970-1.017 (sd
                 # 1.6%), with 12 0.989-0.999 (sd 0.3%; tools/bench/README.md).
                 per_block = int(job.get("timing_lone_block_calls", 12))
-                block_ns = float(job.get("timing_block_ms", 20)) * 1e6
+                block_ns = 2 * self.one_call_block_ns()
                 if t_est * per_block > block_ns:
                     per_block = max(1, int(block_ns // t_est))
                 # A block's first call meets the caches the other side's
@@ -323,6 +333,8 @@ class Timing:
                 # 0.974-1.077 over ten evaluations with it, 0.986-1.021
                 # with 200 blocks; issue #7, tools/bench/README.md)
                 max_blocks = min(max_blocks, 60)
+        if min_calls > 0 and per_block * max_blocks < min_calls:
+            max_blocks = -(-min_calls // per_block)
         samples = {"ref": [], "cand": []}   # per block: list of t_ns
         ref_of_block = []                   # which reference runner timed block i
         cand_of_block = []                  # which candidate runner timed block i
@@ -400,7 +412,8 @@ class Timing:
                 split["judge_samples"] += time.monotonic() - t_sample
             if b < min_blocks or b % 2:
                 continue
-            if b >= max_blocks or time.monotonic() - t_start - probe_s > max_s or \
+            cap_s = max_s if b * per_block >= min_calls else 2 * max_s
+            if b >= max_blocks or time.monotonic() - t_start - probe_s > cap_s or \
                     time.monotonic() > self.deadline - 10:
                 break
             if not stop_early:
@@ -442,6 +455,7 @@ class Timing:
         med_ref, med_cand = median(ref_all), max(median(cand_all), 1)
         overhead = {s: median([x[1] - x[0] for x in extra[s]]) / 1e3 for s in extra}
         timing_ev = {"ref_ns": ref_all, "cand_ns": cand_all, "blocks": b,
+                     "max_blocks": max_blocks, "min_calls": min_calls,
                      "block_calls": per_block, "batch": batch, "batch_calibration": calibration,
                      "spin_us": spin_us if self.dev == "cpu" else 0, "block_warmup": block_warmup,
                      "inputs_staged_by": "runner" if self.sealed_bases else "judge",
@@ -481,6 +495,49 @@ class Timing:
         self._cross_check(extra, med_cand)
         return korch_protocol.measured(speedup=speedup, speedup_ci_low=lo, speedup_ci_high=hi,
                                        ref_time_ms=med_ref / 1e6, cand_time_ms=med_cand / 1e6)
+
+
+    def cpu_runners_more(self, public, forked):
+        """CPU: how many of the `forked` further runners a side take part
+        (Judge._more_runners_fit): those the job asks for (reference_runners,
+        candidate_runners: 2 a side unless it says), or timing_slow_runners a
+        side for a SUBMIT whose reference call goes one a timed block: there
+        the process term's 2 degrees of freedom were too few (cpu_host.cpp)."""
+        job = self.job
+        normal = max(int(job.get("reference_runners", 2)), int(job.get("candidate_runners", 2))) - 1
+        slow = int(job.get("timing_slow_runners", 0)) - 1
+        n = normal
+        if slow > normal and not public:
+            call_ns = self.lone_call_ns(self.first)
+            n = slow if call_ns >= self.one_call_block_ns() else normal
+            self.evidence["slow_call_runners"] = {"reference_call_ms": call_ns / 1e6,
+                                                  "used": n == slow}
+        return max(0, min(forked, n))
+
+    def start_gated(self, ref_more, cand_more):
+        """The worker's extras for slow calls (timing_slow_runners) wait for
+        a "g" before they start (korch-worker's fork_runner): the ones taking
+        part get it; the others started at once."""
+        for more, key in ((ref_more, "reference_runners"), (cand_more, "candidate_runners")):
+            asked = min(max(int(self.job.get(key, 2)), 1), 8)
+            for runner in more[asked - 1:]:
+                runner.ch.sock.send(b"g")
+
+    def one_call_block_ns(self):
+        """The time per call from which a lone timed CPU call goes one a
+        block (time_both: a block holds timing_block_ms of them)."""
+        return float(self.job.get("timing_block_ms", 20)) * 1e6 / 2
+
+    def lone_call_ns(self, args):
+        """The reference's time per call in the judge, warm (its second
+        call on `args`): what decides, before the runners start, whether
+        the timing's calls will go one a block."""
+        self.ref_forward(args)
+        t0 = time.perf_counter_ns()
+        out = self.ref_forward(args)
+        dt = time.perf_counter_ns() - t0
+        del out
+        return dt
 
 
     @staticmethod

@@ -307,9 +307,66 @@ class MoreRunnersFit(unittest.TestCase):
         est = 2 * 4 * n_out  # (no inputs in this estimate)
         return j._more_runners_fit(public, est, forked), j.evidence
 
-    def test_cpu_uses_every_forked_runner(self):
-        self.assertEqual(self.fit("cpu", False, 1, 1 << 20, 1 << 20)[0], 3)
-        self.assertEqual(self.fit("cpu", True, 1, 1 << 20, 1 << 20)[0], 3)
+    def test_cpu_uses_the_runners_the_job_asks_for(self):
+        self.assertEqual(self.fit("cpu", False, 1, 1 << 20, 1 << 20)[0], 1)  # 2 a side
+        self.assertEqual(self.fit("cpu", True, 1, 1 << 20, 1 << 20)[0], 1)
+        self.assertEqual(self.cpu_fit({"reference_runners": 4, "candidate_runners": 4}, 0.0)[0], 3)
+        self.assertEqual(self.cpu_fit({"reference_runners": 4}, 0.0, forked=2)[0], 2)
+
+    @staticmethod
+    def cpu_fit(job_fields, call_s, public=False, forked=3):
+        """_more_runners_fit on the CPU with a reference whose call sleeps
+        call_s (the judge's own timing of it decides)."""
+        import time
+        import torch
+
+        class Sleepy(torch.nn.Module):
+            def forward(self, x):
+                time.sleep(call_s)
+                return x + 1
+        j = judge("cpu")
+        j.job.update(job_fields)
+        j.ref = Sleepy()
+        j.first = [torch.zeros(4)]
+        return j._more_runners_fit(public, 0, forked), j.evidence
+
+    def test_cpu_slow_calls_get_the_slow_runners_and_fast_ones_do_not(self):
+        # calls go one a block from timing_block_ms / 2 = 10 ms
+        n, ev = self.cpu_fit({"timing_slow_runners": 4}, 0.015)
+        self.assertEqual(n, 3)
+        self.assertTrue(ev["slow_call_runners"]["used"])
+        self.assertGreaterEqual(ev["slow_call_runners"]["reference_call_ms"], 15)
+        n, ev = self.cpu_fit({"timing_slow_runners": 4}, 0.0)
+        self.assertEqual(n, 1)
+        self.assertFalse(ev["slow_call_runners"]["used"])
+        # a CHECK times nothing: the job's count, no estimate
+        n, ev = self.cpu_fit({"timing_slow_runners": 4}, 0.015, public=True)
+        self.assertEqual(n, 1)
+        self.assertNotIn("slow_call_runners", ev)
+        # an explicit count at or over the slow one is the count
+        n, _ = self.cpu_fit({"timing_slow_runners": 4, "reference_runners": 4}, 0.0)
+        self.assertEqual(n, 3)
+
+    def test_only_the_gated_extras_get_their_go(self):
+        sent = []
+
+        class Sock:
+            def __init__(self, i):
+                self.i = i
+
+            def send(self, data):
+                sent.append((self.i, data))
+
+        class R:
+            def __init__(self, i):
+                self.ch = type("Ch", (), {"sock": Sock(i)})()
+        j = judge("cpu")
+        j.start_gated([R("r1"), R("r2"), R("r3")], [R("c1"), R("c2"), R("c3")])
+        self.assertEqual(sent, [("r2", b"g"), ("r3", b"g"), ("c2", b"g"), ("c3", b"g")])
+        sent.clear()
+        j.job.update({"reference_runners": 3})
+        j.start_gated([R("r1"), R("r2")], [R("c1")])
+        self.assertEqual(sent, [])
 
     def test_a_gpu_check_times_nothing_and_uses_none(self):
         self.assertEqual(self.fit("cuda", True, 4096, 16, 16)[0], 0)
