@@ -53,7 +53,7 @@ json common(const Settings& s) {
   j["memory_budget_mb"] = s.memory_budget_mb;
   j["device"] = s.gpu ? "cuda" : "cpu";
   if (s.reference_runners > 0) j["reference_runners"] = s.reference_runners;
-  if (s.timing_slow_runners > 0) j["timing_slow_runners"] = s.timing_slow_runners;
+  if (s.timing_lone_runners > 0) j["timing_lone_runners"] = s.timing_lone_runners;
   if (s.candidate_runners > 0) j["candidate_runners"] = s.candidate_runners;
   if (s.judge_shares_core) j["judge_shares_core"] = true;
   if (s.timing_batched_cap) j["timing_batched_cap"] = true;

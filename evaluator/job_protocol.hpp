@@ -50,7 +50,7 @@ struct Settings {
   bool runner_exec = false;          // gpu: the runners may exec (Triton)
   // Reference runners of a measure job; 0: the worker's default (2).
   int reference_runners = 0;
-  int timing_slow_runners = 0;  // CPU: runners a side for calls that go one a block (0: as the others)
+  int timing_lone_runners = 0;  // CPU: runners a side for calls timed alone, not batched (0: as the others)
   // Candidate runners of a measure job; 0: the worker's default (2).
   int candidate_runners = 0;
   // cpu: the judge on the runners' core, as before issue #7's change (A/B runs).

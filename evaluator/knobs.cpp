@@ -26,7 +26,7 @@ EnvKnobs EnvKnobs::read() {
   if (auto v = knob("KORCH_TIMING_MAX_S")) k.timing_max_s = std::atof(v->c_str());
   if (auto v = knob("KORCH_TIMING_MAX_BLOCKS")) k.timing_max_blocks = std::atoi(v->c_str());
   if (auto v = knob("KORCH_TIMING_MIN_CALLS")) k.timing_min_calls = std::atoi(v->c_str());
-  if (auto v = knob("KORCH_TIMING_SLOW_RUNNERS")) k.timing_slow_runners = std::atoi(v->c_str());
+  if (auto v = knob("KORCH_TIMING_LONE_RUNNERS")) k.timing_lone_runners = std::atoi(v->c_str());
   if (auto v = knob("KORCH_TIMING_JUDGE_WRITES")) k.timing_judge_writes = *v == "1";
   if (auto v = knob("KORCH_TIMING_SPLIT_COMPARE")) k.timing_split_compare = *v != "0";
   if (auto v = knob("KORCH_TIMING_STOP_ON_BOOTSTRAP")) k.timing_stop_on_bootstrap = *v == "1";

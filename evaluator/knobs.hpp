@@ -26,7 +26,7 @@ struct EnvKnobs {
   std::optional<double> timing_max_s;      // KORCH_TIMING_MAX_S=S (korch audit's honest entries)
   std::optional<int> timing_max_blocks;    // KORCH_TIMING_MAX_BLOCKS=N
   std::optional<int> timing_min_calls;     // KORCH_TIMING_MIN_CALLS=N
-  std::optional<int> timing_slow_runners;  // KORCH_TIMING_SLOW_RUNNERS=N
+  std::optional<int> timing_lone_runners;  // KORCH_TIMING_LONE_RUNNERS=N
   std::optional<bool> timing_judge_writes; // KORCH_TIMING_JUDGE_WRITES=1
   std::optional<bool> timing_split_compare; // KORCH_TIMING_SPLIT_COMPARE=0
   std::optional<bool> timing_stop_on_bootstrap;  // KORCH_TIMING_STOP_ON_BOOTSTRAP=1

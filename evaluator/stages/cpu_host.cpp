@@ -9,7 +9,7 @@
 namespace korch::evaluator::stages {
 namespace {
 
-constexpr int k_slow_call_runners_a_side = 4;
+constexpr int k_lone_call_runners_a_side = 4;
 
 class CpuHost final : public Host {
  public:
@@ -22,19 +22,20 @@ class CpuHost final : public Host {
            ". Kernels are C++ built with torch.utils.cpp_extension.load_inline (CPU only).";
   }
   int threads(int workers) const override { return std::max(1, workers); }
-  // A SUBMIT's calls that go one a timed block (~10 ms or more) are timed
-  // by 4 runners a side, the others by 2 (the worker's default): at ~13 ms a
-  // call the processes' own spread was 0.4-1.2% with two runners a side, and
-  // its estimate from 2 degrees of freedom left equal work's interval over
-  // +-3% in 1 of 3 evaluations at 300 blocks; with four (6 dof) 0 of 6, at
-  // +-0.9-2.0% (tools/bench/README.md, stop 58). The worker forks 4 a side;
-  // the judge, which knows the reference's time per call, sends the extra
-  // two away when the calls are shorter (Judge._more_runners_fit). An
-  // explicit runner count (KORCH_REFERENCE_RUNNERS, ...) keeps its meaning.
+  // A SUBMIT whose calls are timed alone (200 us or more; shorter ones go in
+  // batches) is timed by 4 runners a side, the others by 2 (the worker's
+  // default): with two, the processes' own spread (0.3-1.6%) estimated from
+  // 2 degrees of freedom left equal work's interval over +-3% in 1 of 3
+  // evaluations at ~1 ms and at ~13 ms a call; with four (6 dof) the
+  // intervals were +-0.9-2.0% (tools/bench/README.md, stop 58). Batched
+  // calls keep two: with four their spread grew to 2.7-4.5%. The worker
+  // forks 4 a side; the judge, which knows the reference's time per call,
+  // sends the extra two away for batched calls (Judge._more_runners_fit).
+  // An explicit runner count (KORCH_REFERENCE_RUNNERS, ...) keeps its meaning.
   void tune(protocol::Settings& st, const Request& req, const EnvKnobs& k) const override {
     if (req.mode == Mode::submit && !k.reference_runners && !k.candidate_runners &&
-        !k.timing_slow_runners)
-      st.timing_slow_runners = k_slow_call_runners_a_side;
+        !k.timing_lone_runners)
+      st.timing_lone_runners = k_lone_call_runners_a_side;
   }
   protocol::Spawn spawn(int) const override {
     protocol::Spawn sp;

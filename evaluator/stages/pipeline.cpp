@@ -74,7 +74,7 @@ protocol::Settings StageContext::settings() const {
   if (k.timing_max_s) st.timing_max_s = *k.timing_max_s;
   if (k.timing_max_blocks) st.timing_max_blocks = *k.timing_max_blocks;
   if (k.timing_min_calls) st.timing_min_calls = *k.timing_min_calls;
-  if (k.timing_slow_runners) st.timing_slow_runners = *k.timing_slow_runners;
+  if (k.timing_lone_runners) st.timing_lone_runners = *k.timing_lone_runners;
   if (k.timing_judge_writes) st.timing_judge_writes = *k.timing_judge_writes;
   if (k.timing_split_compare) st.timing_split_compare = *k.timing_split_compare;
   if (k.timing_stop_on_bootstrap) st.timing_stop_on_bootstrap = *k.timing_stop_on_bootstrap;

@@ -322,7 +322,7 @@ std::uint64_t mapped_bytes() {
         cctx["env"] = job_json.value("runner_env", json::object());
         if (!gpu_job && job_json.is_object() && job_json.contains("fake_cuda"))
           cctx["fake_cuda"] = job_json["fake_cuda"];  // tests only (korch_runner.runner_main)
-        // A gated runner (one of timing_slow_runners' extras) waits for the
+        // A gated runner (one of timing_lone_runners' extras) waits for the
         // judge's one-byte "g" before it prepares anything: the judge sends
         // away those it will not time (Judge._more_runners_fit), and their
         // preparation would cost ~0.25 s of the job's cores each.
@@ -369,10 +369,10 @@ std::uint64_t mapped_bytes() {
     };
     auto fork_more = [&](const char* key, std::uint32_t uid, const char* log_stem,
                          const char* which) {
-      // (timing_slow_runners: as many as the judge may want for slow calls;
+      // (timing_lone_runners: as many as the judge may want for lone calls;
       // it sends those it does not time away, Judge._more_runners_fit)
       const int asked = std::clamp(job_json.value(key, 2), 1, k_max_runners_a_side);
-      const int n = std::clamp(std::max(asked, job_json.value("timing_slow_runners", 0)), 1,
+      const int n = std::clamp(std::max(asked, job_json.value("timing_lone_runners", 0)), 1,
                                k_max_runners_a_side);
       std::vector<MoreRunner> more;
       for (int i = 2; i <= n; ++i) {

@@ -698,8 +698,8 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
     def _more_runners_fit(self, public, est, forked):
         """How many of the further runners the worker forked (up to `forked`
         a side) take part. CPU: those the job asks for (reference_runners,
-        candidate_runners: 2 unless it says), or timing_slow_runners a side
-        when the reference's call goes one a timed block (Timing.lone_call_ns:
+        candidate_runners: 2 unless it says), or timing_lone_runners a side
+        when the reference's calls are timed alone (Timing.cpu_runners_more:
         the process term's 2 degrees of freedom were too few there; their
         memory is the job's address-space limit's). GPU: none for a CHECK (it times nothing), else as many as
         fit half the budget beside the estimate, a reference and a candidate

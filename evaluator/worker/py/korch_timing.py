@@ -238,7 +238,7 @@ class Timing:
         refs = [self.ref_forward(s) for s in sets]
         flush = self.dev != "cpu"
         split_cpu = -1  # CPU: the core the judge's large checks use besides its own
-        window = float(job.get("timing_batch_us", 200)) * 1e3
+        window = self.batch_window_ns()
         max_batch = int(job.get("timing_max_batch", 64))
         fit = max(1, (self.budget // 4) // per_set)
         if self.dev == "cpu":
@@ -316,7 +316,7 @@ class Timing:
                 # in that transient and equal work read 0.970-1.017 (sd
                 # 1.6%), with 12 0.989-0.999 (sd 0.3%; tools/bench/README.md).
                 per_block = int(job.get("timing_lone_block_calls", 12))
-                block_ns = 2 * self.one_call_block_ns()
+                block_ns = float(job.get("timing_block_ms", 20)) * 1e6
                 if t_est * per_block > block_ns:
                     per_block = max(1, int(block_ns // t_est))
                 # A block's first call meets the caches the other side's
@@ -500,22 +500,23 @@ class Timing:
     def cpu_runners_more(self, public, forked):
         """CPU: how many of the `forked` further runners a side take part
         (Judge._more_runners_fit): those the job asks for (reference_runners,
-        candidate_runners: 2 a side unless it says), or timing_slow_runners a
-        side for a SUBMIT whose reference call goes one a timed block: there
+        candidate_runners: 2 a side unless it says), or timing_lone_runners a
+        side for a SUBMIT whose calls are timed alone, not in batches (the
+        reference's warm call in the judge at timing_batch_us or more): there
         the process term's 2 degrees of freedom were too few (cpu_host.cpp)."""
         job = self.job
         normal = max(int(job.get("reference_runners", 2)), int(job.get("candidate_runners", 2))) - 1
-        slow = int(job.get("timing_slow_runners", 0)) - 1
+        lone = int(job.get("timing_lone_runners", 0)) - 1
         n = normal
-        if slow > normal and not public:
+        if lone > normal and not public:
             call_ns = self.lone_call_ns(self.first)
-            n = slow if call_ns >= self.one_call_block_ns() else normal
-            self.evidence["slow_call_runners"] = {"reference_call_ms": call_ns / 1e6,
-                                                  "used": n == slow}
+            n = lone if call_ns >= self.batch_window_ns() else normal
+            self.evidence["lone_call_runners"] = {"reference_call_ms": call_ns / 1e6,
+                                                  "used": n == lone}
         return max(0, min(forked, n))
 
     def start_gated(self, ref_more, cand_more):
-        """The worker's extras for slow calls (timing_slow_runners) wait for
+        """The worker's extras for slow calls (timing_lone_runners) wait for
         a "g" before they start (korch-worker's fork_runner): the ones taking
         part get it; the others started at once."""
         for more, key in ((ref_more, "reference_runners"), (cand_more, "candidate_runners")):
@@ -523,10 +524,10 @@ class Timing:
             for runner in more[asked - 1:]:
                 runner.ch.sock.send(b"g")
 
-    def one_call_block_ns(self):
-        """The time per call from which a lone timed CPU call goes one a
-        block (time_both: a block holds timing_block_ms of them)."""
-        return float(self.job.get("timing_block_ms", 20)) * 1e6 / 2
+    def batch_window_ns(self):
+        """CPU: calls shorter than this are timed in batches, the others
+        alone (time_both)."""
+        return float(self.job.get("timing_batch_us", 200)) * 1e3
 
     def lone_call_ns(self, args):
         """The reference's time per call in the judge, warm (its second

@@ -331,20 +331,20 @@ class MoreRunnersFit(unittest.TestCase):
         return j._more_runners_fit(public, 0, forked), j.evidence
 
     def test_cpu_slow_calls_get_the_slow_runners_and_fast_ones_do_not(self):
-        # calls go one a block from timing_block_ms / 2 = 10 ms
-        n, ev = self.cpu_fit({"timing_slow_runners": 4}, 0.015)
+        # calls are timed alone from timing_batch_us = 200 us
+        n, ev = self.cpu_fit({"timing_lone_runners": 4}, 0.002)
         self.assertEqual(n, 3)
-        self.assertTrue(ev["slow_call_runners"]["used"])
-        self.assertGreaterEqual(ev["slow_call_runners"]["reference_call_ms"], 15)
-        n, ev = self.cpu_fit({"timing_slow_runners": 4}, 0.0)
+        self.assertTrue(ev["lone_call_runners"]["used"])
+        self.assertGreaterEqual(ev["lone_call_runners"]["reference_call_ms"], 2)
+        n, ev = self.cpu_fit({"timing_lone_runners": 4}, 0.0)
         self.assertEqual(n, 1)
-        self.assertFalse(ev["slow_call_runners"]["used"])
+        self.assertFalse(ev["lone_call_runners"]["used"])
         # a CHECK times nothing: the job's count, no estimate
-        n, ev = self.cpu_fit({"timing_slow_runners": 4}, 0.015, public=True)
+        n, ev = self.cpu_fit({"timing_lone_runners": 4}, 0.015, public=True)
         self.assertEqual(n, 1)
-        self.assertNotIn("slow_call_runners", ev)
+        self.assertNotIn("lone_call_runners", ev)
         # an explicit count at or over the slow one is the count
-        n, _ = self.cpu_fit({"timing_slow_runners": 4, "reference_runners": 4}, 0.0)
+        n, _ = self.cpu_fit({"timing_lone_runners": 4, "reference_runners": 4}, 0.0)
         self.assertEqual(n, 3)
 
     def test_only_the_gated_extras_get_their_go(self):
