@@ -36,7 +36,7 @@ _memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
 _memcmp.restype = ctypes.c_int
 
 
-def _plain_cpu(t):
+def plain_cpu(t):
     """A dense, contiguous CPU tensor whose bytes are its values (no
     conjugate or negative view bit)."""
     return t.device.type == "cpu" and t.layout == torch.strided and t.is_contiguous() and \
@@ -109,7 +109,7 @@ def same_bytes(a, b):
     once: 64 MB in ~6 ms here, against ~11 ms for torch.equal over int64
     words, on every timed call of a 64 MB output (tools/bench/README.md,
     stop 58)."""
-    if not (_plain_cpu(a) and _plain_cpu(b)) or a.dtype != b.dtype or a.shape != b.shape:
+    if not (plain_cpu(a) and plain_cpu(b)) or a.dtype != b.dtype or a.shape != b.shape:
         return None
     n = a.numel() * a.element_size()
     if n >= SPLIT_BYTES and _HELPER:

@@ -78,6 +78,7 @@ def write(buf, values, header):
     for v, h in zip(values, header):
         if h["t"] == "tensor" and v.numel() > 0:
             dst = torch.frombuffer(buf, dtype=v.dtype, count=v.numel(), offset=h["off"])
+            # (korch_chunks.plain_cpu's test; this module is a leaf)
             if v.device.type == "cpu" and v.layout == torch.strided and v.is_contiguous() and \
                     not v.is_conj() and not v.is_neg():
                 ctypes.memmove(dst.data_ptr(), v.data_ptr(), v.numel() * v.element_size())
