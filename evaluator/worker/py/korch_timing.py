@@ -532,12 +532,17 @@ class Timing:
     def lone_call_ns(self, args):
         """The reference's time per call in the judge, warm (its second
         call on `args`): what decides, before the runners start, whether
-        the timing's calls will go one a block."""
-        self.ref_forward(args)
-        t0 = time.perf_counter_ns()
-        out = self.ref_forward(args)
-        dt = time.perf_counter_ns() - t0
-        del out
+        the timing's calls are timed alone. The global RNG is left as it
+        was (a reference that draws random numbers draws none more)."""
+        rng = torch.get_rng_state()
+        try:
+            self.ref_forward(args)
+            t0 = time.perf_counter_ns()
+            out = self.ref_forward(args)
+            dt = time.perf_counter_ns() - t0
+            del out
+        finally:
+            torch.set_rng_state(rng)
         return dt
 
 

@@ -347,6 +347,23 @@ class MoreRunnersFit(unittest.TestCase):
         n, _ = self.cpu_fit({"timing_lone_runners": 4, "reference_runners": 4}, 0.0)
         self.assertEqual(n, 3)
 
+    def test_timing_the_reference_leaves_the_global_rng_as_it_was(self):
+        import torch
+
+        class Draws(torch.nn.Module):
+            def forward(self, x):
+                return x + torch.rand(x.shape)
+        j = judge("cpu")
+        j.job.update({"timing_lone_runners": 4})
+        j.ref = Draws()
+        j.first = [torch.zeros(4)]
+        torch.manual_seed(3)
+        want = torch.rand(2)
+        torch.manual_seed(3)
+        j._more_runners_fit(False, 0, 3)
+        self.assertIn("lone_call_runners", j.evidence)  # the reference was timed
+        self.assertTrue(torch.equal(torch.rand(2), want))
+
     def test_only_the_gated_extras_get_their_go(self):
         sent = []
 
