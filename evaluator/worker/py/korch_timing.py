@@ -516,7 +516,7 @@ class Timing:
         return max(0, min(forked, n))
 
     def start_gated(self, ref_more, cand_more):
-        """The worker's extras for slow calls (timing_lone_runners) wait for
+        """The worker's extras for lone calls (timing_lone_runners) wait for
         a "g" before they start (korch-worker's fork_runner): the ones taking
         part get it; the others started at once."""
         for more, key in ((ref_more, "reference_runners"), (cand_more, "candidate_runners")):
