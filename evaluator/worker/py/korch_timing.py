@@ -223,8 +223,11 @@ class Timing:
         # from the same runs at 250-358 blocks it was +-1.9-2.6%
         # (tools/bench/README.md, stop 58). It depends on the calls' pace,
         # never on their times, so it cannot stop on a lucky look. Calls
-        # under ~10 ms reach it long before max_s.
-        min_calls = int(job.get("timing_min_calls", 300 if self.dev == "cpu" else 0))
+        # under ~10 ms reach it long before max_s. The default scales with
+        # max_s (300 at 15 s): a timing cut short on purpose (korch audit's
+        # 1 s card) is not stretched to twice its cap.
+        min_calls = int(job.get("timing_min_calls",
+                                round(300 * max_s / 15) if self.dev == "cpu" else 0))
         # CPU: a runner may wait for the next call of its block awake, up to
         # this long, instead of letting its core go idle between the two
         # (A/B knob, off by default: on the dev VM it made equal work at
