@@ -50,7 +50,8 @@ struct Settings {
   bool runner_exec = false;          // gpu: the runners may exec (Triton)
   // Reference runners of a measure job; 0: the worker's default (2).
   int reference_runners = 0;
-  int timing_lone_runners = 0;  // CPU: runners a side for calls timed alone, not batched (0: as the others)
+  // CPU: runners a side for calls timed alone, not batched (0: as the others)
+  int timing_lone_runners = 0;
   // Candidate runners of a measure job; 0: the worker's default (2).
   int candidate_runners = 0;
   // cpu: the judge on the runners' core, as before issue #7's change (A/B runs).
@@ -81,7 +82,8 @@ struct Settings {
   // cpu/gpu: the most timed blocks (0: the judge's default, 200 cpu, 60 gpu;
   // A/B runs).
   int timing_max_blocks = 0;
-  int timing_min_calls = -1;  // CPU: timed calls a side before the time cap may end the timing (-1: the judge's default)
+  // CPU: timed calls a side before the time cap may end the timing (-1: the judge's default)
+  int timing_min_calls = -1;
   // cpu: the judge writes every timed call's inputs into the runner's input
   // region from the other core, as before stop 56 (A/B runs); by default a
   // runner copies them from the sealed input sets itself.

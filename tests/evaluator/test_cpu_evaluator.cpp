@@ -42,7 +42,10 @@ void expect_runners_per_side(const std::string& name, const Report& r) {
       EXPECT_GT(m.get<double>(), 0) << name;
       mean += std::log(m.get<double>()) / n;
     }
-    for (const auto& m : meds) ss += (std::log(m.get<double>()) - mean) * (std::log(m.get<double>()) - mean);
+    for (const auto& m : meds) {
+      const double dev = std::log(m.get<double>()) - mean;
+      ss += dev * dev;
+    }
     const double d = std::log(meds[0].get<double>() / meds[1].get<double>());
     EXPECT_NEAR(spread.at(ratio).get<double>(), d, 1e-9) << name;
   }

@@ -7,9 +7,10 @@ never from audit's:
     names (a good file without load_inline: no_kernel), and the expected rule
     among the rules the report names;
   - an `ok` report is correct, has a speedup and a positive reward, and its
-    timing is two runners a side (four for calls timed alone) with the interval widened by their spread
-    (the checks test_cpu_evaluator's corpus test made, moved here so that the
-    corpus runs once); any other verdict has reward 0 and is not correct;
+    timing is two runners a side (four for calls timed alone) with the interval
+    widened by their spread (the checks test_cpu_evaluator's corpus test made,
+    moved here so that the corpus runs once); any other verdict has reward 0
+    and is not correct;
   - attack success and false rejection are this test's own counts (role from
     the directory and header; class from attack_classes.json) and their 95%
     Wilson intervals its own arithmetic; both are 0, with at least 60 attack

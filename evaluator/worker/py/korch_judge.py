@@ -701,11 +701,11 @@ class Judge(Comparing, DeviceFacts, Families, Timing, ReplayProbe):
         candidate_runners: 2 unless it says), or timing_lone_runners a side
         when the reference's calls are timed alone (Timing.cpu_runners_more:
         the process term's 2 degrees of freedom were too few there; their
-        memory is the job's address-space limit's). GPU: none for a CHECK (it times nothing), else as many as
-        fit half the budget beside the estimate, a reference and a candidate
-        runner at a time: each holds the reference's (or the candidate's)
-        parameters and makes its own outputs; the inputs and output slots are
-        the judge's, shared by IPC. The evidence's reference_runners says how
+        memory is the job's address-space limit's). GPU: none for a CHECK (it
+        times nothing), else as many as fit half the budget beside the
+        estimate, a reference and a candidate runner at a time: each holds
+        the reference's (or the candidate's) parameters and makes its own
+        outputs; the inputs and output slots are the judge's, shared by IPC. The evidence's reference_runners says how
         many timed; the worker kills the idle ones with the job."""
         if forked == 0:
             return 0

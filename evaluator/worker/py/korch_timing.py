@@ -536,7 +536,9 @@ class Timing:
         """The reference's time per call in the judge, warm (its second
         call on `args`): what decides, before the runners start, whether
         the timing's calls are timed alone. The global RNG is left as it
-        was (a reference that draws random numbers draws none more)."""
+        was (a reference that draws random numbers draws none more). Not
+        _judge_reference_sample: that moves to the runners' core, where the
+        runners are preparing at this point, and would read their load."""
         rng = torch.get_rng_state()
         try:
             self.ref_forward(args)
